@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// Runs the compiled tests with node's own test runner. Optional args pick folders under test/
+// (unit, integration, e2e, reliability); with none, every folder runs.
+import { readdirSync, statSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+
+const root = join(import.meta.dirname, "..", "dist", "test");
+if (!existsSync(root)) {
+  console.error("run-tests: dist/test is missing; run `npm run build` first");
+  process.exit(2);
+}
+const folders = process.argv.slice(2);
+const files = [];
+const walk = (dir) => {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p);
+    else if (name.endsWith(".test.js")) files.push(p);
+  }
+};
+for (const f of folders.length ? folders : ["unit", "integration", "e2e", "reliability"]) {
+  const dir = join(root, f);
+  if (existsSync(dir)) walk(dir);
+}
+if (files.length === 0) {
+  console.error("run-tests: no test files found");
+  process.exit(1);
+}
+const concurrency = process.env.DSH_TEST_CONCURRENCY ?? "2";
+const r = spawnSync(
+  process.execPath,
+  ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
+  { stdio: "inherit" },
+);
+process.exit(r.status ?? 1);

@@ -1,0 +1,68 @@
+// One error type for the whole project: a stable `code` string and a message that names the fix.
+
+export const ERROR_CODES = [
+  // from the original plugin
+  "HERDR_UNAVAILABLE",
+  "HERDR_TOO_OLD",
+  "HERDR_PROTOCOL",
+  "AGENT_NOT_FOUND",
+  "PANE_GONE",
+  "AGENT_BLOCKED",
+  "AGENT_STALLED",
+  "SPAWN_REFUSED",
+  "CONCURRENCY_LIMIT",
+  "CWD_NOT_ALLOWED",
+  "TASK_NOT_FOUND",
+  // ours
+  "BAD_TASK_ID",
+  "BAD_REQUEST",
+  "BAD_PARAMS",
+  "UNKNOWN_METHOD",
+  "FRAME_TOO_LARGE",
+  "UNAUTHORIZED",
+  "FORBIDDEN",
+  "NOT_OWNER",
+  "BAD_STATE",
+  "CONFIG_INVALID",
+  "HOME_UNSAFE",
+  "HOME_UNWRITABLE",
+  "DAEMON_UNAVAILABLE",
+  "DAEMON_RUNNING",
+  "RUNTIME_UNAVAILABLE",
+  "LAUNCH_FAILED",
+  "GIT_FAILED",
+  "NOT_A_REPO",
+  "RESULT_INVALID",
+  "CONTRACT_ERROR",
+  "TIMEOUT",
+  "INTERNAL",
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export class DshError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = "DshError";
+    this.code = code;
+    if (details !== undefined) this.details = details;
+  }
+
+  toJSON(): { code: ErrorCode; message: string } {
+    return { code: this.code, message: this.message };
+  }
+}
+
+export function isDshError(e: unknown): e is DshError {
+  return e instanceof DshError;
+}
+
+/** Wrap anything thrown into a DshError without losing a code it already had. */
+export function asDshError(e: unknown, fallback: ErrorCode = "INTERNAL"): DshError {
+  if (e instanceof DshError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new DshError(fallback, message);
+}
