@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// Runs every compiled benchmark in dist/bench (or the ones named) one after another; each prints its own figures
+// as ratios against a baseline measured in the same run.
+import { readdirSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+
+const dir = join(import.meta.dirname, "..", "dist", "bench");
+if (!existsSync(dir)) {
+  console.error("run-bench: dist/bench is missing; run `npm run build` first");
+  process.exit(2);
+}
+const wanted = process.argv.slice(2);
+const benches = readdirSync(dir)
+  .filter((f) => f.endsWith(".js") && !f.startsWith("_"))
+  .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
+  .sort();
+let failed = 0;
+for (const b of benches) {
+  console.log(`\n## ${b.replace(/\.js$/, "")}`);
+  const r = spawnSync(process.execPath, ["--expose-gc", join(dir, b)], { stdio: "inherit" });
+  if (r.status !== 0) failed++;
+}
+process.exit(failed ? 1 : 0);
