@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   "CONTRACT_ERROR",
   "TIMEOUT",
   "INTERNAL",
+  "HERDR_REJECTED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
