@@ -37,6 +37,7 @@ export const ERROR_CODES = [
   "TIMEOUT",
   "INTERNAL",
   "HERDR_REJECTED",
+  "PI_NOT_FOUND",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
