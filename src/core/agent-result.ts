@@ -1,0 +1,107 @@
+// Harvest assembly: evidence in, one AgentResult out. Pure; the daemon gathers the evidence (files, git, runtime).
+import { deriveStatus, nextActionFor, resultStatusWarning, type RawState } from "./derive.js";
+import type { ParsedResultMd } from "./result-md.js";
+import type { SessionFacts } from "./session-reader.js";
+import { collectWarnings, pickSummary, type SessionFreshness } from "./summary.js";
+import type {
+  AgentInfo, AgentResult, DiffEvidence, HerdrStatus, ResultError, Role, Timing, WorktreeInfo,
+} from "./types.js";
+
+export interface HarvestInput {
+  /** From the task record. */
+  taskId: string;
+  role: Role;
+  agent: AgentInfo;
+  brief?: string;
+  owner?: string;
+  worktree?: WorktreeInfo;
+  timing: Timing;
+  /** Fused raw state; resultStatus defaults to the parsed result.md's status. */
+  raw: RawState;
+  /** What Herdr itself said; "unknown" on other runtimes (the default). */
+  herdrStatus?: HerdrStatus;
+  sessionPath?: string;
+  /** Facts from the SessionReader; absent when pi has written no session file yet. */
+  session?: SessionFacts;
+  /** The session file changed after promptedAt (mtime or last entry time): only then is its final message new. */
+  sessionChangedAfterPrompt: boolean;
+  /** Where result.md lives (or would): result.path even when the text came from the final message. */
+  resultPath?: string;
+  /** Parsed result.md; absent when the child wrote none. */
+  resultMd?: ParsedResultMd;
+  diff?: DiffEvidence;
+  /** The harvest is final for this cycle (settled), not a live snapshot: enables the empty-harvest warning. */
+  settled?: boolean;
+  error?: ResultError;
+  /** Caveats found while gathering evidence (git trouble, unreadable files, ...). */
+  warnings?: string[];
+}
+
+function freshness(input: HarvestInput): SessionFreshness {
+  if (input.session === undefined) return "absent";
+  return input.sessionChangedAfterPrompt ? "fresh" : "stale";
+}
+
+export function buildAgentResult(input: HarvestInput): AgentResult {
+  const md = input.resultMd;
+  const raw: RawState = md?.meta.status !== undefined && input.raw.resultStatus === undefined
+    ? { ...input.raw, resultStatus: md.meta.status }
+    : input.raw;
+  const status = deriveStatus(raw);
+  // Only a session that moved after the prompt has a final message for this task; an older one is stale.
+  const finalMessage = input.sessionChangedAfterPrompt ? input.session?.finalText : undefined;
+
+  const out: AgentResult = {
+    schemaVersion: 1,
+    taskId: input.taskId,
+    status,
+    role: input.role,
+    agent: { ...input.agent },
+    herdrStatus: input.herdrStatus ?? "unknown",
+    summary: pickSummary({ meta: md?.meta, finalMessage, body: md?.body, status }),
+    timing: withElapsed(input.timing),
+    nextAction: nextActionFor(status),
+  };
+  if (input.sessionPath !== undefined) out.sessionPath = input.sessionPath;
+  if (finalMessage !== undefined) out.finalMessage = finalMessage;
+  if (md !== undefined) {
+    out.result = { path: input.resultPath ?? "", text: md.body, meta: { ...md.meta } };
+  } else if (finalMessage !== undefined) {
+    out.result = { path: input.resultPath ?? "", text: finalMessage, meta: {} };
+  }
+  if (input.diff !== undefined) out.diff = input.diff;
+  if (md?.meta.tests !== undefined) out.tests = md.meta.tests;
+  if (md?.files !== undefined) out.files = [...md.files];
+  if (input.worktree !== undefined) out.worktree = input.worktree;
+  if (input.session !== undefined) out.usage = { ...input.session.usage };
+  if (input.brief !== undefined) out.brief = input.brief;
+  if (input.owner !== undefined) out.owner = input.owner;
+  if (input.error !== undefined) out.error = input.error;
+
+  const extra = [...(md?.warnings ?? [])];
+  const statusWarning = resultStatusWarning(md?.meta.status);
+  if (statusWarning !== undefined) extra.push(statusWarning);
+  const invalid = input.session?.invalidLines ?? 0;
+  if (invalid > 0) extra.push(`session: ${invalid} invalid line(s) skipped`);
+  extra.push(...(input.warnings ?? []));
+  const warnings = collectWarnings({
+    role: input.role,
+    session: freshness(input),
+    hasArtifact: md !== undefined,
+    hasFinalMessage: finalMessage !== undefined,
+    changedFiles: input.diff ? [...input.diff.files, ...input.diff.untracked] : [],
+    dirtyAtStart: input.diff?.dirtyAtStart ?? [],
+    settled: input.settled ?? (nextActionFor(status) !== "wait" && !input.raw.external),
+    extra,
+  });
+  if (warnings.length > 0) out.warnings = warnings;
+  return out;
+}
+
+function withElapsed(t: Timing): Timing {
+  const timing = { ...t };
+  if (timing.elapsedMs === undefined && timing.settledAt !== undefined && timing.settledAt >= timing.createdAt) {
+    timing.elapsedMs = timing.settledAt - timing.createdAt;
+  }
+  return timing;
+}

@@ -1,0 +1,123 @@
+// result.md: YAML frontmatter (status, summary, tests, files) + a markdown body. Parsing never throws: a malformed
+// artifact becomes a warning and its whole text the body, so a child's mistake cannot break a harvest.
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import type { ResultMeta } from "./types.js";
+
+export const RESULT_MD_MAX_BYTES = 256 * 1024;
+const META_KEYS = ["status", "summary", "tests", "files"] as const;
+
+export interface ParsedResultMd {
+  meta: ResultMeta;
+  body: string;
+  /** meta.files split on commas, trimmed, blanks dropped. */
+  files?: string[];
+  warnings: string[];
+}
+
+/** Cut to at most maxBytes of UTF-8 without splitting a character. */
+function truncateUtf8(text: string, maxBytes: number): string {
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= maxBytes) return text;
+  let end = maxBytes;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // back off continuation bytes
+  return new TextDecoder().decode(bytes.subarray(0, end));
+}
+
+/** Drop leading blank lines and trailing whitespace: the body's canonical form (what render writes back). */
+export function normalizeBody(body: string): string {
+  return body.replace(/^(?:[ \t]*\r?\n)+/, "").trimEnd();
+}
+
+export function splitFiles(files: string | undefined): string[] | undefined {
+  if (files === undefined) return undefined;
+  const list = files.split(",").map((f) => f.trim()).filter((f) => f !== "");
+  return list;
+}
+
+function scalarText(v: unknown): string | undefined {
+  if (typeof v === "string") return v;
+  if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") return String(v);
+  return undefined;
+}
+
+function readMeta(doc: Record<string, unknown>, warnings: string[]): ResultMeta {
+  const meta: ResultMeta = {};
+  for (const key of META_KEYS) {
+    const v = doc[key];
+    if (v === undefined || v === null) continue;
+    const s = scalarText(v);
+    if (s !== undefined) {
+      meta[key] = s.trim();
+    } else if (key === "files" && Array.isArray(v) && v.every((x) => scalarText(x) !== undefined)) {
+      meta.files = v.map((x) => scalarText(x)!.trim()).join(", "); // a YAML list is the obvious spelling too
+    } else {
+      warnings.push(`result.md frontmatter key "${key}" is not text (got ${Array.isArray(v) ? "a list" : typeof v}); write it as a single line of text`);
+    }
+  }
+  return meta;
+}
+
+export function parseResultMd(text: string, opts: { maxBytes?: number } = {}): ParsedResultMd {
+  const maxBytes = opts.maxBytes ?? RESULT_MD_MAX_BYTES;
+  const warnings: string[] = [];
+  if (text.includes("\u0000")) {
+    return { meta: {}, body: "", warnings: ["result.md looks binary (NUL bytes); write it as UTF-8 markdown text"] };
+  }
+  let src = text.replace(/^\uFEFF/, "");
+  const cut = truncateUtf8(src, maxBytes);
+  if (cut.length < src.length) {
+    warnings.push(`result.md is over ${maxBytes} bytes; the body was truncated. Keep the report short and put bulk output in files`);
+    src = cut;
+  }
+  const whole = (problem: string): ParsedResultMd => {
+    warnings.push(`result.md frontmatter ${problem}; the whole file was read as the body`);
+    return { meta: {}, body: normalizeBody(src), warnings };
+  };
+
+  const firstNl = src.indexOf("\n");
+  const firstLine = (firstNl < 0 ? src : src.slice(0, firstNl)).trimEnd();
+  if (firstLine !== "---") return { meta: {}, body: normalizeBody(src), warnings };
+
+  const rest = firstNl < 0 ? "" : src.slice(firstNl + 1);
+  const close = /^---[ \t]*\r?$/m.exec(rest);
+  if (close === null) return whole("is not closed (no second --- line)");
+  const yamlText = rest.slice(0, close.index);
+  const afterClose = rest.slice(close.index + close[0].length);
+  const body = normalizeBody(afterClose.startsWith("\n") ? afterClose.slice(1) : afterClose);
+
+  let doc: unknown;
+  try {
+    doc = parseYaml(yamlText, { schema: "core", uniqueKeys: false });
+  } catch (e) {
+    const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? "";
+    return whole(`is not valid YAML (${msg.slice(0, 160)})`);
+  }
+  if (doc === null || doc === undefined) return { meta: {}, body, warnings };
+  if (typeof doc !== "object" || Array.isArray(doc)) {
+    return whole(`is not a key: value map (got ${Array.isArray(doc) ? "a list" : typeof doc})`);
+  }
+  const meta = readMeta(doc as Record<string, unknown>, warnings);
+  const files = splitFiles(meta.files);
+  return files === undefined ? { meta, body, warnings } : { meta, body, files, warnings };
+}
+
+export interface ResultMdFields {
+  status: string;
+  summary?: string;
+  tests?: string;
+  files?: string | string[];
+}
+
+/** The file parseResultMd reads back to the same meta and normalizeBody(body). */
+export function renderResultMd(fields: ResultMdFields, body: string): string {
+  // Values are trimmed because parse trims them: what goes out is exactly what comes back.
+  const doc: Record<string, string> = { status: fields.status.trim() };
+  if (fields.summary !== undefined) doc.summary = fields.summary.trim();
+  if (fields.tests !== undefined) doc.tests = fields.tests.trim();
+  if (fields.files !== undefined) {
+    doc.files = Array.isArray(fields.files) ? fields.files.map((f) => f.trim()).join(", ") : fields.files.trim();
+  }
+  const yaml = stringifyYaml(doc, { lineWidth: 0 });
+  const b = normalizeBody(body);
+  return `---\n${yaml}---\n${b === "" ? "" : `\n${b}\n`}`;
+}
