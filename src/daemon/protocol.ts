@@ -1,0 +1,85 @@
+// Protocol schemas (schema/protocol/<method>.json) compiled once with ajv 2020; every request's params are
+// validated before a handler sees them, every result before it leaves.
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import { DshError } from "../core/errors.js";
+
+export const PROTOCOL_VERSION = 1;
+
+export const REQUEST_METHODS = [
+  "hello",
+  "daemon.status",
+  "daemon.stop",
+  "task.spawn",
+  "task.get",
+  "task.list",
+  "task.wait",
+  "task.respond",
+  "task.close",
+  "task.abort",
+  "task.subscribe",
+  "child.event",
+  "child.report",
+] as const;
+export type RequestMethod = (typeof REQUEST_METHODS)[number];
+
+export const PUSH_METHODS = ["task.status", "child.prompt", "child.abort"] as const;
+
+export const packageRoot = join(import.meta.dirname, "..", "..", "..");
+export const protocolSchemaDir = join(packageRoot, "schema", "protocol");
+
+function describe(errors: ErrorObject[] | null | undefined): string {
+  if (!errors || errors.length === 0) return "invalid";
+  // oneOf/anyOf produce one error per branch; the first specific one is the most useful to a person.
+  const e = errors.find((x) => x.keyword !== "oneOf" && x.keyword !== "anyOf" && x.keyword !== "if") ?? errors[0]!;
+  const where = e.instancePath === "" ? "params" : `params${e.instancePath.replace(/\//g, ".")}`;
+  if (e.keyword === "additionalProperties") {
+    return `${where} has unknown field "${String((e.params as { additionalProperty: string }).additionalProperty)}"`;
+  }
+  if (e.keyword === "enum") {
+    return `${where} must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
+  }
+  return `${where} ${e.message ?? "is invalid"}`;
+}
+
+export class ProtocolSchemas {
+  private readonly params = new Map<string, ValidateFunction>();
+  private readonly results = new Map<string, ValidateFunction>();
+
+  constructor(dir = protocolSchemaDir) {
+    const ajv = new Ajv2020({ allErrors: false, strict: false });
+    for (const file of readdirSync(dir).filter((f) => f.endsWith(".json"))) {
+      const schema = JSON.parse(readFileSync(join(dir, file), "utf8")) as { $id: string; title: string };
+      ajv.addSchema(schema);
+      const method = schema.title;
+      if (!(REQUEST_METHODS as readonly string[]).includes(method)) continue;
+      this.params.set(method, ajv.getSchema(`${schema.$id}#/$defs/params`)!);
+      this.results.set(method, ajv.getSchema(`${schema.$id}#/$defs/result`)!);
+    }
+    for (const m of REQUEST_METHODS) {
+      if (!this.params.has(m)) throw new DshError("INTERNAL", `schema/protocol/${m}.json is missing; reinstall dsh-herdr`);
+    }
+  }
+
+  isMethod(method: string): method is RequestMethod {
+    return this.params.has(method);
+  }
+
+  checkParams(method: RequestMethod, params: unknown): void {
+    const v = this.params.get(method)!;
+    if (!v(params)) {
+      throw new DshError(
+        "BAD_PARAMS",
+        `${method}: ${describe(v.errors)}; fix the request (see docs/socket-protocol.md#${method.replace(/\./g, "")})`,
+      );
+    }
+  }
+
+  checkResult(method: RequestMethod, result: unknown): void {
+    const v = this.results.get(method)!;
+    if (!v(result)) {
+      throw new DshError("INTERNAL", `${method}: the daemon built an invalid result (${describe(v.errors)}); please report this bug`);
+    }
+  }
+}
