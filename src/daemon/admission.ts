@@ -1,0 +1,109 @@
+// Admission: at most maxParallelAgents tasks hold a slot; up to maxQueuedAgents wait in FIFO order for at
+// most queueTimeoutMs. A slot is reserved synchronously in acquire(), so simultaneous spawns cannot overshoot.
+import { DshError } from "../core/errors.js";
+
+export interface AdmissionLimits {
+  maxParallelAgents: number;
+  maxQueuedAgents: number;
+  queueTimeoutMs: number;
+}
+
+export interface Slot {
+  taskId: string;
+  queuedMs: number;
+}
+
+interface Waiter {
+  taskId: string;
+  since: number;
+  resolve(slot: Slot): void;
+  reject(e: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class Admission {
+  private readonly holders = new Set<string>();
+  private readonly queue: Waiter[] = [];
+
+  constructor(
+    private readonly limits: () => AdmissionLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get running(): number {
+    return this.holders.size;
+  }
+  get queued(): number {
+    return this.queue.length;
+  }
+  holds(taskId: string): boolean {
+    return this.holders.has(taskId);
+  }
+  isQueued(taskId: string): boolean {
+    return this.queue.some((w) => w.taskId === taskId);
+  }
+
+  /** Reserve a slot now or join the queue; throws synchronously (CONCURRENCY_LIMIT) when the queue is full. */
+  acquire(taskId: string): Promise<Slot> {
+    const l = this.limits();
+    if (this.holders.has(taskId)) return Promise.resolve({ taskId, queuedMs: 0 });
+    if (this.holders.size < l.maxParallelAgents && this.queue.length === 0) {
+      this.holders.add(taskId);
+      return Promise.resolve({ taskId, queuedMs: 0 });
+    }
+    if (this.queue.length >= l.maxQueuedAgents) {
+      throw new DshError(
+        "CONCURRENCY_LIMIT",
+        `${this.holders.size} agents are running and ${this.queue.length} are queued (maxParallelAgents ${l.maxParallelAgents}, maxQueuedAgents ${l.maxQueuedAgents}); wait for one to finish, close finished tasks, or raise the limits in config.json`,
+      );
+    }
+    return new Promise<Slot>((resolve, reject) => {
+      const w: Waiter = {
+        taskId,
+        since: this.now(),
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.dropWaiter(w);
+          reject(
+            new DshError(
+              "CONCURRENCY_LIMIT",
+              `no agent slot became free within queueTimeoutMs (${l.queueTimeoutMs} ms); close finished tasks, raise maxParallelAgents or queueTimeoutMs in config.json, or spawn later`,
+            ),
+          );
+        }, l.queueTimeoutMs),
+      };
+      this.queue.push(w);
+    });
+  }
+
+  /** Give a slot back (task settled for good, closed or aborted) and admit the next waiter. Idempotent. */
+  release(taskId: string): void {
+    if (this.holders.delete(taskId)) this.pump();
+  }
+
+  /** Remove a queued task (aborted before it started). True when it was queued. */
+  cancel(taskId: string, reason: Error): boolean {
+    const w = this.queue.find((x) => x.taskId === taskId);
+    if (!w) return false;
+    this.dropWaiter(w);
+    w.reject(reason);
+    return true;
+  }
+
+  private dropWaiter(w: Waiter): void {
+    clearTimeout(w.timer);
+    const i = this.queue.indexOf(w);
+    if (i >= 0) this.queue.splice(i, 1);
+  }
+
+  private pump(): void {
+    const l = this.limits();
+    while (this.holders.size < l.maxParallelAgents && this.queue.length > 0) {
+      const w = this.queue.shift()!;
+      clearTimeout(w.timer);
+      this.holders.add(w.taskId);
+      w.resolve({ taskId: w.taskId, queuedMs: Math.max(1, this.now() - w.since) });
+    }
+  }
+}
