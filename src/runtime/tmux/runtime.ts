@@ -1,0 +1,199 @@
+// The tmux runtime: one window per task in session `dsh-herdr` on a private tmux server. The pane keeps the
+// child's exit status (remain-on-exit) so a dead child can be inspected and told apart from a closed pane.
+import { constants as osConstants } from "node:os";
+import { DshError } from "../../core/errors.js";
+import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
+import { checkLaunchSpec } from "./launch-check.js";
+import { literalArg, literalFormat, mustTmux, runTmux, isGoneError, type TmuxServer } from "./tmux-cli.js";
+
+export interface TmuxRuntimeOptions {
+  /** tmux -L name (config default "dsh-herdr"; tests use a private random name). */
+  socketName: string;
+  sessionName?: string;
+  /** tmux -f for a server this runtime starts; undefined reads the user's usual tmux config. */
+  configFile?: string;
+  bin?: string;
+  width?: number;
+  height?: number;
+  /** Poll interval of watch(), ms. */
+  watchIntervalMs?: number;
+}
+
+interface PaneState {
+  paneId: string;
+  windowId: string;
+  pid: number;
+  dead: boolean;
+  deadStatus: number | null;
+  deadSignal: number | null;
+}
+
+const PANE_FORMAT = "#{pane_id}\t#{window_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}";
+
+function signalName(n: number): string {
+  const hit = Object.entries(osConstants.signals).find(([, v]) => v === n);
+  return hit ? hit[0] : `SIG${n}`;
+}
+
+function intOrNull(s: string | undefined): number | null {
+  return s === undefined || s === "" ? null : Number.parseInt(s, 10);
+}
+
+export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
+  const sessionName = opts.sessionName ?? "dsh-herdr";
+  const serverOf = (h?: RuntimeHandle): TmuxServer => ({
+    socketName: h?.tmuxSocket ?? opts.socketName,
+    ...(opts.configFile !== undefined ? { configFile: opts.configFile } : {}),
+    ...(opts.bin !== undefined ? { bin: opts.bin } : {}),
+  });
+
+  function paneOf(h: RuntimeHandle): string {
+    if (h.runtime !== "tmux" || !h.tmuxPaneId) {
+      throw new DshError("BAD_PARAMS", `not a tmux handle (runtime ${h.runtime}, pane ${h.tmuxPaneId ?? "none"}): pass the handle tmux launch returned`);
+    }
+    return h.tmuxPaneId;
+  }
+
+  /** The pane as tmux sees it now, or null when it is gone (closed, server gone, or a reused id). */
+  async function query(h: RuntimeHandle): Promise<PaneState | null> {
+    const paneId = paneOf(h);
+    // display-message falls back to another pane for a missing target, so filter list-panes instead.
+    const r = await runTmux(serverOf(h), ["list-panes", "-a", "-f", `#{==:#{pane_id},${paneId}}`, "-F", PANE_FORMAT]);
+    if (!r.ok) {
+      if (isGoneError(r.stderr)) return null;
+      throw new DshError("RUNTIME_UNAVAILABLE", `tmux list-panes failed on server ${serverOf(h).socketName}: ${r.stderr}`);
+    }
+    const line = r.stdout.split("\n").find((l) => l.startsWith(`${paneId}\t`));
+    if (!line) return null;
+    const [, windowId = "", pid = "", dead, status, signal] = line.split("\t");
+    const state: PaneState = {
+      paneId, windowId, pid: Number.parseInt(pid, 10), dead: dead === "1",
+      deadStatus: intOrNull(status), deadSignal: intOrNull(signal),
+    };
+    // Pane ids restart at %0 with a new server: a different pid means a different pane.
+    if (h.pid !== undefined && state.pid !== h.pid) return null;
+    return state;
+  }
+
+  async function mustLive(h: RuntimeHandle, what: string): Promise<PaneState> {
+    const q = await query(h);
+    if (q === null) throw new DshError("PANE_GONE", `cannot ${what}: tmux pane ${h.tmuxPaneId} is gone; start the task again`);
+    if (q.dead) throw new DshError("PANE_GONE", `cannot ${what}: the child in tmux pane ${h.tmuxPaneId} has exited; read its output or start the task again`);
+    return q;
+  }
+
+  function exitOf(q: PaneState): ChildExit {
+    return q.deadSignal !== null ? { code: null, signal: signalName(q.deadSignal) } : { code: q.deadStatus, signal: null };
+  }
+
+  const runtime: Runtime = {
+    kind: "tmux",
+
+    async launch(spec: LaunchSpec): Promise<RuntimeHandle> {
+      await checkLaunchSpec(spec);
+      // One argument would be run by tmux through `sh -c`: `env --` keeps it an exec of the program itself.
+      const argv = spec.argv.length === 1 ? ["env", "--", ...spec.argv] : spec.argv;
+      const common = [
+        "-n", literalArg(literalFormat(spec.name)),
+        "-c", literalArg(literalFormat(spec.cwd)),
+        ...Object.entries(spec.env).flatMap(([k, v]) => ["-e", literalArg(`${k}=${v}`)]),
+        "-P", "-F", PANE_FORMAT,
+        "--", ...argv.map(literalArg),
+      ];
+      // Set remain-on-exit before the window exists, so even an instant exit leaves a dead pane to inspect.
+      const prelude = ["start-server", ";", "set-option", "-wg", "remain-on-exit", "on", ";"];
+      const server = serverOf();
+      const inWindow = ["new-window", "-d", "-t", `=${sessionName}:`, ...common];
+      const inSession = ["new-session", "-d", "-s", sessionName, "-x", String(opts.width ?? 200), "-y", String(opts.height ?? 50), ...common];
+      let r = await runTmux(server, [...prelude, ...inWindow]);
+      if (!r.ok && /can't find session|no current target|no server running|error connecting/i.test(r.stderr)) {
+        r = await runTmux(server, [...prelude, ...inSession]);
+        if (!r.ok && /duplicate session/i.test(r.stderr)) r = await runTmux(server, [...prelude, ...inWindow]);
+      }
+      if (!r.ok) {
+        throw new DshError("LAUNCH_FAILED", `tmux could not open a window for ${spec.name} on server ${opts.socketName}: ${r.stderr || "no message"}`);
+      }
+      const [paneId = "", windowId = "", pid = ""] = r.stdout.trim().split("\t");
+      return {
+        runtime: "tmux", agentName: spec.name, tmuxSocket: opts.socketName, tmuxSession: sessionName,
+        tmuxWindow: windowId, tmuxPaneId: paneId, pid: Number.parseInt(pid, 10),
+      };
+    },
+
+    async isAlive(h) {
+      const q = await query(h);
+      return q !== null && !q.dead;
+    },
+
+    async exitStatus(h) {
+      const q = await query(h);
+      return q !== null && q.dead ? exitOf(q) : null;
+    },
+
+    async readOutput(h, o = {}) {
+      const lines = Math.max(1, o.lines ?? 50);
+      const q = await query(h);
+      if (q === null) return "";
+      const out = await mustTmux(serverOf(h), ["capture-pane", "-p", "-J", "-t", q.paneId, "-S", `-${lines}`], "capture-pane");
+      const all = out.replace(/\s+$/, "").split("\n");
+      return all.slice(-lines).join("\n");
+    },
+
+    async sendText(h, text) {
+      const q = await mustLive(h, "send text");
+      const server = serverOf(h);
+      if (text.includes("\n")) {
+        // Multi-line text goes in as one bracketed paste, so newlines do not submit early.
+        const buffer = `dsh-${q.paneId.slice(1)}`;
+        await mustTmux(server, ["load-buffer", "-b", buffer, "-"], "load-buffer", { input: text });
+        await mustTmux(server, ["paste-buffer", "-d", "-p", "-b", buffer, "-t", q.paneId], "paste-buffer");
+      } else if (text !== "") {
+        await mustTmux(server, ["send-keys", "-t", q.paneId, "-l", "--", literalArg(text)], "send-keys");
+      }
+      await mustTmux(server, ["send-keys", "-t", q.paneId, "Enter"], "send-keys Enter");
+    },
+
+    async sendKeys(h, keys) {
+      if (keys.length === 0 || keys.some((k) => typeof k !== "string" || k === "")) {
+        throw new DshError("BAD_PARAMS", "keys must be non-empty tmux key names such as Escape, C-c or Enter");
+      }
+      const q = await mustLive(h, "send keys");
+      await mustTmux(serverOf(h), ["send-keys", "-t", q.paneId, "--", ...keys.map(literalArg)], "send-keys");
+    },
+
+    async close(h) {
+      const q = await query(h);
+      if (q === null) return;
+      const r = await runTmux(serverOf(h), ["kill-window", "-t", q.windowId]);
+      if (!r.ok && !isGoneError(r.stderr)) {
+        throw new DshError("RUNTIME_UNAVAILABLE", `tmux kill-window ${q.windowId} failed: ${r.stderr}`);
+      }
+    },
+
+    async agentState(h) {
+      const q = await query(h);
+      return q === null || q.dead ? "missing" : "unknown";
+    },
+
+    watch(h, onEvent: (e: RuntimeEvent) => void) {
+      let stopped = false;
+      let busy = false;
+      const timer = setInterval(() => {
+        if (busy || stopped) return;
+        busy = true;
+        query(h)
+          .then((q) => {
+            if (stopped) return;
+            if (q === null) { stop(); onEvent({ type: "gone" }); }
+            else if (q.dead) { stop(); onEvent({ type: "exited", exit: exitOf(q) }); }
+          })
+          .catch(() => undefined) // a transient tmux failure: try again next tick
+          .finally(() => { busy = false; });
+      }, opts.watchIntervalMs ?? 500);
+      timer.unref();
+      const stop = (): void => { stopped = true; clearInterval(timer); };
+      return stop;
+    },
+  };
+  return runtime;
+}

@@ -1,0 +1,43 @@
+// Test helper: a private tmux server (`tmux -L <random>`, no config file) that is killed at the end.
+// Never touches the user's tmux server.
+import { execa } from "execa";
+import { randomBytes } from "node:crypto";
+
+export interface PrivateTmux {
+  socketName: string;
+  /** Runs `tmux -L <socket> -f /dev/null ...args`; resolves stdout, rejects on failure. */
+  run(args: string[]): Promise<string>;
+  /** kill-server; fine when the server already exited. */
+  kill(): Promise<void>;
+}
+
+export async function tmuxInstalled(): Promise<boolean> {
+  const r = await execa("tmux", ["-V"], { reject: false });
+  return r.exitCode === 0;
+}
+
+export function privateTmux(prefix = "dsh-test"): PrivateTmux {
+  const socketName = `${prefix}-${process.pid}-${randomBytes(4).toString("hex")}`;
+  const base = ["-L", socketName, "-f", "/dev/null"];
+  return {
+    socketName,
+    async run(args) {
+      const r = await execa("tmux", [...base, ...args], { env: { TMUX: undefined } });
+      return String(r.stdout);
+    },
+    async kill() {
+      await execa("tmux", [...base, "kill-server"], { reject: false });
+    },
+  };
+}
+
+/** Polls `check` until it returns a value that is not undefined/false, or fails after timeoutMs. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
