@@ -1,26 +1,98 @@
-import { Command } from "commander";
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { dirname, join } from "node:path";
+// The dsh-herdr command line: builds the commander tree, runs one command, maps errors to exit codes.
+import { Command, CommanderError } from "commander";
+import { asDshError } from "../core/errors.js";
+import type { CliContext, DaemonConnection } from "./context.js";
+import { EXIT, exitCodeForError } from "./exit-codes.js";
+import { cliHome } from "./home.js";
+import { packageVersion } from "./version.js";
+import { type CliIo, processIo } from "./io.js";
+import { registerTaskCommands } from "./commands/tasks.js";
+import { registerControlCommands } from "./commands/control.js";
+import { registerWatchCommand } from "./commands/watch.js";
+import { registerAdminCommands } from "./commands/admin.js";
+import { registerDoctorCommand } from "./commands/doctor.js";
+import { registerDemoCommand } from "./demo.js";
+import { connectDaemon } from "./connect.js";
 
-const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+export { packageVersion };
 
-export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string };
-  return pkg.version;
+export interface RunOptions {
+  io?: CliIo;
+  connect?: (home: string, opts: { start?: boolean }) => Promise<DaemonConnection>;
+  signal?: AbortSignal;
 }
 
-export async function run(argv: string[]): Promise<number> {
+export function buildProgram(ctx: CliContext): Command {
   const program = new Command("dsh-herdr")
-    .description("Supervisor daemon for pi coding agents")
+    .description("Supervisor daemon for pi coding agents: delegate tasks to child pi agents and collect one AgentResult each")
     .version(packageVersion(), "-V, --version")
-    .exitOverride();
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => ctx.io.out(s), writeErr: (s) => ctx.io.err(s) })
+    .showSuggestionAfterError(true)
+    .addHelpText(
+      "after",
+      `
+Exit codes: 0 ok, 1 failed task or error, 2 usage, 3 timeout.
+Home: $DSH_HERDR_HOME or ~/.dsh/herdr. Every command takes --json for machine output. See docs/cli.md.
+
+Examples:
+  $ dsh-herdr demo                               # hermetic demo: real pi against a scripted model
+  $ dsh-herdr spawn --isolated --prompt "add a test for parseDuration" --wait
+  $ dsh-herdr watch
+  $ dsh-herdr doctor`,
+    );
+  registerTaskCommands(program, ctx);
+  registerControlCommands(program, ctx);
+  registerWatchCommand(program, ctx);
+  registerAdminCommands(program, ctx);
+  registerDoctorCommand(program, ctx);
+  registerDemoCommand(program, ctx);
+  return program;
+}
+
+function commanderExit(e: CommanderError): number {
+  if (e.code === "commander.helpDisplayed" || e.code === "commander.version") return EXIT.ok;
+  if (e.code === "commander.help" && e.exitCode === 0) return EXIT.ok;
+  return EXIT.usage;
+}
+
+/** Run the CLI with node-style argv ([node, script, ...args]); resolves with the exit code. */
+export async function run(argv: string[], opts: RunOptions = {}): Promise<number> {
+  const io = opts.io ?? processIo();
+  const controller = new AbortController();
+  // First Ctrl+C stops the running command cleanly; a second one exits at once.
+  const onSigint = () => (controller.signal.aborted ? process.exit(130) : controller.abort());
+  if (!opts.signal) {
+    process.on("SIGINT", onSigint);
+    process.on("SIGTERM", onSigint);
+  } else opts.signal.addEventListener("abort", onSigint, { once: true });
+  const home = cliHome(io.env);
+  const connect = opts.connect ?? connectDaemon;
+  const opened: DaemonConnection[] = [];
+  const ctx: CliContext = {
+    io,
+    home,
+    exitCode: EXIT.ok,
+    signal: controller.signal,
+    connect: async (o = {}) => {
+      const c = await connect(home, o);
+      opened.push(c);
+      return c;
+    },
+  };
+  const wantsJson = argv.includes("--json");
   try {
-    await program.parseAsync(argv);
-    return 0;
+    await buildProgram(ctx).parseAsync(argv);
+    return ctx.exitCode;
   } catch (e) {
-    const err = e as { exitCode?: number; code?: string };
-    if (err.code === "commander.helpDisplayed" || err.code === "commander.version") return 0;
-    return err.exitCode === undefined ? 1 : 2;
+    if (e instanceof CommanderError) return commanderExit(e);
+    const err = asDshError(e);
+    if (wantsJson) io.err(JSON.stringify({ error: err.toJSON() }) + "\n");
+    else io.err(`dsh-herdr: ${err.code}: ${err.message}\n`);
+    return exitCodeForError(err);
+  } finally {
+    for (const c of opened) c.close();
+    process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigint);
   }
 }

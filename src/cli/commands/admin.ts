@@ -1,0 +1,86 @@
+// schema, config get|set|unset|path: things that need no running daemon.
+import type { Command } from "commander";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DshError } from "../../core/errors.js";
+import { configPath, loadConfig, setConfigValue } from "../../store/config.js";
+import { ensureHome } from "../../store/home.js";
+import type { CliContext } from "../context.js";
+import { packageRoot } from "../home.js";
+import { printJson } from "../io.js";
+import { examples, jsonOption, usage } from "./shared.js";
+import { registerDaemonCommands } from "./daemon.js";
+
+/** Read one key (`maxParallelAgents`, `modelAliases.flash`) from the effective config. */
+export function configValue(cfg: Record<string, unknown>, key: string): unknown {
+  let v: unknown = cfg;
+  for (const part of key.split(".")) {
+    if (v === null || typeof v !== "object" || !(part in v)) {
+      throw new DshError("CONFIG_INVALID", `unknown config key "${key}"; \`dsh-herdr config get\` lists every key`);
+    }
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+function show(value: unknown): string {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+export function registerAdminCommands(program: Command, ctx: CliContext): void {
+  const schema = program.command("schema").description("print the AgentResult JSON Schema (schemaVersion 1)");
+  jsonOption(schema);
+  examples(schema, ["dsh-herdr schema > agent-result.schema.json"]);
+  schema.action(() => {
+    const file = join(packageRoot, "schema", "agent-result.schema.json");
+    if (!existsSync(file)) throw new DshError("INTERNAL", `${file} is missing; reinstall dsh-herdr`);
+    ctx.io.out(readFileSync(file, "utf8"));
+  });
+
+  const config = program.command("config").description("read and change config.json in the home");
+  const get = config.command("get").description("print the effective config, or one key").argument("[key]", "e.g. maxParallelAgents or modelAliases.flash");
+  jsonOption(get);
+  examples(get, ["dsh-herdr config get", "dsh-herdr config get runtime"]);
+  get.action(async (key: string | undefined, o: { json?: boolean }) => {
+    const cfg = (await loadConfig(ctx.home, ctx.io.env)) as unknown as Record<string, unknown>;
+    if (key === undefined) {
+      if (o.json) return printJson(ctx.io, cfg);
+      for (const [k, v] of Object.entries(cfg)) ctx.io.out(`${k} = ${show(v)}\n`);
+      return;
+    }
+    const v = configValue(cfg, key);
+    if (o.json) printJson(ctx.io, v);
+    else ctx.io.out(show(v) + "\n");
+  });
+
+  const set = config.command("set").description("set one key (validated before writing; a running daemon reads it on restart)")
+    .argument("<key>", "config key").argument("<value>", "a string, or JSON for numbers, booleans, arrays");
+  jsonOption(set);
+  examples(set, ["dsh-herdr config set maxParallelAgents 5", "dsh-herdr config set modelAliases.flash openai/gpt-5-mini", `dsh-herdr config set allowCwd '["~/code"]'`]);
+  set.action(async (key: string, value: string, o: { json?: boolean }) => {
+    await ensureHome(ctx.home);
+    const cfg = (await setConfigValue(ctx.home, key, value)) as unknown as Record<string, unknown>;
+    const v = configValue(cfg, key);
+    if (o.json) printJson(ctx.io, { key, value: v });
+    else ctx.io.out(`${key} = ${show(v)}\n`);
+  });
+
+  const unset = config.command("unset").description("remove one key (back to its default)").argument("<key>", "config key");
+  jsonOption(unset);
+  unset.action(async (key: string, o: { json?: boolean }) => {
+    if (!existsSync(configPath(ctx.home))) throw usage(`there is no ${configPath(ctx.home)} yet; nothing to unset`);
+    const cfg = (await setConfigValue(ctx.home, key, undefined)) as unknown as Record<string, unknown>;
+    const v = key.includes(".") ? undefined : cfg[key];
+    if (o.json) printJson(ctx.io, { key, value: v ?? null });
+    else ctx.io.out(`${key} = ${show(v ?? "(unset)")}\n`);
+  });
+
+  const path = config.command("path").description("print where config.json lives");
+  jsonOption(path);
+  path.action((o: { json?: boolean }) => {
+    if (o.json) printJson(ctx.io, { path: configPath(ctx.home), exists: existsSync(configPath(ctx.home)) });
+    else ctx.io.out(configPath(ctx.home) + "\n");
+  });
+
+  registerDaemonCommands(program, ctx);
+}

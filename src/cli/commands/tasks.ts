@@ -1,0 +1,155 @@
+// spawn, list, show, result, diff: delegating a task and reading what came back.
+import type { Command } from "commander";
+import { existsSync, readFileSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import type { AgentResult } from "../../core/types.js";
+import type { CliContext } from "../context.js";
+import { parseDuration } from "../duration.js";
+import { exitCodeForStatus, EXIT } from "../exit-codes.js";
+import { renderCard } from "../format/card.js";
+import { renderTable, type TaskRow } from "../format/table.js";
+import { printJson } from "../io.js";
+import { readResult, readResultText, resolveId, taskDir } from "../task-files.js";
+import { pageText } from "../pager.js";
+import { spinner } from "../spinner.js";
+import { choice, examples, jsonOption, readStdin, STATUSES, usage } from "./shared.js";
+
+interface SpawnOpts {
+  model?: string; thinking?: string; role?: string; cwd?: string; brief?: string; isolated?: boolean;
+  owner?: string; timeout?: string; machine?: string; runtime?: string; prompt?: string; promptFile?: string;
+  wait?: boolean; json?: boolean;
+}
+
+async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
+  const sources = [o.prompt !== undefined, o.promptFile !== undefined, words.length > 0].filter(Boolean).length;
+  if (sources !== 1) throw usage("give the task exactly once: --prompt TEXT, --prompt-file FILE (- for stdin), or as trailing words");
+  let text: string;
+  if (o.prompt !== undefined) text = o.prompt;
+  else if (o.promptFile === "-") text = await readStdin();
+  else if (o.promptFile !== undefined) {
+    if (!existsSync(o.promptFile)) throw usage(`--prompt-file ${o.promptFile}: no such file`);
+    text = readFileSync(o.promptFile, "utf8");
+  } else text = words.join(" ");
+  if (text.trim() === "") throw usage("the prompt is empty; say what the child should do");
+  return text;
+}
+
+export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record<string, unknown>> {
+  const p: Record<string, unknown> = { cwd: resolve(o.cwd ?? process.cwd()), prompt: await promptOf(o, words) };
+  for (const k of ["model", "thinking", "role", "brief", "owner", "machine", "runtime"] as const) if (o[k] !== undefined) p[k] = o[k];
+  if (o.isolated) p["isolated"] = true;
+  if (o.timeout !== undefined) p["timeoutMs"] = parseDuration(o.timeout, "--timeout");
+  return p;
+}
+
+/** Wait for tasks to settle; sets the exit code from their statuses (3 on timeout). */
+export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "any" | "all", timeoutMs: number | undefined, json: boolean): Promise<void> {
+  const conn = await ctx.connect();
+  const stop = ctx.io.isTTY && !json ? spinner(ctx.io, `waiting for ${taskIds.length} task(s)`) : () => {};
+  let res: { results: AgentResult[]; timedOut: boolean };
+  try {
+    res = await conn.request("task.wait", { taskIds, mode, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+  } finally {
+    stop();
+  }
+  if (json) printJson(ctx.io, res);
+  else {
+    ctx.io.out(res.results.map((r) => renderCard(r)).join("\n"));
+    if (res.timedOut) ctx.io.err(`dsh-herdr: TIMEOUT: not settled in time; the tasks keep running (dsh-herdr wait ${taskIds.join(" ")})\n`);
+  }
+  const settled = res.results.filter((r) => !["starting", "working", "running"].includes(r.status));
+  ctx.exitCode = res.timedOut ? EXIT.timeout : Math.max(EXIT.ok, ...settled.map((r) => exitCodeForStatus(r.status)));
+}
+
+export function registerTaskCommands(program: Command, ctx: CliContext): void {
+  const spawn = program
+    .command("spawn")
+    .description("delegate a task to a new child pi agent; prints the task id")
+    .argument("[prompt...]", "the task, as words (or use --prompt / --prompt-file)")
+    .option("--model <model>", "provider/model id or a config alias")
+    .addOption(choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh"]))
+    .addOption(choice("--role <role>", "worker changes files; reviewer only reads", ["worker", "reviewer"]))
+    .option("--cwd <dir>", "git repository to work in (default: current directory)")
+    .option("--brief <text>", "a short label shown in lists and cards")
+    .option("--isolated", "work in a new git worktree on branch dsh/<taskId>")
+    .option("--owner <id>", "deliver the result to this owner (default: cli)")
+    .option("--timeout <dur>", "run bound: 90s, 5m, 1h or ms")
+    .option("--machine <label>", "Herdr --machine label for a remote child")
+    .addOption(choice("--runtime <runtime>", "where the child runs", ["herdr", "tmux", "headless"]))
+    .option("--prompt <text>", "the task text")
+    .option("--prompt-file <file>", "read the task from a file; - reads stdin")
+    .option("--wait", "block until the task settles, then print its AgentResult");
+  jsonOption(spawn);
+  examples(spawn, [
+    `dsh-herdr spawn --isolated --model anthropic/claude-sonnet-4-5 --prompt "add retries to src/http.ts"`,
+    `dsh-herdr spawn --role reviewer --thinking high --wait "review the diff against HEAD"`,
+    `git diff | dsh-herdr spawn --role reviewer --prompt-file - --json`,
+  ]);
+  spawn.action(async (words: string[], o: SpawnOpts) => {
+    const params = await spawnParams(o, words);
+    const conn = await ctx.connect({ start: true });
+    const res = await conn.request<{ taskId: string; name: string; status: string; queued: boolean }>("task.spawn", params);
+    if (o.wait) return waitAndPrint(ctx, [res.taskId], "all", undefined, o.json === true);
+    if (o.json) printJson(ctx.io, res);
+    else ctx.io.out(res.taskId + "\n");
+    if (!o.json && res.queued) ctx.io.err(`queued: ${res.taskId} waits for a free slot (dsh-herdr daemon status)\n`);
+  });
+
+  const list = program
+    .command("list")
+    .alias("ls")
+    .description("tasks in a table: id, agent, role, status, age, runtime, cwd (open tasks unless --all)")
+    .option("--status <list>", "only these statuses, comma-separated")
+    .option("--owner <id>", "only tasks of this owner")
+    .option("--all", "include closed tasks")
+    .option("--external", "also list Herdr agents dsh-herdr did not spawn");
+  jsonOption(list);
+  examples(list, ["dsh-herdr list", "dsh-herdr list --status running,blocked", "dsh-herdr list --all --json"]);
+  list.action(async (o: { status?: string; owner?: string; all?: boolean; external?: boolean; json?: boolean }) => {
+    const params: Record<string, unknown> = {};
+    if (o.status !== undefined) {
+      const wanted = o.status.split(",").map((s) => s.trim()).filter(Boolean);
+      const bad = wanted.filter((s) => !(STATUSES as readonly string[]).includes(s));
+      if (bad.length > 0 || wanted.length === 0) throw usage(`--status ${o.status}: unknown status ${bad.join(", ")}; use ${STATUSES.join(", ")}`);
+      params["status"] = wanted;
+    }
+    if (o.owner !== undefined) params["owner"] = o.owner;
+    if (o.external) params["external"] = true;
+    const conn = await ctx.connect();
+    const res = await conn.request<{ tasks: TaskRow[]; external?: Record<string, unknown>[] }>("task.list", params);
+    const tasks = o.all || o.status ? res.tasks : res.tasks.filter((t) => t.status !== "closed");
+    if (o.json) return printJson(ctx.io, { tasks, ...(res.external ? { external: res.external } : {}) });
+    if (tasks.length === 0 && !res.external?.length) return ctx.io.out(o.all ? "no tasks\n" : "no open tasks (dsh-herdr list --all shows closed ones)\n");
+    ctx.io.out(renderTable(tasks, Date.now(), ctx.io.isTTY ? ctx.io.columns : 400).join("\n") + "\n");
+    for (const x of res.external ?? []) ctx.io.out(`external  ${String(x["name"] ?? "-")}  ${String(x["paneId"] ?? "-")}  ${String(x["status"])}\n`);
+  });
+
+  const show = program.command("show").description("a task's AgentResult as a card").argument("<id>", "task id or unique prefix");
+  jsonOption(show);
+  examples(show, ["dsh-herdr show tmg3", "dsh-herdr show tmg3k2a1b2c3 --json"]);
+  show.action((id: string, o: { json?: boolean }) => {
+    const taskId = resolveId(ctx.home, id);
+    if (o.json) return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
+    ctx.io.out(renderCard(readResult(ctx.home, taskId)));
+  });
+
+  const result = program.command("result").description("a task's result.json, exactly as the daemon wrote it").argument("<id>", "task id or unique prefix");
+  jsonOption(result);
+  examples(result, ["dsh-herdr result tmg3 --json | jq .summary"]);
+  result.action((id: string) => {
+    ctx.io.out(readResultText(ctx.home, resolveId(ctx.home, id)));
+  });
+
+  const diff = program.command("diff").description("the patch a task produced (paged on a terminal)").argument("<id>", "task id or unique prefix");
+  jsonOption(diff);
+  examples(diff, ["dsh-herdr diff tmg3", "dsh-herdr diff tmg3 | git apply"]);
+  diff.action(async (id: string, o: { json?: boolean }) => {
+    const taskId = resolveId(ctx.home, id);
+    const r = readResult(ctx.home, taskId);
+    const path = r.diff?.patchPath && isAbsolute(r.diff.patchPath) ? r.diff.patchPath : join(taskDir(ctx.home, taskId), "diff.patch");
+    const patch = existsSync(path) ? readFileSync(path, "utf8") : "";
+    if (o.json) return printJson(ctx.io, { taskId, patchPath: path, truncated: r.diff?.truncated ?? false, patch });
+    if (patch === "") return ctx.io.err(`task ${taskId} has no diff (no changes since its baseline${r.diff ? "" : ", or not harvested yet"})\n`);
+    await pageText(ctx.io, patch);
+  });
+}

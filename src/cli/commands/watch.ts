@@ -1,0 +1,107 @@
+// watch: a live table of tasks, updated from task.subscribe pushes; line output when stdout is not a terminal.
+import type { Command } from "commander";
+import { DshError } from "../../core/errors.js";
+import type { AgentResult } from "../../core/types.js";
+import type { CliContext } from "../context.js";
+import { ANSI, LiveBlock } from "../format/live.js";
+import { renderTable, type TaskRow } from "../format/table.js";
+import { printJson } from "../io.js";
+import { resolveId } from "../task-files.js";
+import { examples, jsonOption } from "./shared.js";
+
+const SETTLING = new Set(["starting", "working", "running"]);
+
+export interface WatchOptions {
+  /** Only these tasks (default: every task of the home). */
+  taskIds?: string[];
+  owner?: string;
+  /** Include closed tasks in the first table. */
+  all?: boolean;
+  /** Return once every watched task has settled (used by the demo). */
+  untilSettled?: boolean;
+  json?: boolean;
+}
+
+function clock(now: number): string {
+  return new Date(now).toISOString().slice(11, 19);
+}
+
+/** Run the watch until Ctrl+C, the daemon going away, or (untilSettled) every watched task settling. */
+export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void> {
+  const conn = await ctx.connect();
+  const rows = new Map<string, TaskRow>();
+  const wanted = o.taskIds ? new Set(o.taskIds) : undefined;
+  const keep = (r: AgentResult) => (!wanted || wanted.has(r.taskId)) && (!o.owner || r.owner === o.owner);
+  const live = ctx.io.isTTY && !o.json ? new LiveBlock() : undefined;
+  const draw = () => {
+    if (!live) return;
+    const tasks = [...rows.values()].sort((a, b) => a.timing.createdAt - b.timing.createdAt);
+    const body = tasks.length > 0 ? renderTable(tasks, Date.now(), ctx.io.columns - 1) : ["no tasks yet (waiting for spawns)"];
+    ctx.io.out(live.frame([...body, "", `watching ${tasks.length} task(s) · ${clock(Date.now())} · Ctrl+C to stop`]));
+  };
+  const allSettled = () => rows.size > 0 && [...rows.values()].every((r) => !SETTLING.has(r.status));
+
+  await new Promise<void>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (err?: Error) => {
+      if (timer) clearInterval(timer);
+      ctx.signal.removeEventListener("abort", onAbort);
+      if (live) ctx.io.out(ANSI.showCursor);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onAbort = () => finish();
+    ctx.signal.addEventListener("abort", onAbort, { once: true });
+    conn.onClose(() => finish(new DshError("DAEMON_UNAVAILABLE", "the daemon went away; restart it with `dsh-herdr daemon start`")));
+    conn.onPush((method, params) => {
+      if (method !== "task.status") return;
+      const p = params as { taskId: string; status: string; result: AgentResult };
+      if (!keep(p.result)) return;
+      const before = rows.get(p.taskId)?.status;
+      rows.set(p.taskId, p.result);
+      if (o.json) printJson(ctx.io, p);
+      else if (live) draw();
+      else if (before !== p.result.status) {
+        ctx.io.out(`${clock(Date.now())}  ${p.taskId}  ${p.result.agent.name}  ${before ?? "new"} → ${p.result.status}  ${p.result.summary}\n`);
+      }
+      if (o.untilSettled && allSettled()) finish();
+    });
+    const start = async () => {
+      // Subscribe first so no change between the snapshot and the subscription is lost.
+      await conn.request("task.subscribe", { ...(o.taskIds ? { taskIds: o.taskIds } : {}), ...(o.owner ? { owner: o.owner } : {}) });
+      const res = await conn.request<{ tasks: TaskRow[] }>("task.list", o.owner ? { owner: o.owner } : {});
+      for (const t of res.tasks) {
+        if (!keep(t) || rows.has(t.taskId)) continue;
+        if (!o.all && !wanted && t.status === "closed") continue;
+        rows.set(t.taskId, t);
+      }
+      if (live) {
+        ctx.io.out(ANSI.hideCursor);
+        draw();
+        timer = setInterval(draw, 1000); // ages and the clock tick even without pushes
+      } else if (!o.json) {
+        for (const t of rows.values()) ctx.io.out(`${clock(Date.now())}  ${t.taskId}  ${t.agent.name}  ${t.status}  ${t.summary}\n`);
+      }
+      if (o.untilSettled && allSettled()) finish();
+    };
+    start().catch((e: unknown) => finish(e as Error));
+  });
+}
+
+export function registerWatchCommand(program: Command, ctx: CliContext): void {
+  const watch = program
+    .command("watch")
+    .description("a live table of tasks that updates in place as statuses change (Ctrl+C to stop)")
+    .argument("[ids...]", "only these tasks (ids or prefixes)")
+    .option("--owner <id>", "only tasks of this owner")
+    .option("--all", "include closed tasks")
+    .option("--until-settled", "exit once every watched task has settled");
+  jsonOption(watch);
+  examples(watch, ["dsh-herdr watch", "dsh-herdr watch --until-settled tmg3 tk81", "dsh-herdr watch --json | jq .status"]);
+  watch.action(async (ids: string[], o: { owner?: string; all?: boolean; untilSettled?: boolean; json?: boolean }) => {
+    const opts: WatchOptions = { all: o.all === true, untilSettled: o.untilSettled === true, json: o.json === true };
+    if (ids.length > 0) opts.taskIds = ids.map((id) => resolveId(ctx.home, id));
+    if (o.owner) opts.owner = o.owner;
+    await watchTasks(ctx, opts);
+  });
+}

@@ -1,0 +1,27 @@
+// Opens the CLI's connection to the daemon of a home; starts the daemon first when asked to.
+import { connect as clientConnect, type DaemonClient } from "../client/index.js";
+import { isDshError } from "../core/errors.js";
+import type { DaemonConnection } from "./context.js";
+import { packageVersion } from "./version.js";
+import { startDaemonFor } from "./daemon-control.js";
+
+/** Adapt the socket client to what the commands use. */
+export function asConnection(c: DaemonClient): DaemonConnection {
+  return {
+    request: <T>(method: string, params?: Record<string, unknown>, opts?: { timeoutMs?: number }) => c.request<T>(method, params ?? {}, opts),
+    onPush: (fn) => void c.onPush("*", (params, method) => fn(method, params)),
+    onClose: (fn) => c.onClose(fn),
+    close: () => c.close(),
+  };
+}
+
+export async function connectDaemon(home: string, opts: { start?: boolean } = {}): Promise<DaemonConnection> {
+  const version = packageVersion();
+  try {
+    return asConnection(await clientConnect(home, { kind: "cli", version }));
+  } catch (e) {
+    if (!opts.start || !isDshError(e) || e.code !== "DAEMON_UNAVAILABLE") throw e;
+  }
+  await startDaemonFor(home);
+  return asConnection(await clientConnect(home, { kind: "cli", version }));
+}

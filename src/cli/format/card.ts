@@ -1,0 +1,61 @@
+// The AgentResult card: the layout of the original plugin's result card (shared/reference/dsh.md §5.3).
+import type { AgentResult } from "../../core/types.js";
+import { formatDuration } from "../duration.js";
+import { shortenHome } from "./text.js";
+
+/** Where the child runs, as one short phrase: `pane wV:p12 · tab wV:t6`, `tmux %3`, `pid 4242`. */
+export function placeOf(r: AgentResult): string {
+  const a = r.agent;
+  const parts: string[] = [];
+  if (a.paneId) parts.push(`pane ${a.paneId}`);
+  if (a.tabId) parts.push(`tab ${a.tabId}`);
+  if (parts.length === 0 && a.runtimeId) parts.push(a.runtime === "headless" ? `pid ${a.runtimeId}` : `${a.runtime ?? "pane"} ${a.runtimeId}`);
+  if (a.machine) parts.push(`machine ${a.machine}`);
+  return parts.join(" · ");
+}
+
+/** The last line of a `git diff --stat` (the "N files changed, …" summary). */
+export function statSummary(stat: string): string {
+  const lines = stat.trim().split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
+  return lines.at(-1) ?? "";
+}
+
+export function diffLine(r: AgentResult): string | undefined {
+  const d = r.diff;
+  if (!d) return undefined;
+  const n = d.files.length + d.untracked.filter((f) => !d.files.includes(f)).length;
+  if (n === 0) return "diff: none";
+  const summary = statSummary(d.stat);
+  return `diff: ${n} file(s)${summary ? ` · ${summary}` : ""}${d.truncated ? " (patch truncated)" : ""}`;
+}
+
+/** The full human card for one AgentResult. */
+export function renderCard(r: AgentResult, home?: string): string {
+  const a = r.agent;
+  const sh = (p: string) => shortenHome(p, home);
+  const runtime = a.runtime ?? "herdr";
+  const lines = [`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${r.status}`];
+  const place = placeOf(r);
+  lines.push(`agent: ${a.name} · task ${r.taskId}${place ? ` · ${place}` : ""}`);
+  if (r.brief) lines.push(`brief: ${r.brief}`);
+  lines.push(`summary: ${r.summary}`);
+  if (r.error) lines.push(`error: ${r.error.code}: ${r.error.message}`);
+  const diff = diffLine(r);
+  if (diff) lines.push(diff);
+  if (r.diff && r.diff.patchBytes > 0) lines.push(`patch: ${sh(r.diff.patchPath)}`);
+  if (r.worktree) lines.push(`worktree: ${sh(r.worktree.path)} (branch ${r.worktree.branch})`);
+  if (r.tests) lines.push(`tests: ${r.tests}`);
+  if (r.sessionPath) lines.push(`session: ${sh(r.sessionPath)}`);
+  const t = r.timing;
+  const elapsed = t.elapsedMs ?? (t.settledAt !== undefined ? t.settledAt - t.createdAt : undefined);
+  const timing = [elapsed !== undefined ? `elapsed ${formatDuration(elapsed)}` : "", t.queuedMs ? `queued ${formatDuration(t.queuedMs)}` : ""].filter(Boolean);
+  const usage = r.usage ? `${r.usage.assistant} turn(s), ${r.usage.toolCalls} tool call(s), ${r.usage.outputTokens} output tokens` : "";
+  if (timing.length > 0 || usage) lines.push(`usage: ${[...timing, usage].filter(Boolean).join(" · ")}`);
+  if (r.nextAction !== "none") lines.push(`next: ${r.nextAction}`);
+  for (const w of r.warnings ?? []) lines.push(`warning: ${w}`);
+  const final = r.finalMessage ?? (r.result ? r.result.text : undefined);
+  if (final !== undefined && final.trim().length > 0) {
+    lines.push("--- final message ---", final.trimEnd());
+  }
+  return lines.join("\n") + "\n";
+}

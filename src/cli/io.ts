@@ -1,0 +1,24 @@
+// Where the CLI writes: injected so commands can be run in-process by tests and by the demo.
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** stdout is a terminal: enables the spinner, the in-place watch table and the pager. */
+  isTTY: boolean;
+  columns: number;
+  env: NodeJS.ProcessEnv;
+}
+
+export function processIo(): CliIo {
+  return {
+    out: (t) => void process.stdout.write(t),
+    err: (t) => void process.stderr.write(t),
+    isTTY: process.stdout.isTTY === true,
+    columns: process.stdout.columns ?? 100,
+    env: process.env,
+  };
+}
+
+/** Print one JSON value on one line (machine output; --json everywhere). */
+export function printJson(io: CliIo, value: unknown): void {
+  io.out(JSON.stringify(value) + "\n");
+}

@@ -1,0 +1,8 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { packageRoot } from "./home.js";
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string };
+  return pkg.version;
+}
