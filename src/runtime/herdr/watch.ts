@@ -1,0 +1,105 @@
+// Push events for one child from Herdr's events.subscribe; resubscribes when the stream drops, and reports
+// `gone` when Herdr no longer knows the pane.
+import type { HerdrStatus } from "../../core/types.js";
+import type { RuntimeEvent, RuntimeHandle } from "../types.js";
+import { isGone } from "./errors.js";
+import type { HerdrEvent, HerdrSubscription, HerdrTransport } from "./transport.js";
+
+export interface Probe {
+  paneExists: boolean;
+  state: HerdrStatus | "missing";
+}
+
+const STATUSES = new Set<string>(["idle", "working", "blocked", "done", "unknown"]);
+
+export interface WatchDeps {
+  transport: HerdrTransport;
+  /** The current pane and agent state, read after a (re)subscribe so no transition is missed. */
+  probe(h: RuntimeHandle): Promise<Probe>;
+  resubscribeMs?: number;
+  /** Poll interval when the transport cannot stream events (the CLI transport). */
+  pollMs?: number;
+}
+
+export function watchPane(deps: WatchDeps, handle: RuntimeHandle, onEvent: (e: RuntimeEvent) => void): () => void {
+  const paneId = handle.paneId as string;
+  let stopped = false;
+  let sub: HerdrSubscription | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let last: string | undefined;
+  let exited = false;
+
+  const emit = (e: RuntimeEvent): void => {
+    if (stopped) return;
+    if (e.type === "state") {
+      if (e.state === last) return;
+      last = e.state;
+    }
+    if (e.type === "exited") {
+      if (exited) return;
+      exited = true;
+    }
+    onEvent(e);
+    if (e.type === "gone") stop();
+  };
+
+  const onLine = (e: HerdrEvent): void => {
+    const d = e.data;
+    if (d.pane_id !== paneId) return;
+    if (e.event === "pane.agent_status_changed" && typeof d.agent_status === "string" && STATUSES.has(d.agent_status)) {
+      emit({ type: "state", state: d.agent_status as HerdrStatus });
+    } else if (e.event === "pane_closed") {
+      emit({ type: "gone" });
+    } else if (e.event === "pane_exited" || (e.event === "pane_agent_detected" && d.released === true)) {
+      emit({ type: "exited", exit: { code: null } });
+    }
+  };
+
+  const check = async (): Promise<void> => {
+    const p = await deps.probe(handle);
+    if (!p.paneExists) emit({ type: "gone" });
+    else if (p.state === "missing") emit({ type: "exited", exit: { code: null } });
+    else emit({ type: "state", state: p.state });
+  };
+
+  const start = async (): Promise<void> => {
+    if (stopped) return;
+    if (!deps.transport.subscribe) {
+      await check().catch(() => undefined);
+      if (!stopped) timer = setTimeout(() => void start(), deps.pollMs ?? 1000);
+      return;
+    }
+    try {
+      const s = await deps.transport.subscribe(
+        [
+          { type: "pane.agent_status_changed", pane_id: paneId },
+          { type: "pane.closed" },
+          { type: "pane.exited" },
+          { type: "pane.agent_detected" },
+        ],
+        { onEvent: onLine, onEnd: () => retry() },
+      );
+      if (stopped) return s.close();
+      sub = s;
+      await check();
+    } catch (e) {
+      if (isGone(e)) emit({ type: "gone" });
+      else retry();
+    }
+  };
+
+  const retry = (): void => {
+    sub = undefined;
+    if (stopped) return;
+    timer = setTimeout(() => void start(), deps.resubscribeMs ?? 500);
+  };
+
+  const stop = (): void => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    sub?.close();
+  };
+
+  void start();
+  return stop;
+}
