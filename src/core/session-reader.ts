@@ -65,6 +65,8 @@ export interface SessionFacts {
   lastToolCalls: ToolCallFact[];
   /** Tool results seen for lastToolCalls, in arrival order. */
   lastToolResults: ToolResultFact[];
+  /** The cycle ended on a terminal tool's successful result (e.g. crew_report); its name. */
+  terminatedBy?: string;
   cycle: CycleFacts;
 }
 
@@ -73,6 +75,11 @@ export interface SessionReaderOptions {
   maxLineBytes?: number;
   /** pi's auto-retry maxRetries (settings retry.maxRetries, default 3). */
   maxRetries?: number;
+  /**
+   * Tools that end the cycle with `terminate: true` (pi then makes no further model call, so the file ends on the
+   * toolResult). Default ["crew_report"].
+   */
+  terminalTools?: string[];
 }
 
 /** pi 0.73.1 `_isRetryableError` (agent-session.js): errors matching this are retried automatically. */
@@ -107,6 +114,7 @@ const zeroUsage = (): UsageFacts => ({ assistant: 0, toolCalls: 0, outputTokens:
 export class SessionReader {
   private readonly maxLineBytes: number;
   private readonly maxRetries: number;
+  private readonly terminalTools: Set<string>;
   private readonly decoder = new TextDecoder();
   private pending: Uint8Array[] = [];
   /** Bytes of the current, unfinished line (held or skipped). */
@@ -120,6 +128,7 @@ export class SessionReader {
   constructor(opts: SessionReaderOptions = {}) {
     this.maxLineBytes = opts.maxLineBytes ?? 16 * 1024 * 1024;
     this.maxRetries = opts.maxRetries ?? 3;
+    this.terminalTools = new Set(opts.terminalTools ?? ["crew_report"]);
     this.f = {
       entries: 0, invalidLines: 0, usage: zeroUsage(), retryMayFollow: false, retryableErrors: 0,
       cycleSettled: false, lastToolCalls: [], lastToolResults: [], cycle: { index: 1, usage: zeroUsage() },
@@ -232,10 +241,24 @@ export class SessionReader {
       const id = str(m.toolCallId);
       if (id !== undefined && f.lastToolCalls.some((c) => c.id === id)) {
         f.lastToolResults.push({ toolCallId: id, toolName: str(m.toolName) ?? "", isError: m.isError === true, text: textOf(m.content) });
+        this.checkTerminated();
       }
       return;
     }
     this.onPrompt(role); // user, bashExecution, custom, unknown roles: a request is (or may be) in flight
+  }
+
+  /** pi ends the loop when every call of the batch returned terminate; we know which tools do. */
+  private checkTerminated(): void {
+    const f = this.f;
+    const done = f.lastToolCalls.every((c) => {
+      const r = f.lastToolResults.find((x) => x.toolCallId === c.id);
+      return r !== undefined && !r.isError && this.terminalTools.has(c.name);
+    });
+    if (done && f.lastToolCalls.length > 0) {
+      f.cycleSettled = true;
+      f.terminatedBy = f.lastToolCalls[0]!.name;
+    }
   }
 
   private onPrompt(role: string): void {
@@ -273,6 +296,7 @@ export class SessionReader {
     f.cycle.stopReason = stop;
     f.lastToolCalls = calls;
     f.lastToolResults = [];
+    f.terminatedBy = undefined;
     const retryable = stop === "error" && isRetryableError(err);
     f.retryableErrors = retryable ? f.retryableErrors + 1 : 0;
     f.retryMayFollow = retryable && f.retryableErrors <= this.maxRetries;

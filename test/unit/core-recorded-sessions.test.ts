@@ -1,0 +1,113 @@
+// The reader and buildAgentResult on real pi 0.73.1 recordings (fixtures/sessions, see its README).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { SessionReader, sessionErrorOf, type SessionReaderOptions } from "../../src/core/session-reader.js";
+import { buildAgentResult } from "../../src/core/agent-result.js";
+import { parseResultMd } from "../../src/core/result-md.js";
+
+const root = join(import.meta.dirname, "..", "..", "..");
+const validate = new Ajv2020({ strict: true }).compile(JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")));
+
+function readRecording(name: string, opts?: SessionReaderOptions, chunk = 4096) {
+  const bytes = readFileSync(join(root, "fixtures", "sessions", name));
+  const r = new SessionReader(opts);
+  let entries = 0;
+  for (let i = 0; i < bytes.length; i += chunk) entries += r.push(bytes.subarray(i, i + chunk)).length;
+  assert.equal(r.offset, bytes.length, `${name}: every line consumed`);
+  assert.equal(entries, bytes.toString("utf8").trimEnd().split("\n").length, `${name}: one entry per line`);
+  return r.facts();
+}
+
+function harvest(name: string, opts?: SessionReaderOptions, resultMd?: string) {
+  const session = readRecording(name, opts);
+  const result = buildAgentResult({
+    taskId: "tmg3k2a1b2c3", role: "worker",
+    agent: { name: "worker-scripted-b2c3", kind: "pi", model: "scripted/scripted-model", thinking: "off", runtime: "headless", runtimeId: "4242" },
+    timing: { createdAt: 1796017900000, promptedAt: 1796017900500, settledAt: 1796017960000 },
+    raw: { external: false, runtime: session.cycleSettled ? "idle" : "working", sessionError: sessionErrorOf(session) },
+    sessionPath: `/tmp/dsh-fixture/${name}`, session, sessionChangedAfterPrompt: true,
+    resultPath: "/tmp/dsh-fixture/result.md", ...(resultMd === undefined ? {} : { resultMd: parseResultMd(resultMd) }),
+  });
+  assert.ok(validate(result), JSON.stringify(validate.errors));
+  return { session, result };
+}
+
+test("completed-write: stop, final text, usage → completed with the final message as result text", () => {
+  const { session, result } = harvest("completed-write.jsonl");
+  assert.equal(session.lastStopReason, "stop");
+  assert.equal(session.finalText, "Done: wrote hello.txt (DONE-MARKER)");
+  assert.deepEqual(session.usage, { assistant: 2, toolCalls: 1, outputTokens: 40 });
+  assert.equal(result.status, "completed");
+  assert.equal(result.summary, "Done: wrote hello.txt (DONE-MARKER)");
+  assert.equal(result.result?.text, "Done: wrote hello.txt (DONE-MARKER)");
+  assert.equal(result.nextAction, "none");
+  assert.equal(result.warnings, undefined);
+});
+
+test("multi-tool: a parallel batch counts every toolCall; the last text is final", () => {
+  const { session, result } = harvest("multi-tool.jsonl");
+  assert.deepEqual(session.usage, { assistant: 4, toolCalls: 5, outputTokens: 77 });
+  assert.equal(session.finalText, "All notes are ready: one.txt, two.txt (edited), three.txt.");
+  assert.equal(session.cycleSettled, true);
+  assert.deepEqual(result.usage, session.usage);
+});
+
+test("http-500-no-retry (retry off): the error is final → failed, inspect, empty-harvest warning", () => {
+  const { session, result } = harvest("http-500-no-retry.jsonl", { maxRetries: 0 });
+  assert.equal(session.lastStopReason, "error");
+  assert.equal(session.lastErrorMessage, "500 scripted upstream failure");
+  assert.deepEqual(session.usage, { assistant: 1, toolCalls: 0, outputTokens: 0 });
+  assert.equal(result.status, "failed");
+  assert.equal(result.nextAction, "inspect");
+  assert.ok(result.warnings?.some((w) => w.startsWith("empty harvest")));
+});
+
+test("http-500-with-retry: two chained errors are final under the recording's maxRetries 1, not under pi's default 3", () => {
+  const recorded = readRecording("http-500-with-retry.jsonl", { maxRetries: 1 });
+  assert.equal(recorded.retryableErrors, 2);
+  assert.equal(recorded.retryMayFollow, false);
+  assert.equal(recorded.cycleSettled, true);
+  const byDefault = readRecording("http-500-with-retry.jsonl");
+  assert.equal(byDefault.retryMayFollow, true);
+  assert.equal(byDefault.cycleSettled, false);
+  assert.equal(harvest("http-500-with-retry.jsonl").result.status, "running");
+});
+
+test("abort-mid-tool: errored tool result, then a synthetic empty aborted assistant", () => {
+  const { session } = harvest("abort-mid-tool.jsonl");
+  assert.equal(session.lastStopReason, "aborted");
+  assert.equal(session.lastErrorMessage, "Request was aborted.");
+  assert.equal(session.finalText, undefined);
+  assert.equal(session.cycleSettled, true);
+  assert.equal(sessionErrorOf(session), false);
+  assert.deepEqual(session.usage, { assistant: 2, toolCalls: 1, outputTokens: 20 });
+});
+
+test("follow-up: two cycles in one file; cycle 2 has its own usage and final text", () => {
+  const { session } = harvest("follow-up.jsonl");
+  assert.equal(session.cycle.index, 2);
+  assert.equal(session.cycle.finalText, "Second cycle done: notes.md has two lines.");
+  assert.deepEqual(session.usage, { assistant: 4, toolCalls: 2, outputTokens: 80 });
+  assert.equal(session.cycle.usage.assistant, 2);
+  assert.equal(session.cycle.usage.toolCalls, 1);
+});
+
+test("crew-report: the file ends on crew_report's result (terminate) and that settles the cycle", () => {
+  const md = "---\nstatus: completed\nsummary: all good\n---\n## Report\n\nChecked the repo: all good.\n";
+  const { session, result } = harvest("crew-report.jsonl", undefined, md);
+  assert.equal(session.lastStopReason, "toolUse");
+  assert.equal(session.lastMessageRole, "toolResult");
+  assert.equal(session.terminatedBy, "crew_report");
+  assert.equal(session.cycleSettled, true);
+  assert.deepEqual(session.lastToolCalls[0]?.arguments, { outcome: "completed", report: "## Report\n\nChecked the repo: all good." });
+  assert.deepEqual(session.usage, { assistant: 2, toolCalls: 2, outputTokens: 40 });
+  assert.equal(result.status, "completed");
+  assert.equal(result.summary, "all good");
+  assert.equal(result.result?.text, "## Report\n\nChecked the repo: all good.");
+  assert.equal(result.finalMessage, undefined, "no assistant text after the tool call");
+  // without crew_report as a terminal tool the same file reads as still running
+  assert.equal(readRecording("crew-report.jsonl", { terminalTools: [] }).cycleSettled, false);
+});
