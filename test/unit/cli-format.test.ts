@@ -1,0 +1,123 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { AgentResult } from "../../src/core/types.js";
+import { formatDuration, parseDuration } from "../../src/cli/duration.js";
+import { closestIds, resolveTaskId } from "../../src/cli/ids.js";
+import { exitCodeForError, exitCodeForStatus } from "../../src/cli/exit-codes.js";
+import { renderCard } from "../../src/cli/format/card.js";
+import { renderTable } from "../../src/cli/format/table.js";
+import { LiveBlock } from "../../src/cli/format/live.js";
+import { DshError } from "../../src/core/errors.js";
+
+const home = "/home/u";
+function result(over: Partial<AgentResult> = {}): AgentResult {
+  return {
+    schemaVersion: 1,
+    taskId: "tmg3k2a1b2c3",
+    status: "completed",
+    role: "reviewer",
+    agent: { name: "review-grok4-7-a1b2", kind: "pi", model: "xai/grok-4.7", thinking: "high", paneId: "wV:p12", tabId: "wV:t6", runtime: "herdr" },
+    herdrStatus: "done",
+    sessionPath: "/home/u/.pi/agent/sessions/x.jsonl",
+    summary: "2 majors, 1 minor",
+    finalMessage: "[MAJOR] src/auth.ts:42 — token compared with ==",
+    diff: {
+      baselineHead: "abc", stat: " src/a.ts | 3 ++-\n 4 files changed, 120 insertions(+), 18 deletions(-)\n",
+      files: ["a", "b", "c"], untracked: ["d"], patchPath: "/home/u/.dsh/herdr/tasks/tmg3k2a1b2c3/diff.patch",
+      patchBytes: 900, truncated: false, dirtyAtStart: [],
+    },
+    timing: { createdAt: 1_760_000_000_000, settledAt: 1_760_000_042_000, elapsedMs: 42_000 },
+    nextAction: "none",
+    ...over,
+  };
+}
+
+test("parseDuration accepts 90s, 5m, 1h30m, 250ms and plain ms", () => {
+  assert.equal(parseDuration("90s"), 90_000);
+  assert.equal(parseDuration("5m"), 300_000);
+  assert.equal(parseDuration("1h30m"), 5_400_000);
+  assert.equal(parseDuration("250ms"), 250);
+  assert.equal(parseDuration("1500"), 1500);
+});
+
+test("parseDuration rejects garbage as a usage error naming the accepted forms", () => {
+  for (const bad of ["", "5 minutes", "m5", "-3s", "5x"]) {
+    assert.throws(() => parseDuration(bad, "--timeout"), (e: DshError) => {
+      assert.equal(exitCodeForError(e), 2);
+      assert.match(e.message, /--timeout.*90s, 5m/);
+      return true;
+    });
+  }
+});
+
+test("formatDuration is short and stable", () => {
+  assert.equal(formatDuration(850), "850ms");
+  assert.equal(formatDuration(12_400), "12s");
+  assert.equal(formatDuration(245_000), "4m05s");
+  assert.equal(formatDuration(7_380_000), "2h03m");
+});
+
+test("resolveTaskId: exact, unique prefix, ambiguous, unknown with closest", () => {
+  const ids = ["tmg3k2a1b2c3", "tmg3zzzzzzzz", "tk81aaaaaaaa"];
+  assert.equal(resolveTaskId("tk8", ids), "tk81aaaaaaaa");
+  assert.equal(resolveTaskId("TMG3K2A1B2C3", ids), "tmg3k2a1b2c3");
+  assert.throws(() => resolveTaskId("tmg3", ids), (e: DshError) => e.code === "BAD_TASK_ID" && /2 tasks/.test(e.message));
+  assert.throws(() => resolveTaskId("tk82", ids), (e: DshError) => e.code === "TASK_NOT_FOUND" && /Closest: tk81aaaaaaaa/.test(e.message));
+  assert.throws(() => resolveTaskId("tx", []), (e: DshError) => e.code === "TASK_NOT_FOUND" && /no tasks yet/.test(e.message));
+  assert.deepEqual(closestIds("tmg3k2a1b2c4", ids, 1), ["tmg3k2a1b2c3"]);
+});
+
+test("exit codes: failed/gone/interrupted fail, TIMEOUT is 3", () => {
+  assert.equal(exitCodeForStatus("completed"), 0);
+  assert.equal(exitCodeForStatus("blocked"), 0);
+  assert.equal(exitCodeForStatus("failed"), 1);
+  assert.equal(exitCodeForStatus("interrupted"), 1);
+  assert.equal(exitCodeForError(new DshError("TIMEOUT", "x")), 3);
+  assert.equal(exitCodeForError(new Error("x")), 1);
+});
+
+test("renderCard follows the original plugin's card layout", () => {
+  const lines = renderCard(result(), home).split("\n");
+  assert.equal(lines[0], "[herdr] reviewer pi (xai/grok-4.7 · high) → completed");
+  assert.equal(lines[1], "agent: review-grok4-7-a1b2 · task tmg3k2a1b2c3 · pane wV:p12 · tab wV:t6");
+  assert.equal(lines[2], "summary: 2 majors, 1 minor");
+  assert.equal(lines[3], "diff: 4 file(s) · 4 files changed, 120 insertions(+), 18 deletions(-)");
+  assert.equal(lines[4], "patch: ~/.dsh/herdr/tasks/tmg3k2a1b2c3/diff.patch");
+  assert.equal(lines[5], "session: ~/.pi/agent/sessions/x.jsonl");
+  assert.ok(lines.includes("--- final message ---"));
+  assert.equal(lines.at(-2), "[MAJOR] src/auth.ts:42 — token compared with ==");
+});
+
+test("renderCard shows the error, warnings, next action and headless pid", () => {
+  const card = renderCard(result({
+    status: "failed", nextAction: "inspect", error: { code: "AGENT_STALLED", message: "no turn started" },
+    warnings: ["empty harvest"], agent: { name: "worker-x", kind: "pi", model: "m", thinking: "off", runtime: "headless", runtimeId: "4242" },
+    diff: undefined, finalMessage: undefined,
+  }), home);
+  assert.match(card, /^\[headless\] reviewer pi \(m · off\) → failed$/m);
+  assert.match(card, /· pid 4242$/m);
+  assert.match(card, /^error: AGENT_STALLED: no turn started$/m);
+  assert.match(card, /^next: inspect$/m);
+  assert.match(card, /^warning: empty harvest$/m);
+  assert.doesNotMatch(card, /final message/);
+});
+
+test("renderTable aligns columns and cuts lines to the terminal width", () => {
+  const now = 1_760_000_000_000 + 5 * 60_000;
+  const lines = renderTable([result(), result({ taskId: "tk81aaaaaaaa", status: "running", worktree: { path: "/home/u/.dsh/herdr/worktrees/api-tk81", branch: "dsh/tk81", repo: "/r", base: "HEAD" } })], now, 200, home);
+  assert.match(lines[0] ?? "", /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+CWD$/);
+  assert.match(lines[1] ?? "", /^tmg3k2a1b2c3\s+review-grok4-7-a1b2\s+reviewer\s+completed\s+5m\s+herdr\s+-$/);
+  assert.match(lines[2] ?? "", /running .*~\/\.dsh\/herdr\/worktrees\/api-tk81$/);
+  assert.equal((lines[1] ?? "").indexOf("reviewer"), (lines[0] ?? "").indexOf("ROLE"));
+  assert.ok(renderTable([result()], now, 30, home).every((l) => l.length <= 30));
+});
+
+test("LiveBlock rewrites the previous block in place instead of appending", () => {
+  const live = new LiveBlock();
+  const first = live.frame(["a", "b"]);
+  assert.equal(first, "\r\x1b[2Ka\n\x1b[2Kb\n\x1b[J");
+  const second = live.frame(["a2"]);
+  assert.ok(second.startsWith("\r\x1b[2A"), "moves up over the two lines drawn before");
+  assert.ok(second.endsWith("\x1b[J"), "clears what the shorter block leaves behind");
+  assert.equal(live.height, 1);
+});
