@@ -9,6 +9,7 @@ import { type CliIo, processIo } from "./io.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerControlCommands } from "./commands/control.js";
 import { registerWatchCommand } from "./commands/watch.js";
+import { registerPaneCommands } from "./commands/panes.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerDemoCommand } from "./demo.js";
@@ -43,6 +44,7 @@ Examples:
     );
   registerTaskCommands(program, ctx);
   registerControlCommands(program, ctx);
+  registerPaneCommands(program, ctx);
   registerWatchCommand(program, ctx);
   registerAdminCommands(program, ctx);
   registerDoctorCommand(program, ctx);
