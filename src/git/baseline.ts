@@ -1,0 +1,48 @@
+// The git baseline recorded at spawn: HEAD (or null before the first commit) and what was already dirty.
+import { repoRoot, headCommit } from "./repo.js";
+import { git, splitZ } from "./run.js";
+
+export interface Baseline {
+  /** false when cwd is not in a git work tree: no diff will be harvested. */
+  isRepo: boolean;
+  repoRoot: string | null;
+  baselineHead: string | null;
+  /** `git status --porcelain` lines (`XY path`, renames `XY old -> new`), names exact (not quoted). */
+  dirtyAtStart: string[];
+  warnings: string[];
+}
+
+export async function captureBaseline(cwd: string): Promise<Baseline> {
+  const root = await repoRoot(cwd);
+  if (root === undefined) {
+    return {
+      isRepo: false,
+      repoRoot: null,
+      baselineHead: null,
+      dirtyAtStart: [],
+      warnings: [`${cwd} is not a git repository: no diff will be recorded for this task.`],
+    };
+  }
+  const [head, status] = await Promise.all([
+    headCommit(root),
+    git(root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
+  ]);
+  return { isRepo: true, repoRoot: root, baselineHead: head, dirtyAtStart: porcelainLines(status), warnings: [] };
+}
+
+/** `git status --porcelain -z` → lines; a rename/copy entry carries its source path as the next field. */
+export function porcelainLines(z: string): string[] {
+  const fields = splitZ(z);
+  const lines: string[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    const xy = f.slice(0, 2);
+    if (xy.includes("R") || xy.includes("C")) {
+      const from = fields[++i] ?? "";
+      lines.push(`${xy} ${from} -> ${f.slice(3)}`);
+    } else {
+      lines.push(f);
+    }
+  }
+  return lines;
+}

@@ -1,0 +1,33 @@
+// Facts about the repository around a directory: its top level, HEAD (or none yet), the empty tree.
+import { stat } from "node:fs/promises";
+import { DshError } from "../core/errors.js";
+import { git, gitMaybe } from "./run.js";
+
+/** The repo's top-level directory, or undefined when cwd is not inside a work tree. */
+export async function repoRoot(cwd: string): Promise<string | undefined> {
+  const st = await stat(cwd).catch(() => undefined);
+  if (st === undefined || !st.isDirectory()) {
+    throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass an existing working directory.`);
+  }
+  const inside = await gitMaybe(cwd, ["rev-parse", "--is-inside-work-tree"]);
+  if (inside?.trim() !== "true") return undefined;
+  return (await git(cwd, ["rev-parse", "--show-toplevel"])).trim();
+}
+
+export async function requireRepoRoot(cwd: string): Promise<string> {
+  const root = await repoRoot(cwd);
+  if (root === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);
+  return root;
+}
+
+/** The commit HEAD points at, or null in a repo with no commits yet. */
+export async function headCommit(root: string): Promise<string | null> {
+  const out = await gitMaybe(root, ["rev-parse", "--verify", "HEAD^{commit}"]);
+  const sha = out?.trim() ?? "";
+  return /^[0-9a-f]{40,64}$/.test(sha) ? sha : null;
+}
+
+/** The empty tree's id in this repo's hash (sha1 or sha256): the baseline of a repo with no commits. */
+export async function emptyTree(root: string): Promise<string> {
+  return (await git(root, ["hash-object", "-t", "tree", "/dev/null"])).trim();
+}

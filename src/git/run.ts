@@ -1,0 +1,46 @@
+// Running git: one place for the environment and the flags every call needs (exact, unquoted path names;
+// no optional locks on the user's repo; nothing inherited that could point git at another repo or index).
+import { simpleGit } from "simple-git";
+import { DshError } from "../core/errors.js";
+
+// Variables that would redirect git away from the cwd's repo, or change its output format.
+const STRIPPED = ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_NAMESPACE", "GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_PAGER", "GIT_CONFIG_PARAMETERS"];
+
+export const CONFIG_ARGS = ["-c", "core.quotePath=false", "-c", "core.precomposeUnicode=true"];
+
+export function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !STRIPPED.includes(k)) env[k] = v;
+  env.GIT_OPTIONAL_LOCKS = "0";
+  env.GIT_TERMINAL_PROMPT = "0";
+  env.LC_ALL = "C";
+  return { ...env, ...extra };
+}
+
+/** Run `git <args>` in cwd and return stdout; a failure becomes GIT_FAILED with git's own message. */
+export async function git(cwd: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
+  try {
+    return await simpleGit({ baseDir: cwd, config: ["core.quotePath=false", "core.precomposeUnicode=true"] })
+      .env(gitEnv(extraEnv))
+      .raw(args);
+  } catch (e) {
+    const msg = (e instanceof Error ? e.message : String(e)).trim();
+    throw new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${msg}`);
+  }
+}
+
+/** Like git(), but a failure returns undefined (for probes such as "is there a HEAD?"). */
+export async function gitMaybe(cwd: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string | undefined> {
+  try {
+    return await git(cwd, args, extraEnv);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Split NUL-terminated output (`-z`) into fields, dropping the empty tail. */
+export function splitZ(out: string): string[] {
+  const parts = out.split("\0");
+  if (parts.length > 0 && parts[parts.length - 1] === "") parts.pop();
+  return parts;
+}

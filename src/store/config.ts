@@ -1,0 +1,178 @@
+// config.json in the home: validated against schema/config.schema.json, merged over the defaults, rewritten atomically.
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import { DshError } from "../core/errors.js";
+import { fsError, readIfExists, writeAtomic } from "./fsio.js";
+import { expandHome } from "./home.js";
+
+export type RuntimeChoice = "auto" | "herdr" | "tmux" | "headless";
+
+export interface Config {
+  enabled: boolean;
+  defaultModel: string;
+  modelAliases: Record<string, string>;
+  defaultThinking: "off" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  maxParallelAgents: number;
+  maxQueuedAgents: number;
+  queueTimeoutMs: number;
+  defaultTimeoutMs: number;
+  readinessTimeoutMs: number;
+  /** Absolute paths (`~` expanded); empty means anywhere. */
+  allowCwd: string[];
+  runtime: RuntimeChoice;
+  tmuxSocket: string;
+  herdrSocketPath?: string;
+  herdrBin?: string;
+  herdrSession?: string;
+  patchCapBytes: number;
+  machines: string[];
+  workspaceLabel: string;
+  topology: "auto" | "split" | "workspace";
+  closePaneOnDone: boolean;
+  deliveryTtlMs: number;
+}
+
+export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
+  enabled: true,
+  defaultModel: "flash",
+  modelAliases: {},
+  defaultThinking: "medium",
+  maxParallelAgents: 3,
+  maxQueuedAgents: 10,
+  queueTimeoutMs: 300_000,
+  defaultTimeoutMs: 900_000,
+  readinessTimeoutMs: 30_000,
+  allowCwd: [],
+  runtime: "auto",
+  tmuxSocket: "dsh-herdr",
+  patchCapBytes: 8 * 1024 * 1024,
+  machines: [],
+  workspaceLabel: "DSH · {repo}",
+  topology: "auto",
+  closePaneOnDone: false,
+  deliveryTtlMs: 24 * 60 * 60 * 1000,
+});
+
+interface JsonSchemaNode {
+  type?: string;
+  enum?: unknown[];
+  properties?: Record<string, JsonSchemaNode>;
+}
+
+function findSchemaFile(): string {
+  // dist/src/store → ../../.. ; src/store → ../.. : walk up to the package root that holds schema/.
+  let dir = import.meta.dirname;
+  for (let i = 0; i < 5; i++) {
+    const candidate = join(dir, "schema", "config.schema.json");
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  throw new DshError("INTERNAL", "schema/config.schema.json not found next to the package; reinstall dsh-herdr.");
+}
+
+let compiled: { schema: JsonSchemaNode; validate: ValidateFunction } | undefined;
+function validator(): NonNullable<typeof compiled> {
+  if (compiled === undefined) {
+    const schema = JSON.parse(readFileSync(findSchemaFile(), "utf8")) as JsonSchemaNode;
+    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    compiled = { schema, validate: ajv.compile(schema) };
+  }
+  return compiled;
+}
+
+export function configPath(home: string): string {
+  return join(home, "config.json");
+}
+
+function describe(err: ErrorObject, file: string): string {
+  const key = err.instancePath.replace(/^\//, "").replace(/\//g, ".");
+  if (err.keyword === "additionalProperties") {
+    const extra = String((err.params as { additionalProperty?: string }).additionalProperty);
+    const where = key === "" ? extra : `${key}.${extra}`;
+    return `unknown key "${where}" in ${file}; remove it (see schema/config.schema.json for the keys).`;
+  }
+  const allowed = err.keyword === "enum" ? ` (one of ${JSON.stringify((err.params as { allowedValues?: unknown[] }).allowedValues)})` : "";
+  return `"${key || "(root)"}" ${err.message ?? "is invalid"}${allowed} in ${file}; fix it with \`dsh-herdr config set ${key || "<key>"} <value>\` or edit the file.`;
+}
+
+/** Validate a parsed config object; throws CONFIG_INVALID naming the first bad key and the fix. */
+export function validateConfig(value: unknown, file = "config.json"): asserts value is Partial<Config> {
+  const { validate } = validator();
+  if (!validate(value)) {
+    const errs = validate.errors ?? [];
+    const msgs = errs.map((e) => describe(e, file));
+    throw new DshError("CONFIG_INVALID", msgs[0] ?? `${file} is invalid`, { errors: msgs });
+  }
+}
+
+async function readRaw(home: string): Promise<Record<string, unknown>> {
+  const file = configPath(home);
+  const text = await readIfExists(file);
+  if (text === undefined || text.trim() === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new DshError("CONFIG_INVALID", `${file} is not valid JSON (${(e as Error).message}); fix the syntax or delete the file to use the defaults.`);
+  }
+  validateConfig(parsed, file);
+  return parsed as Record<string, unknown>;
+}
+
+/** The effective config: defaults, overlaid by config.json (missing file = defaults), with `~` expanded. */
+export async function loadConfig(home: string, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
+  const raw = await readRaw(home);
+  const cfg = { ...structuredClone(DEFAULT_CONFIG), ...raw } as Config & { $schema?: string };
+  delete cfg.$schema;
+  cfg.allowCwd = cfg.allowCwd.map((p) => expandHome(p, env));
+  if (cfg.herdrSocketPath !== undefined) cfg.herdrSocketPath = expandHome(cfg.herdrSocketPath, env);
+  if (cfg.herdrBin !== undefined) cfg.herdrBin = expandHome(cfg.herdrBin, env);
+  return cfg;
+}
+
+/**
+ * Set one key (`maxParallelAgents`, or `modelAliases.flash` for one alias) and rewrite config.json atomically.
+ * A string value for a non-string key is parsed as JSON (what a CLI passes). Validates before writing: a bad value
+ * leaves the file as it was. `value === undefined` removes the key.
+ */
+export async function setConfigValue(home: string, key: string, value: unknown): Promise<Config> {
+  const { schema } = validator();
+  const [top, sub, ...rest] = key.split(".");
+  const props = schema.properties ?? {};
+  if (top === undefined || !(top in props) || top === "$schema" || rest.length > 0 || (sub !== undefined && top !== "modelAliases")) {
+    const known = Object.keys(props).filter((k) => k !== "$schema").join(", ");
+    throw new DshError("CONFIG_INVALID", `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>).`);
+  }
+  const node = sub === undefined ? props[top] : { type: "string" };
+  let v = value;
+  if (typeof v === "string" && node?.type !== undefined && node.type !== "string") {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      throw new DshError("CONFIG_INVALID", `"${key}" needs a ${node.type}; got ${JSON.stringify(value)}. Example: dsh-herdr config set ${key} ${exampleFor(node.type)}`);
+    }
+  }
+  const raw = await readRaw(home);
+  const next: Record<string, unknown> = { ...raw };
+  if (sub === undefined) {
+    if (v === undefined) delete next[top];
+    else next[top] = v;
+  } else {
+    const aliases = { ...((raw.modelAliases as Record<string, string> | undefined) ?? {}) };
+    if (v === undefined) delete aliases[sub];
+    else aliases[sub] = v as string;
+    next.modelAliases = aliases;
+  }
+  validateConfig(next, configPath(home));
+  try {
+    await writeAtomic(configPath(home), JSON.stringify(next, null, 2) + "\n");
+  } catch (e) {
+    throw fsError(e, `write ${configPath(home)}`);
+  }
+  return loadConfig(home);
+}
+
+function exampleFor(type: string): string {
+  return type === "integer" || type === "number" ? "3" : type === "boolean" ? "true" : type === "array" ? '\'["~/code"]\'' : "'{}'";
+}

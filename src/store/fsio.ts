@@ -1,0 +1,89 @@
+// File primitives for the store: atomic rewrites, fsynced appends, tolerant JSONL reads, and one mapping of
+// disk failures (full, read-only, no permission) to HOME_UNWRITABLE.
+import { open, readFile } from "node:fs/promises";
+import writeFileAtomic from "write-file-atomic";
+import { DshError } from "../core/errors.js";
+
+const UNWRITABLE = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM"]);
+
+/** Turn a filesystem error into a DshError naming what we tried and how to fix it. */
+export function fsError(e: unknown, what: string): DshError {
+  if (e instanceof DshError) return e;
+  const code = (e as NodeJS.ErrnoException | undefined)?.code ?? "";
+  const msg = e instanceof Error ? e.message : String(e);
+  if (UNWRITABLE.has(code)) {
+    const why = code === "ENOSPC" || code === "EDQUOT" ? "the disk is full" : code === "EROFS" ? "the filesystem is read-only" : "permission denied";
+    return new DshError(
+      "HOME_UNWRITABLE",
+      `cannot ${what}: ${why} (${code}). Free space or fix permissions on the dsh-herdr home, or point DSH_HERDR_HOME at a writable directory.`,
+    );
+  }
+  return new DshError("INTERNAL", `cannot ${what}: ${msg}`);
+}
+
+/** Replace `path` atomically (temp file + fsync + rename): readers see the old or the new content, never a mix. */
+export async function writeAtomic(path: string, data: string | Buffer, mode = 0o600): Promise<void> {
+  try {
+    await writeFileAtomic(path, data, { fsync: true, mode });
+  } catch (e) {
+    throw fsError(e, `write ${path}`);
+  }
+}
+
+// Paths whose tail we have checked this process: a torn last line (crash mid-append) must not swallow the next record.
+const tailChecked = new Set<string>();
+
+/** Append one JSON line and fsync it before returning. */
+export async function appendJsonLine(path: string, value: unknown): Promise<void> {
+  let line = JSON.stringify(value) + "\n";
+  let fh;
+  try {
+    fh = await open(path, "a+", 0o600);
+    if (!tailChecked.has(path)) {
+      const { size } = await fh.stat();
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await fh.read(last, 0, 1, size - 1);
+        if (last[0] !== 0x0a) line = "\n" + line;
+      }
+      tailChecked.add(path);
+    }
+    await fh.write(line);
+    await fh.datasync();
+  } catch (e) {
+    throw fsError(e, `append to ${path}`);
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Parse a JSONL file; lines that are not JSON (a torn tail after a crash) are skipped. Missing file → []. */
+export async function readJsonLines<T = unknown>(path: string): Promise<T[]> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw fsError(e, `read ${path}`);
+  }
+  const out: T[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch {
+      // torn or foreign line: skip, the records around it are still good
+    }
+  }
+  return out;
+}
+
+/** Read a file or return undefined when it does not exist. */
+export async function readIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw fsError(e, `read ${path}`);
+  }
+}

@@ -1,0 +1,86 @@
+// The daemon's home directory (~/.dsh/herdr): where it is, and refusing one other users could tamper with.
+import { mkdir, stat } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { DshError } from "../core/errors.js";
+import { fsError } from "./fsio.js";
+
+export interface HomePaths {
+  home: string;
+  tasks: string;
+  worktrees: string;
+  owners: string;
+  config: string;
+  socket: string;
+  lock: string;
+  log: string;
+}
+
+/** `DSH_HERDR_HOME` when set, else `~/.dsh/herdr`. */
+export function resolveHome(env: NodeJS.ProcessEnv = process.env): string {
+  const override = env.DSH_HERDR_HOME;
+  if (override !== undefined && override.trim() !== "") return expandHome(override.trim(), env);
+  return join(env.HOME ?? homedir(), ".dsh", "herdr");
+}
+
+/** `~` and `~/x` expand to the user's home; anything else is returned unchanged. */
+export function expandHome(p: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (p === "~") return env.HOME ?? homedir();
+  if (p.startsWith("~/")) return join(env.HOME ?? homedir(), p.slice(2));
+  return p;
+}
+
+export function homePaths(home: string): HomePaths {
+  return {
+    home,
+    tasks: join(home, "tasks"),
+    worktrees: join(home, "worktrees"),
+    owners: join(home, "owners"),
+    config: join(home, "config.json"),
+    socket: join(home, "daemon.sock"),
+    lock: join(home, "daemon.lock"),
+    log: join(home, "daemon.log"),
+  };
+}
+
+/**
+ * Create the home (0700) with its subfolders, then refuse it when another user could write into it: task records
+ * and the socket live here, so a group/world-writable or foreign-owned home would let others steer our agents.
+ */
+export async function ensureHome(home: string): Promise<HomePaths> {
+  const paths = homePaths(home);
+  try {
+    await mkdir(home, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw fsError(e, `create the home ${home}`);
+  }
+  await assertHomeSafe(home);
+  for (const dir of [paths.tasks, paths.worktrees, paths.owners]) {
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (e) {
+      throw fsError(e, `create ${dir}`);
+    }
+  }
+  return paths;
+}
+
+export async function assertHomeSafe(home: string): Promise<void> {
+  const st = await stat(home);
+  if (!st.isDirectory()) {
+    throw new DshError("HOME_UNSAFE", `${home} is not a directory; move it away or set DSH_HERDR_HOME to another path.`);
+  }
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) {
+    throw new DshError(
+      "HOME_UNSAFE",
+      `${home} is owned by uid ${st.uid}, not by you (uid ${uid}); fix with \`chown -R ${uid} ${home}\` or set DSH_HERDR_HOME to a directory you own.`,
+    );
+  }
+  if ((st.mode & 0o022) !== 0) {
+    throw new DshError(
+      "HOME_UNSAFE",
+      `${home} is writable by group or others (mode ${(st.mode & 0o777).toString(8)}); fix with \`chmod 700 ${home}\`.`,
+    );
+  }
+}

@@ -1,0 +1,74 @@
+// Owner outboxes: owners/<ownerId>/outbox.jsonl, an append-only log of deliveries (queued → sent → acked) that
+// survives a daemon crash; the latest record per delivery id is its state.
+import { mkdir, readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { DshError } from "../core/errors.js";
+import { appendJsonLine, fsError, readJsonLines } from "./fsio.js";
+
+export type DeliveryState = "queued" | "sent" | "acked" | "expired";
+
+export interface OutboxRecord {
+  deliveryId: string;
+  state: DeliveryState;
+  ts: number;
+  taskId?: string;
+  /** The delivery itself, carried on the `queued` record. */
+  payload?: unknown;
+  [key: string]: unknown;
+}
+
+const OWNER_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** pi session ids are UUIDs; `cli` is the person. Never a path separator, never `.` or `..`. */
+export function isValidOwnerId(s: unknown): s is string {
+  return typeof s === "string" && OWNER_ID.test(s) && s !== "." && s !== "..";
+}
+
+export function assertOwnerId(s: unknown): string {
+  if (!isValidOwnerId(s)) {
+    const shown = typeof s === "string" ? JSON.stringify(s.slice(0, 40)) : typeof s;
+    throw new DshError("BAD_PARAMS", `${shown} is not an owner id; use 1-128 of [A-Za-z0-9._-] (a pi session id, or "cli").`);
+  }
+  return s;
+}
+
+export function outboxPath(home: string, ownerId: unknown): string {
+  return join(home, "owners", assertOwnerId(ownerId), "outbox.jsonl");
+}
+
+export async function appendOutbox(home: string, ownerId: unknown, record: Omit<OutboxRecord, "ts"> & { ts?: number }): Promise<void> {
+  const path = outboxPath(home, ownerId);
+  try {
+    await mkdir(join(home, "owners", ownerId as string), { recursive: true, mode: 0o700 });
+  } catch (e) {
+    throw fsError(e, `create the outbox of ${String(ownerId)}`);
+  }
+  await appendJsonLine(path, { ts: Date.now(), ...record });
+}
+
+export function readOutbox(home: string, ownerId: unknown): Promise<OutboxRecord[]> {
+  return readJsonLines<OutboxRecord>(outboxPath(home, ownerId));
+}
+
+/** Deliveries not yet acked (nor expired), in queue order, each as its `queued` record with the latest state. */
+export function pendingDeliveries(records: OutboxRecord[]): OutboxRecord[] {
+  const queued = new Map<string, OutboxRecord>();
+  const latest = new Map<string, DeliveryState>();
+  for (const r of records) {
+    if (typeof r?.deliveryId !== "string") continue;
+    if (r.state === "queued" && !queued.has(r.deliveryId)) queued.set(r.deliveryId, r);
+    latest.set(r.deliveryId, r.state);
+  }
+  const out: OutboxRecord[] = [];
+  for (const [id, q] of queued) {
+    const state = latest.get(id) ?? "queued";
+    if (state !== "acked" && state !== "expired") out.push({ ...q, state });
+  }
+  return out;
+}
+
+/** Owner ids that have an outbox directory. */
+export async function listOwners(home: string): Promise<string[]> {
+  const names = await readdir(join(home, "owners")).catch(() => [] as string[]);
+  return names.filter(isValidOwnerId).sort();
+}

@@ -1,0 +1,138 @@
+// A cheap listing of many tasks: tasks/index.jsonl holds one summary line per task change, loaded into memory once
+// at open and compacted when it grows; start-up repairs it from task.json files whose mtime it did not record.
+import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { isValidTaskId } from "../core/ids.js";
+import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic } from "./fsio.js";
+
+export interface TaskSummary {
+  taskId: string;
+  owner: string;
+  status: string;
+  createdAt: number;
+  updatedAt?: number;
+  brief?: string;
+  cwd?: string;
+  /** task.json's mtime when this line was written; a mismatch at load means the line is stale. */
+  mtimeMs: number;
+}
+
+export interface TaskFilter {
+  owner?: string;
+  status?: string | string[];
+  /** Only tasks created at or after this epoch ms. */
+  since?: number;
+  limit?: number;
+}
+
+export function summarize(rec: Record<string, unknown>, mtimeMs: number): TaskSummary {
+  const s: TaskSummary = {
+    taskId: String(rec.taskId),
+    owner: typeof rec.owner === "string" ? rec.owner : "",
+    status: typeof rec.status === "string" ? rec.status : "unknown",
+    createdAt: typeof rec.createdAt === "number" ? rec.createdAt : 0,
+    mtimeMs,
+  };
+  if (typeof rec.updatedAt === "number") s.updatedAt = rec.updatedAt;
+  if (typeof rec.brief === "string") s.brief = rec.brief.slice(0, 200);
+  if (typeof rec.cwd === "string") s.cwd = rec.cwd;
+  return s;
+}
+
+export class TaskIndex {
+  private readonly byId = new Map<string, TaskSummary>();
+  private lines = 0;
+  // Appends and compaction run one at a time so a compaction never drops a concurrent append.
+  private chain: Promise<unknown> = Promise.resolve();
+
+  private constructor(private readonly tasksDir: string) {}
+
+  get path(): string {
+    return join(this.tasksDir, "index.jsonl");
+  }
+
+  static async load(tasksDir: string): Promise<TaskIndex> {
+    const idx = new TaskIndex(tasksDir);
+    const lines = await readJsonLines<TaskSummary>(idx.path);
+    idx.lines = lines.length;
+    for (const l of lines) if (isValidTaskId(l?.taskId)) idx.byId.set(l.taskId, l);
+    let names: string[];
+    try {
+      names = await readdir(tasksDir);
+    } catch (e) {
+      throw fsError(e, `list ${tasksDir}`);
+    }
+    const present = new Set(names.filter((n) => isValidTaskId(n)));
+    let repaired = false;
+    for (const id of idx.byId.keys()) {
+      if (!present.has(id)) {
+        idx.byId.delete(id);
+        repaired = true;
+      }
+    }
+    for (const id of present) {
+      const file = join(tasksDir, id, "task.json");
+      const st = await stat(file).catch(() => undefined);
+      if (st === undefined) continue; // allocated but never written
+      const known = idx.byId.get(id);
+      if (known !== undefined && known.mtimeMs === st.mtimeMs) continue;
+      const text = await readIfExists(file);
+      if (text === undefined) continue;
+      try {
+        idx.byId.set(id, summarize(JSON.parse(text) as Record<string, unknown>, st.mtimeMs));
+        repaired = true;
+      } catch {
+        // an unreadable task.json stays out of the listing; readTask reports it
+      }
+    }
+    if (repaired || idx.lines > 2 * idx.byId.size + 100) await idx.compact();
+    return idx;
+  }
+
+  update(s: TaskSummary): Promise<void> {
+    this.byId.set(s.taskId, s);
+    return this.serial(async () => {
+      await appendJsonLine(this.path, s);
+      this.lines++;
+      if (this.lines > 2 * this.byId.size + 100) await this.rewrite();
+    });
+  }
+
+  compact(): Promise<void> {
+    return this.serial(() => this.rewrite());
+  }
+
+  get(taskId: string): TaskSummary | undefined {
+    return this.byId.get(taskId);
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** Newest first (task ids are time-ordered). */
+  list(filter: TaskFilter = {}): TaskSummary[] {
+    const statuses = filter.status === undefined ? undefined : new Set([filter.status].flat());
+    const out: TaskSummary[] = [];
+    for (const s of this.byId.values()) {
+      if (filter.owner !== undefined && s.owner !== filter.owner) continue;
+      if (statuses !== undefined && !statuses.has(s.status)) continue;
+      if (filter.since !== undefined && s.createdAt < filter.since) continue;
+      out.push(s);
+    }
+    out.sort((a, b) => (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0));
+    return filter.limit === undefined ? out : out.slice(0, Math.max(0, filter.limit));
+  }
+
+  private async rewrite(): Promise<void> {
+    const body = [...this.byId.values()].map((s) => JSON.stringify(s) + "\n").join("");
+    await writeAtomic(this.path, body);
+    this.lines = this.byId.size;
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(fn, fn);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+}

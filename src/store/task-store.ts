@@ -1,0 +1,169 @@
+// Task records on disk: tasks/<taskId>/{task.json, events.jsonl, prompt.md, result.json, diff.patch}.
+// Every id from outside is validated before it becomes a path; every rewrite is atomic; the journal is fsynced.
+import { randomBytes } from "node:crypto";
+import { mkdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { DshError } from "../core/errors.js";
+import { assertTaskId, newTaskId } from "../core/ids.js";
+import type { AgentResult } from "../core/types.js";
+import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic } from "./fsio.js";
+import { ensureHome, type HomePaths } from "./home.js";
+import { summarize, TaskIndex, type TaskFilter, type TaskSummary } from "./task-index.js";
+
+/** The fields the store needs; the supervisor's record extends this with whatever else it keeps. */
+export interface TaskRecordBase {
+  taskId: string;
+  owner: string;
+  status: string;
+  createdAt: number;
+  updatedAt?: number;
+  brief?: string;
+  cwd?: string;
+}
+
+export interface TaskEvent {
+  type: string;
+  ts?: number;
+  [key: string]: unknown;
+}
+
+export interface TaskPaths {
+  dir: string;
+  taskJson: string;
+  events: string;
+  prompt: string;
+  resultMd: string;
+  resultJson: string;
+  diffPatch: string;
+}
+
+export class TaskStore {
+  private constructor(
+    readonly paths: HomePaths,
+    private readonly index: TaskIndex,
+  ) {}
+
+  /** Create/check the home (see ensureHome) and load the task index. */
+  static async open(home: string): Promise<TaskStore> {
+    const paths = await ensureHome(home);
+    return new TaskStore(paths, await TaskIndex.load(paths.tasks));
+  }
+
+  /** Paths of one task; throws BAD_TASK_ID for anything that is not a task id (`../x`, `/etc`, empty, long). */
+  taskPaths(taskId: unknown): TaskPaths {
+    const dir = join(this.paths.tasks, assertTaskId(taskId));
+    return {
+      dir,
+      taskJson: join(dir, "task.json"),
+      events: join(dir, "events.jsonl"),
+      prompt: join(dir, "prompt.md"),
+      resultMd: join(dir, "result.md"),
+      resultJson: join(dir, "result.json"),
+      diffPatch: join(dir, "diff.patch"),
+    };
+  }
+
+  /** A fresh task id whose directory now exists (mkdir without recursive, so a collision is detected, not shared). */
+  async allocateTaskId(nowMs: number = Date.now()): Promise<string> {
+    for (let attempt = 0; attempt < 32; attempt++) {
+      const id = newTaskId(nowMs, randomBytes(3));
+      try {
+        await mkdir(join(this.paths.tasks, id), { mode: 0o700 });
+        return id;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw fsError(e, `create the task directory ${id}`);
+      }
+    }
+    throw new DshError("INTERNAL", "could not allocate a unique task id after 32 tries; check the clock and tasks/.");
+  }
+
+  /** Allocate an id, write the first task.json built from it, and journal `created`. */
+  async createTask<T extends TaskRecordBase>(build: (taskId: string) => T, nowMs: number = Date.now()): Promise<T> {
+    const taskId = await this.allocateTaskId(nowMs);
+    const rec = build(taskId);
+    if (rec.taskId !== taskId) throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
+    await this.writeTask(rec);
+    await this.appendEvent(taskId, { type: "created", status: rec.status });
+    return rec;
+  }
+
+  async writeTask<T extends TaskRecordBase>(rec: T): Promise<void> {
+    const p = await this.existing(rec.taskId);
+    await writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n");
+    const st = await stat(p.taskJson).catch(() => undefined);
+    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0));
+  }
+
+  async readTask<T extends TaskRecordBase = TaskRecordBase>(taskId: unknown): Promise<T> {
+    const p = await this.existing(taskId);
+    const text = await readIfExists(p.taskJson);
+    if (text === undefined) throw notFound(String(taskId), this.paths.tasks);
+    try {
+      return JSON.parse(text) as T;
+    } catch (e) {
+      throw new DshError("INTERNAL", `${p.taskJson} is not valid JSON (${(e as Error).message}); inspect or remove that task directory.`);
+    }
+  }
+
+  async hasTask(taskId: unknown): Promise<boolean> {
+    const p = this.taskPaths(taskId);
+    return (await stat(p.taskJson).catch(() => undefined)) !== undefined;
+  }
+
+  /** Append one journal line (fsynced); `ts` defaults to now. */
+  async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
+    const p = await this.existing(taskId);
+    await appendJsonLine(p.events, { ts: Date.now(), ...event });
+  }
+
+  /** The journal in order; a torn last line (crash mid-append) is skipped. */
+  async readEvents(taskId: unknown): Promise<TaskEvent[]> {
+    const p = await this.existing(taskId);
+    return readJsonLines<TaskEvent>(p.events);
+  }
+
+  async writePrompt(taskId: unknown, text: string): Promise<string> {
+    const p = await this.existing(taskId);
+    await writeAtomic(p.prompt, text);
+    return p.prompt;
+  }
+
+  async readPrompt(taskId: unknown): Promise<string | undefined> {
+    return readIfExists((await this.existing(taskId)).prompt);
+  }
+
+  async writeResult(taskId: unknown, result: AgentResult): Promise<void> {
+    const p = await this.existing(taskId);
+    await writeAtomic(p.resultJson, JSON.stringify(result, null, 2) + "\n");
+  }
+
+  async readResult(taskId: unknown): Promise<AgentResult | undefined> {
+    const text = await readIfExists((await this.existing(taskId)).resultJson);
+    return text === undefined ? undefined : (JSON.parse(text) as AgentResult);
+  }
+
+  /** From the in-memory index: no task.json is parsed per call. */
+  listTasks(filter: TaskFilter = {}): TaskSummary[] {
+    return this.index.list(filter);
+  }
+
+  getSummary(taskId: unknown): TaskSummary | undefined {
+    return this.index.get(assertTaskId(taskId));
+  }
+
+  compactIndex(): Promise<void> {
+    return this.index.compact();
+  }
+
+  /** Paths of a task whose directory exists; TASK_NOT_FOUND otherwise. */
+  private async existing(taskId: unknown): Promise<TaskPaths> {
+    const p = this.taskPaths(taskId);
+    const st = await stat(p.dir).catch(() => undefined);
+    if (st === undefined || !st.isDirectory()) throw notFound(String(taskId), this.paths.tasks);
+    return p;
+  }
+}
+
+function notFound(taskId: string, tasksDir: string): DshError {
+  return new DshError("TASK_NOT_FOUND", `no task ${taskId} in ${tasksDir}; list tasks with \`dsh-herdr list\`.`);
+}
