@@ -2,12 +2,14 @@
 // Never touches the user's tmux server.
 import { execa } from "execa";
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 
 export interface PrivateTmux {
   socketName: string;
   /** Runs `tmux -L <socket> -f /dev/null ...args`; resolves stdout, rejects on failure. */
   run(args: string[]): Promise<string>;
-  /** kill-server; fine when the server already exited. */
+  /** kill-server and remove the socket file (tmux 3.3 leaves it); fine when the server already exited. */
   kill(): Promise<void>;
 }
 
@@ -27,16 +29,18 @@ export function privateTmux(prefix = "dsh-test"): PrivateTmux {
     },
     async kill() {
       await execa("tmux", [...base, "kill-server"], { reject: false });
+      const uid = process.getuid?.() ?? 0;
+      rmSync(join(process.env.TMUX_TMPDIR ?? "/tmp", `tmux-${uid}`, socketName), { force: true });
     },
   };
 }
 
-/** Polls `check` until it returns a value that is not undefined/false, or fails after timeoutMs. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+/** Polls `check` until it returns a value that is not undefined/null/false, or fails after timeoutMs. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
-    if (v !== undefined && v !== false) return v;
+    if (v !== undefined && v !== null && v !== false) return v;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }

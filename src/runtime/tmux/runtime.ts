@@ -3,6 +3,7 @@
 import { constants as osConstants } from "node:os";
 import { DshError } from "../../core/errors.js";
 import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
+import { procAvailable, readProcStat } from "../headless/proc.js";
 import { checkLaunchSpec } from "./launch-check.js";
 import { literalArg, literalFormat, mustTmux, runTmux, isGoneError, type TmuxServer } from "./tmux-cli.js";
 
@@ -23,6 +24,9 @@ interface PaneState {
   paneId: string;
   windowId: string;
   pid: number;
+  /** tmux's pane_dead: the pty closed. */
+  ptyClosed: boolean;
+  /** The child ended (exit status known, or the process is gone). */
   dead: boolean;
   deadStatus: number | null;
   deadSignal: number | null;
@@ -33,6 +37,13 @@ const PANE_FORMAT = "#{pane_id}\t#{window_id}\t#{pane_pid}\t#{pane_dead}\t#{pane
 function signalName(n: number): string {
   const hit = Object.entries(osConstants.signals).find(([, v]) => v === n);
   return hit ? hit[0] : `SIG${n}`;
+}
+
+/** The pane's process has exited (zombie or gone); without /proc, trust tmux. */
+function childEnded(pid: number): boolean {
+  const st = readProcStat(pid);
+  if (st !== null) return st.state === "Z" || st.state === "X";
+  return procAvailable();
 }
 
 function intOrNull(s: string | undefined): number | null {
@@ -54,9 +65,7 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
     return h.tmuxPaneId;
   }
 
-  /** The pane as tmux sees it now, or null when it is gone (closed, server gone, or a reused id). */
-  async function query(h: RuntimeHandle): Promise<PaneState | null> {
-    const paneId = paneOf(h);
+  async function listPane(h: RuntimeHandle, paneId: string): Promise<PaneState | null> {
     // display-message falls back to another pane for a missing target, so filter list-panes instead.
     const r = await runTmux(serverOf(h), ["list-panes", "-a", "-f", `#{==:#{pane_id},${paneId}}`, "-F", PANE_FORMAT]);
     if (!r.ok) {
@@ -67,11 +76,28 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
     if (!line) return null;
     const [, windowId = "", pid = "", dead, status, signal] = line.split("\t");
     const state: PaneState = {
-      paneId, windowId, pid: Number.parseInt(pid, 10), dead: dead === "1",
-      deadStatus: intOrNull(status), deadSignal: intOrNull(signal),
+      paneId, windowId, pid: Number.parseInt(pid, 10), ptyClosed: dead === "1",
+      deadStatus: intOrNull(status), deadSignal: intOrNull(signal), dead: false,
     };
+    // tmux marks the pane dead when the pty closes, which can precede reaping the child: only a known exit
+    // status or signal means the child really ended.
+    state.dead = state.ptyClosed && (state.deadStatus !== null || state.deadSignal !== null);
+    return state;
+  }
+
+  /** The pane as tmux sees it now, or null when it is gone (closed, server gone, or a reused id). */
+  async function query(h: RuntimeHandle): Promise<PaneState | null> {
+    const paneId = paneOf(h);
+    let state = await listPane(h, paneId);
     // Pane ids restart at %0 with a new server: a different pid means a different pane.
-    if (h.pid !== undefined && state.pid !== h.pid) return null;
+    if (state === null || (h.pid !== undefined && state.pid !== h.pid)) return null;
+    if (state.ptyClosed && !state.dead && childEnded(state.pid)) {
+      // tmux 3.3 sometimes misses the SIGCHLD of a child killed right after start and leaves it a zombie
+      // with no exit status; any other child exit makes it reap all, so run a trivial one and look again.
+      await runTmux(serverOf(h), ["run-shell", "true"]);
+      state = (await listPane(h, paneId)) ?? state;
+      if (!state.dead && childEnded(state.pid)) state.dead = true; // ended, status unknown
+    }
     return state;
   }
 
@@ -105,10 +131,19 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
       const server = serverOf();
       const inWindow = ["new-window", "-d", "-t", `=${sessionName}:`, ...common];
       const inSession = ["new-session", "-d", "-s", sessionName, "-x", String(opts.width ?? 200), "-y", String(opts.height ?? 50), ...common];
-      let r = await runTmux(server, [...prelude, ...inWindow]);
-      if (!r.ok && /can't find session|no current target|no server running|error connecting/i.test(r.stderr)) {
-        r = await runTmux(server, [...prelude, ...inSession]);
-        if (!r.ok && /duplicate session/i.test(r.stderr)) r = await runTmux(server, [...prelude, ...inWindow]);
+      const attempt = async () => {
+        let r = await runTmux(server, [...prelude, ...inWindow]);
+        if (!r.ok && /can't find session|no current target|no server running|error connecting/i.test(r.stderr)) {
+          r = await runTmux(server, [...prelude, ...inSession]);
+          if (!r.ok && /duplicate session/i.test(r.stderr)) r = await runTmux(server, [...prelude, ...inWindow]);
+        }
+        return r;
+      };
+      let r = await attempt();
+      // Closing the last window makes the server exit; a launch that meets it on the way out tries again.
+      for (let i = 0; i < 3 && !r.ok && /server exited|lost server/i.test(r.stderr); i++) {
+        await new Promise((res) => setTimeout(res, 50 * (i + 1)));
+        r = await attempt();
       }
       if (!r.ok) {
         throw new DshError("LAUNCH_FAILED", `tmux could not open a window for ${spec.name} on server ${opts.socketName}: ${r.stderr || "no message"}`);
