@@ -42,13 +42,18 @@ export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record
   return p;
 }
 
+/** A wait without --timeout: longer than any task runs (tasks are bounded by their own timeoutMs). */
+const WAIT_FOREVER_MS = 7 * 24 * 3_600_000;
+
 /** Wait for tasks to settle; sets the exit code from their statuses (3 on timeout). */
 export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "any" | "all", timeoutMs: number | undefined, json: boolean): Promise<void> {
   const conn = await ctx.connect();
   const stop = ctx.io.isTTY && !json ? spinner(ctx.io, `waiting for ${taskIds.length} task(s)`) : () => {};
   let res: { results: AgentResult[]; timedOut: boolean };
   try {
-    res = await conn.request("task.wait", { taskIds, mode, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+    // The socket request outlives the wait itself; without --timeout the task's own run bound ends the wait.
+    const requestTimeoutMs = (timeoutMs ?? WAIT_FOREVER_MS) + 10_000;
+    res = await conn.request("task.wait", { taskIds, mode, timeoutMs: timeoutMs ?? WAIT_FOREVER_MS }, { timeoutMs: requestTimeoutMs });
   } finally {
     stop();
   }
