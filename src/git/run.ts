@@ -1,5 +1,6 @@
 // Running git: one place for the environment and the flags every call needs (exact, unquoted path names;
 // no optional locks on the user's repo; nothing inherited that could point git at another repo or index).
+import { execFile } from "node:child_process";
 import { simpleGit } from "simple-git";
 import { DshError } from "../core/errors.js";
 
@@ -43,4 +44,11 @@ export function splitZ(out: string): string[] {
   const parts = out.split("\0");
   if (parts.length > 0 && parts[parts.length - 1] === "") parts.pop();
   return parts;
+}
+
+/** Whether `git <args>` exits 0 (simple-git resolves on a non-zero exit with empty stderr, e.g. --is-ancestor). */
+export function gitSucceeds(cwd: string, args: string[]): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile("git", [...CONFIG_ARGS, ...args], { cwd, env: gitEnv() }, (err) => resolve(err === null));
+  });
 }

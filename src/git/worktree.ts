@@ -5,7 +5,7 @@ import { DshError } from "../core/errors.js";
 import { assertTaskId } from "../core/ids.js";
 import type { WorktreeInfo } from "../core/types.js";
 import { headCommit, requireRepoRoot } from "./repo.js";
-import { git, gitMaybe } from "./run.js";
+import { git, gitSucceeds } from "./run.js";
 
 export function branchFor(taskId: string): string {
   return `dsh/${assertTaskId(taskId)}`;
@@ -33,7 +33,7 @@ export async function createWorktree(opts: CreateWorktreeOptions): Promise<Workt
   if ((await headCommit(repo)) === null) {
     throw new DshError("GIT_FAILED", `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`);
   }
-  if ((await gitMaybe(repo, ["rev-parse", "--verify", `${base}^{commit}`])) === undefined) {
+  if (!(await gitSucceeds(repo, ["rev-parse", "--verify", "--quiet", `${base}^{commit}`]))) {
     throw new DshError("BAD_PARAMS", `base ${JSON.stringify(base)} is not a commit in ${repo}; pass an existing branch, tag or sha.`);
   }
   const path = worktreePathFor(opts.home, repo, opts.taskId);
