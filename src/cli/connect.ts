@@ -15,13 +15,14 @@ export function asConnection(c: DaemonClient): DaemonConnection {
   };
 }
 
-export async function connectDaemon(home: string, opts: { start?: boolean } = {}): Promise<DaemonConnection> {
+export async function connectDaemon(home: string, opts: { start?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<DaemonConnection> {
+  const env = opts.env ?? process.env;
   const version = packageVersion();
   try {
     return asConnection(await clientConnect(home, { kind: "cli", version }));
   } catch (e) {
     if (!opts.start || !isDshError(e) || e.code !== "DAEMON_UNAVAILABLE") throw e;
   }
-  await startDaemonFor(home);
+  await startDaemonFor(home, { env });
   return asConnection(await clientConnect(home, { kind: "cli", version }));
 }

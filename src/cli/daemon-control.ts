@@ -1,22 +1,33 @@
-// Starting, stopping and running the daemon of a home (wraps src/daemon/main.ts for the CLI), and the demo's
-// runtime choice.
+// Starting, stopping and running the daemon of a home for the CLI (src/client/daemon-control.ts does the work;
+// `daemon run` execs the daemon's entry so the CLI never imports the daemon), and the demo's runtime choice.
+import { spawn } from "node:child_process";
 import { execa } from "execa";
-import { DshError } from "../core/errors.js";
+import { daemonMain, startDaemon, stopDaemon } from "../client/daemon-control.js";
 import { herdrPing } from "../runtime/herdr/client.js";
 
 export interface StartOutcome { pid: number; alreadyRunning: boolean }
-export interface StopOutcome { wasRunning: boolean }
+export interface StopOutcome { wasRunning: boolean; pid?: number }
 
-export async function startDaemonFor(home: string, _opts: { env?: NodeJS.ProcessEnv } = {}): Promise<StartOutcome> {
-  throw new DshError("DAEMON_UNAVAILABLE", `starting a daemon at ${home} is not wired yet`);
+export function startDaemonFor(home: string, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<StartOutcome> {
+  return startDaemon(home, opts.env ? { env: opts.env } : {});
 }
 
-export async function stopDaemonFor(home: string): Promise<StopOutcome> {
-  throw new DshError("DAEMON_UNAVAILABLE", `stopping the daemon at ${home} is not wired yet`);
+export function stopDaemonFor(home: string): Promise<StopOutcome> {
+  return stopDaemon(home);
 }
 
-export async function runDaemonForeground(home: string, _signal: AbortSignal): Promise<number | undefined> {
-  throw new DshError("DAEMON_UNAVAILABLE", `running a daemon at ${home} is not wired yet`);
+/** The daemon in the foreground of this terminal; Ctrl+C (the signal) stops it gracefully. Resolves its exit code. */
+export function runDaemonForeground(home: string, signal: AbortSignal, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [daemonMain, "run", "--home", home], { stdio: "inherit", env });
+    const onAbort = () => child.kill("SIGTERM");
+    signal.addEventListener("abort", onAbort, { once: true });
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(code ?? 1);
+    });
+  });
 }
 
 /** Herdr when a server answers ping, else tmux when installed, else headless (shared/design.md §8). */

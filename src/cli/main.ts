@@ -12,6 +12,7 @@ import { registerWatchCommand } from "./commands/watch.js";
 import { registerPaneCommands } from "./commands/panes.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
+import { registerGcCommand } from "./commands/gc.js";
 import { registerDemoCommand } from "./demo.js";
 import { connectDaemon } from "./connect.js";
 
@@ -19,7 +20,7 @@ export { packageVersion };
 
 export interface RunOptions {
   io?: CliIo;
-  connect?: (home: string, opts: { start?: boolean }) => Promise<DaemonConnection>;
+  connect?: (home: string, opts: { start?: boolean; env?: NodeJS.ProcessEnv }) => Promise<DaemonConnection>;
   signal?: AbortSignal;
 }
 
@@ -47,6 +48,7 @@ Examples:
   registerPaneCommands(program, ctx);
   registerWatchCommand(program, ctx);
   registerAdminCommands(program, ctx);
+  registerGcCommand(program, ctx);
   registerDoctorCommand(program, ctx);
   registerDemoCommand(program, ctx);
   return program;
@@ -77,7 +79,7 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
     exitCode: EXIT.ok,
     signal: controller.signal,
     connect: async (o = {}) => {
-      const c = await connect(home, o);
+      const c = await connect(home, { ...o, env: io.env });
       opened.push(c);
       return c;
     },

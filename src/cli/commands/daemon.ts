@@ -19,7 +19,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
   jsonOption(start);
   examples(start, ["dsh-herdr daemon start", "DSH_HERDR_HOME=/tmp/h dsh-herdr daemon start"]);
   start.action(async (o: { json?: boolean }) => {
-    const r = await startDaemonFor(ctx.home);
+    const r = await startDaemonFor(ctx.home, { env: ctx.io.env });
     if (o.json) printJson(ctx.io, r);
     else ctx.io.out(r.alreadyRunning ? `daemon already running (pid ${r.pid}) at ${ctx.home}\n` : `daemon started (pid ${r.pid}) at ${ctx.home}\n`);
   });
@@ -52,6 +52,6 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
 
   const run = daemon.command("run").description("run the daemon in the foreground (logs to daemon.log; Ctrl+C stops it)");
   run.action(async () => {
-    ctx.exitCode = (await runDaemonForeground(ctx.home, ctx.signal)) ?? EXIT.ok;
+    ctx.exitCode = (await runDaemonForeground(ctx.home, ctx.signal, ctx.io.env)) === 0 ? EXIT.ok : EXIT.failed;
   });
 }

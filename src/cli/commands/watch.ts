@@ -43,8 +43,12 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
 
   await new Promise<void>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
+    let finished = false;
     const finish = (err?: Error) => {
+      if (finished) return;
+      finished = true;
       if (timer) clearInterval(timer);
+      conn.close(); // ends the subscription: no pushes after watch returns
       ctx.signal.removeEventListener("abort", onAbort);
       if (live) ctx.io.out(ANSI.showCursor);
       if (err) reject(err);

@@ -1,0 +1,45 @@
+// gc: remove worktrees and dsh/* branches whose work is captured (src/git/gc.ts decides; dry run unless --yes).
+import type { Command } from "commander";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AgentResult } from "../../core/types.js";
+import { gc, type GcTask } from "../../git/gc.js";
+import { loadConfig } from "../../store/config.js";
+import type { CliContext } from "../context.js";
+import { columns, shortenHome } from "../format/text.js";
+import { printJson } from "../io.js";
+import { knownTaskIds, taskDir } from "../task-files.js";
+import { examples, jsonOption } from "./shared.js";
+
+/** Tasks that may still be answered keep their worktree: only closed or finished-badly tasks are candidates. */
+const FINISHED = new Set(["closed", "failed", "gone", "interrupted"]);
+
+export function gcTasks(home: string): GcTask[] {
+  return knownTaskIds(home).map((taskId) => {
+    const file = join(taskDir(home, taskId), "result.json");
+    if (!existsSync(file)) return { taskId, open: true };
+    const r = JSON.parse(readFileSync(file, "utf8")) as AgentResult;
+    const t: GcTask = { taskId, open: !FINISHED.has(r.status) };
+    if (r.worktree) t.worktree = r.worktree;
+    if (r.diff) t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
+    return t;
+  });
+}
+
+export function registerGcCommand(program: Command, ctx: CliContext): void {
+  const cmd = program
+    .command("gc")
+    .description("remove worktrees and dsh/* branches of finished tasks whose work is captured (dry run unless --yes)")
+    .option("--yes", "remove what the plan says (otherwise only print it)");
+  jsonOption(cmd);
+  examples(cmd, ["dsh-herdr gc", "dsh-herdr gc --yes"]);
+  cmd.action(async (o: { yes?: boolean; json?: boolean }) => {
+    const cfg = await loadConfig(ctx.home, ctx.io.env);
+    const plan = await gc({ tasks: gcTasks(ctx.home), yes: o.yes === true, capBytes: cfg.patchCapBytes });
+    if (o.json) return printJson(ctx.io, { dryRun: o.yes !== true, plan });
+    if (plan.length === 0) return ctx.io.out("nothing to collect: no dsh/* worktrees or branches\n");
+    const rows = plan.map((p) => [o.yes && p.action === "remove" ? (p.done ? "removed" : "FAILED") : p.action, p.taskId, p.path ? shortenHome(p.path) : p.branch, p.error ?? p.reason]);
+    ctx.io.out(columns([["ACTION", "TASK", "WORKTREE/BRANCH", "WHY"], ...rows]).join("\n") + "\n");
+    if (!o.yes && plan.some((p) => p.action === "remove")) ctx.io.out("dry run: run `dsh-herdr gc --yes` to remove\n");
+  });
+}
