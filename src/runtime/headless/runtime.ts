@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { mkdir, open, rm } from "node:fs/promises";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DshError } from "../../core/errors.js";
 import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
@@ -28,7 +29,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function startWrapper(spec: WrapperSpec, timeoutMs: number): Promise<HeadlessState> {
   return new Promise((resolve, reject) => {
     const errFd = openSync(spec.stderrPath, "a");
-    const w = spawn(process.execPath, [WRAPPER], { detached: true, cwd: spec.cwd, stdio: ["pipe", "pipe", errFd] });
+    // The wrapper lives in the task dir, not the child's worktree; detached = leader of a new process group.
+    const w = spawn(process.execPath, [WRAPPER], { detached: true, cwd: dirname(spec.exitPath), stdio: ["pipe", "pipe", errFd] });
     closeSync(errFd);
     let out = "";
     let done = false;
