@@ -1,7 +1,7 @@
 // Reads the output of `git diff -z --numstat -p …` in one pass: the numstat block (NUL-separated, ended by an
 // extra NUL) is parsed; the patch after it streams into a file, cut at a file boundary once it passes the cap.
 import { spawn } from "node:child_process";
-import { open } from "node:fs/promises";
+import { open, type FileHandle } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 
 export interface NumstatEntry {
@@ -70,13 +70,13 @@ export async function streamDiff(cwd: string, args: string[], env: Record<string
       }
       carry = Buffer.from(scan.subarray(Math.max(0, scan.length - (HEADER.length - 1))));
       if (written + chunk.length > capBytes) {
-        if (lastHeaderAtOrBelowCap > written) await fh.write(chunk.subarray(0, lastHeaderAtOrBelowCap - written));
+        if (lastHeaderAtOrBelowCap > written) await writeAll(fh, chunk.subarray(0, lastHeaderAtOrBelowCap - written));
         await fh.truncate(lastHeaderAtOrBelowCap);
         written = lastHeaderAtOrBelowCap;
         truncated = true;
         break;
       }
-      await fh.write(chunk);
+      await writeAll(fh, chunk);
       written += chunk.length;
     }
     if (head !== undefined && head.length > 0) numstat = parseNumstat(head); // numstat but no patch
@@ -124,4 +124,9 @@ export function shortstat(entries: NumstatEntry[]): string {
   if (ins !== 0 || del === 0) s += `, ${ins} insertion${ins === 1 ? "" : "s"}(+)`;
   if (del !== 0 || ins === 0) s += `, ${del} deletion${del === 1 ? "" : "s"}(-)`;
   return s;
+}
+
+/** write() may write less than asked (a nearly full disk); loop so a short write becomes the next call's error. */
+async function writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
+  for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
 }

@@ -1,7 +1,8 @@
 // File primitives for the store: atomic rewrites, fsynced appends, tolerant JSONL reads, and one mapping of
 // disk failures (full, read-only, no permission) to HOME_UNWRITABLE.
-import { open, readFile } from "node:fs/promises";
-import writeFileAtomic from "write-file-atomic";
+import { randomBytes } from "node:crypto";
+import { open, readFile, rename, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { DshError } from "../core/errors.js";
 
 const UNWRITABLE = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM"]);
@@ -21,35 +22,59 @@ export function fsError(e: unknown, what: string): DshError {
   return new DshError("INTERNAL", `cannot ${what}: ${msg}`);
 }
 
-/** Replace `path` atomically (temp file + fsync + rename): readers see the old or the new content, never a mix. */
+/**
+ * Replace `path` atomically (temp file + fsync + rename + directory fsync): readers see the old or the new content,
+ * never a mix. Not write-file-atomic: its single fs.write ignores a short write, so on a full disk it renames a
+ * truncated file into place; FileHandle.writeFile loops until every byte is written or an error is thrown.
+ */
 export async function writeAtomic(path: string, data: string | Buffer, mode = 0o600): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
   try {
-    await writeFileAtomic(path, data, { fsync: true, mode });
+    const fh = await open(tmp, "wx", mode);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
   } catch (e) {
+    await unlink(tmp).catch(() => undefined);
     throw fsError(e, `write ${path}`);
   }
+  await syncDir(dirname(path));
 }
 
-// Paths whose tail we have checked this process: a torn last line (crash mid-append) must not swallow the next record.
-const tailChecked = new Set<string>();
+/** fsync a directory so a rename in it survives a power cut; best-effort (some filesystems refuse). */
+async function syncDir(dir: string): Promise<void> {
+  const fh = await open(dir, "r").catch(() => undefined);
+  await fh?.sync().catch(() => undefined);
+  await fh?.close().catch(() => undefined);
+}
 
-/** Append one JSON line and fsync it before returning. */
+/**
+ * Append one JSON line and fsync it before returning. A torn last line (a crash mid-append) must not swallow this
+ * record, so when the file does not end in a newline we start with one (one pread per append; appends are rare).
+ */
 export async function appendJsonLine(path: string, value: unknown): Promise<void> {
   let line = JSON.stringify(value) + "\n";
   let fh;
   try {
     fh = await open(path, "a+", 0o600);
-    if (!tailChecked.has(path)) {
-      const { size } = await fh.stat();
-      if (size > 0) {
-        const last = Buffer.alloc(1);
-        await fh.read(last, 0, 1, size - 1);
-        if (last[0] !== 0x0a) line = "\n" + line;
-      }
-      tailChecked.add(path);
+    const { size } = await fh.stat();
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      await fh.read(last, 0, 1, size - 1);
+      if (last[0] !== 0x0a) line = "\n" + line;
     }
-    await fh.write(line);
-    await fh.datasync();
+    try {
+      await fh.appendFile(line); // loops over short writes; a plain write() would not
+      await fh.datasync();
+    } catch (e) {
+      // A full disk can take part of the line: cut it back so no half record stays behind.
+      await fh.truncate(size).catch(() => undefined);
+      throw e;
+    }
   } catch (e) {
     throw fsError(e, `append to ${path}`);
   } finally {
