@@ -1,0 +1,133 @@
+// Subagent definitions (`*.md` with YAML frontmatter) for crew_list/crew_spawn: parsing and priority merge.
+// Pure: the extension reads the files and hands over their text.
+import { parse as parseYaml } from "yaml";
+import type { Role, ThinkingLevel } from "./types.js";
+
+export type AgentSource = "project" | "user" | "bundled";
+
+export interface AgentDefinition {
+  name: string;
+  description: string;
+  /** provider/model-id; absent = the daemon's default model. */
+  model?: string;
+  thinking?: ThinkingLevel;
+  /** Absent = all built-in tools; [] = none. Recorded for the child; the daemon decides what it can honour. */
+  tools?: string[];
+  role: Role;
+  isolated: boolean;
+  interactive: boolean;
+  /** The body: role instructions handed to the child with its task. */
+  prompt: string;
+  source: AgentSource;
+  file: string;
+}
+
+export interface AgentWarning {
+  file: string;
+  message: string;
+}
+
+const THINKING: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+const FIELDS = ["name", "description", "model", "thinking", "tools", "role", "isolated", "interactive"];
+
+/** Split `---\n<yaml>\n---\n<body>`; null when the text has no frontmatter block. */
+export function splitFrontmatter(text: string): { yaml: string; body: string } | null {
+  const m = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)([\s\S]*)$/.exec(text);
+  return m ? { yaml: m[1] ?? "", body: (m[2] ?? "").trim() } : null;
+}
+
+/**
+ * One definition file → a definition plus warnings, or only warnings when the file cannot be used. Bad optional
+ * fields are dropped with a warning (the definition stays usable); a missing name/description rejects the file.
+ */
+export function parseAgentDefinition(text: string, file: string, source: AgentSource): { agent?: AgentDefinition; warnings: AgentWarning[] } {
+  const warnings: AgentWarning[] = [];
+  const warn = (message: string) => warnings.push({ file, message });
+  const parts = splitFrontmatter(text);
+  if (!parts) {
+    warn("no YAML frontmatter; start the file with ---, name:, description:, then ---");
+    return { warnings };
+  }
+  let fm: unknown;
+  try {
+    fm = parseYaml(parts.yaml);
+  } catch (e) {
+    warn(`frontmatter is not valid YAML (${(e as Error).message.split("\n")[0]})`);
+    return { warnings };
+  }
+  if (typeof fm !== "object" || fm === null || Array.isArray(fm)) {
+    warn("frontmatter must be a YAML mapping of name, description, ...");
+    return { warnings };
+  }
+  const f = fm as Record<string, unknown>;
+  if (typeof f.name !== "string" || f.name.trim() === "") {
+    warn("name is required");
+    return { warnings };
+  }
+  const name = f.name.trim();
+  if (/\s/.test(name)) {
+    warn(`name "${name}" contains whitespace; use "-" instead`);
+    return { warnings };
+  }
+  if (typeof f.description !== "string" || f.description.trim() === "") {
+    warn(`description is required for "${name}"`);
+    return { warnings };
+  }
+  for (const k of Object.keys(f)) if (!FIELDS.includes(k)) warn(`unknown field "${k}" ignored`);
+  const agent: AgentDefinition = {
+    name, description: f.description.trim(), role: "worker", isolated: false, interactive: false, prompt: parts.body, source, file,
+  };
+  if (f.model !== undefined) {
+    if (typeof f.model === "string" && /^[^/\s]+\/\S+$/.test(f.model.trim())) agent.model = f.model.trim();
+    else warn(`model must be provider/model-id, got ${JSON.stringify(f.model)}; the default model is used`);
+  }
+  if (f.thinking !== undefined) {
+    if (THINKING.includes(f.thinking as ThinkingLevel)) agent.thinking = f.thinking as ThinkingLevel;
+    else warn(`thinking must be one of ${THINKING.join(", ")}; ignored`);
+  }
+  if (f.tools !== undefined) {
+    const list = typeof f.tools === "string" ? f.tools.split(",") : Array.isArray(f.tools) ? f.tools : null;
+    if (list && list.every((t) => typeof t === "string")) agent.tools = (list as string[]).map((t) => t.trim()).filter((t) => t !== "");
+    else if (f.tools === null) agent.tools = [];
+    else warn("tools must be a comma-separated string or a list of names; all built-in tools are used");
+  }
+  if (f.role !== undefined) {
+    if (f.role === "worker" || f.role === "reviewer") agent.role = f.role;
+    else warn(`role must be worker or reviewer; worker is used`);
+  }
+  for (const k of ["isolated", "interactive"] as const) {
+    if (f[k] === undefined) continue;
+    if (typeof f[k] === "boolean") agent[k] = f[k] as boolean;
+    else warn(`${k} must be true or false; false is used`);
+  }
+  return { agent, warnings };
+}
+
+/**
+ * Sources in priority order (project, user, bundled): the first definition of a name wins silently; a second one
+ * with the same name inside one source is skipped with a warning.
+ */
+export function mergeAgentSources(sources: { agents: AgentDefinition[] }[]): { agents: AgentDefinition[]; warnings: AgentWarning[] } {
+  const byName = new Map<string, AgentDefinition>();
+  const warnings: AgentWarning[] = [];
+  for (const { agents } of sources) {
+    const here = new Set<string>();
+    for (const a of agents) {
+      if (here.has(a.name)) {
+        warnings.push({ file: a.file, message: `duplicate subagent name "${a.name}" in the ${a.source} definitions, skipping` });
+        continue;
+      }
+      here.add(a.name);
+      if (!byName.has(a.name)) byName.set(a.name, a);
+    }
+  }
+  return { agents: [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)), warnings };
+}
+
+/** crew_list's model-bound JSON view of one definition (no prompt body, no file paths). */
+export function agentSummary(a: AgentDefinition): Record<string, unknown> {
+  return {
+    name: a.name, description: a.description, model: a.model ?? null, thinking: a.thinking ?? null,
+    tools: a.tools ?? null, role: a.role, isolated: a.isolated, interactive: a.interactive, source: a.source,
+  };
+}

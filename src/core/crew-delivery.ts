@@ -1,0 +1,107 @@
+// Owner-bound deliveries (pi-crew Result Protocol "Owner Delivery"): the model-bound JSON, the TUI card data,
+// the delivery id that makes injection idempotent, and the 24 h expiry of queued deliveries.
+import type { AgentResult, AgentStatus } from "./types.js";
+
+export type CrewStatus = "running" | "completed" | "needs_input" | "error" | "aborted" | "closed";
+
+/** The validated crew_report of one cycle, exactly as the child sent it. */
+export interface CrewReport {
+  outcome: "completed" | "needs_input";
+  report: string;
+  needs?: string;
+}
+
+/** Model context for completed/needs_input, or for an error; aborts never reach the model. */
+export type ModelDelivery =
+  | { subagent_id: string; brief: string; result: CrewReport }
+  | { subagent_id: string; brief: string; status: "error"; error: string };
+
+/** What a TUI card is rendered from (message details, never model-bound). */
+export interface CardData {
+  status: "completed" | "needs_input" | "error" | "aborted";
+  subagent_id: string;
+  brief: string;
+  report?: string;
+  needs?: string;
+  error?: string;
+  reason?: string;
+}
+
+export interface DeliveryPayload {
+  deliveryId: string;
+  taskId: string;
+  cycle: number;
+  /** null for aborts: a TUI-only card. */
+  model: ModelDelivery | null;
+  card: CardData;
+}
+
+export const DELIVERY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** The design's mapping of AgentResult.status onto the pi-crew lifecycle (design §4). */
+export function crewStatusOf(s: AgentStatus): CrewStatus {
+  switch (s) {
+    case "blocked":
+      return "needs_input";
+    case "completed":
+      return "completed";
+    case "failed":
+    case "gone":
+      return "error";
+    case "interrupted":
+      return "aborted";
+    case "closed":
+      return "closed";
+    default:
+      return "running";
+  }
+}
+
+/** Open = visible to crew_status and awaiting either the child (running) or the owner (completed, needs_input). */
+export const isOpenCrewStatus = (s: CrewStatus): boolean => s === "running" || s === "completed" || s === "needs_input";
+export const awaitsOwner = (s: CrewStatus): boolean => s === "completed" || s === "needs_input";
+
+/**
+ * One id per task, cycle and outcome: a redelivery after a crash or reconnect carries the same id, so it is never
+ * injected twice, while an abort after a completed cycle is still its own delivery.
+ */
+export function deliveryIdFor(taskId: string, cycle: number, status: CrewStatus): string {
+  return `${taskId}-c${cycle}-${status}`;
+}
+
+/**
+ * The report of a settled cycle when the child's crew_report is not at hand (result.md written by hand):
+ * result.md's body, else the final message, else the summary. Never invents an outcome the status lacks.
+ */
+export function fallbackReport(result: AgentResult): CrewReport {
+  const body = result.result?.text.replace(/^---[\s\S]*?\n---\s*\n?/, "").trim();
+  const report = body || result.finalMessage?.trim() || result.summary || "(no report)";
+  if (result.status === "blocked") return { outcome: "needs_input", report, needs: result.result?.meta.summary?.trim() || result.summary || report };
+  return { outcome: "completed", report };
+}
+
+/** The delivery for a settled cycle, or null when the status owes the owner nothing (running, closed). */
+export function deliveryFor(result: AgentResult, cycle: number, report?: CrewReport): DeliveryPayload | null {
+  const status = crewStatusOf(result.status);
+  const subagent_id = result.taskId;
+  const brief = result.brief ?? "";
+  const base = { deliveryId: deliveryIdFor(subagent_id, cycle, status), taskId: subagent_id, cycle };
+  if (status === "completed" || status === "needs_input") {
+    const r = report && report.outcome === status ? report : fallbackReport(result);
+    const card: CardData = { status, subagent_id, brief, report: r.report, ...(r.needs !== undefined ? { needs: r.needs } : {}) };
+    return { ...base, model: { subagent_id, brief, result: r }, card };
+  }
+  if (status === "error") {
+    const error = result.error ? `${result.error.code}: ${result.error.message}` : result.summary || `the subagent ended as ${result.status}`;
+    return { ...base, model: { subagent_id, brief, status: "error", error }, card: { status, subagent_id, brief, error } };
+  }
+  if (status === "aborted") {
+    const reason = result.error?.message ?? "aborted";
+    return { ...base, model: null, card: { status, subagent_id, brief, reason } };
+  }
+  return null;
+}
+
+export function isExpired(queuedAt: number, now: number, ttlMs = DELIVERY_TTL_MS): boolean {
+  return now - queuedAt > ttlMs;
+}

@@ -1,0 +1,73 @@
+// Injecting daemon deliveries into the owner's pi session, once each: results and errors as JSON custom messages
+// with {deliverAs:"steer", triggerTurn:true}; aborts as TUI-only cards. A delivery id already in the session
+// (or in flight in this process) is acknowledged without a second injection.
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { isExpired } from "../core/crew-delivery.js";
+import { cardMarkdown } from "./cards.js";
+import type { OwnerLink, PushedDelivery } from "./owner-link.js";
+
+export const RESULT_TYPE = "crew-result";
+export const ABORT_TYPE = "crew-abort";
+
+/** Delivery ids already recorded in this session's entries. */
+export function deliveredIds(ctx: ExtensionContext): Set<string> {
+  const ids = new Set<string>();
+  for (const e of ctx.sessionManager.getEntries() as unknown as Record<string, unknown>[]) {
+    if (e.type !== "custom_message" || (e.customType !== RESULT_TYPE && e.customType !== ABORT_TYPE)) continue;
+    const id = (e.details as { deliveryId?: unknown } | undefined)?.deliveryId;
+    if (typeof id === "string") ids.add(id);
+  }
+  return ids;
+}
+
+export interface DeliveryInjectorDeps {
+  pi: ExtensionAPI;
+  link: OwnerLink;
+  ctx(): ExtensionContext | undefined;
+  /** Before a delivery starts an owner run: append a pending status snapshot first (the run's safe boundary). */
+  beforeRun(): Promise<void>;
+}
+
+export class DeliveryInjector {
+  /** Injected in this process but possibly not persisted yet (a steer waits for the tool batch to end). */
+  private readonly inFlight = new Set<string>();
+  private chain: Promise<void> = Promise.resolve();
+  readonly injected: string[] = [];
+
+  constructor(private readonly deps: DeliveryInjectorDeps) {}
+
+  /** Serialized, so several pushes keep their order and each sees the previous one's effect. */
+  push(d: PushedDelivery, ownerId: string): void {
+    this.chain = this.chain.then(() => this.handle(d, ownerId)).catch(() => undefined);
+  }
+
+  private async ack(id: string, state: "acked" | "expired"): Promise<void> {
+    await this.deps.link.request("owner.ack", { deliveryIds: [id], state }, 10_000).catch(() => undefined);
+  }
+
+  private async handle(d: PushedDelivery, ownerId: string): Promise<void> {
+    const ctx = this.deps.ctx();
+    // A push for a session we left: the daemon keeps it queued for that owner's return.
+    if (!ctx || ctx.sessionManager.getSessionId() !== ownerId) return;
+    if (this.inFlight.has(d.deliveryId) || deliveredIds(ctx).has(d.deliveryId)) {
+      await this.ack(d.deliveryId, "acked");
+      return;
+    }
+    if (isExpired(d.queuedAt, Date.now())) {
+      await this.ack(d.deliveryId, "expired");
+      return;
+    }
+    this.inFlight.add(d.deliveryId);
+    const details = { deliveryId: d.deliveryId, card: d.card };
+    if (d.model === null) {
+      // Aborts: a card for the person, never model context (the context hook drops it) and never a turn.
+      const idle = ctx.isIdle();
+      this.deps.pi.sendMessage({ customType: ABORT_TYPE, content: cardMarkdown(d.card), display: true, details }, idle ? {} : { deliverAs: "nextTurn" });
+    } else {
+      if (ctx.isIdle()) await this.deps.beforeRun();
+      this.deps.pi.sendMessage({ customType: RESULT_TYPE, content: JSON.stringify(d.model), display: true, details }, { deliverAs: "steer", triggerTurn: true });
+    }
+    this.injected.push(d.deliveryId);
+    await this.ack(d.deliveryId, "acked");
+  }
+}

@@ -1,0 +1,111 @@
+// The owner extension's link to the daemon: one connection per active owner (pi session id). A session switch
+// closes the old connection, so the daemon sees that owner as inactive and queues its deliveries; the new
+// connection attaches and receives what is pending. Lost connections are retried quietly.
+import { join } from "node:path";
+import { homedir } from "node:os";
+import { connect, type DaemonClient } from "../client/index.js";
+import { DshError } from "../core/errors.js";
+import type { DeliveryPayload } from "../core/crew-delivery.js";
+
+export interface PushedDelivery extends DeliveryPayload {
+  queuedAt: number;
+}
+
+/** DSH_HERDR_SOCKET, else <DSH_HERDR_HOME or ~/.dsh/herdr>/daemon.sock. */
+export function ownerSocketPath(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.DSH_HERDR_SOCKET) return env.DSH_HERDR_SOCKET;
+  const home = env.DSH_HERDR_HOME?.trim() || join(env.HOME ?? homedir(), ".dsh", "herdr");
+  return join(home, "daemon.sock");
+}
+
+export interface OwnerLinkOptions {
+  socketPath: string;
+  onDelivery(d: PushedDelivery, ownerId: string): void;
+  /** Open sessions changed (a task.status push): the status context re-reads crew_status at its next boundary. */
+  onStatusChange?(): void;
+}
+
+export class OwnerLink {
+  private client: DaemonClient | undefined;
+  private connecting: Promise<DaemonClient> | undefined;
+  private owner: string | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly opts: OwnerLinkOptions) {}
+
+  get ownerId(): string | undefined {
+    return this.owner;
+  }
+
+  /** Become (or stay) this owner; a different id drops the old connection first. */
+  async setOwner(ownerId: string): Promise<void> {
+    if (this.owner === ownerId && this.client && !this.client.closed) return;
+    this.owner = ownerId;
+    this.stopped = false;
+    this.dropConnection();
+    await this.ensure().catch(() => this.scheduleRetry());
+  }
+
+  /** One request as the current owner; connects on demand. Daemon errors keep their code. */
+  async request<T>(method: string, params: unknown, timeoutMs = 30_000): Promise<T> {
+    const c = await this.ensure();
+    return c.request<T>(method, params, { timeoutMs });
+  }
+
+  /** Stop for good (pi is quitting): no more retries. */
+  close(): void {
+    this.stopped = true;
+    this.dropConnection();
+  }
+
+  private dropConnection(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    const c = this.client;
+    this.client = undefined;
+    this.connecting = undefined;
+    c?.close();
+  }
+
+  private ensure(): Promise<DaemonClient> {
+    if (this.client && !this.client.closed) return Promise.resolve(this.client);
+    if (this.stopped) return Promise.reject(new DshError("DAEMON_UNAVAILABLE", "the owner extension is shut down"));
+    const ownerId = this.owner;
+    if (!ownerId) return Promise.reject(new DshError("BAD_STATE", "no pi session yet; retry once the session has started"));
+    this.connecting ??= (async () => {
+      try {
+        const c = await connect(this.opts.socketPath, { kind: "owner", ownerId, connectTimeoutMs: 3000 });
+        if (this.owner !== ownerId || this.stopped) {
+          c.close();
+          throw new DshError("BAD_STATE", "the pi session changed while connecting; retry");
+        }
+        c.onPush("owner.delivery", (p: PushedDelivery) => this.opts.onDelivery(p, ownerId));
+        c.onPush("task.status", () => this.opts.onStatusChange?.());
+        c.onClose(() => {
+          if (this.client === c) {
+            this.client = undefined;
+            this.scheduleRetry();
+          }
+        });
+        this.client = c;
+        // Attach: the daemon marks this owner active and pushes its pending deliveries; subscribe: status pushes.
+        await c.request("owner.attach", {}, { timeoutMs: 10_000 }).catch(() => undefined);
+        await c.request("task.subscribe", {}, { timeoutMs: 10_000 }).catch(() => undefined);
+        return c;
+      } finally {
+        this.connecting = undefined;
+      }
+    })();
+    return this.connecting;
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped || this.retryTimer || !this.owner) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.ensure().catch(() => this.scheduleRetry());
+    }, 1000);
+    this.retryTimer.unref();
+  }
+}

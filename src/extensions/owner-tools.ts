@@ -1,0 +1,209 @@
+// The owner's crew_* tools over the daemon socket. Results are JSON in model context; every problem is thrown
+// as {"error": "..."} so pi marks the result as an error. Ownership is the daemon's rule; here it gets words.
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { agentSummary, type AgentDefinition } from "../core/crew-agents.js";
+import { crewStatusOf, isOpenCrewStatus, type CrewStatus } from "../core/crew-delivery.js";
+import {
+  CREW_TOOL_PARAMETERS, checkAbortArgs, checkDoneArgs, checkNoArgs, checkRespondArgs, checkSpawnArgs, toolErrorText, type Checked,
+} from "../core/crew-tools.js";
+import type { AgentResult } from "../core/types.js";
+import { discoverAgents } from "./crew-agents.js";
+import type { OwnerLink } from "./owner-link.js";
+
+export interface OpenSessionView {
+  subagent_id: string;
+  subagent: string;
+  brief: string;
+  status: CrewStatus;
+}
+
+export interface OwnerToolsDeps {
+  link: OwnerLink;
+  /** Called after any tool changed the owner's sessions (the status context re-reads them). */
+  changed(): void;
+}
+
+class ToolError extends Error {
+  constructor(message: string) {
+    super(toolErrorText(message));
+  }
+}
+
+const json = (value: unknown, details: Record<string, unknown> = {}) => ({ content: [{ type: "text" as const, text: JSON.stringify(value) }], details });
+
+function unwrap<T>(c: Checked<T>): T {
+  if (!c.ok) throw new ToolError(c.error);
+  return c.value;
+}
+
+/** Daemon error → the owner-facing words of pi-crew, naming what to do. */
+function daemonError(e: unknown, id?: string): ToolError {
+  const code = (e as { code?: string }).code;
+  const msg = e instanceof Error ? e.message : String(e);
+  if (code === "TASK_NOT_FOUND") return new ToolError(`No subagent with id "${id}"; crew_status lists this session's open subagents.`);
+  if (code === "NOT_OWNER") return new ToolError(`Subagent "${id}" belongs to a different session; only its owner may respond, close or abort it.`);
+  if (code === "DAEMON_UNAVAILABLE") return new ToolError(`the dsh-herdr daemon is not reachable (${msg}); start it with \`dsh-herdr daemon start\`.`);
+  return new ToolError(msg);
+}
+
+/** The owner's open sessions (running, completed, needs_input), oldest first. */
+export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView[]> {
+  const owner = link.ownerId;
+  if (!owner) return [];
+  const { tasks } = await link.request<{ tasks: AgentResult[] }>("task.list", { owner });
+  return tasks
+    .map((t) => ({ subagent_id: t.taskId, subagent: t.agent.name, brief: t.brief ?? "", status: crewStatusOf(t.status), createdAt: t.timing.createdAt }))
+    .filter((t) => isOpenCrewStatus(t.status))
+    .sort((a, b) => a.createdAt - b.createdAt)
+    .map(({ createdAt: _c, ...rest }) => rest);
+}
+
+async function getTask(link: OwnerLink, id: string): Promise<AgentResult> {
+  try {
+    return await link.request<AgentResult>("task.get", { taskId: id });
+  } catch (e) {
+    throw daemonError(e, id);
+  }
+}
+
+function spawnTask(agent: AgentDefinition, task: { goal: string; context: string[]; instructions: string[] }) {
+  // The definition's body is the child's role brief: it travels as the first context item.
+  const context = agent.prompt ? [`Your role (${agent.name}): ${agent.prompt}`, ...task.context] : task.context;
+  return { goal: task.goal, context, instructions: task.instructions };
+}
+
+export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void {
+  const { link } = deps;
+  const reg = (tool: Record<string, unknown>) => pi.registerTool(tool as never);
+
+  reg({
+    name: "crew_list",
+    label: "Crew list",
+    description: "List the subagent definitions you can spawn (JSON), with warnings for unusable definition files.",
+    promptSnippet: "crew_list: discover subagents to delegate to",
+    promptGuidelines: ["crew_list: use for discovery; never poll it for completion, results arrive by themselves."],
+    parameters: CREW_TOOL_PARAMETERS.crew_list,
+    async execute(_id: string, params: unknown, _s: unknown, _u: unknown, ctx: ExtensionContext) {
+      unwrap(checkNoArgs("crew_list", params));
+      const { agents, warnings } = discoverAgents(ctx.cwd);
+      return json({ subagents: agents.map(agentSummary), warnings: warnings.map((w) => ({ file: w.file, message: w.message })) });
+    },
+  });
+
+  reg({
+    name: "crew_spawn",
+    label: "Crew spawn",
+    description: "Delegate a task to a new subagent. Returns {subagent_id} at once; the result arrives later as a message. Do not wait, sleep or poll.",
+    promptSnippet: "crew_spawn: delegate an independent slice of work to a subagent",
+    promptGuidelines: [
+      "Never duplicate delegated work; continue only with independent scope, otherwise end the turn. Results arrive asynchronously.",
+      "When several results feed one next step, wait for the whole batch before synthesis.",
+    ],
+    parameters: CREW_TOOL_PARAMETERS.crew_spawn,
+    async execute(_id: string, params: unknown, _s: unknown, _u: unknown, ctx: ExtensionContext) {
+      const { agents } = discoverAgents(ctx.cwd);
+      const args = unwrap(checkSpawnArgs(params, agents.map((a) => a.name)));
+      const agent = agents.find((a) => a.name === args.subagent)!;
+      let r: { subagent_id: string };
+      try {
+        r = await link.request<{ subagent_id: string }>("task.spawn", {
+          cwd: ctx.cwd, brief: args.brief, task: spawnTask(agent, args.task), role: agent.role, isolated: agent.isolated,
+          ...(agent.model ? { model: agent.model } : {}), ...(agent.thinking ? { thinking: agent.thinking } : {}),
+        });
+      } catch (e) {
+        throw daemonError(e);
+      }
+      deps.changed();
+      return json({ subagent_id: r.subagent_id }, { subagent: agent.name, brief: args.brief, task: args.task });
+    },
+  });
+
+  reg({
+    name: "crew_respond",
+    label: "Crew respond",
+    description: "Send a follow-up to a completed or needs_input subagent: only new information or the answer it asked for. Returns at once.",
+    parameters: CREW_TOOL_PARAMETERS.crew_respond,
+    async execute(_id: string, params: unknown) {
+      const args = unwrap(checkRespondArgs(params));
+      try {
+        await link.request("task.respond", { taskId: args.subagent_id, message: args.message });
+      } catch (e) {
+        if ((e as { code?: string }).code === "BAD_STATE" || (e as { code?: string }).code === "BAD_PARAMS") {
+          const t = await getTask(link, args.subagent_id);
+          if (t.owner !== link.ownerId) throw daemonError({ code: "NOT_OWNER" }, args.subagent_id);
+          throw new ToolError(`Subagent "${args.subagent_id}" is not waiting for a response (status: ${crewStatusOf(t.status)}); respond after its result arrives.`);
+        }
+        throw daemonError(e, args.subagent_id);
+      }
+      deps.changed();
+      return json({ subagent_id: args.subagent_id });
+    },
+  });
+
+  reg({
+    name: "crew_done",
+    label: "Crew done",
+    description: "Close a completed or needs_input subagent once no follow-up remains.",
+    parameters: CREW_TOOL_PARAMETERS.crew_done,
+    async execute(_id: string, params: unknown) {
+      const { subagent_id } = unwrap(checkDoneArgs(params));
+      const t = await getTask(link, subagent_id);
+      if (t.owner !== link.ownerId) throw daemonError({ code: "NOT_OWNER" }, subagent_id);
+      const st = crewStatusOf(t.status);
+      if (st === "running") throw new ToolError(`Subagent "${subagent_id}" is still running; wait for its result, or crew_abort it.`);
+      if (st === "closed" || st === "aborted") throw new ToolError(`No open subagent with id "${subagent_id}" (it is ${st}).`);
+      try {
+        await link.request("task.close", { taskId: subagent_id });
+      } catch (e) {
+        throw daemonError(e, subagent_id);
+      }
+      deps.changed();
+      return json({ subagent_id });
+    },
+  });
+
+  reg({
+    name: "crew_abort",
+    label: "Crew abort",
+    description: "Abort running or waiting subagents of this session: exactly one of subagent_id, subagent_ids, all=true.",
+    parameters: CREW_TOOL_PARAMETERS.crew_abort,
+    async execute(_id: string, params: unknown) {
+      const args = unwrap(checkAbortArgs(params));
+      let r: { aborted_ids: string[]; missing_ids: string[]; foreign_ids: string[] };
+      try {
+        if (args.mode === "all") {
+          // Only open sessions: a failed or finished task is not "aborted" by this.
+          const ids = (await listOpenSessions(link)).map((s) => s.subagent_id);
+          if (ids.length === 0) throw new ToolError("No active subagents in the current session.");
+          r = await link.request("task.abort", { taskIds: ids });
+        } else {
+          r = await link.request("task.abort", { taskIds: args.ids });
+        }
+      } catch (e) {
+        throw e instanceof ToolError ? e : daemonError(e);
+      }
+      const out = { aborted_ids: r.aborted_ids, missing_ids: r.missing_ids, foreign_ids: r.foreign_ids };
+      if (out.aborted_ids.length === 0) {
+        const parts = [out.missing_ids.length ? `not found or already finished: ${out.missing_ids.join(", ")}` : "", out.foreign_ids.length ? `belong to a different session: ${out.foreign_ids.join(", ")}` : ""].filter(Boolean);
+        throw new ToolError(`Nothing aborted (${parts.join("; ")}).`);
+      }
+      deps.changed();
+      return { ...json(out), terminate: true };
+    },
+  });
+
+  reg({
+    name: "crew_status",
+    label: "Crew status",
+    description: "This session's open subagents (running, completed, needs_input) as JSON. Results arrive by themselves: do not poll.",
+    parameters: CREW_TOOL_PARAMETERS.crew_status,
+    async execute(_id: string, params: unknown) {
+      unwrap(checkNoArgs("crew_status", params));
+      try {
+        return json({ sessions: await listOpenSessions(link) });
+      } catch (e) {
+        throw daemonError(e);
+      }
+    },
+  });
+}

@@ -1,0 +1,66 @@
+// The owner extension (the package's pi extension): crew_* tools, delivery of results into the owner's session,
+// status snapshots and reminders, and TUI cards, all over the dsh-herdr daemon's socket. The owner is the pi
+// session id. It imports only types from pi, so it loads on pi 0.73.1 and 1.x alike.
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { renderCrewCard } from "./cards.js";
+import { ABORT_TYPE, DeliveryInjector, RESULT_TYPE } from "./owner-delivery.js";
+import { OwnerLink, ownerSocketPath } from "./owner-link.js";
+import { OwnerStatus } from "./owner-status.js";
+import { listOpenSessions, registerOwnerTools } from "./owner-tools.js";
+
+export default function ownerExtension(pi: ExtensionAPI): void {
+  let ctxRef: ExtensionContext | undefined;
+  const link: OwnerLink = new OwnerLink({
+    socketPath: ownerSocketPath(),
+    onDelivery: (d, ownerId) => {
+      status.markChanged();
+      injector.push(d, ownerId);
+    },
+    onStatusChange: () => status.markChanged(),
+  });
+  const status = new OwnerStatus(pi, link);
+  const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef, beforeRun: () => status.appendIdle() });
+
+  registerOwnerTools(pi, { link, changed: () => status.markChanged() });
+  pi.registerMessageRenderer(RESULT_TYPE, renderCrewCard as never);
+  pi.registerMessageRenderer(ABORT_TYPE, renderCrewCard as never);
+
+  pi.on("session_start", async (ev, ctx) => {
+    const previous = link.ownerId;
+    ctxRef = ctx;
+    status.sessionStarted(ctx);
+    const owner = ctx.sessionManager.getSessionId();
+    await link.setOwner(owner);
+    // /fork and /clone: open subagents and their queued results follow the conversation into the new session.
+    if (ev.reason === "fork" && previous && previous !== owner) {
+      await link.request("owner.move", { fromOwnerId: previous }, 10_000).then(
+        () => status.markChanged(),
+        () => undefined,
+      );
+    }
+  });
+
+  pi.on("session_shutdown", async (ev) => {
+    // Quitting pi aborts this owner's active subagents; /new, /resume, /reload, /fork keep them running.
+    if (ev.reason === "quit" && link.ownerId) {
+      const ids = (await listOpenSessions(link).catch(() => [])).map((s) => s.subagent_id);
+      if (ids.length) await link.request("task.abort", { taskIds: ids }, 5000).catch(() => undefined);
+      link.close();
+      return;
+    }
+    link.close();
+  });
+
+  pi.on("before_provider_request", async () => {
+    status.modelCall();
+  });
+  pi.on("before_agent_start", async () => status.beforeAgentStart());
+  pi.on("turn_end", async (ev) => {
+    await status.turnEnded((ev.toolResults?.length ?? 0) > 0);
+  });
+  pi.on("session_compact", async (_ev, ctx) => status.compacted(ctx));
+  pi.on("context", async (ev, ctx) => {
+    const messages = status.context(ev.messages as never, ctx);
+    return messages ? { messages: messages as never } : undefined;
+  });
+}

@@ -1,0 +1,65 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { DELIVERY_TTL_MS, crewStatusOf, deliveryFor, isExpired } from "../../src/core/crew-delivery.js";
+import type { AgentResult, AgentStatus } from "../../src/core/types.js";
+import { cardMarkdown, renderCrewCard } from "../../src/extensions/cards.js";
+
+const root = join(import.meta.dirname, "..", "..", "..");
+const pushSchema = JSON.parse(readFileSync(join(root, "schema", "protocol", "delivery.push.json"), "utf8"));
+const validPush = new Ajv2020({ strict: false }).compile(pushSchema.$defs.params);
+
+const result = (status: AgentStatus, extra: Partial<AgentResult> = {}): AgentResult => ({
+  schemaVersion: 1, taskId: "tabc123456789", status, role: "worker", herdrStatus: "unknown", summary: "sum", nextAction: "none",
+  agent: { name: "w", kind: "pi", model: "m", thinking: "off" }, timing: { createdAt: 1 }, brief: "label", ...extra,
+});
+
+test("completed and needs_input deliveries carry the validated crew_report unchanged", () => {
+  const report = { outcome: "needs_input" as const, report: "The *implementation* needs a decision.", needs: "Delete or keep?" };
+  const d = deliveryFor(result("blocked"), 2, report)!;
+  assert.deepEqual(d.model, { subagent_id: "tabc123456789", brief: "label", result: report });
+  assert.equal(d.deliveryId, "tabc123456789-c2-needs_input");
+  assert.equal(validPush({ ...d, queuedAt: 5 }), true, JSON.stringify(validPush.errors));
+  const c = deliveryFor(result("completed"), 1, { outcome: "completed", report: "done" })!;
+  assert.deepEqual(c.model, { subagent_id: "tabc123456789", brief: "label", result: { outcome: "completed", report: "done" } });
+});
+
+test("errors use status/error, never a fabricated result; aborts are TUI-only; running and closed owe nothing", () => {
+  const e = deliveryFor(result("failed", { error: { code: "CONTRACT_ERROR", message: "no crew_report twice" } }), 1)!;
+  assert.deepEqual(e.model, { subagent_id: "tabc123456789", brief: "label", status: "error", error: "CONTRACT_ERROR: no crew_report twice" });
+  assert.equal(validPush({ ...e, queuedAt: 5 }), true);
+  const a = deliveryFor(result("interrupted", { error: { code: "TIMEOUT", message: "too slow" } }), 1)!;
+  assert.equal(a.model, null);
+  assert.deepEqual(a.card, { status: "aborted", subagent_id: "tabc123456789", brief: "label", reason: "too slow" });
+  assert.equal(validPush({ ...a, queuedAt: 5 }), true);
+  for (const s of ["working", "running", "starting", "closed"] as const) assert.equal(deliveryFor(result(s), 1), null);
+});
+
+test("without the child's report the result.md body stands in; a report of another outcome is not used", () => {
+  const r = result("completed", { result: { path: "/r.md", text: "---\nstatus: completed\n---\nBody text\n", meta: { status: "completed" } } });
+  assert.deepEqual((deliveryFor(r, 1)!.model as { result: unknown }).result, { outcome: "completed", report: "Body text" });
+  const mism = deliveryFor(r, 1, { outcome: "needs_input", report: "x", needs: "y" })!;
+  assert.equal((mism.model as { result: { outcome: string } }).result.outcome, "completed");
+});
+
+test("status mapping and the 24 h expiry", () => {
+  assert.deepEqual((["blocked", "completed", "failed", "gone", "interrupted", "closed", "working"] as const).map(crewStatusOf), ["needs_input", "completed", "error", "error", "aborted", "closed", "running"]);
+  assert.equal(isExpired(0, DELIVERY_TTL_MS), false);
+  assert.equal(isExpired(0, DELIVERY_TTL_MS + 1), true);
+});
+
+test("cards: icon, id and brief first; Needs before the unchanged report; error explanation; compact abort", () => {
+  assert.equal(cardMarkdown({ status: "completed", subagent_id: "t1", brief: "b", report: "R\n\nmore" }), "**✅ t1** · b\n\nR\n\nmore");
+  assert.equal(cardMarkdown({ status: "needs_input", subagent_id: "t1", brief: "b", report: "R", needs: "N?" }), "**❓ t1** · b\n\n**Needs**\n\nN?\n\nR");
+  assert.equal(cardMarkdown({ status: "error", subagent_id: "t1", brief: "b", error: "E" }), "**❌ t1** · b\n\n**Error**\n\nE");
+  assert.equal(cardMarkdown({ status: "aborted", subagent_id: "t1", brief: "b", reason: "by owner" }), "**⏹ t1** · b · aborted: by owner");
+  const long = { details: { card: { status: "completed", subagent_id: "t1", brief: "b", report: Array.from({ length: 30 }, (_, i) => `line ${i}`).join("\n") } } };
+  const collapsed = renderCrewCard(long, { expanded: false })!.render(40);
+  assert.equal(collapsed.length, 13);
+  assert.match(collapsed.at(-1)!, /more lines/);
+  assert.equal(renderCrewCard(long, { expanded: true })!.render(40).length, 32);
+  assert.ok(renderCrewCard(long, { expanded: true })!.render(12).every((l) => l.length <= 12));
+  assert.equal(renderCrewCard({ details: {} }, { expanded: true }), undefined);
+});
