@@ -1,8 +1,8 @@
 // Checks a LaunchSpec before any runtime starts anything, so bad input fails with a clear LAUNCH_FAILED and
-// leaves no half-made pane or process behind. Shared by the tmux and headless runtimes.
+// leaves no half-made pane or process behind. Shared by every runtime.
 import { stat } from "node:fs/promises";
-import { DshError } from "../../core/errors.js";
-import type { LaunchSpec } from "../types.js";
+import { DshError } from "../core/errors.js";
+import type { LaunchSpec } from "./types.js";
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

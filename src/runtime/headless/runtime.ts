@@ -8,7 +8,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DshError } from "../../core/errors.js";
 import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
-import { checkLaunchSpec } from "../tmux/launch-check.js";
+import { checkLaunchSpec } from "../launch-check.js";
 import { ensureFifo, writeFifo } from "./fifo.js";
 import { pathsIn, pathsOf, protocolOf, readExit, readState, type HeadlessState } from "./files.js";
 import { isOurProcess } from "./proc.js";

@@ -2,6 +2,7 @@
 import { basename, dirname, isAbsolute } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DshError } from "../../core/errors.js";
+import { checkLaunchSpec } from "../launch-check.js";
 import type { HerdrStatus } from "../../core/types.js";
 import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
 import { HerdrClient, createTransport, type HerdrClientOptions } from "./client.js";
@@ -61,6 +62,8 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
 
     async launch(spec: LaunchSpec): Promise<RuntimeHandle> {
       const [program, ...args] = spec.argv;
+      // A remote machine's cwd cannot be checked here; a local one is, like every runtime's.
+      if (spec.machine === undefined) await checkLaunchSpec(spec);
       checkSpec(spec, kind);
       // agent.start runs the kind's own command; point PATH at argv[0]'s directory so it is the one found.
       const env = { ...spec.env };

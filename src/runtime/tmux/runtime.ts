@@ -4,7 +4,7 @@ import { constants as osConstants } from "node:os";
 import { DshError } from "../../core/errors.js";
 import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
 import { procAvailable, readProcStat } from "../headless/proc.js";
-import { checkLaunchSpec } from "./launch-check.js";
+import { checkLaunchSpec } from "../launch-check.js";
 import { literalArg, literalFormat, mustTmux, runTmux, isGoneError, type TmuxServer } from "./tmux-cli.js";
 
 export interface TmuxRuntimeOptions {
