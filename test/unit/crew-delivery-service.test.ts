@@ -1,0 +1,110 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DELIVERY_TTL_MS, type DeliveryPayload } from "../../src/core/crew-delivery.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { DeliveryService } from "../../src/daemon/delivery.js";
+import type { Connection } from "../../src/daemon/server.js";
+import type { Live } from "../../src/daemon/supervisor.js";
+import { readOutbox } from "../../src/store/outbox.js";
+
+const log = { info() {}, warn() {}, error() {}, debug() {} };
+let nextConn = 1;
+function conn(ownerId: string) {
+  const pushes: { method: string; params: any }[] = [];
+  const closers: (() => void)[] = [];
+  const c = {
+    id: nextConn++, kind: "owner" as const, ownerId, closed: false, pushes,
+    push(method: string, params: unknown) { pushes.push({ method, params }); },
+    onClose(fn: () => void) { closers.push(fn); },
+    close() { (c as { closed: boolean }).closed = true; for (const f of closers) f(); },
+  };
+  return c as typeof c & Connection;
+}
+const payload = (id: string): DeliveryPayload => ({
+  deliveryId: id, taskId: "tabc123456789", cycle: 1,
+  model: { subagent_id: "tabc123456789", brief: "b", result: { outcome: "completed", report: "r" } },
+  card: { status: "completed", subagent_id: "tabc123456789", brief: "b", report: "r" },
+});
+
+async function withHome(fn: (home: string) => Promise<void>) {
+  const home = mkdtempSync(join(tmpdir(), "crew-deliv-"));
+  try { await fn(home); } finally { rmSync(home, { recursive: true, force: true }); }
+}
+
+test("an attached owner gets a queued delivery pushed at once; acking is idempotent; a re-enqueue of the same id is ignored", () =>
+  withHome(async (home) => {
+    const svc = new DeliveryService({ home, log });
+    const c = conn("owner-1");
+    assert.deepEqual(await svc.attach(c), { pending: 0 });
+    assert.equal(await svc.enqueue("owner-1", payload("d1")), true);
+    assert.equal(c.pushes.length, 1);
+    assert.equal(c.pushes[0]!.method, "owner.delivery");
+    assert.equal(c.pushes[0]!.params.deliveryId, "d1");
+    assert.equal(typeof c.pushes[0]!.params.queuedAt, "number");
+    assert.equal(await svc.enqueue("owner-1", payload("d1")), false, "same id: not queued twice");
+    assert.equal(c.pushes.length, 1);
+    assert.deepEqual(await svc.ack(c, ["d1"]), { acked: 1 });
+    assert.deepEqual(await svc.ack(c, ["d1", "nope"]), { acked: 0 });
+    assert.deepEqual((await readOutbox(home, "owner-1")).map((r) => r.state), ["queued", "sent", "acked"]);
+  }));
+
+test("an inactive owner's deliveries wait durably and are pushed on attach, oldest first; unacked ones come again", () =>
+  withHome(async (home) => {
+    await new DeliveryService({ home, log }).enqueue("owner-2", payload("d1"));
+    await new DeliveryService({ home, log }).enqueue("owner-2", payload("d2"));
+    const svc = new DeliveryService({ home, log }); // a restarted daemon
+    const c1 = conn("owner-2");
+    assert.deepEqual(await svc.attach(c1), { pending: 2 });
+    assert.deepEqual(c1.pushes.map((p) => p.params.deliveryId), ["d1", "d2"]);
+    await svc.ack(c1, ["d1"]);
+    c1.close();
+    assert.equal(svc.isActive("owner-2"), false);
+    const c2 = conn("owner-2");
+    assert.deepEqual(await svc.attach(c2), { pending: 1 });
+    assert.deepEqual(c2.pushes.map((p) => p.params.deliveryId), ["d2"], "the unacked one is redelivered with its id");
+  }));
+
+test("deliveries older than 24 h are dropped when the owner returns", () =>
+  withHome(async (home) => {
+    let now = 1_000_000;
+    const svc = new DeliveryService({ home, log, now: () => now });
+    await svc.enqueue("owner-3", payload("old"));
+    now += DELIVERY_TTL_MS + 1;
+    await svc.enqueue("owner-3", payload("new"));
+    const c = conn("owner-3");
+    assert.deepEqual(await svc.attach(c), { pending: 1 });
+    assert.deepEqual(c.pushes.map((p) => p.params.deliveryId), ["new"]);
+    assert.ok((await readOutbox(home, "owner-3")).some((r) => r.deliveryId === "old" && r.state === "expired"));
+  }));
+
+test("watch turns settled cycles of pi owners into deliveries; running cycles and the CLI owner get none", () =>
+  withHome(async (home) => {
+    let listener: ((live: Live, r: AgentResult) => void) | undefined;
+    const svc = new DeliveryService({ home, log, reportOf: (l) => (l as unknown as { report?: any }).report });
+    svc.watch({ onStatus: (fn) => ((listener = fn), () => undefined) });
+    const c = conn("owner-4");
+    await svc.attach(c);
+    const res = (status: AgentResult["status"]) => ({ schemaVersion: 1, taskId: "tabc123456789", status, brief: "b", summary: "s" }) as AgentResult;
+    const live = (owner: string, running: boolean) => ({ rec: { owner, cycle: 3 }, cycleRunning: running, report: { outcome: "completed", report: "exact report" } }) as unknown as Live;
+    listener!(live("owner-4", true), res("completed"));
+    listener!(live("cli", false), res("completed"));
+    listener!(live("owner-4", false), res("completed"));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(c.pushes.length, 1);
+    assert.equal(c.pushes[0]!.params.deliveryId, "tabc123456789-c3-completed");
+    assert.deepEqual(c.pushes[0]!.params.model.result, { outcome: "completed", report: "exact report" });
+  }));
+
+test("moveQueued hands unacked deliveries to the forked session", () =>
+  withHome(async (home) => {
+    const svc = new DeliveryService({ home, log });
+    await svc.enqueue("old-owner", payload("d1"));
+    assert.equal(await svc.moveQueued("old-owner", "new-owner"), 1);
+    const c = conn("new-owner");
+    assert.deepEqual(await svc.attach(c), { pending: 1 });
+    const o = conn("old-owner");
+    assert.deepEqual(await svc.attach(o), { pending: 0 });
+  }));
