@@ -32,11 +32,15 @@ function unknownFields(tool: string, p: Record<string, unknown>, allowed: readon
   return `${tool} has unknown field(s) ${extra.join(", ")}; it takes ${known}.`;
 }
 
-/** Plain JSON Schemas (what TypeBox would build): the extension imports no runtime value from pi. */
+/**
+ * Plain JSON Schemas (what TypeBox would build): the extension imports no runtime value from pi. They state types
+ * and required fields but leave unknown fields and counts to the checks below, so such mistakes come back as the
+ * protocol's {"error": ...} naming the fix rather than as pi's generic schema rejection.
+ */
 const str = (description: string) => ({ type: "string", description });
 export const CREW_TOOL_PARAMETERS = {
-  crew_list: { type: "object", properties: {}, additionalProperties: false },
-  crew_status: { type: "object", properties: {}, additionalProperties: false },
+  crew_list: { type: "object", properties: {} },
+  crew_status: { type: "object", properties: {} },
   crew_spawn: {
     type: "object",
     properties: {
@@ -47,35 +51,30 @@ export const CREW_TOOL_PARAMETERS = {
         properties: {
           goal: str("The required end result."),
           context: { type: "array", items: { type: "string" }, description: "Facts from this session the subagent cannot see (may be empty)." },
-          instructions: { type: "array", items: { type: "string" }, minItems: 1, description: "Concrete actions; approved plans go in verbatim." },
+          instructions: { type: "array", items: { type: "string" }, description: "Concrete actions; approved plans go in verbatim." },
         },
         required: ["goal", "context", "instructions"],
-        additionalProperties: false,
-      },
+          },
     },
     required: ["subagent", "brief", "task"],
-    additionalProperties: false,
   },
   crew_respond: {
     type: "object",
     properties: { subagent_id: str("The subagent_id crew_spawn returned."), message: str("Only new information or the requested answer; not a restated task.") },
     required: ["subagent_id", "message"],
-    additionalProperties: false,
   },
   crew_done: {
     type: "object",
     properties: { subagent_id: str("The subagent_id of a completed or needs_input subagent to close.") },
     required: ["subagent_id"],
-    additionalProperties: false,
   },
   crew_abort: {
     type: "object",
     properties: {
       subagent_id: str("One subagent to abort."),
-      subagent_ids: { type: "array", items: { type: "string" }, minItems: 1, description: "Several subagents to abort." },
+      subagent_ids: { type: "array", items: { type: "string" }, description: "Several subagents to abort." },
       all: { type: "boolean", description: "true aborts every open subagent of this session." },
     },
-    additionalProperties: false,
   },
 } as const;
 

@@ -46,14 +46,16 @@ test("crew_list / crew_status take no arguments", () => {
   assert.match(err(checkNoArgs("crew_status", { verbose: true })), /crew_status has unknown field\(s\) verbose; it takes no fields/);
 });
 
-test("tool parameter schemas are closed JSON Schemas that accept what the checks accept", () => {
+test("tool parameter schemas require the fields but leave unknown fields to the checks (so they get {error})", () => {
   const ajv = new Ajv2020({ strict: false });
   const spawn = ajv.compile(CREW_TOOL_PARAMETERS.crew_spawn);
   assert.equal(spawn({ subagent: "w", brief: "b", task }), true);
-  assert.equal(spawn({ subagent: "w", brief: "b", task, x: 1 }), false);
+  assert.equal(spawn({ subagent: "w", brief: "b" }), false, "task is required");
+  assert.equal(spawn({ subagent: "w", brief: "b", task, x: 1 }), true, "pi lets it through; checkSpawnArgs names it");
+  assert.equal(checkSpawnArgs({ subagent: "w", brief: "b", task, x: 1 }, ["w"]).ok, false);
   const abort = ajv.compile(CREW_TOOL_PARAMETERS.crew_abort);
   assert.equal(abort({ subagent_ids: ["a"] }), true);
-  assert.equal(abort({ id: "a" }), false);
+  assert.equal(abort({ subagent_ids: "a" }), false);
 });
 
 test("formatCrewTask and the error envelope", () => {
