@@ -1,0 +1,68 @@
+// For the CLI e2e files: a temp dir with a git repo, the scripted model, a pi agent dir, and a runner for the real
+// bin/dsh-herdr as a subprocess against a daemon it starts in a temp home (headless runtime unless told).
+import { execa } from "execa";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
+import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+
+export const root = join(import.meta.dirname, "..", "..", "..");
+export const bin = join(root, "bin", "dsh-herdr");
+
+export interface CliRun { code: number; out: string; err: string }
+
+export interface CliHarness {
+  dir: string;
+  home: string;
+  repo: string;
+  model: ScriptedModel;
+  /** HOME, PI_*, DSH_HERDR_HOME and a Herdr socket that does not exist: what every CLI call gets. */
+  env: Record<string, string>;
+  cli(args: string[], opts?: { input?: string; timeoutMs?: number }): Promise<CliRun>;
+  close(): Promise<void>;
+}
+
+export function makeGitRepo(dir: string): string {
+  const repo = join(dir, "repo");
+  mkdirSync(repo);
+  const g = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
+  g("init", "-q");
+  g("config", "user.email", "t@example.invalid");
+  g("config", "user.name", "t");
+  writeFileSync(join(repo, "README.md"), "# demo\n");
+  g("add", ".");
+  g("commit", "-q", "-m", "init");
+  return repo;
+}
+
+export async function startCliHarness(script: Script, runtime = "headless"): Promise<CliHarness> {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-cli-e2e-"));
+  const home = join(dir, "dsh");
+  const repo = makeGitRepo(dir);
+  const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
+  const agent = preparePiAgentDir(dir, model.url);
+  const env = { ...agent.env, DSH_HERDR_HOME: home, HERDR_SOCKET_PATH: join(dir, "no-herdr.sock"), DSH_HERDR_PAGER: "cat" };
+  const cli = async (args: string[], o: { input?: string; timeoutMs?: number } = {}): Promise<CliRun> => {
+    const r = await execa(process.execPath, [bin, ...args], {
+      env, cwd: repo, reject: false, timeout: o.timeoutMs ?? 120_000, ...(o.input !== undefined ? { input: o.input } : { stdin: "ignore" }),
+    });
+    return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
+  };
+  for (const [k, v] of [["defaultModel", agent.model], ["runtime", runtime], ["readinessTimeoutMs", "60000"], ["tmuxSocket", `dsh-cli-${process.pid}`]]) {
+    const r = await cli(["config", "set", k as string, v as string]);
+    if (r.code !== 0) throw new Error(`config set ${k}: ${r.err}`);
+  }
+  return {
+    dir, home, repo, model, env, cli,
+    async close() {
+      await cli(["abort", "--all"]).catch(() => undefined);
+      await cli(["daemon", "stop"]).catch(() => undefined);
+      await execa("tmux", ["-L", `dsh-cli-${process.pid}`, "kill-server"], { reject: false });
+      await model.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
