@@ -124,6 +124,8 @@ export async function runDemo(ctx: CliContext, o: DemoOpts): Promise<number> {
     } catch {
       /* no tmux server was started (headless or herdr) */
     }
+    // tmux 3.3 leaves the socket file of a killed server behind.
+    rmSync(join(ctx.io.env["TMUX_TMPDIR"] ?? "/tmp", `tmux-${process.getuid?.() ?? 0}`, tmuxSocket), { force: true });
     if (o.keep) say(`kept: ${tmp} (home ${home}, repo ${repo}); remove it with rm -rf ${tmp}`);
     else rmSync(tmp, { recursive: true, force: true });
   }
