@@ -1,0 +1,267 @@
+// A real owner pi 0.73.1 (RPC mode, with the owner extension) and real child pi processes (headless), all against
+// the scripted model, through an in-process daemon: spawn, delivery, follow-ups, aborts, reconnects, bad input.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { appendFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startRpcPi, type RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { readOutbox } from "../../src/store/outbox.js";
+import { startHarness, type Harness } from "./daemon-harness.js";
+
+const root = join(import.meta.dirname, "..", "..", "..");
+const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
+const task = (goal: string) => ({ goal, context: [], instructions: ["Do it and report with crew_report."] });
+const spawn = (brief: string, goal: string) => ({ name: "crew_spawn", arguments: { subagent: "worker", brief, task: task(goal) } });
+const report = (r: string) => ({ name: "crew_report", arguments: { outcome: "completed", report: r } });
+
+// Filled in by the tests once the ids exist: the server reads the script object on every request.
+const respondArgs: Record<string, unknown> = { subagent_id: "", message: "Use blue" };
+const doneArgs: Record<string, unknown> = { subagent_id: "" };
+const abortArgs: Record<string, unknown> = { subagent_ids: [] };
+
+const SCRIPT: Script = {
+  conversations: [
+    { name: "child-a", match: "CHILD-DONE-A", steps: [{ toolCalls: [report("Report A\n\nwith *markdown*")] }] },
+    { name: "child-b", match: "CHILD-DONE-B", steps: [{ toolCalls: [report("Report B")], delayMs: 300 }] },
+    {
+      name: "child-ask", match: "CHILD-ASK",
+      steps: [
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color?" } }] },
+        { match: "Use blue", toolCalls: [report("Painted it blue")] },
+      ],
+    },
+    { name: "child-slow", match: "CHILD-SLOW", steps: [{ text: "slow", delayMs: 60_000 }] },
+    { name: "child-lazy", match: "CHILD-LAZY", steps: [{ text: "I think it is done." }, { match: "/^FINALIZE/", toolCalls: [report("Finalized after the reminder")] }] },
+    { name: "child-never", match: "CHILD-NEVER", afterEnd: "repeat", steps: [{ text: "No report from me." }] },
+    {
+      name: "child-wrong", match: "CHILD-WRONG",
+      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "done", report: "x" } }] }, { toolCalls: [report("Right the second time")] }],
+    },
+    { name: "child-later", match: "CHILD-LATER", steps: [{ toolCalls: [report("Produced while the owner was away")], delayMs: 2500 }] },
+    {
+      name: "owner", match: "OWNER-",
+      steps: [
+        { match: "OWNER-TWO", toolCalls: [spawn("first", "CHILD-DONE-A"), spawn("second", "CHILD-DONE-B")] },
+        { match: "OWNER-FLOW", toolCalls: [spawn("ask", "CHILD-ASK"), spawn("slow", "CHILD-SLOW")] },
+        { match: "OWNER-LAZY", toolCalls: [spawn("lazy", "CHILD-LAZY"), spawn("never", "CHILD-NEVER"), spawn("wrong", "CHILD-WRONG")] },
+        { match: "OWNER-AWAY", toolCalls: [spawn("later", "CHILD-LATER")] },
+        { match: "DO-RESPOND", toolCalls: [{ name: "crew_respond", arguments: respondArgs }] },
+        { match: "DO-DONE", toolCalls: [{ name: "crew_done", arguments: doneArgs }] },
+        { match: "DO-ABORT", toolCalls: [{ name: "crew_abort", arguments: abortArgs }] },
+        {
+          match: "DO-BAD",
+          toolCalls: [
+            { name: "crew_spawn", arguments: { subagent: "worker", brief: "  ", task: task("x") } },
+            { name: "crew_spawn", arguments: { subagent: "nobody", brief: "b", task: task("x") } },
+            { name: "crew_respond", arguments: { subagent_id: "tzzzzzzzzzzz", message: "hi" } },
+            { name: "crew_done", arguments: { subagent_id: "tzzzzzzzzzzz", force: true } },
+            { name: "crew_abort", arguments: {} },
+          ],
+        },
+        { match: '"brief"', text: "Noted." },
+        { text: "Waiting for the subagents." },
+      ],
+    },
+  ],
+};
+
+let h: Harness;
+let owner: RpcPi;
+let sessionPath: string;
+
+before(async () => {
+  h = await startHarness(SCRIPT, { runtime: "headless", defaultModel: "scripted/scripted-model", maxParallelAgents: 6 });
+  sessionPath = join(h.dir, "owner", "owner.jsonl");
+  owner = startRpcPi({
+    env: { HOME: join(h.dir, "home"), PI_CODING_AGENT_DIR: join(h.dir, "agent"), PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", DSH_HERDR_HOME: h.home },
+    cwd: h.repo, sessionPath, model: h.modelName, extensionPaths: [ownerExt],
+  });
+});
+after(async () => {
+  await owner?.close().catch(() => undefined);
+  await h?.close();
+});
+
+const ownerRequests = (): RecordedRequest[] => h.model.requests().filter((r) => r.conversation === "owner");
+const texts = (r: RecordedRequest): string[] =>
+  ((r.body as { messages: { content?: unknown }[] }).messages ?? []).map((m) =>
+    typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: string }) => p.text ?? "").join("") : "",
+  );
+const deliveriesSeen = (): Record<string, unknown>[] => {
+  const seen = new Map<string, Record<string, unknown>>();
+  for (const r of ownerRequests()) for (const t of texts(r)) {
+    if (!t.startsWith('{"subagent_id"')) continue;
+    const j = JSON.parse(t) as Record<string, unknown>;
+    if ("brief" in j) seen.set(t, j);
+  }
+  return [...seen.values()];
+};
+async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+const prompt = (message: string) => owner.send({ type: "prompt", message });
+const idle = () => owner.waitFor((e) => e.type === "agent_end", 60_000);
+const sessionEntries = () => readFileSync(sessionPath, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, any>);
+const toolEnd = (name: string) => owner.waitFor((e) => e.type === "tool_execution_end" && e.toolName === name, 30_000) as Promise<Record<string, any>>;
+const ownedTasks = async (brief: string) => {
+  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+  return tasks.filter((t) => t.brief === brief);
+};
+
+test("two crew_spawn calls → {subagent_id} each; both results arrive as JSON custom messages and start owner turns", async () => {
+  prompt("OWNER-TWO: run two workers");
+  const a = (await toolEnd("crew_spawn")).result.content[0].text as string;
+  const b = (await toolEnd("crew_spawn")).result.content[0].text as string;
+  const idA = (JSON.parse(a) as { subagent_id: string }).subagent_id;
+  const idB = (JSON.parse(b) as { subagent_id: string }).subagent_id;
+  assert.match(a, /^\{"subagent_id":"t[0-9a-z]{11}"\}$/);
+  const seen = await until("both deliveries in the model's requests", () => {
+    const d = deliveriesSeen();
+    return d.length >= 2 ? d : undefined;
+  });
+  assert.deepEqual(
+    seen.find((d) => d.subagent_id === idA),
+    { subagent_id: idA, brief: "first", result: { outcome: "completed", report: "Report A\n\nwith *markdown*" } },
+  );
+  assert.deepEqual(seen.find((d) => d.subagent_id === idB), { subagent_id: idB, brief: "second", result: { outcome: "completed", report: "Report B" } });
+  await until("the owner idle again", () => (ownerRequests().at(-1) && sessionEntries().filter((e) => e.customType === "crew-result").length === 2) || undefined);
+  const results = sessionEntries().filter((e) => e.type === "custom_message" && e.customType === "crew-result");
+  assert.deepEqual(new Set(results.map((e) => e.details.deliveryId)).size, 2, "each delivery injected once");
+  assert.ok(results.every((e) => e.display === true && e.details.card.report));
+});
+
+test("the provider-bound message prefix never changes between consecutive owner requests (snapshots only append)", async () => {
+  const reqs = ownerRequests();
+  assert.ok(reqs.length >= 3);
+  for (let i = 1; i < reqs.length; i++) {
+    const prev = (reqs[i - 1]!.body as { messages: unknown[] }).messages;
+    const cur = (reqs[i]!.body as { messages: unknown[] }).messages;
+    assert.deepEqual(cur.slice(0, prev.length), prev, `request ${reqs[i]!.seq} rewrote the prefix of ${reqs[i - 1]!.seq}`);
+  }
+  const snapshots = reqs.flatMap(texts).filter((t) => t.startsWith('{"crew_status"'));
+  assert.ok(snapshots.length > 0, "a crew_status snapshot reached the model");
+});
+
+test("needs_input → crew_respond → completed → crew_done; crew_abort reports aborted, missing and foreign ids", async () => {
+  prompt("OWNER-FLOW: ask and slow");
+  await toolEnd("crew_spawn");
+  await toolEnd("crew_spawn");
+  const askTask = (await ownedTasks("ask"))[0]!;
+  const slowTask = (await ownedTasks("slow"))[0]!;
+  await until("the needs_input delivery", () => deliveriesSeen().find((d) => d.subagent_id === askTask.taskId));
+  assert.deepEqual(deliveriesSeen().find((d) => d.subagent_id === askTask.taskId), {
+    subagent_id: askTask.taskId, brief: "ask", result: { outcome: "needs_input", report: "Half way.", needs: "Which color?" },
+  });
+  await idle();
+  respondArgs.subagent_id = askTask.taskId;
+  prompt("DO-RESPOND");
+  const responded = await toolEnd("crew_respond");
+  assert.equal(responded.isError, false);
+  assert.equal(responded.result.content[0].text, JSON.stringify({ subagent_id: askTask.taskId }));
+  await until("the completed delivery", () =>
+    deliveriesSeen().find((d) => d.subagent_id === askTask.taskId && (d.result as { outcome?: string } | undefined)?.outcome === "completed"),
+  );
+  await idle();
+  doneArgs.subagent_id = askTask.taskId;
+  prompt("DO-DONE");
+  assert.equal((await toolEnd("crew_done")).result.content[0].text, JSON.stringify({ subagent_id: askTask.taskId }));
+  assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: askTask.taskId })).status, "closed");
+  await idle();
+
+  const { taskId: foreign } = await h.spawn({ prompt: "CHILD-SLOW foreign work", brief: "foreign", runtime: "headless" });
+  abortArgs.subagent_ids = [slowTask.taskId, foreign, "tzzzzzzzzzzz"];
+  prompt("DO-ABORT");
+  const aborted = await toolEnd("crew_abort");
+  assert.deepEqual(JSON.parse(aborted.result.content[0].text), { aborted_ids: [slowTask.taskId], missing_ids: ["tzzzzzzzzzzz"], foreign_ids: [foreign] });
+  assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: foreign })).status === "interrupted", false, "the foreign task was not touched");
+  await idle();
+  // The abort card is TUI-only: recorded in the session, never in a model request.
+  await until("the abort card", () => sessionEntries().find((e) => e.customType === "crew-abort" && e.details.card.subagent_id === slowTask.taskId));
+  prompt("OWNER-CHECK after abort");
+  await idle();
+  assert.ok(!ownerRequests().flatMap(texts).some((t) => t.includes("⏹")), "no abort card in model context");
+  await h.cli.request("task.abort", { taskIds: [foreign] });
+});
+
+test("a reportless child gets one finalization follow-up; twice → contract error delivered as {status:\"error\"}; a wrong outcome is an {error}", async () => {
+  prompt("OWNER-LAZY: three children");
+  for (let i = 0; i < 3; i++) await toolEnd("crew_spawn");
+  const lazy = (await ownedTasks("lazy"))[0]!;
+  const never = (await ownedTasks("never"))[0]!;
+  const wrong = (await ownedTasks("wrong"))[0]!;
+  await until("three deliveries", () => [lazy, never, wrong].every((t) => deliveriesSeen().some((d) => d.subagent_id === t.taskId)) || undefined, 90_000);
+  assert.deepEqual(deliveriesSeen().find((d) => d.subagent_id === lazy.taskId), { subagent_id: lazy.taskId, brief: "lazy", result: { outcome: "completed", report: "Finalized after the reminder" } });
+  const err = deliveriesSeen().find((d) => d.subagent_id === never.taskId)!;
+  assert.equal(err.status, "error");
+  assert.equal(err.brief, "never");
+  assert.match(String(err.error), /^CONTRACT_ERROR: .*crew_report/);
+  assert.equal("result" in err, false, "never a fabricated result");
+  const neverReqs = h.model.requests().filter((r) => r.conversation === "child-never");
+  assert.equal(neverReqs.filter((r) => texts(r).at(-1)!.startsWith("FINALIZE")).length, 1, "exactly one follow-up prompt");
+  assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: never.taskId })).status, "failed");
+  const wrongReq = h.model.requests().filter((r) => r.conversation === "child-wrong").at(-1)!;
+  const toolMsg = (wrongReq.body as { messages: { role: string; content: unknown }[] }).messages.find((m) => m.role === "tool")!;
+  assert.match(String(typeof toolMsg.content === "string" ? toolMsg.content : JSON.stringify(toolMsg.content)), /\{\\?"error\\?":\\?"outcome must be/);
+  assert.deepEqual((deliveriesSeen().find((d) => d.subagent_id === wrong.taskId) as { result: unknown }).result, { outcome: "completed", report: "Right the second time" });
+  await idle();
+});
+
+test("every owner tool's bad input is an {\"error\"} naming the problem", async () => {
+  prompt("DO-BAD");
+  const errs: string[] = [];
+  for (const name of ["crew_spawn", "crew_spawn", "crew_respond", "crew_done", "crew_abort"]) {
+    const e = await toolEnd(name);
+    assert.equal(e.isError, true, `${name} should fail`);
+    errs.push((JSON.parse(e.result.content[0].text) as { error: string }).error);
+  }
+  assert.match(errs[0]!, /brief is required/);
+  assert.match(errs[1]!, /Unknown subagent: "nobody"/);
+  assert.match(errs[2]!, /No subagent with id "tzzzzzzzzzzz"/);
+  assert.match(errs[3]!, /unknown field\(s\) force/);
+  assert.match(errs[4]!, /exactly one of: subagent_id, subagent_ids, or all=true/);
+  await idle();
+});
+
+test("owner away (/new): the result waits; back (/resume): delivered once; a redelivery of the same id is not injected twice", async () => {
+  prompt("OWNER-AWAY: one slow child");
+  await toolEnd("crew_spawn");
+  await idle();
+  const later = (await ownedTasks("later"))[0]!;
+  const ownerId = later.owner!;
+  const raw = (cmd: Record<string, unknown>) => owner.child.stdin!.write(JSON.stringify(cmd) + "\n");
+  raw({ type: "new_session", id: "n1" });
+  await owner.waitFor((e) => e.type === "response" && e.id === "n1");
+  await h.waitFor(later.taskId, (r) => r.status === "completed", "the child's report");
+  await new Promise((r) => setTimeout(r, 300));
+  const box = await readOutbox(h.home, ownerId);
+  assert.deepEqual(box.filter((r) => r.taskId === later.taskId).map((r) => r.state), ["queued"], "not pushed to a session that is away");
+  raw({ type: "switch_session", sessionPath, id: "s1" });
+  await owner.waitFor((e) => e.type === "response" && e.id === "s1");
+  await until("the delivery after the owner returned", () => deliveriesSeen().find((d) => d.subagent_id === later.taskId));
+  const injectedOnce = () => sessionEntries().filter((e) => e.customType === "crew-result" && e.details.card.subagent_id === later.taskId);
+  await until("persisted", () => injectedOnce().length === 1 || undefined);
+  // Simulate a crash between injection and ack: the daemon pushes the same id again on the next attach.
+  const id = injectedOnce()[0]!.details.deliveryId as string;
+  appendFileSync(join(h.home, "owners", ownerId, "outbox.jsonl"), JSON.stringify({ deliveryId: id, state: "sent", ts: Date.now() }) + "\n");
+  raw({ type: "new_session", id: "n2" });
+  await owner.waitFor((e) => e.type === "response" && e.id === "n2");
+  raw({ type: "switch_session", sessionPath, id: "s2" });
+  await owner.waitFor((e) => e.type === "response" && e.id === "s2");
+  const end = Date.now() + 3000;
+  while (Date.now() < end) {
+    const states = (await readOutbox(h.home, ownerId)).filter((r) => r.deliveryId === id).map((r) => r.state);
+    if (states.at(-1) === "acked") break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal((await readOutbox(h.home, ownerId)).filter((r) => r.deliveryId === id).at(-1)?.state, "acked");
+  assert.equal(injectedOnce().length, 1, "the redelivered id was acked, not injected again");
+});
