@@ -1,0 +1,127 @@
+// Bench harness: a real daemon process (bench/_daemon.ts) on a temp home, an owner connection over its Unix
+// socket, and tasks whose child the driver plays: hello with the task token, accept the prompt, then leave, so the
+// session file and result.md (written by the driver as pi would) are the only evidence the daemon gets.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { connect, type DaemonClient } from "../src/client/index.js";
+import { epochMs, repoRoot, until } from "./_util.js";
+
+export interface BenchDaemon {
+  home: string;
+  pid: number;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Start dist/bench/_daemon.js on `home` and wait until it serves its socket. */
+export async function startDaemon(home: string, config: Record<string, unknown> = {}): Promise<BenchDaemon> {
+  const entry = join(repoRoot, "dist", "bench", "_daemon.js");
+  const proc = spawn(process.execPath, [entry, home, JSON.stringify(config)], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, HOME: join(home, ".."), DSH_HERDR_HOME: home },
+  });
+  const lines = createInterface({ input: proc.stdout! });
+  const ready = await new Promise<{ pid: number }>((resolve, reject) => {
+    proc.once("exit", (code) => reject(new Error(`bench daemon exited early (code ${code}); see its stderr above`)));
+    lines.once("line", (l) => resolve(JSON.parse(l) as { pid: number }));
+  });
+  lines.close();
+  let exited = false;
+  proc.once("exit", () => (exited = true));
+  return {
+    home,
+    pid: ready.pid,
+    proc,
+    async stop() {
+      if (exited) return;
+      const gone = new Promise<void>((r) => proc.once("exit", () => r()));
+      proc.kill("SIGTERM");
+      const t = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+      await gone;
+      clearTimeout(t);
+    },
+  };
+}
+
+export interface Owner {
+  id: string;
+  client: DaemonClient;
+  /** "owner.delivery" when the daemon serves owner.attach, else "task.status" (task.subscribe pushes). */
+  channel: string;
+  /** First settled push per task, in epoch ms. */
+  settledAt: Map<string, number>;
+  close(): void;
+}
+
+const SETTLED = new Set(["completed", "blocked", "failed", "gone", "interrupted", "closed"]);
+
+/** An owner (a pi session id) attached for deliveries and subscribed to its tasks' status pushes. */
+export async function attachOwner(home: string): Promise<Owner> {
+  const id = randomUUID();
+  const client = await connect(home, { kind: "owner", ownerId: id, timeoutMs: 120_000 });
+  const settledAt = new Map<string, number>();
+  let channel = "task.status";
+  const mark = (taskId: unknown) => {
+    const at = epochMs();
+    if (typeof taskId === "string" && !settledAt.has(taskId)) settledAt.set(taskId, at);
+  };
+  try {
+    await client.request("owner.attach", {});
+    channel = "owner.delivery";
+    client.onPush("owner.delivery", (p: { taskId?: string; subagent_id?: string }) => mark(p.taskId ?? p.subagent_id));
+  } catch {
+    // Older daemon without owner deliveries: the status push is the owner-side signal.
+    client.onPush("task.status", (p: { taskId: string; status: string }) => SETTLED.has(p.status) && mark(p.taskId));
+  }
+  await client.request("task.subscribe", {});
+  return { id, client, channel, settledAt, close: () => client.close() };
+}
+
+export interface BenchTask {
+  taskId: string;
+  dir: string;
+  sessionPath: string;
+  resultPath: string;
+  /** Epoch ms just before task.spawn was sent, and when the stub runtime's launch ran (daemon clock). */
+  spawnAt: number;
+  launchAt: number;
+}
+
+export interface SpawnOptions {
+  cwd: string;
+  isolated?: boolean;
+  /** Keep the child connection (the extension path) instead of leaving after the prompt. */
+  keepChild?: boolean;
+}
+
+/** Spawn through the socket, then play the child until the daemon counts the prompt as taken. */
+export async function spawnTask(home: string, owner: Owner, o: SpawnOptions): Promise<BenchTask & { child?: DaemonClient }> {
+  const spawnAt = epochMs();
+  const r = await owner.client.request<{ taskId: string }>("task.spawn", {
+    cwd: o.cwd, prompt: "bench task", model: "bench/model", runtime: "headless", isolated: o.isolated ?? false,
+  });
+  const dir = join(home, "tasks", r.taskId);
+  const launch = await until(() => {
+    try {
+      return JSON.parse(readFileSync(join(dir, "launch.json"), "utf8")) as { at: number; token: string };
+    } catch {
+      return undefined;
+    }
+  }, `launch of ${r.taskId}`);
+  const child = await connect(home, { kind: "child", taskId: r.taskId, token: launch.token });
+  await child.request("child.event", { type: "prompt_accepted", cycle: 1 });
+  // The readiness barrier resolves on that event; wait until the task reads as working.
+  await until(async () => {
+    const res = await owner.client.request<{ status: string }>("task.get", { taskId: r.taskId });
+    return res.status === "running" || res.status === "working" ? true : undefined;
+  }, `${r.taskId} running`, 30_000, 10);
+  if (!o.keepChild) child.close();
+  const t: BenchTask & { child?: DaemonClient } = {
+    taskId: r.taskId, dir, sessionPath: join(dir, "session.jsonl"), resultPath: join(dir, "result.md"), spawnAt, launchAt: launch.at,
+  };
+  if (o.keepChild) t.child = child;
+  return t;
+}
