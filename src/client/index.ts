@@ -19,6 +19,8 @@ export interface ConnectOptions {
   /** Per-request default timeout (ms). */
   timeoutMs?: number;
   connectTimeoutMs?: number;
+  /** Push listeners in place before hello: a push can arrive in the same chunk as the hello reply. */
+  pushes?: Record<string, (params: any, method: string) => void>;
 }
 
 export interface HelloResult {
@@ -72,6 +74,7 @@ export async function connect(target: string, opts: ConnectOptions): Promise<Dae
   const listeners = new Map<string, Set<(params: any, method: string) => void>>();
   const closers: (() => void)[] = [];
   const reader = new FrameReader();
+  for (const [m, fn] of Object.entries(opts.pushes ?? {})) listeners.set(m, new Set([fn]));
 
   socket.on("data", (chunk: Buffer) => {
     for (const ev of reader.push(chunk)) {

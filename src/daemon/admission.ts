@@ -77,6 +77,13 @@ export class Admission {
     });
   }
 
+  /** Move a reservation (held or queued) to a new key, e.g. from a provisional key to the task id. */
+  rekey(from: string, to: string): void {
+    if (this.holders.delete(from)) this.holders.add(to);
+    const w = this.queue.find((x) => x.taskId === from);
+    if (w) w.taskId = to;
+  }
+
   /** Give a slot back (task settled for good, closed or aborted) and admit the next waiter. Idempotent. */
   release(taskId: string): void {
     if (this.holders.delete(taskId)) this.pump();

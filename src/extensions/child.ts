@@ -4,6 +4,8 @@
 // It imports only types from pi, so it loads on pi 0.73.1 and 1.x alike.
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { connect, type DaemonClient } from "../client/index.js";
+import { isRetryableError } from "../core/session-reader.js";
+import { readRetrySettings } from "./child-settings.js";
 import { CREW_REPORT_DESCRIPTION, CREW_REPORT_PARAMETERS, checkCrewReport, resultMdFor, writeResultMd } from "./child-report.js";
 
 interface Env {
@@ -71,10 +73,13 @@ export default function childExtension(pi: ExtensionAPI): void {
         token: env.token!,
         connectTimeoutMs: 3000,
         hello: { pid: process.pid, sessionFile: ctxRef?.sessionManager.getSessionFile() ?? null },
+        // The daemon pushes the prompt right after hello, possibly in the same chunk as the reply.
+        pushes: {
+          "child.prompt": (p: { cycle: number; text: string }) => runPrompt(p),
+          "child.abort": () => ctxRef?.abort(),
+        },
       });
       client = c;
-      c.onPush("child.prompt", (p: { cycle: number; text: string }) => runPrompt(p));
-      c.onPush("child.abort", () => ctxRef?.abort());
       c.onClose(() => {
         client = undefined;
         retry();
@@ -95,11 +100,17 @@ export default function childExtension(pi: ExtensionAPI): void {
     if (!client) await attach();
   });
   pi.on("agent_start", async () => send("child.event", { type: "agent_start", cycle }));
+  let retryErrors = 0;
   pi.on("agent_end", async (ev, ctx) => {
     const last = [...(ev.messages as unknown as Record<string, unknown>[])].reverse().find((m) => m.role === "assistant");
     const params: Record<string, unknown> = { type: "agent_end", cycle, sessionFile: ctx.sessionManager.getSessionFile() ?? null };
     if (typeof last?.stopReason === "string") params.stopReason = last.stopReason;
     if (typeof last?.errorMessage === "string") params.errorMessage = last.errorMessage;
+    // pi 0.73.1 tells extensions nothing about auto-retry: judge it as pi does, from its retry settings.
+    const retryable = last?.stopReason === "error" && isRetryableError(last.errorMessage as string | undefined);
+    retryErrors = retryable ? retryErrors + 1 : 0;
+    const retry = readRetrySettings(ctx.cwd);
+    params.willRetry = retryable && retry.enabled && retryErrors <= retry.maxRetries;
     send("child.event", params);
   });
   pi.on("session_shutdown", async () => {

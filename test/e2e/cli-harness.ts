@@ -47,7 +47,7 @@ export async function startCliHarness(script: Script, runtime = "headless"): Pro
   const env = { ...agent.env, DSH_HERDR_HOME: home, HERDR_SOCKET_PATH: join(dir, "no-herdr.sock"), DSH_HERDR_PAGER: "cat" };
   const cli = async (args: string[], o: { input?: string; timeoutMs?: number } = {}): Promise<CliRun> => {
     const r = await execa(process.execPath, [bin, ...args], {
-      env, cwd: repo, reject: false, timeout: o.timeoutMs ?? 120_000, ...(o.input !== undefined ? { input: o.input } : { stdin: "ignore" }),
+      env, cwd: repo, reject: false, stripFinalNewline: false, timeout: o.timeoutMs ?? 120_000, ...(o.input !== undefined ? { input: o.input } : { stdin: "ignore" }),
     });
     return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
   };

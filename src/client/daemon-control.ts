@@ -1,0 +1,103 @@
+// Starting, stopping and asking after the daemon of a home from outside it (CLI, extensions, tests).
+import { spawn } from "node:child_process";
+import { openSync, closeSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DshError } from "../core/errors.js";
+import { call, connect, socketPathFor, type DaemonClient } from "./index.js";
+
+const packageRoot = join(import.meta.dirname, "..", "..", "..");
+export const daemonMain = join(packageRoot, "dist", "src", "daemon", "main.js");
+
+export interface DaemonStatus {
+  running: boolean;
+  pid?: number;
+  version?: string;
+  socketPath: string;
+  [key: string]: unknown;
+}
+
+export async function daemonStatus(home: string): Promise<DaemonStatus> {
+  const socketPath = socketPathFor(home);
+  try {
+    const s = await call<Record<string, unknown>>(home, "daemon.status", {}, { timeoutMs: 5000 });
+    return { ...s, running: true, socketPath };
+  } catch (e) {
+    if ((e as DshError).code === "DAEMON_UNAVAILABLE") return { running: false, socketPath };
+    throw e;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Start a detached daemon for `home` and return once its socket answers; reports a running one instead. */
+export async function startDaemon(home: string, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<{ pid: number; alreadyRunning: boolean }> {
+  const before = await daemonStatus(home);
+  if (before.running) return { pid: before.pid!, alreadyRunning: true };
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const logPath = join(home, "daemon.log");
+  const out = openSync(logPath, "a", 0o600);
+  const child = spawn(process.execPath, [daemonMain, "run", "--home", home], {
+    detached: true,
+    stdio: ["ignore", out, out],
+    env: opts.env ?? process.env,
+  });
+  closeSync(out);
+  let exited: number | null | undefined;
+  child.on("exit", (code) => (exited = code));
+  child.unref();
+  const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
+  while (Date.now() < deadline) {
+    if (exited !== undefined) {
+      const s = await daemonStatus(home);
+      if (s.running) return { pid: s.pid!, alreadyRunning: true }; // another start won the race
+      throw new DshError("DAEMON_UNAVAILABLE", `the daemon exited at start (code ${exited}): ${lastLines(logPath)}; fix that and run \`dsh-herdr daemon start\` again`);
+    }
+    const s = await daemonStatus(home);
+    if (s.running) return { pid: s.pid!, alreadyRunning: s.pid !== child.pid };
+    await sleep(100);
+  }
+  throw new DshError("DAEMON_UNAVAILABLE", `the daemon did not answer on ${socketPathFor(home)} within ${opts.timeoutMs ?? 20_000} ms; see ${logPath}`);
+}
+
+function lastLines(path: string): string {
+  try {
+    return readFileSync(path, "utf8").trim().split("\n").slice(-3).join(" | ").slice(-500);
+  } catch {
+    return "no log";
+  }
+}
+
+/** Graceful stop: the daemon stops accepting, flushes journals and exits; open tasks keep running. */
+export async function stopDaemon(home: string, opts: { timeoutMs?: number } = {}): Promise<{ wasRunning: boolean; pid?: number }> {
+  const s = await daemonStatus(home);
+  if (!s.running) return { wasRunning: false };
+  await call(home, "daemon.stop", {}).catch(() => undefined);
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  while (Date.now() < deadline) {
+    if (!(await daemonStatus(home)).running && !alive(s.pid!)) return { wasRunning: true, pid: s.pid! };
+    await sleep(100);
+  }
+  throw new DshError("TIMEOUT", `the daemon (pid ${s.pid}) did not stop within ${opts.timeoutMs ?? 10_000} ms; send it SIGTERM (kill ${s.pid})`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A connection to the home's daemon, starting it on demand. */
+export async function ensureDaemon(home: string, opts: { kind?: "cli" | "owner"; ownerId?: string } = {}): Promise<DaemonClient> {
+  const kind = opts.kind ?? "cli";
+  const c = { kind, ...(opts.ownerId ? { ownerId: opts.ownerId } : {}) };
+  try {
+    return await connect(home, c);
+  } catch (e) {
+    if ((e as DshError).code !== "DAEMON_UNAVAILABLE") throw e;
+  }
+  await startDaemon(home);
+  return connect(home, c);
+}

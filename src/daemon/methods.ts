@@ -1,0 +1,220 @@
+// Socket method handlers: params are already schema-checked; here live the domain rules (ownership, states).
+import { realpath, stat } from "node:fs/promises";
+import { sep } from "node:path";
+import { DshError } from "../core/errors.js";
+import { isSettledStatus } from "../core/derive.js";
+import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
+import { assertOwnerId } from "../store/outbox.js";
+import { requireRepoRoot } from "../git/repo.js";
+import type { TaskPrompt } from "./prompt.js";
+import type { Connection, Handler } from "./server.js";
+import type { Live, Supervisor } from "./supervisor.js";
+import type { RequestMethod } from "./protocol.js";
+
+export interface SpawnParams {
+  kind?: "pi";
+  model?: string;
+  thinking?: string;
+  role?: Role;
+  cwd: string;
+  prompt?: string;
+  task?: TaskPrompt;
+  brief?: string;
+  isolated?: boolean;
+  owner?: string;
+  timeoutMs?: number;
+  machine?: string;
+  runtime?: RuntimeKind;
+  ownerPaneId?: string;
+}
+
+export interface MethodContext {
+  sup: Supervisor;
+  defaultRuntime(): Promise<RuntimeKind>;
+  status(): Record<string, unknown>;
+  stop(): void;
+  externalAgents?(): Promise<Record<string, unknown>[]>;
+}
+
+const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
+
+/** An owner connection may act only on its own tasks; the CLI (a person) may act on any. */
+function mayAct(conn: Connection, live: Live): boolean {
+  return conn.kind === "cli" || live.rec.owner === conn.ownerId;
+}
+
+export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod, Handler>> {
+  const { sup } = ctx;
+  const cfg = () => sup.deps.config();
+
+  const liveOf = (taskId: string): Live => {
+    const live = sup.tasks.get(taskId);
+    if (!live) throw new DshError("TASK_NOT_FOUND", `no open task ${taskId}; list tasks with \`dsh-herdr list\``);
+    return live;
+  };
+  const resultOf = async (taskId: string): Promise<AgentResult> => {
+    const live = sup.tasks.get(taskId);
+    if (live) {
+      await live.chain;
+      if (live.result) return live.result;
+    }
+    const stored = await sup.deps.store.readResult(taskId).catch(() => undefined);
+    if (!stored) throw new DshError("TASK_NOT_FOUND", `no task ${taskId}; list tasks with \`dsh-herdr list\``);
+    return stored;
+  };
+  const owned = (conn: Connection, taskId: string): Live => {
+    const live = liveOf(taskId);
+    if (!mayAct(conn, live)) throw new DshError("NOT_OWNER", `task ${taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may change it`);
+    return live;
+  };
+
+  return {
+    "daemon.status": () => ctx.status(),
+    "daemon.stop": () => {
+      setImmediate(() => ctx.stop());
+      return { stopping: true };
+    },
+
+    "task.spawn": async (p: SpawnParams, conn: Connection) => {
+      const c = cfg();
+      if (!c.enabled) throw new DshError("SPAWN_REFUSED", "spawning is disabled (enabled:false in config.json); set it with `dsh-herdr config set enabled true`");
+      const owner = assertOwnerId(ownerOf(conn, p.owner));
+      if (conn.kind === "owner" && owner !== conn.ownerId) throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
+      const st = await stat(p.cwd).catch(() => undefined);
+      if (!st?.isDirectory()) throw new DshError("BAD_PARAMS", `cwd ${p.cwd} is not an existing directory; pass the absolute path of the repository to work in`);
+      const cwd = await realpath(p.cwd);
+      if (c.allowCwd.length > 0) {
+        const allowed = await Promise.all(c.allowCwd.map((a) => realpath(a).catch(() => a)));
+        if (!allowed.some((a) => cwd === a || cwd.startsWith(a.endsWith(sep) ? a : a + sep))) {
+          throw new DshError("CWD_NOT_ALLOWED", `cwd ${cwd} is outside allowCwd (${allowed.join(", ")}); add it with \`dsh-herdr config set allowCwd ...\` or work in an allowed directory`);
+        }
+      }
+      if (p.isolated) await requireRepoRoot(cwd);
+      const modelIn = p.model ?? c.defaultModel;
+      const model = c.modelAliases[modelIn] ?? modelIn;
+      const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
+      // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
+      const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
+      const slot = sup.admission.acquire(slotKey);
+      const queued = !sup.admission.holds(slotKey);
+      const createdAt = Date.now();
+      let live: Live;
+      try {
+        const rec = await sup.deps.store.createTask((taskId) =>
+          sup.newRecord(
+            {
+              taskId, owner, cwd, kind: "pi", role: p.role ?? "worker", model, thinking: p.thinking ?? c.defaultThinking,
+              isolated: p.isolated ?? false, timeoutMs: p.timeoutMs ?? c.defaultTimeoutMs, runtime, createdAt,
+              ...(p.brief !== undefined ? { brief: p.brief } : {}),
+              ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
+              ...(p.task !== undefined ? { task: p.task } : {}),
+              ...(p.machine !== undefined ? { machine: p.machine } : {}),
+              ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
+            },
+            taskId,
+          ),
+        );
+        live = sup.register(rec);
+      } catch (e) {
+        sup.admission.cancel(slotKey, e as Error);
+        sup.admission.release(slotKey);
+        slot.catch(() => undefined);
+        throw e;
+      }
+      // The reservation (slot or queue place) now belongs to the task id.
+      sup.admission.rekey(slotKey, live.rec.taskId);
+      await sup.refresh(live);
+      void sup.run(live, slot);
+      return { taskId: live.rec.taskId, subagent_id: live.rec.taskId, name: live.rec.name, status: live.rec.status, queued };
+    },
+
+    "task.get": async (p: { taskId: string }) => resultOf(p.taskId),
+
+    "task.list": async (p: { status?: string[]; owner?: string; external?: boolean; limit?: number }) => {
+      const rows = sup.deps.store.listTasks({ ...(p.owner ? { owner: p.owner } : {}), ...(p.status ? { status: p.status } : {}), ...(p.limit ? { limit: p.limit } : {}) });
+      const tasks: AgentResult[] = [];
+      for (const r of rows) {
+        const res = await resultOf(r.taskId).catch(() => undefined);
+        if (res && (!p.status || p.status.includes(res.status))) tasks.push(res);
+      }
+      const out: { tasks: AgentResult[]; external?: Record<string, unknown>[] } = { tasks };
+      if (p.external) out.external = ctx.externalAgents ? await ctx.externalAgents() : [];
+      return out;
+    },
+
+    "task.wait": async (p: { taskIds: string[]; mode?: "any" | "all"; timeoutMs?: number }) => {
+      for (const id of p.taskIds) await resultOf(id);
+      const mode = p.mode ?? "all";
+      const done = () => {
+        const settled = p.taskIds.filter((id) => {
+          const live = sup.tasks.get(id);
+          return !live || isSettledStatus(sup.statusOf(live));
+        });
+        return mode === "any" ? settled.length > 0 : settled.length === p.taskIds.length;
+      };
+      let timedOut = false;
+      if (!done()) {
+        await new Promise<void>((resolve) => {
+          const off = sup.onStatus(() => {
+            if (done()) finish();
+          });
+          const timer = p.timeoutMs !== undefined ? setTimeout(() => ((timedOut = true), finish()), p.timeoutMs) : undefined;
+          function finish() {
+            off();
+            if (timer) clearTimeout(timer);
+            resolve();
+          }
+        });
+      }
+      const results = await Promise.all(p.taskIds.map((id) => resultOf(id)));
+      return { results, timedOut };
+    },
+
+    "task.respond": async (p: { taskId: string; message: string }, conn: Connection) => {
+      const live = owned(conn, p.taskId);
+      await live.chain;
+      const cycle = await sup.respond(live, p.message);
+      return { taskId: p.taskId, subagent_id: p.taskId, cycle };
+    },
+
+    "task.close": async (p: { taskId: string; closePane?: boolean }, conn: Connection) => {
+      const live = sup.tasks.get(p.taskId);
+      if (!live) return resultOf(p.taskId); // already closed earlier: the stored record answers
+      if (!mayAct(conn, live)) throw new DshError("NOT_OWNER", `task ${p.taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may close it`);
+      const result = await sup.close(live, p.closePane ?? cfg().closePaneOnDone);
+      sup.tasks.delete(p.taskId);
+      return result;
+    },
+
+    "task.abort": async (p: { taskIds?: string[]; owner?: string; all?: true }, conn: Connection) => {
+      const owner = conn.kind === "owner" ? conn.ownerId! : (p.owner ?? "cli");
+      const out = { aborted_ids: [] as string[], missing_ids: [] as string[], foreign_ids: [] as string[] };
+      const ids = p.taskIds ?? [...sup.tasks.values()].filter((l) => l.rec.owner === owner).map((l) => l.rec.taskId);
+      for (const id of ids) {
+        const live = sup.tasks.get(id);
+        if (!live || !sup.isOpen(live)) out.missing_ids.push(id);
+        else if (conn.kind === "owner" && live.rec.owner !== conn.ownerId) out.foreign_ids.push(id);
+        else {
+          await sup.interrupt(live);
+          out.aborted_ids.push(id);
+        }
+      }
+      return out;
+    },
+
+    "task.subscribe": (p: { taskIds?: string[]; owner?: string }, conn: Connection) => {
+      const ids = p.taskIds ? new Set(p.taskIds) : undefined;
+      const off = sup.onStatus((live, result) => {
+        if (ids && !ids.has(live.rec.taskId)) return;
+        if (p.owner && live.rec.owner !== p.owner) return;
+        if (conn.kind === "owner" && live.rec.owner !== conn.ownerId) return;
+        conn.push("task.status", { taskId: live.rec.taskId, status: result.status, result });
+      });
+      conn.onClose(off);
+      return { subscribed: true };
+    },
+
+    "child.event": (p: { type: string }, conn: Connection) => sup.childEvent(conn, p),
+    "child.report": (p: { outcome: string }, conn: Connection) => sup.childReport(conn, p),
+  };
+}

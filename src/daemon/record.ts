@@ -1,0 +1,43 @@
+// The supervisor's task record (task.json): everything a restarted daemon needs to find the child again.
+import type { AgentStatus, ResultError, Role, RuntimeKind, Timing, WorktreeInfo } from "../core/types.js";
+import type { RuntimeHandle } from "../runtime/types.js";
+import type { TaskRecordBase } from "../store/task-store.js";
+import type { TaskPrompt } from "./prompt.js";
+
+export interface TaskRecord extends TaskRecordBase {
+  taskId: string;
+  owner: string;
+  status: AgentStatus;
+  createdAt: number;
+  updatedAt?: number;
+  brief?: string;
+  cwd: string;
+  kind: "pi";
+  role: Role;
+  model: string;
+  thinking: string;
+  isolated: boolean;
+  timeoutMs: number;
+  machine?: string;
+  runtime: RuntimeKind;
+  ownerPaneId?: string;
+  prompt?: string;
+  task?: TaskPrompt;
+  /** Agent name: tmux window / Herdr tab / agent label. */
+  name: string;
+  /** Per-task secret the child extension proves itself with (task.json is 0600 in a 0700 home). */
+  token: string;
+  /** Where the child works: cwd, or the isolated worktree. */
+  workdir: string;
+  sessionPath: string;
+  resultPath: string;
+  worktree?: WorktreeInfo;
+  baseline?: { isRepo: boolean; head: string | null; dirtyAtStart: string[]; warnings: string[] };
+  handle?: RuntimeHandle;
+  cycle: number;
+  timing: Timing;
+  lifecycle?: "closed" | "interrupted";
+  error?: ResultError;
+  warnings?: string[];
+  sessionOffset?: number;
+}

@@ -1,0 +1,495 @@
+// The supervisor: one task's life from spawn to close. Evidence (child events, session file, result.md,
+// runtime state) feeds one derivation; every status change rewrites result.json, is journaled and pushed.
+import { randomBytes } from "node:crypto";
+import { rename } from "node:fs/promises";
+import { join } from "node:path";
+import { DshError } from "../core/errors.js";
+import { agentName } from "../core/ids.js";
+import { isSettledStatus } from "../core/derive.js";
+import type { AgentResult, AgentStatus, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
+import type { Runtime, RuntimeEvent } from "../runtime/types.js";
+import type { Config } from "../store/config.js";
+import type { TaskStore } from "../store/task-store.js";
+import { captureBaseline } from "../git/baseline.js";
+import { createWorktree } from "../git/worktree.js";
+import { buildPiCommand } from "../pi/launch.js";
+import { Admission } from "./admission.js";
+import { assemble, diffFor } from "./harvest.js";
+import { buildPrompt } from "./prompt.js";
+import type { TaskRecord } from "./record.js";
+import type { Connection, Logger } from "./server.js";
+import { TaskFiles } from "./watcher.js";
+
+export interface SupervisorDeps {
+  home: string;
+  store: TaskStore;
+  config(): Config;
+  runtimeFor(kind: RuntimeKind): Runtime;
+  socketPath: string;
+  childExtensionPath: string;
+  /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE). */
+  childEnv: Record<string, string>;
+  log: Logger;
+}
+
+export interface Live {
+  rec: TaskRecord;
+  files?: TaskFiles;
+  child?: Connection;
+  cycleRunning: boolean;
+  promptPending?: { cycle: number; text: string };
+  promptSentAt?: number;
+  readiness?: { resolve(): void; reject(e: Error): void };
+  lastStopReason?: string;
+  runtimeState?: HerdrStatus | "missing";
+  unwatch?: () => void;
+  timer?: NodeJS.Timeout;
+  diff?: DiffEvidence;
+  result?: AgentResult;
+  chain: Promise<void>;
+  /** A settled harvest is queued: live snapshots before it would only repeat it without the diff. */
+  settling?: boolean;
+}
+
+type Listener = (live: Live, result: AgentResult) => void;
+
+export class Supervisor {
+  readonly tasks = new Map<string, Live>();
+  readonly admission: Admission;
+  private readonly listeners = new Set<Listener>();
+
+  constructor(readonly deps: SupervisorDeps) {
+    this.admission = new Admission(() => deps.config());
+  }
+
+  onStatus(fn: Listener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  authenticate(taskId: string, token: string): boolean {
+    const live = this.tasks.get(taskId);
+    return live !== undefined && live.rec.token === token && live.rec.lifecycle === undefined;
+  }
+
+  // ---- evidence in ----
+
+  childConnected(conn: Connection): void {
+    const live = this.tasks.get(conn.taskId ?? "");
+    if (!live) return;
+    live.child = conn;
+    conn.onClose(() => {
+      if (live.child === conn) delete live.child;
+    });
+    if (live.promptPending) this.sendPrompt(live);
+  }
+
+  private sendPrompt(live: Live): void {
+    const p = live.promptPending;
+    if (!p || !live.child) return;
+    live.promptSentAt = Date.now();
+    live.child.push("child.prompt", p);
+    void this.journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length });
+  }
+
+  async childEvent(conn: Connection, ev: { type: string; cycle?: number; stopReason?: string; errorMessage?: string; willRetry?: boolean }): Promise<{ ok: true }> {
+    const live = this.tasks.get(conn.taskId ?? "");
+    if (!live || live.rec.lifecycle) return { ok: true };
+    if (ev.type === "prompt_accepted" && live.promptPending && ev.cycle === live.promptPending.cycle) {
+      delete live.promptPending;
+      live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
+      live.cycleRunning = true;
+      live.readiness?.resolve();
+      delete live.readiness;
+      this.refresh(live);
+    } else if (ev.type === "agent_end" && live.cycleRunning && live.promptPending === undefined) {
+      if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
+      await live.files?.readSession();
+      await live.files?.readResult();
+      // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
+      // the child's retry settings; without it, the session's own guess stands.
+      if (ev.willRetry ?? live.files?.facts()?.retryMayFollow) return { ok: true };
+      this.settleCycle(live, `agent_end ${ev.stopReason ?? ""}`.trim());
+    } else if (ev.type === "prompt_failed") {
+      void this.journal(live, { type: "prompt_failed", cycle: ev.cycle, error: ev.errorMessage });
+    }
+    return { ok: true };
+  }
+
+  async childReport(conn: Connection, p: { cycle?: number; outcome: string }): Promise<{ ok: true }> {
+    const live = this.tasks.get(conn.taskId ?? "");
+    if (!live) return { ok: true };
+    await this.journal(live, { type: "report", cycle: p.cycle, outcome: p.outcome });
+    await live.files?.readResult();
+    return { ok: true };
+  }
+
+  private onFiles(live: Live): void {
+    if (live.rec.lifecycle || live.promptPending) return;
+    const f = live.files?.facts();
+    // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
+    if (!live.child && live.cycleRunning && f?.cycleSettled && !f.retryMayFollow && this.freshSession(live)) {
+      this.settleCycle(live, "session settled");
+      return;
+    }
+    this.refresh(live);
+  }
+
+  private onRuntime(live: Live, e: RuntimeEvent): void {
+    if (e.type === "state") {
+      live.runtimeState = e.state;
+      this.refresh(live);
+      return;
+    }
+    if (live.runtimeState === "missing") return;
+    live.runtimeState = "missing";
+    void this.journal(live, { type: "runtime_" + e.type, ...(e.type === "exited" ? { exit: e.exit } : {}) });
+    if (live.readiness) {
+      live.readiness.reject(new DshError("AGENT_STALLED", `the child exited before it took its prompt (${e.type})`));
+      delete live.readiness;
+      return;
+    }
+    if (live.rec.lifecycle) return;
+    // A child that ends after its cycle settled leaves the settled result as it was.
+    if (live.cycleRunning || live.rec.status === "starting") this.settleCycle(live, "runtime " + e.type);
+  }
+
+  // ---- derivation and harvest ----
+
+  private freshSession(live: Live): boolean {
+    const f = live.files?.facts();
+    const since = live.promptSentAt ?? live.rec.timing.promptedAt;
+    if (!f || since === undefined) return false;
+    return (f.lastTimestampMs ?? 0) >= since - 1000 || (live.files?.sessionMtimeMs ?? 0) >= since;
+  }
+
+  private runtimeRaw(live: Live): HerdrStatus | "missing" {
+    if (live.runtimeState === "missing") return "missing";
+    if (live.runtimeState === "blocked") return "blocked";
+    return live.cycleRunning || live.promptPending ? "working" : "idle";
+  }
+
+  /** Rebuild the live result (no diff); serialized per task. */
+  refresh(live: Live, opts: { settled?: boolean; failed?: boolean } = {}): Promise<void> {
+    const run = live.chain.then(() => this.harvest(live, opts));
+    live.chain = run.catch((e: unknown) => this.deps.log.error({ taskId: live.rec.taskId, err: String(e) }, "harvest failed"));
+    return live.chain;
+  }
+
+  private async harvest(live: Live, opts: { settled?: boolean; failed?: boolean }): Promise<void> {
+    const { rec } = live;
+    if (live.settling && !opts.settled) return;
+    if (opts.settled) delete live.settling;
+    const { store } = this.deps;
+    if (opts.settled && rec.workdir) {
+      const d = await diffFor(rec, store.taskPaths(rec.taskId).diffPatch, this.deps.config().patchCapBytes);
+      if (d.diff) live.diff = d.diff;
+      if (d.warning) rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
+    }
+    const facts = live.files?.facts();
+    const result = assemble({
+      rec,
+      runtime: this.runtimeRaw(live),
+      ...(rec.runtime === "herdr" && live.runtimeState && live.runtimeState !== "missing" ? { herdrStatus: live.runtimeState } : {}),
+      ...(facts ? { facts } : {}),
+      ...(live.lastStopReason ? { eventStopReason: live.lastStopReason } : {}),
+      ...(live.files?.result ? { resultMd: live.files.result } : {}),
+      sessionChangedAfterPrompt: this.freshSession(live),
+      ...(live.diff ? { diff: live.diff } : {}),
+      settled: opts.settled === true,
+      ...(opts.failed ? { failed: true } : {}),
+    });
+    const changed = result.status !== live.result?.status || opts.settled === true;
+    live.result = result;
+    rec.status = result.status;
+    rec.updatedAt = Date.now();
+    if (live.files) rec.sessionOffset = live.files.sessionOffset;
+    await store.writeTask(rec);
+    await store.writeResult(rec.taskId, result);
+    if (changed) {
+      await this.journal(live, { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset });
+      for (const fn of this.listeners) fn(live, result);
+    }
+  }
+
+  private settleCycle(live: Live, why: string, opts: { failed?: boolean } = {}): void {
+    live.cycleRunning = false;
+    delete live.promptPending;
+    if (live.timer) clearTimeout(live.timer);
+    delete live.timer;
+    live.rec.timing.settledAt = Date.now();
+    live.settling = true;
+    this.admission.release(live.rec.taskId);
+    void this.journal(live, { type: "settle", why, cycle: live.rec.cycle });
+    void this.refresh(live, { settled: true, ...opts });
+  }
+
+  journal(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
+    return this.deps.store.appendEvent(live.rec.taskId, event).catch((e: unknown) => {
+      this.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "journal append failed");
+    });
+  }
+
+  // ---- spawn pipeline ----
+
+  register(rec: TaskRecord): Live {
+    const live: Live = { rec, cycleRunning: false, chain: Promise.resolve() };
+    this.tasks.set(rec.taskId, live);
+    return live;
+  }
+
+  /** Admission → baseline/worktree → prompt.md → launch with the readiness barrier. Runs in the background. */
+  async run(live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
+    const { rec } = live;
+    try {
+      const { queuedMs } = await slot;
+      rec.timing.queuedMs = queuedMs;
+      await this.journal(live, { type: "admitted", queuedMs });
+      await this.prepare(live);
+      await this.launchWithRetry(live);
+    } catch (e) {
+      if (live.rec.lifecycle) return; // aborted meanwhile: already harvested
+      const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
+      rec.error = { code: err.code, message: err.message };
+      this.deps.log.warn({ taskId: rec.taskId, code: err.code, err: err.message }, "task failed to start");
+      this.stopWatching(live);
+      this.settleCycle(live, `start failed: ${err.code}`, { failed: true });
+    }
+  }
+
+  private async prepare(live: Live): Promise<void> {
+    const { rec } = live;
+    const { store, home } = this.deps;
+    const base = await captureBaseline(rec.cwd);
+    rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, warnings: base.warnings };
+    if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
+    if (rec.isolated) {
+      rec.worktree = await createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId });
+      rec.workdir = rec.worktree.path;
+      // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
+      rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
+      await this.journal(live, { type: "worktree", path: rec.worktree.path, branch: rec.worktree.branch });
+    }
+    await this.journal(live, { type: "baseline", head: rec.baseline.head, dirty: rec.baseline.dirtyAtStart.length });
+    const text = buildPrompt({
+      taskId: rec.taskId, role: rec.role, resultPath: rec.resultPath, cwd: rec.workdir,
+      ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
+      ...(rec.prompt !== undefined ? { prompt: rec.prompt } : {}),
+      ...(rec.task !== undefined ? { task: rec.task } : {}),
+    });
+    await store.writePrompt(rec.taskId, text);
+    live.promptPending = { cycle: 1, text };
+    this.startWatching(live);
+  }
+
+  /** Re-read a recovered task's files from the start and watch them again. */
+  async resume(live: Live): Promise<void> {
+    this.startWatching(live);
+    await live.files!.readSession();
+    await live.files!.readResult();
+    live.promptSentAt = live.rec.timing.promptedAt ?? 0;
+  }
+
+  /** A recovered cycle that cannot finish: the child is gone. */
+  markGone(live: Live): void {
+    live.runtimeState = "missing";
+    this.settleCycle(live, "gone while the daemon was away");
+  }
+
+  private startWatching(live: Live): void {
+    if (live.files) return;
+    const { rec } = live;
+    live.files = new TaskFiles({
+      taskDir: this.deps.store.taskPaths(rec.taskId).dir,
+      sessionPath: rec.sessionPath,
+      resultPath: rec.resultPath,
+      onChange: () => this.onFiles(live),
+    });
+    live.files.start();
+  }
+
+  stopWatching(live: Live): void {
+    live.unwatch?.();
+    delete live.unwatch;
+    void live.files?.stop();
+    if (live.timer) clearTimeout(live.timer);
+    delete live.timer;
+  }
+
+  private async launchWithRetry(live: Live): Promise<void> {
+    const { rec } = live;
+    const cfg = this.deps.config();
+    const runtime = this.deps.runtimeFor(rec.runtime);
+    let lastErr: Error | undefined;
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      if (rec.lifecycle) return;
+      const argv = buildPiCommand({
+        mode: rec.runtime === "headless" ? "rpc" : "interactive",
+        model: rec.model,
+        thinking: rec.thinking,
+        sessionPath: rec.sessionPath,
+        extensionPaths: [this.deps.childExtensionPath],
+        cwd: rec.workdir,
+      }).argv;
+      const handle = await runtime.launch({
+        taskId: rec.taskId, name: rec.name, argv, cwd: rec.workdir, taskDir: this.deps.store.taskPaths(rec.taskId).dir,
+        env: this.childEnv(rec),
+        ...(rec.worktree ? { repoName: rec.worktree.repo.split("/").pop()! } : { repoName: rec.cwd.split("/").pop()! }),
+        ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
+        ...(rec.machine ? { machine: rec.machine } : {}),
+      });
+      rec.handle = handle;
+      delete live.runtimeState;
+      await this.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
+      this.watchRuntime(live, runtime);
+      this.armTimeout(live);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          live.readiness = { resolve, reject };
+          const t = setTimeout(() => reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
+          live.readiness = { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)) };
+          if (live.child && live.promptPending) this.sendPrompt(live);
+        });
+        await this.refresh(live);
+        return;
+      } catch (e) {
+        lastErr = e as Error;
+        delete live.readiness;
+        live.unwatch?.();
+        delete live.unwatch;
+        await this.journal(live, { type: "stalled", attempt, error: lastErr.message });
+        await runtime.close(handle).catch(() => undefined);
+        live.child?.push("child.abort", { reason: "stalled" });
+      }
+    }
+    const tail = rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "";
+    throw new DshError(
+      "AGENT_STALLED",
+      `the child showed no sign of life twice (${lastErr?.message ?? "stalled"}); check the model (${rec.model}), pi's install and ${this.deps.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
+    );
+  }
+
+  private childEnv(rec: TaskRecord): Record<string, string> {
+    return {
+      ...this.deps.childEnv,
+      DSH_HERDR_SOCKET: this.deps.socketPath,
+      DSH_HERDR_TASK_ID: rec.taskId,
+      DSH_HERDR_TASK_TOKEN: rec.token,
+      DSH_HERDR_RESULT_PATH: rec.resultPath,
+    };
+  }
+
+  watchRuntime(live: Live, runtime: Runtime): void {
+    const handle = live.rec.handle;
+    if (!handle) return;
+    live.unwatch?.();
+    if (runtime.watch) {
+      live.unwatch = runtime.watch(handle, (e) => this.onRuntime(live, e));
+      return;
+    }
+    const iv = setInterval(() => {
+      void runtime.isAlive(handle).then((alive) => !alive && this.onRuntime(live, { type: "gone" }));
+    }, 1000);
+    live.unwatch = () => clearInterval(iv);
+  }
+
+  armTimeout(live: Live): void {
+    if (live.timer) clearTimeout(live.timer);
+    const ms = live.rec.timeoutMs;
+    live.timer = setTimeout(() => {
+      void this.interrupt(live, { code: "TIMEOUT", message: `no result within timeoutMs (${ms} ms); the child was stopped. Inspect the session, then spawn again with a larger timeoutMs or a smaller task` });
+    }, ms);
+  }
+
+  // ---- owner actions ----
+
+  async interrupt(live: Live, error?: { code: string; message: string }): Promise<void> {
+    const { rec } = live;
+    if (rec.lifecycle) return;
+    rec.lifecycle = "interrupted";
+    if (error) rec.error = error;
+    this.admission.cancel(rec.taskId, new DshError("BAD_STATE", "aborted while queued"));
+    live.readiness?.reject(new DshError("BAD_STATE", "aborted"));
+    live.child?.push("child.abort", { reason: error?.code ?? "aborted" });
+    if (rec.handle) await this.deps.runtimeFor(rec.runtime).close(rec.handle).catch(() => undefined);
+    this.stopWatching(live);
+    await this.journal(live, { type: "interrupted", ...(error ? { code: error.code } : {}) });
+    this.settleCycle(live, error?.code ?? "aborted");
+    await live.chain;
+  }
+
+  async respond(live: Live, message: string): Promise<number> {
+    const { rec } = live;
+    if (rec.status !== "completed" && rec.status !== "blocked") {
+      throw new DshError("BAD_STATE", `task ${rec.taskId} is ${rec.status}; task.respond needs a completed or blocked task (wait for it with task.wait, or spawn a new task)`);
+    }
+    await this.admission.acquire(rec.taskId);
+    // The new cycle must earn its own result.md: keep the old one beside it for the record.
+    await rename(rec.resultPath, join(this.deps.store.taskPaths(rec.taskId).dir, `result.cycle${rec.cycle}.md`)).catch(() => undefined);
+    await live.files?.readResult();
+    rec.cycle += 1;
+    delete rec.timing.settledAt;
+    delete live.lastStopReason;
+    live.promptPending = { cycle: rec.cycle, text: message };
+    if (live.child) {
+      this.sendPrompt(live);
+    } else if (rec.handle) {
+      // No extension connected: type the follow-up into the runtime instead.
+      live.promptSentAt = Date.now();
+      await this.deps.runtimeFor(rec.runtime).sendText(rec.handle, message);
+      delete live.promptPending;
+      live.cycleRunning = true;
+    }
+    this.armTimeout(live);
+    await this.journal(live, { type: "respond", cycle: rec.cycle, bytes: message.length });
+    await this.refresh(live);
+    return rec.cycle;
+  }
+
+  async close(live: Live, closePane: boolean): Promise<AgentResult> {
+    const { rec } = live;
+    if (rec.lifecycle !== "closed") {
+      const wasRunning = live.cycleRunning || live.promptPending !== undefined;
+      rec.lifecycle = "closed";
+      this.admission.cancel(rec.taskId, new DshError("BAD_STATE", "closed while queued"));
+      if (wasRunning) live.child?.push("child.abort", { reason: "closed" });
+      if (rec.handle && (closePane || wasRunning)) await this.deps.runtimeFor(rec.runtime).close(rec.handle).catch(() => undefined);
+      this.stopWatching(live);
+      live.child?.push("child.abort", { reason: "closed" });
+      this.admission.release(rec.taskId);
+      live.cycleRunning = false;
+      await this.journal(live, { type: "closed", closePane });
+      await this.refresh(live);
+    }
+    await live.chain;
+    return live.result!;
+  }
+
+  statusOf(live: Live): AgentStatus {
+    return live.result?.status ?? live.rec.status;
+  }
+
+  isOpen(live: Live): boolean {
+    return live.rec.lifecycle === undefined;
+  }
+
+  newRecord(input: Omit<TaskRecord, "token" | "name" | "sessionPath" | "resultPath" | "workdir" | "cycle" | "status" | "timing" | "createdAt"> & { createdAt: number }, taskId: string): TaskRecord {
+    const paths = this.deps.store.taskPaths(taskId);
+    return {
+      ...input,
+      taskId,
+      status: "starting",
+      name: agentName(input.role, input.model, taskId),
+      token: randomBytes(24).toString("hex"),
+      workdir: input.cwd,
+      sessionPath: join(paths.dir, "session.jsonl"),
+      resultPath: paths.resultMd,
+      cycle: 1,
+      timing: { createdAt: input.createdAt },
+    };
+  }
+
+  settledOrClosed(status: AgentStatus): boolean {
+    return isSettledStatus(status);
+  }
+}

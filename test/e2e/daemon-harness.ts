@@ -1,0 +1,121 @@
+// Shared by the e2e files: a temp home + git repo, the scripted model, an in-process daemon and a cli client.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
+import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
+import { validateAgentResult } from "../../src/daemon/harvest.js";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+import type { AgentResult } from "../../src/core/types.js";
+import type { Config } from "../../src/store/config.js";
+
+export interface Harness {
+  dir: string;
+  home: string;
+  repo: string;
+  model: ScriptedModel;
+  modelName: string;
+  daemon: RunningDaemon;
+  cli: DaemonClient;
+  spawn(params: Record<string, unknown>): Promise<{ taskId: string; queued: boolean }>;
+  wait(taskId: string, timeoutMs?: number): Promise<AgentResult>;
+  waitFor(taskId: string, pred: (r: AgentResult) => boolean, what: string, timeoutMs?: number): Promise<AgentResult>;
+  close(): Promise<void>;
+}
+
+export function gitRepo(dir: string): string {
+  const repo = join(dir, "repo");
+  mkdirSync(repo);
+  const g = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
+  g("init", "-q", "-b", "main");
+  g("config", "user.email", "t@example.invalid");
+  g("config", "user.name", "t");
+  writeFileSync(join(repo, "README.md"), "# demo\n");
+  g("add", ".");
+  g("commit", "-q", "-m", "init");
+  return repo;
+}
+
+export async function startHarness(script: Script, config: Partial<Config> = {}, env: Record<string, string> = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-e2e-"));
+  const home = join(dir, "home-dsh");
+  const repo = gitRepo(dir);
+  const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
+  const agent = preparePiAgentDir(dir, model.url);
+  const daemon = await runDaemon(home, { childEnv: { ...agent.env, ...env }, config: { readinessTimeoutMs: 60_000, ...config } });
+  const cli = await connect(home, { kind: "cli", timeoutMs: 120_000 });
+  const h: Harness = {
+    dir, home, repo, model, modelName: agent.model, daemon, cli,
+    spawn: (params) => cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
+    async wait(taskId, timeoutMs = 90_000) {
+      const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: [taskId], timeoutMs }, { timeoutMs: timeoutMs + 5000 });
+      assert.equal(r.timedOut, false, `task ${taskId} did not settle: ${JSON.stringify(r.results[0])}`);
+      validateAgentResult(r.results[0]);
+      return r.results[0]!;
+    },
+    async waitFor(taskId, pred, what, timeoutMs = 90_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const r = await cli.request<AgentResult>("task.get", { taskId });
+        if (pred(r)) return r;
+        if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}: ${JSON.stringify(r)}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    },
+    async close() {
+      cli.close();
+      const open = [...daemon.supervisor.tasks.values()];
+      for (const live of open) await daemon.supervisor.close(live, true).catch(() => undefined);
+      await daemon.stop();
+      await model.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return h;
+}
+
+export function readJournal(h: Harness, taskId: string): { type: string; [k: string]: unknown }[] {
+  return readFileSync(join(h.home, "tasks", taskId, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+}
+
+/** The scenarios every runtime runs; each conversation is picked by a marker in the task prompt. */
+export const SCRIPT: Script = {
+  conversations: [
+    {
+      name: "worker",
+      match: "MARK-WORKER",
+      steps: [
+        { toolCalls: [{ name: "write", arguments: { path: "feature.txt", content: "feature done\n" } }], usage: { prompt: 100, completion: 11 } },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Added feature.txt\n\nOne new file." } }], usage: { prompt: 110, completion: 13 } },
+        { text: "All done: feature.txt is in place.", usage: { prompt: 120, completion: 17 } },
+      ],
+    },
+    {
+      name: "reviewer",
+      match: "MARK-REVIEWER",
+      steps: [
+        { toolCalls: [{ name: "write", arguments: { path: "README.md", content: "# changed by reviewer\n" } }] },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Reviewed; README touched" } }] },
+        { text: "Review finished." },
+      ],
+    },
+    { name: "error", match: "MARK-ERROR", steps: [{ httpError: { status: 500, message: "scripted upstream failure" } }] },
+    { name: "slow", match: "MARK-SLOW", steps: [{ text: "thinking slowly", delayMs: 120_000 }] },
+    {
+      name: "blocked",
+      match: "MARK-BLOCKED",
+      steps: [
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color: red or blue?" } }] },
+        { text: "Waiting for an answer." },
+        { toolCalls: [{ name: "write", arguments: { path: "color.txt", content: "blue\n" } }] },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Painted it blue" } }] },
+        { text: "Blue it is." },
+      ],
+    },
+    { name: "quick", match: "MARK-QUICK", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick one" } }], delayMs: 1500 }, { text: "ok" }] },
+  ],
+};
