@@ -53,9 +53,11 @@ export function renderCard(r: AgentResult, home?: string): string {
   if (timing.length > 0 || usage) lines.push(`usage: ${[...timing, usage].filter(Boolean).join(" · ")}`);
   if (r.nextAction !== "none") lines.push(`next: ${r.nextAction}`);
   for (const w of r.warnings ?? []) lines.push(`warning: ${w}`);
-  const final = r.finalMessage ?? (r.result ? r.result.text : undefined);
-  if (final !== undefined && final.trim().length > 0) {
-    lines.push("--- final message ---", final.trimEnd());
-  }
+  // The report (result.md body, e.g. from crew_report) is the answer; the final message is shown as well when it
+  // says something else (pi may add a closing line after the report).
+  const report = r.result?.text.trim() ?? "";
+  const final = r.finalMessage?.trim() ?? "";
+  if (report !== "" && report !== final) lines.push("--- report ---", report);
+  if (final !== "" && !report.includes(final)) lines.push("--- final message ---", final);
   return lines.join("\n") + "\n";
 }
