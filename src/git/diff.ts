@@ -1,12 +1,13 @@
 // Diff harvest: everything that changed since the baseline commit (commits, working tree, untracked files) as one
 // patch, computed with a throwaway index so the user's index and staging are never touched.
 import { randomBytes } from "node:crypto";
-import { appendFile, copyFile, mkdtemp, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { appendFile, copyFile, lstat, mkdtemp, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { DiffEvidence } from "../core/types.js";
-import { emptyTree, requireRepoRoot } from "./repo.js";
-import { git, gitEnv, splitZ, CONFIG_ARGS } from "./run.js";
+import { DshError } from "../core/errors.js";
+import { emptyTree } from "./repo.js";
+import { git, gitEnv, gitStdinFile, splitZ, CONFIG_ARGS } from "./run.js";
 import { shortstat, streamDiff } from "./patch-stream.js";
 
 export const DEFAULT_PATCH_CAP = 8 * 1024 * 1024;
@@ -23,34 +24,35 @@ export interface HarvestOptions {
 }
 
 export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
-  const root = await requireRepoRoot(opts.cwd);
+  const { root, userIndex, emptyBlob } = await locate(opts.cwd);
   const cap = opts.capBytes ?? DEFAULT_PATCH_CAP;
   const base = opts.baselineHead ?? (await emptyTree(root));
   const work = await mkdtemp(join(tmpdir(), "dsh-harvest-"));
   const tmpPatch = `${opts.patchPath}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   try {
-    const [untrackedOut, indexPathOut] = await Promise.all([
+    // A copy of the user's index keeps its stat cache (fast) while every change we make lands in the copy.
+    const index = join(work, "index");
+    const [untrackedOut] = await Promise.all([
       git(root, ["ls-files", "-z", "--others", "--exclude-standard"]),
-      git(root, ["rev-parse", "--git-path", "index"]),
+      copyFile(userIndex, index).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== "ENOENT") throw e; // no index yet: git starts from an empty one
+      }),
     ]);
     const untracked = splitZ(untrackedOut);
-    // A copy of the user's index keeps its stat cache (fast) while every change we make lands in the copy.
-    const userIndex = resolve(root, indexPathOut.trim());
-    const index = join(work, "index");
-    await copyFile(userIndex, index).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== "ENOENT") throw e; // no index yet: git starts from an empty one
-    });
     const env = gitEnv({ GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: "1" });
-    // Intent-to-add makes untracked files show in `git diff <base>` as new files without writing objects.
+    // Untracked files enter the throwaway index as placeholder entries (empty-blob id, no stat data): git then finds
+    // them "changed" and diffs the working-tree content as new files. `update-index --index-info` takes ~10 ms where
+    // `git add -N` rescans the whole tree (~100 ms on 20k files) and hashing them would write objects into the repo.
     const addable = untracked.filter((p) => !p.endsWith("/"));
     if (addable.length > 0) {
+      const lines = await Promise.all(addable.map(async (p) => `${await gitMode(join(root, p))} ${emptyBlob}\t${p}\0`));
       const list = join(work, "untracked");
-      await writeFile(list, addable.join("\0") + "\0");
-      await git(root, ["add", "--intent-to-add", `--pathspec-from-file=${list}`, "--pathspec-file-nul"], env);
+      await writeFile(list, lines.join(""));
+      await gitStdinFile(root, ["update-index", "-z", "--index-info"], list, env);
     }
     const args = [
       ...CONFIG_ARGS,
-      "diff", "-z", "--numstat", "-p", "--binary", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
+      "diff", "-z", "--raw", "-p", "--binary", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
       "--src-prefix=a/", "--dst-prefix=b/", base, "--",
     ];
     const streamed = await streamDiff(root, args, env, tmpPatch, cap);
@@ -58,13 +60,13 @@ export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
     await rename(tmpPatch, opts.patchPath);
     const patchBytes = (await stat(opts.patchPath)).size;
     const files: string[] = [];
-    for (const e of streamed.numstat) {
+    for (const e of streamed.entries) {
       if (e.from !== undefined) files.push(e.from);
       files.push(e.path);
     }
     return {
       baselineHead: opts.baselineHead,
-      stat: shortstat(streamed.numstat),
+      stat: shortstat(streamed.entries.length, streamed.insertions, streamed.deletions),
       files,
       untracked,
       patchPath: isAbsolute(opts.patchPath) ? opts.patchPath : resolve(opts.patchPath),
@@ -84,4 +86,31 @@ function truncationNote(kept: number, cap: number, root: string, base: string): 
     `# The whole diff: cd ${JSON.stringify(root)} && git diff --binary ${base}; new files: git ls-files --others --exclude-standard.\n` +
     `# Or raise the cap (dsh-herdr config set patchCapBytes <bytes>) and harvest again.\n`
   );
+}
+
+/** The index mode git would record for a working-tree file: symlink, executable or plain. */
+async function gitMode(path: string): Promise<string> {
+  const st = await lstat(path).catch(() => undefined);
+  if (st?.isSymbolicLink()) return "120000";
+  return st !== undefined && (st.mode & 0o111) !== 0 ? "100755" : "100644";
+}
+
+const EMPTY_BLOB: Record<string, string> = {
+  sha1: "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+  sha256: "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+};
+
+/** The repo's top level, the user's index file and the empty blob id, in one git call. */
+async function locate(cwd: string): Promise<{ root: string; userIndex: string; emptyBlob: string }> {
+  const st = await stat(cwd).catch(() => undefined);
+  if (st === undefined || !st.isDirectory()) throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass the task's working directory.`);
+  let out: string;
+  try {
+    out = await git(cwd, ["rev-parse", "--show-toplevel", "--git-path", "index", "--show-object-format"]);
+  } catch {
+    throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree, so there is no diff to harvest; run \`git init\` there or pick a repo directory.`);
+  }
+  const [root = "", index = "", format = "sha1"] = out.split("\n");
+  // --git-path is relative to cwd unless absolute.
+  return { root, userIndex: resolve(cwd, index), emptyBlob: EMPTY_BLOB[format] ?? EMPTY_BLOB.sha1! };
 }

@@ -1,6 +1,7 @@
 // Running git: one place for the environment and the flags every call needs (exact, unquoted path names;
 // no optional locks on the user's repo; nothing inherited that could point git at another repo or index).
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { open } from "node:fs/promises";
 import { simpleGit } from "simple-git";
 import { DshError } from "../core/errors.js";
 
@@ -51,4 +52,22 @@ export function gitSucceeds(cwd: string, args: string[]): Promise<boolean> {
   return new Promise((resolve) => {
     execFile("git", [...CONFIG_ARGS, ...args], { cwd, env: gitEnv() }, (err) => resolve(err === null));
   });
+}
+
+/** Run git with a file as its stdin (simple-git cannot feed stdin); GIT_FAILED with stderr on a non-zero exit. */
+export async function gitStdinFile(cwd: string, args: string[], stdinPath: string, extraEnv: Record<string, string> = {}): Promise<void> {
+  const fh = await open(stdinPath, "r");
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn("git", [...CONFIG_ARGS, ...args], { cwd, env: gitEnv(extraEnv), stdio: [fh.fd, "ignore", "pipe"] });
+      let stderr = "";
+      child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+      child.once("error", reject);
+      child.once("close", (code) =>
+        code === 0 ? resolve() : reject(new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd} (exit ${code}): ${stderr.trim()}`)),
+      );
+    });
+  } finally {
+    await fh.close();
+  }
 }

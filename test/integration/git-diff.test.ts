@@ -1,7 +1,7 @@
 // Baseline and diff harvest on real git repositories in temp dirs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { captureBaseline } from "../../src/git/baseline.js";
 import { harvestDiff } from "../../src/git/diff.js";
@@ -131,24 +131,27 @@ test("a repo with no commits diffs against the empty tree; a non-repo gives a wa
 });
 
 test("binary, rename, delete, mode change and ignored files", async () => {
-  const r = makeRepo({ "img.bin": Buffer.from([0, 1, 2, 3, 0, 255]), "old name.txt": "line one\nline two\nline three\n", "gone.txt": "bye\n", "run.sh": "echo hi\n", ".gitignore": "*.log\n" });
+  const r = makeRepo({ "img.bin": Buffer.from([0, 1, 2, 3, 0, 255]), "old name.txt": "line one\nline two\nline three\n", "gone.txt": "bye\n", "run.sh": "echo hi\n", ".gitignore": "*.log\n", "moved.txt": "alpha\nbeta\ngamma\ndelta\n" });
   try {
     const head = git(r.dir, "rev-parse", "HEAD").trim();
     write(r.dir, "img.bin", Buffer.from([0, 9, 9, 9, 0, 254, 7]));
     git(r.dir, "mv", "old name.txt", "new name.txt");
+    renameSync(join(r.dir, "moved.txt"), join(r.dir, "moved-by-mv.txt")); // unstaged rename: an untracked file + a deletion
     unlinkSync(join(r.dir, "gone.txt"));
     chmodSync(join(r.dir, "run.sh"), 0o755);
     write(r.dir, "debug.log", "ignored\n");
     const patchPath = join(r.base, "p.patch");
     const d = await harvestDiff({ cwd: r.dir, baselineHead: head, patchPath });
-    assert.deepEqual([...d.files].sort(), ["gone.txt", "img.bin", "new name.txt", "old name.txt", "run.sh"]);
-    assert.deepEqual(d.untracked, []);
+    assert.deepEqual([...d.files].sort(), ["gone.txt", "img.bin", "moved-by-mv.txt", "moved.txt", "new name.txt", "old name.txt", "run.sh"]);
+    assert.deepEqual(d.untracked, ["moved-by-mv.txt"]);
     const patch = readFileSync(patchPath, "utf8");
     assert.match(patch, /GIT binary patch/);
     assert.match(patch, /rename from old name\.txt\nrename to new name\.txt/);
     assert.match(patch, /deleted file mode 100644/);
+    assert.match(patch, /rename from moved\.txt\nrename to moved-by-mv\.txt/);
     assert.match(patch, /old mode 100644\nnew mode 100755/);
     assert.doesNotMatch(patch, /debug\.log/);
+    git(r.dir, "add", "-N", "moved-by-mv.txt"); // only to ask git itself for the expected stat line
     assert.equal(d.stat, git(r.dir, "diff", "--shortstat", "-M", "HEAD").replace(/\n$/, ""));
     const clone = join(r.base, "clone");
     git(r.base, "clone", "-q", r.dir, clone);
