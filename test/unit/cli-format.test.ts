@@ -121,3 +121,12 @@ test("LiveBlock rewrites the previous block in place instead of appending", () =
   assert.ok(second.endsWith("\x1b[J"), "clears what the shorter block leaves behind");
   assert.equal(live.height, 1);
 });
+
+test("renderCard prints the crew_report report, and the final message only when it adds something", () => {
+  const withReport = result({ result: { path: "/r/result.md", text: "Wrote docs/usage.md.", meta: {} }, finalMessage: "Reported." });
+  const card = renderCard(withReport, home);
+  assert.match(card, /^--- report ---\nWrote docs\/usage\.md\.\n--- final message ---\nReported\.\n$/m);
+  const same = renderCard(result({ result: { path: "/r/result.md", text: "Same text.", meta: {} }, finalMessage: "Same text." }), home);
+  assert.equal(same.match(/^--- /gm)?.length, 1, "one section when report and final message agree");
+  assert.match(same, /^--- final message ---\nSame text\.$/m);
+});
