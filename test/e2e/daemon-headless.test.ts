@@ -1,9 +1,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { SCRIPT, readJournal, startHarness, type Harness } from "./daemon-harness.js";
-import type { AgentResult } from "../../src/core/types.js";
+import { SCRIPT, startHarness, type Harness } from "./daemon-harness.js";
+import { defineRuntimeScenarios } from "./scenarios.js";
 import type { DshError } from "../../src/core/errors.js";
 
 let h: Harness;
@@ -14,114 +12,42 @@ after(async () => {
   await h?.close();
 });
 
-test("headless: isolated worker writes a file and reports → completed with patch, usage, finalMessage", async () => {
-  const { taskId } = await h.spawn({ prompt: "MARK-WORKER add a feature file", isolated: true, brief: "feature", runtime: "headless" });
-  const r = await h.wait(taskId);
-  assert.equal(r.status, "completed");
-  assert.equal(r.nextAction, "none");
-  assert.equal(r.role, "worker");
-  assert.equal(r.taskId, taskId);
-  assert.equal(r.brief, "feature");
-  assert.equal(r.owner, "cli");
-  assert.equal(r.herdrStatus, "unknown");
-  assert.equal(r.agent.kind, "pi");
-  assert.equal(r.agent.model, h.modelName);
-  assert.equal(r.agent.runtime, "headless");
-  assert.equal(r.agent.name, `worker-model-${taskId.slice(-4)}`);
-  assert.equal(r.summary, "Added feature.txt");
-  assert.equal(r.finalMessage, "All done: feature.txt is in place.");
-  assert.equal(r.result?.meta.status, "completed");
-  assert.equal(r.result?.text, "Added feature.txt\n\nOne new file.");
-  assert.equal(r.result?.path, join(h.home, "tasks", taskId, "result.md"));
-  assert.deepEqual(r.usage, { assistant: 3, toolCalls: 2, outputTokens: 41 });
-  assert.equal(r.sessionPath, join(h.home, "tasks", taskId, "session.jsonl"));
-  assert.ok(r.worktree && r.worktree.branch === `dsh/${taskId}` && r.worktree.repo === h.repo);
-  assert.ok(existsSync(join(r.worktree.path, "feature.txt")));
-  assert.ok(!existsSync(join(h.repo, "feature.txt")), "the source checkout is untouched");
-  assert.ok(r.diff);
-  assert.deepEqual([...r.diff.files, ...r.diff.untracked].includes("feature.txt"), true);
-  assert.match(readFileSync(r.diff.patchPath, "utf8"), /\+feature done/);
-  assert.equal(r.diff.truncated, false);
-  assert.ok(r.timing.promptedAt! >= r.timing.createdAt && r.timing.settledAt! >= r.timing.promptedAt!);
-  assert.equal(r.timing.elapsedMs, r.timing.settledAt! - r.timing.createdAt);
-  assert.equal(r.warnings, undefined);
-  const stored = JSON.parse(readFileSync(join(h.home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
-  assert.deepEqual(stored, r);
-  const types = readJournal(h, taskId).map((e) => e.type);
-  for (const t of ["created", "admitted", "worktree", "baseline", "launched", "prompt_sent", "report", "settle"]) assert.ok(types.includes(t), `journal has ${t}: ${types}`);
+defineRuntimeScenarios(() => h, "headless", async (hh, taskId) => {
+  // SIGKILL the pi process itself (not its wrapper): the runtime sees the exit.
+  process.kill(hh.daemon.supervisor.tasks.get(taskId)!.rec.handle!.pid!, "SIGKILL");
 });
 
-test("headless: a reviewer that modifies a file → completed with the reviewer-changed-files warning", async () => {
-  const { taskId } = await h.spawn({ prompt: "MARK-REVIEWER check the readme", role: "reviewer", runtime: "headless" });
-  const r = await h.wait(taskId);
-  assert.equal(r.status, "completed");
-  assert.equal(r.role, "reviewer");
-  assert.match(r.agent.name, /^review-/);
-  assert.ok(r.diff?.files.includes("README.md"));
-  assert.ok(r.warnings?.some((w) => /reviewer/i.test(w) && /README\.md/.test(w)), JSON.stringify(r.warnings));
-  assert.match(readFileSync(join(h.home, "tasks", taskId, "prompt.md"), "utf8"), /REVIEWER.*read-only/s);
-});
+test("headless: 6 spawns with maxParallelAgents 2 never run more than 2; queued ones report queuedMs; queue limits give CONCURRENCY_LIMIT", async () => {
+  const cfg = h.daemon.supervisor.deps.config();
+  const saved = { ...cfg };
+  Object.assign(cfg, { maxParallelAgents: 2, maxQueuedAgents: 10 });
+  let peak = 0;
+  const off = h.daemon.supervisor.onStatus(() => (peak = Math.max(peak, h.daemon.supervisor.admission.running)));
+  try {
+    const spawned = await Promise.all(Array.from({ length: 6 }, (_, i) => h.spawn({ prompt: `MARK-QUICK number ${i}`, runtime: "headless" })));
+    assert.equal(spawned.filter((s) => s.queued).length, 4);
+    const results = await Promise.all(spawned.map((s) => h.wait(s.taskId, 180_000)));
+    assert.ok(results.every((r) => r.status === "completed"), JSON.stringify(results.map((r) => r.status)));
+    const queued = results.filter((_, i) => spawned[i]!.queued);
+    assert.ok(queued.every((r) => (r.timing.queuedMs ?? 0) > 0));
+    // From the evidence: at no moment did more than 2 admitted tasks overlap.
+    const spans = results.map((r) => [r.timing.createdAt + (r.timing.queuedMs ?? 0), r.timing.settledAt!] as const);
+    const overlap = Math.max(...spans.map(([s]) => spans.filter(([a, b]) => a <= s && s < b).length));
+    assert.ok(overlap <= 2, `overlap ${overlap}`);
+    assert.ok(peak <= 2 && peak >= 1, `peak ${peak}`);
 
-test("headless: HTTP 500 with retries off → failed, inspect", async () => {
-  const { taskId } = await h.spawn({ prompt: "MARK-ERROR please", runtime: "headless" });
-  const r = await h.wait(taskId);
-  assert.equal(r.status, "failed");
-  assert.equal(r.nextAction, "inspect");
-  assert.equal(r.finalMessage, undefined);
-});
-
-test("headless: needs_input → blocked/answer; task.respond runs a second cycle to completed", async () => {
-  const { taskId } = await h.spawn({ prompt: "MARK-BLOCKED paint it", runtime: "headless" });
-  const r1 = await h.wait(taskId);
-  assert.equal(r1.status, "blocked");
-  assert.equal(r1.nextAction, "answer");
-  assert.equal(r1.result?.meta.status, "blocked");
-  assert.equal(r1.summary, "Which color: red or blue?");
-  const resp = await h.cli.request<{ cycle: number }>("task.respond", { taskId, message: "blue please" });
-  assert.equal(resp.cycle, 2);
-  const r2 = await h.wait(taskId);
-  const statuses = readJournal(h, taskId).filter((e) => e.type === "status").map((e) => `${e.cycle}:${e.status}`);
-  assert.deepEqual(statuses.filter((s) => s.startsWith("2:")), ["2:running", "2:completed"], JSON.stringify(readJournal(h, taskId)));
-  assert.equal(r2.status, "completed");
-  assert.equal(r2.summary, "Painted it blue");
-  assert.equal(r2.finalMessage, "Blue it is.");
-  assert.ok(r2.diff?.untracked.includes("color.txt") || r2.diff?.files.includes("color.txt"));
-  assert.ok(existsSync(join(h.home, "tasks", taskId, "result.cycle1.md")));
-  // respond is refused unless completed or blocked: close it, then try again
-  await h.cli.request("task.close", { taskId });
-  await assert.rejects(h.cli.request("task.respond", { taskId, message: "more" }), (e: DshError) => e.code === "TASK_NOT_FOUND");
-});
-
-test("headless: the process killed mid-run → gone", async () => {
-  const { taskId } = await h.spawn({ prompt: "MARK-SLOW take your time", runtime: "headless" });
-  await h.waitFor(taskId, (r) => r.status === "running", "running");
-  const live = h.daemon.supervisor.tasks.get(taskId)!;
-  process.kill(live.rec.handle!.pid!, "SIGKILL");
-  const r = await h.wait(taskId);
-  assert.equal(r.status, "gone");
-  assert.equal(r.nextAction, "inspect");
-});
-
-test("headless: timeout → interrupted; abort → interrupted with the spec's abort result", async () => {
-  const t1 = await h.spawn({ prompt: "MARK-SLOW timeout me", runtime: "headless", timeoutMs: 2000 });
-  const t2 = await h.spawn({ prompt: "MARK-SLOW abort me", runtime: "headless" });
-  const r1 = await h.wait(t1.taskId);
-  assert.equal(r1.status, "interrupted");
-  assert.equal(r1.error?.code, "TIMEOUT");
-  assert.match(r1.error!.message, /timeoutMs/);
-  const ab = await h.cli.request("task.abort", { taskIds: [t2.taskId, "tzzzzzzzzzzz"] });
-  assert.deepEqual(ab, { aborted_ids: [t2.taskId], missing_ids: ["tzzzzzzzzzzz"], foreign_ids: [] });
-  const r2 = await h.wait(t2.taskId);
-  assert.equal(r2.status, "interrupted");
-  assert.equal(r2.nextAction, "inspect");
-  // an owner cannot abort another owner's task
-  const { connect } = await import("../../src/client/index.js");
-  const t3 = await h.spawn({ prompt: "MARK-SLOW foreign", runtime: "headless", owner: "alice" });
-  const bob = await connect(h.home, { kind: "owner", ownerId: "bob" });
-  assert.deepEqual(await bob.request("task.abort", { taskIds: [t3.taskId] }), { aborted_ids: [], missing_ids: [], foreign_ids: [t3.taskId] });
-  await assert.rejects(bob.request("task.respond", { taskId: t3.taskId, message: "x" }), (e: DshError) => e.code === "NOT_OWNER");
-  bob.close();
-  const alice = await connect(h.home, { kind: "owner", ownerId: "alice" });
-  assert.deepEqual(await alice.request("task.abort", { all: true }), { aborted_ids: [t3.taskId], missing_ids: [], foreign_ids: [] });
-  alice.close();
+    Object.assign(cfg, { maxParallelAgents: 1, maxQueuedAgents: 1, queueTimeoutMs: 1500 });
+    const holder = await h.spawn({ prompt: "MARK-SLOW hold the slot", runtime: "headless" });
+    const waiter = await h.spawn({ prompt: "MARK-QUICK wait in the queue", runtime: "headless" });
+    assert.equal(waiter.queued, true);
+    await assert.rejects(h.spawn({ prompt: "MARK-QUICK no room", runtime: "headless" }), (e: DshError) => e.code === "CONCURRENCY_LIMIT" && /maxQueuedAgents/.test(e.message));
+    const timedOut = await h.wait(waiter.taskId);
+    assert.equal(timedOut.status, "failed");
+    assert.equal(timedOut.error?.code, "CONCURRENCY_LIMIT");
+    assert.match(timedOut.error!.message, /queueTimeoutMs/);
+    await h.cli.request("task.abort", { taskIds: [holder.taskId] });
+  } finally {
+    off();
+    Object.assign(cfg, saved);
+  }
 });
