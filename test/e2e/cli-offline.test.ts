@@ -1,7 +1,7 @@
 // The CLI binary as a subprocess, for the commands that need no daemon: schema, config, doctor, usage errors.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -112,3 +112,26 @@ test("without a daemon: one clear line, exit 1; --json puts the error on stderr 
   assert.equal(j.code, 1);
   assert.equal((JSON.parse(j.err) as { error: { code: string } }).error.code, "DAEMON_UNAVAILABLE");
 }));
+
+test("daemon run serves in the foreground and stops cleanly on SIGINT", async () => {
+  const home = mkdtempSync(join(tmpdir(), "dsh-cli-run-"));
+  const env = { ...process.env, HOME: home, DSH_HERDR_HOME: join(home, "dsh"), HERDR_SOCKET_PATH: join(home, "none.sock") };
+  const child = spawn(process.execPath, [bin, "daemon", "run"], { env, stdio: "ignore" });
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  try {
+    let status: { code: number | null; stdout: string } = { code: null, stdout: "" };
+    for (let i = 0; i < 100 && status.code !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const s = spawnSync(process.execPath, [bin, "daemon", "status", "--json"], { env, encoding: "utf8" });
+      status = { code: s.status, stdout: s.stdout };
+    }
+    assert.equal(status.code, 0, "the foreground daemon answers");
+    assert.equal((JSON.parse(status.stdout) as { home: string }).home, join(home, "dsh"), "the daemon of this home");
+    child.kill("SIGINT");
+    assert.equal(await exited, 0);
+    assert.equal(spawnSync(process.execPath, [bin, "daemon", "status"], { env }).status, 1, "gone after Ctrl+C");
+  } finally {
+    child.kill("SIGKILL");
+    rmSync(home, { recursive: true, force: true });
+  }
+});
