@@ -18,7 +18,8 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     assert.equal(r.taskId, taskId);
     assert.equal(r.brief, "feature");
     assert.equal(r.owner, "cli");
-    if (runtime === "herdr") assert.ok(["idle", "done"].includes(r.herdrStatus), r.herdrStatus);
+    // Herdr's own screen-based guess may lag the child's evidence by its quiet period.
+    if (runtime === "herdr") assert.ok(["idle", "done", "working"].includes(r.herdrStatus) && r.agent.paneId && r.agent.tabId && r.agent.workspaceId, JSON.stringify(r.agent));
     else assert.equal(r.herdrStatus, "unknown");
     assert.equal(r.agent.kind, "pi");
     assert.equal(r.agent.model, h().modelName);
