@@ -3,10 +3,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
+import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
 import { resolveTaskId } from "./ids.js";
-
-const TASK_ID = /^t[0-9a-z]{11}$/;
 
 export function tasksDir(home: string): string {
   return join(home, "tasks");
@@ -20,7 +19,7 @@ export function taskDir(home: string, taskId: string): string {
 export function knownTaskIds(home: string): string[] {
   const dir = tasksDir(home);
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((n) => TASK_ID.test(n)).sort();
+  return readdirSync(dir).filter((n) => isValidTaskId(n)).sort();
 }
 
 /** Resolve a typed id or prefix to a task id of this home. */

@@ -1,10 +1,6 @@
 // Helpers shared by the command modules.
 import { type Command, Option } from "commander";
 import { DshError } from "../../core/errors.js";
-import type { AgentResult } from "../../core/types.js";
-import type { CliContext } from "../context.js";
-import { renderCard } from "../format/card.js";
-import { printJson } from "../io.js";
 
 export const STATUSES = ["starting", "working", "blocked", "idle", "running", "completed", "failed", "gone", "closed", "interrupted"] as const;
 
@@ -26,12 +22,6 @@ export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   return Buffer.concat(chunks).toString("utf8");
-}
-
-/** Print results as cards, or as JSON. */
-export function printResults(ctx: CliContext, results: AgentResult[], json: boolean, jsonValue?: unknown): void {
-  if (json) return printJson(ctx.io, jsonValue ?? results);
-  ctx.io.out(results.map((r) => renderCard(r)).join("\n"));
 }
 
 export function examples(cmd: Command, lines: string[]): Command {
