@@ -53,6 +53,10 @@ export interface Owner {
   channel: string;
   /** First settled push per task, in epoch ms. */
   settledAt: Map<string, number>;
+  /** Every settled push in arrival order (a task settles once per cycle). */
+  settles: { taskId: string; at: number }[];
+  /** The first settled push for taskId that arrives after `afterMs`. */
+  nextSettle(taskId: string, afterMs: number, timeoutMs?: number): Promise<number>;
   close(): void;
 }
 
@@ -63,10 +67,13 @@ export async function attachOwner(home: string): Promise<Owner> {
   const id = randomUUID();
   const client = await connect(home, { kind: "owner", ownerId: id, timeoutMs: 120_000 });
   const settledAt = new Map<string, number>();
+  const settles: { taskId: string; at: number }[] = [];
   let channel = "task.status";
   const mark = (taskId: unknown) => {
     const at = epochMs();
-    if (typeof taskId === "string" && !settledAt.has(taskId)) settledAt.set(taskId, at);
+    if (typeof taskId !== "string") return;
+    if (!settledAt.has(taskId)) settledAt.set(taskId, at);
+    settles.push({ taskId, at });
   };
   try {
     await client.request("owner.attach", {});
@@ -77,7 +84,9 @@ export async function attachOwner(home: string): Promise<Owner> {
     client.onPush("task.status", (p: { taskId: string; status: string }) => SETTLED.has(p.status) && mark(p.taskId));
   }
   await client.request("task.subscribe", {});
-  return { id, client, channel, settledAt, close: () => client.close() };
+  const nextSettle = (taskId: string, afterMs: number, timeoutMs = 30_000) =>
+    until(() => settles.find((e) => e.taskId === taskId && e.at > afterMs)?.at, `a settled push for ${taskId}`, timeoutMs, 2);
+  return { id, client, channel, settledAt, settles, nextSettle, close: () => client.close() };
 }
 
 export interface BenchTask {
