@@ -1,0 +1,160 @@
+// Figure 4, memory and history: RSS of an idle daemon with 1,000 closed task records and 50 open tasks (against
+// the same daemon on an empty home), start-up with a large history, and task.list with 10,000 records (against
+// an index-less listing: readdir + read every task.json, what a directory scan costs).
+import { createConnection } from "node:net";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readFile, readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { newTaskId } from "../src/core/ids.js";
+import { attachOwner, spawnTask, startDaemon, type BenchDaemon } from "./_harness.js";
+import { epochMs, fixtureEntries, median, percentile, printFigure, rssOf, sleep, stamped, tempDir } from "./_util.js";
+
+const TARGET_RSS_MB = 100;
+const TARGET_LIST_MS = 50;
+
+/** One closed task's files as the daemon wrote them, to clone into a history. */
+interface Template {
+  task: Record<string, unknown>;
+  result: Record<string, unknown>;
+  events: string;
+}
+
+async function makeTemplate(home: string, work: string): Promise<Template> {
+  const d = await startDaemon(home);
+  try {
+    const owner = await attachOwner(home);
+    const t = await spawnTask(home, owner, { cwd: work });
+    writeFileSync(t.sessionPath, fixtureEntries("completed-write").map((e) => stamped(e, Date.now())).join(""));
+    await owner.nextSettle(t.taskId, 0);
+    await owner.client.request("task.close", { taskId: t.taskId });
+    owner.close();
+    return {
+      task: JSON.parse(readFileSync(join(t.dir, "task.json"), "utf8")) as Record<string, unknown>,
+      result: JSON.parse(readFileSync(join(t.dir, "result.json"), "utf8")) as Record<string, unknown>,
+      events: readFileSync(join(t.dir, "events.jsonl"), "utf8"),
+    };
+  } finally {
+    await d.stop();
+  }
+}
+
+/** Write `count` closed tasks shaped like the template (ids spread over the last 30 days). */
+function addHistory(home: string, tpl: Template, count: number): void {
+  const now = Date.now();
+  for (let i = 0; i < count; i++) {
+    const createdAt = now - 30 * 86_400_000 + Math.floor((i / count) * 29 * 86_400_000) + (i % 1000);
+    const taskId = newTaskId(createdAt, randomBytes(3));
+    const dir = join(home, "tasks", taskId);
+    mkdirSync(dir, { mode: 0o700 });
+    const swap = (s: string) => s.split(String(tpl.task.taskId)).join(taskId);
+    writeFileSync(join(dir, "task.json"), swap(JSON.stringify({ ...tpl.task, createdAt, status: "closed", lifecycle: "closed" }, null, 2)) + "\n", { mode: 0o600 });
+    writeFileSync(join(dir, "result.json"), swap(JSON.stringify({ ...tpl.result, status: "closed" }, null, 2)) + "\n", { mode: 0o600 });
+    writeFileSync(join(dir, "events.jsonl"), swap(tpl.events), { mode: 0o600 });
+  }
+}
+
+/** task.list over a raw socket: the reply may exceed the client's 1 MiB frame cap. Returns ms and reply bytes. */
+function rawList(home: string, params: Record<string, unknown>): Promise<{ ms: number; bytes: number; count: number }> {
+  return new Promise((resolve, reject) => {
+    const s = createConnection(join(home, "daemon.sock"));
+    let buf = "";
+    let t0 = 0;
+    s.on("connect", () => s.write(JSON.stringify({ id: 1, method: "hello", params: { kind: "cli" } }) + "\n"));
+    s.on("data", (d) => {
+      buf += d.toString("utf8");
+      for (let nl; (nl = buf.indexOf("\n")) >= 0; ) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const msg = JSON.parse(line) as { id?: number; result?: { tasks: unknown[] }; error?: { message: string } };
+        if (msg.id === 1) {
+          t0 = epochMs();
+          s.write(JSON.stringify({ id: 2, method: "task.list", params }) + "\n");
+        } else if (msg.id === 2) {
+          const ms = epochMs() - t0;
+          s.destroy();
+          if (msg.error) reject(new Error(msg.error.message));
+          else resolve({ ms, bytes: Buffer.byteLength(line), count: msg.result!.tasks.length });
+        }
+      }
+    });
+    s.on("error", reject);
+  });
+}
+
+/** What an index-less daemon does per list: read the directory and every task.json. */
+async function scanListMs(home: string): Promise<number> {
+  const t = performance.now();
+  const tasks = join(home, "tasks");
+  const rows = [];
+  for (const id of await readdir(tasks)) {
+    if (!id.startsWith("t")) continue;
+    const rec = JSON.parse(await readFile(join(tasks, id, "task.json"), "utf8")) as { taskId: string; createdAt: number };
+    rows.push(rec);
+  }
+  rows.sort((a, b) => b.createdAt - a.createdAt);
+  return performance.now() - t;
+}
+
+async function timedStart(home: string, config: Record<string, unknown> = {}): Promise<{ d: BenchDaemon; ms: number }> {
+  const t = performance.now();
+  const d = await startDaemon(home, config);
+  return { d, ms: performance.now() - t };
+}
+
+async function main(): Promise<void> {
+  const { dir, cleanup } = tempDir("memory");
+  const home = join(dir, "home");
+  const work = join(dir, "work");
+  mkdirSync(work);
+  let running: BenchDaemon | undefined;
+  try {
+    // Baseline: the same daemon, idle on an empty home.
+    const empty = await timedStart(join(dir, "empty-home"));
+    running = empty.d;
+    await sleep(1500);
+    const emptyRss = rssOf(empty.d.pid).rssMb;
+    await empty.d.stop();
+
+    const tpl = await makeTemplate(home, work);
+    addHistory(home, tpl, 999);
+    const withHistory = await timedStart(home, { maxParallelAgents: 60, maxQueuedAgents: 60 });
+    running = withHistory.d;
+    const owner = await attachOwner(home);
+    for (let i = 0; i < 50; i++) await spawnTask(home, owner, { cwd: work });
+    await sleep(2000);
+    const rss = rssOf(withHistory.d.pid);
+    printFigure({ name: "idle daemon RSS, 1,000 closed + 50 open tasks", value: rss.rssMb, unit: "MB", baselineName: "idle daemon, empty home", baseline: emptyRss, better: "lower", target: `< ${TARGET_RSS_MB} MB`, met: rss.rssMb < TARGET_RSS_MB });
+    owner.close();
+    await withHistory.d.stop();
+
+    addHistory(home, tpl, 9_000);
+    const records = readdirSync(join(home, "tasks")).filter((n) => n.startsWith("t")).length;
+    const big = await timedStart(home, { maxParallelAgents: 60, maxQueuedAgents: 60 });
+    running = big.d;
+    const again = await (async () => {
+      await big.d.stop();
+      return timedStart(home, { maxParallelAgents: 60, maxQueuedAgents: 60 });
+    })();
+    running = again.d;
+    printFigure({ name: `daemon start with ${records} records (index repaired from task.json)`, value: big.ms, unit: "ms", baselineName: "start on an empty home", baseline: empty.ms, better: "lower" });
+    printFigure({ name: `daemon start with ${records} records (index current)`, value: again.ms, unit: "ms", baselineName: "start on an empty home", baseline: empty.ms, better: "lower" });
+
+    const scan: number[] = [];
+    for (let i = 0; i < 3; i++) scan.push(await scanListMs(home));
+    const limited: number[] = [];
+    for (let i = 0; i < 20; i++) limited.push((await rawList(home, { limit: 50 })).ms);
+    printFigure({ name: `task.list limit 50 of ${records} (p50)`, value: median(limited), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower" });
+    printFigure({ name: `task.list limit 50 of ${records} (p99)`, value: percentile(limited, 99), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower", target: `< ${TARGET_LIST_MS} ms`, met: percentile(limited, 99) < TARGET_LIST_MS });
+    const full: { ms: number; bytes: number; count: number }[] = [];
+    for (let i = 0; i < 3; i++) full.push(await rawList(home, {}));
+    const fullMs = median(full.map((f) => f.ms));
+    printFigure({ name: `task.list all ${records} (median of 3)`, value: fullMs, unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower", target: `< ${TARGET_LIST_MS} ms`, met: fullMs < TARGET_LIST_MS });
+    console.log(`task.list all: ${full[0]!.count} tasks, reply ${(full[0]!.bytes / 1024 / 1024).toFixed(1)} MiB in one frame (the client's reader caps frames at 1 MiB)`);
+  } finally {
+    await running?.stop();
+    cleanup();
+  }
+}
+
+await main();
