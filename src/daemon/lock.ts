@@ -40,7 +40,7 @@ export async function acquireDaemonLock(home: string, onCompromised: (e: Error) 
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ELOCKED") throw e;
     const pid = readPid(home);
-    if (pid !== undefined && pid !== process.pid && pidAlive(pid)) {
+    if (pid !== undefined && pidAlive(pid)) {
       throw new DshError("DAEMON_RUNNING", `a daemon (pid ${pid}) already serves ${home}; use it, or stop it with \`dsh-herdr daemon stop\``, { pid });
     }
     // The holder is dead: its lock is stale whatever its mtime says.

@@ -330,6 +330,7 @@ export class Supervisor {
         sessionPath: rec.sessionPath,
         extensionPaths: [this.deps.childExtensionPath],
         cwd: rec.workdir,
+        env: { ...process.env, ...this.deps.childEnv },
       }).argv;
       const handle = await runtime.launch({
         taskId: rec.taskId, name: rec.name, argv, cwd: rec.workdir, taskDir: this.deps.store.taskPaths(rec.taskId).dir,
