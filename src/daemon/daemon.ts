@@ -2,7 +2,9 @@
 import { join } from "node:path";
 import { pino } from "pino";
 import { DshError } from "../core/errors.js";
-import type { RuntimeKind } from "../core/types.js";
+import type { HerdrStatus, RuntimeKind } from "../core/types.js";
+import { deriveStatus } from "../core/derive.js";
+import { HerdrClient, createTransport, herdrPing } from "../runtime/herdr/index.js";
 import { loadConfig, type Config } from "../store/config.js";
 import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
@@ -13,6 +15,7 @@ import { recoverTasks } from "./recover.js";
 import { createRuntimes } from "./runtimes.js";
 import { startSocketServer, type Logger } from "./server.js";
 import { Supervisor } from "./supervisor.js";
+import type { TaskRecord } from "./record.js";
 import { readFileSync } from "node:fs";
 
 export interface RunDaemonOptions {
@@ -81,6 +84,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       sup,
       defaultRuntime: () => runtimes.pick(),
       stop: () => void stop(),
+      externalAgents: () => externalAgents(sup, config),
       status: () => ({
         pid: process.pid, version, protocol: PROTOCOL_VERSION, home, socketPath: paths.socket, startedAt,
         uptimeMs: Date.now() - startedAt, running: sup.admission.running, queued: sup.admission.queued,
@@ -107,6 +111,31 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     return stopping;
   }
   return { home, socketPath: homePaths(home).socket, supervisor: sup, done, stop };
+}
+
+/** Herdr agents the daemon did not spawn, derived observationally (contract: idle/done → idle, ...); never touched. */
+async function externalAgents(sup: Supervisor, config: Config): Promise<Record<string, unknown>[]> {
+  const opts = { ...(config.herdrSocketPath ? { socketPath: config.herdrSocketPath } : {}), ...(config.herdrSession ? { session: config.herdrSession } : {}) };
+  if (!(await herdrPing(opts)).ok) return [];
+  // Ours = every pane any task of this home ever ran in, closed ones included (their panes may stay).
+  const ours = new Set<string>();
+  for (const row of sup.deps.store.listTasks({})) {
+    const rec = sup.tasks.get(row.taskId)?.rec ?? (await sup.deps.store.readTask<TaskRecord>(row.taskId).catch(() => undefined));
+    if (rec?.handle?.paneId) ours.add(rec.handle.paneId);
+  }
+  const r = await new HerdrClient(createTransport(opts)).call("agent.list", {});
+  const agents = Array.isArray(r.agents) ? (r.agents as Record<string, unknown>[]) : [];
+  return agents
+    .filter((a) => typeof a.pane_id === "string" && !ours.has(a.pane_id))
+    .map((a) => {
+      const st = String(a.agent_status ?? "unknown");
+      const herdrStatus: HerdrStatus = (["idle", "working", "blocked", "done"] as const).find((x) => x === st) ?? "unknown";
+      return {
+        external: true, name: String(a.name ?? ""), paneId: String(a.pane_id), herdrStatus,
+        status: deriveStatus({ external: true, runtime: herdrStatus, sessionError: false }),
+        ...(typeof a.cwd === "string" ? { cwd: a.cwd } : {}), ...(typeof a.agent === "string" ? { kind: a.agent } : {}),
+      };
+    });
 }
 
 export function assertNoDaemonError(e: unknown): never {

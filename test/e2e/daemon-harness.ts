@@ -19,6 +19,8 @@ export interface Harness {
   repo: string;
   model: ScriptedModel;
   modelName: string;
+  /** The pi env every child gets (HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
+  childEnv: Record<string, string>;
   daemon: RunningDaemon;
   cli: DaemonClient;
   spawn(params: Record<string, unknown>): Promise<{ taskId: string; queued: boolean }>;
@@ -49,7 +51,7 @@ export async function startHarness(script: Script, config: Partial<Config> = {},
   const daemon = await runDaemon(home, { childEnv: { ...agent.env, ...env }, config: { readinessTimeoutMs: 60_000, ...config } });
   const cli = await connect(home, { kind: "cli", timeoutMs: 120_000 });
   const h: Harness = {
-    dir, home, repo, model, modelName: agent.model, daemon, cli,
+    dir, home, repo, model, modelName: agent.model, childEnv: { ...agent.env, ...env }, daemon, cli,
     spawn: (params) => cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
     async wait(taskId, timeoutMs = 90_000) {
       const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: [taskId], timeoutMs }, { timeoutMs: timeoutMs + 5000 });

@@ -1,6 +1,8 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { herdrSchemaErrors, schemaFor } from "../helpers/herdr-schema.js";
+import { piBin } from "../helpers/pi.js";
+import { createHerdrRuntime } from "../../src/runtime/herdr/index.js";
 import { SCRIPT, startHarness, type Harness } from "./daemon-harness.js";
 import { defineRuntimeScenarios } from "./scenarios.js";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
@@ -25,5 +27,23 @@ test("herdr: every message the daemon exchanged with Herdr validates against Her
   assert.ok(fake.log.length > 20, `only ${fake.log.length} messages logged`);
   for (const { kind, message } of fake.log) {
     assert.equal(herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message), "", JSON.stringify(message));
+  }
+});
+
+test("herdr: task.list --external shows an agent the daemon did not spawn, observationally, and not ours", async () => {
+  const rt = createHerdrRuntime({ socketPath: fake.socketPath });
+  const handle = await rt.launch({
+    taskId: "texternal0001", name: "someone-else", argv: [piBin, "--model", h.modelName], env: { ...h.childEnv },
+    cwd: h.repo, taskDir: h.dir, repoName: "repo",
+  });
+  try {
+    const { tasks, external } = await h.cli.request<{ tasks: unknown[]; external: { name: string; status: string; external: boolean; paneId: string }[] }>("task.list", { external: true });
+    assert.ok(tasks.length > 0);
+    assert.equal(external.length, 1, JSON.stringify(external));
+    assert.equal(external[0]!.name, "someone-else");
+    assert.equal(external[0]!.paneId, handle.paneId);
+    assert.ok(["idle", "running", "blocked"].includes(external[0]!.status));
+  } finally {
+    await rt.close(handle);
   }
 });
