@@ -2,7 +2,7 @@
 // every runtime is a stub whose launch only records the call (pi's own start is not what we measure). The record,
 // <taskDir>/launch.json, carries the launch time and the child's task token so the driver can play the child.
 // Usage: node dist/bench/_daemon.js <home> [configJson]
-import { writeFileSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runDaemon } from "../src/daemon/daemon.js";
 import type { Runtime, RuntimeHandle, LaunchSpec } from "../src/runtime/types.js";
@@ -14,7 +14,9 @@ export function stubRuntime(kind: RuntimeKind): Runtime {
     kind,
     async launch(spec: LaunchSpec): Promise<RuntimeHandle> {
       const at = epochMs();
-      writeFileSync(join(spec.taskDir, "launch.json"), JSON.stringify({ at, taskId: spec.taskId, token: spec.env.DSH_HERDR_TASK_TOKEN, argv: spec.argv }));
+      const file = join(spec.taskDir, "launch.json");
+      writeFileSync(file + ".tmp", JSON.stringify({ at, taskId: spec.taskId, token: spec.env.DSH_HERDR_TASK_TOKEN, argv: spec.argv }));
+      renameSync(file + ".tmp", file);
       return { runtime: kind, pid: process.pid };
     },
     isAlive: async () => true,

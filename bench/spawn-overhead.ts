@@ -2,7 +2,7 @@
 // call, excluding pi's own start (the runtime is a stub that records the call), against what it wraps done by hand:
 // `git worktree add -b <branch> <path> HEAD` and the same stub launch. Samples alternate so drift hits both.
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stubRuntime } from "./_daemon.js";
 import { attachOwner, startDaemon } from "./_harness.js";
@@ -26,8 +26,14 @@ async function main(): Promise<void> {
       const t0 = epochMs();
       const r = await owner.client.request<{ taskId: string }>("task.spawn", { cwd: repo, prompt: "bench spawn", model: "bench/model", runtime: "headless", isolated: true });
       const launchFile = join(home, "tasks", r.taskId, "launch.json");
-      await until(() => existsSync(launchFile) || undefined, `launch of ${r.taskId}`, 30_000, 1);
-      const launched = (JSON.parse(readFileSync(launchFile, "utf8")) as { at: number }).at;
+      // launch.json may be seen half-written: retry until it parses.
+      const launched = await until(() => {
+        try {
+          return (JSON.parse(readFileSync(launchFile, "utf8")) as { at: number }).at;
+        } catch {
+          return undefined;
+        }
+      }, `launch of ${r.taskId}`, 30_000, 1);
       await owner.client.request("task.close", { taskId: r.taskId });
       // By hand: the worktree, then the same launch call.
       const path = join(dir, "raw-worktrees", `wt-${i}`);
