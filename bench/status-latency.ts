@@ -38,8 +38,8 @@ async function drive(t: BenchTask & { child?: DaemonClient }, startDelayMs: numb
     appendFileSync(t.sessionPath, stamped(entries[i]!, Date.now()));
     if (last) settleAt = epochMs();
   }
-  // What src/extensions/child.ts sends when pi's agent loop ends (willRetry left out: see docs/performance.md).
-  if (t.child) await t.child.request("child.event", { type: "agent_end", cycle: 1, sessionFile: t.sessionPath, stopReason: "toolUse" });
+  // What src/extensions/child.ts sends when pi's agent loop ends.
+  if (t.child) await t.child.request("child.event", { type: "agent_end", cycle: 1, sessionFile: t.sessionPath, stopReason: "toolUse", willRetry: false });
   return settleAt;
 }
 
