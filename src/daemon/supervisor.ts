@@ -5,20 +5,16 @@ import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { agentName } from "../core/ids.js";
-import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult, AgentStatus, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
-import { captureBaseline } from "../git/baseline.js";
-import { createWorktree } from "../git/worktree.js";
-import { buildPiCommand } from "../pi/launch.js";
 import { Admission } from "./admission.js";
 import { assemble, diffFor } from "./harvest.js";
-import { buildPrompt } from "./prompt.js";
 import type { TaskRecord } from "./record.js";
 import type { Connection, Logger } from "./server.js";
 import { TaskFiles } from "./watcher.js";
+import { runPipeline } from "./pipeline.js";
 
 export interface SupervisorDeps {
   home: string;
@@ -84,7 +80,7 @@ export class Supervisor {
     if (live.promptPending) this.sendPrompt(live);
   }
 
-  private sendPrompt(live: Live): void {
+  sendPrompt(live: Live): void {
     const p = live.promptPending;
     if (!p || !live.child) return;
     live.promptSentAt = Date.now();
@@ -212,7 +208,7 @@ export class Supervisor {
     }
   }
 
-  private settleCycle(live: Live, why: string, opts: { failed?: boolean } = {}): void {
+  settleCycle(live: Live, why: string, opts: { failed?: boolean } = {}): void {
     live.cycleRunning = false;
     delete live.promptPending;
     if (live.timer) clearTimeout(live.timer);
@@ -239,47 +235,8 @@ export class Supervisor {
   }
 
   /** Admission → baseline/worktree → prompt.md → launch with the readiness barrier. Runs in the background. */
-  async run(live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
-    const { rec } = live;
-    try {
-      const { queuedMs } = await slot;
-      rec.timing.queuedMs = queuedMs;
-      await this.journal(live, { type: "admitted", queuedMs });
-      await this.prepare(live);
-      await this.launchWithRetry(live);
-    } catch (e) {
-      if (live.rec.lifecycle) return; // aborted meanwhile: already harvested
-      const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
-      rec.error = { code: err.code, message: err.message };
-      this.deps.log.warn({ taskId: rec.taskId, code: err.code, err: err.message }, "task failed to start");
-      this.stopWatching(live);
-      this.settleCycle(live, `start failed: ${err.code}`, { failed: true });
-    }
-  }
-
-  private async prepare(live: Live): Promise<void> {
-    const { rec } = live;
-    const { store, home } = this.deps;
-    const base = await captureBaseline(rec.cwd);
-    rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, warnings: base.warnings };
-    if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
-    if (rec.isolated) {
-      rec.worktree = await createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId });
-      rec.workdir = rec.worktree.path;
-      // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
-      rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
-      await this.journal(live, { type: "worktree", path: rec.worktree.path, branch: rec.worktree.branch });
-    }
-    await this.journal(live, { type: "baseline", head: rec.baseline.head, dirty: rec.baseline.dirtyAtStart.length });
-    const text = buildPrompt({
-      taskId: rec.taskId, role: rec.role, resultPath: rec.resultPath, cwd: rec.workdir,
-      ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
-      ...(rec.prompt !== undefined ? { prompt: rec.prompt } : {}),
-      ...(rec.task !== undefined ? { task: rec.task } : {}),
-    });
-    await store.writePrompt(rec.taskId, text);
-    live.promptPending = { cycle: 1, text };
-    this.startWatching(live);
+  run(live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
+    return runPipeline(this, live, slot);
   }
 
   /** Re-read a recovered task's files from the start and watch them again. */
@@ -296,7 +253,7 @@ export class Supervisor {
     this.settleCycle(live, "gone while the daemon was away");
   }
 
-  private startWatching(live: Live): void {
+  startWatching(live: Live): void {
     if (live.files) return;
     const { rec } = live;
     live.files = new TaskFiles({
@@ -314,70 +271,6 @@ export class Supervisor {
     void live.files?.stop();
     if (live.timer) clearTimeout(live.timer);
     delete live.timer;
-  }
-
-  private async launchWithRetry(live: Live): Promise<void> {
-    const { rec } = live;
-    const cfg = this.deps.config();
-    const runtime = this.deps.runtimeFor(rec.runtime);
-    let lastErr: Error | undefined;
-    for (let attempt = 1; attempt <= 2; attempt++) {
-      if (rec.lifecycle) return;
-      const argv = buildPiCommand({
-        mode: rec.runtime === "headless" ? "rpc" : "interactive",
-        model: rec.model,
-        thinking: rec.thinking,
-        sessionPath: rec.sessionPath,
-        extensionPaths: [this.deps.childExtensionPath],
-        cwd: rec.workdir,
-        env: { ...process.env, ...this.deps.childEnv },
-      }).argv;
-      const handle = await runtime.launch({
-        taskId: rec.taskId, name: rec.name, argv, cwd: rec.workdir, taskDir: this.deps.store.taskPaths(rec.taskId).dir,
-        env: this.childEnv(rec),
-        ...(rec.worktree ? { repoName: rec.worktree.repo.split("/").pop()! } : { repoName: rec.cwd.split("/").pop()! }),
-        ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
-        ...(rec.machine ? { machine: rec.machine } : {}),
-      });
-      rec.handle = handle;
-      delete live.runtimeState;
-      await this.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
-      this.watchRuntime(live, runtime);
-      this.armTimeout(live);
-      try {
-        await new Promise<void>((resolve, reject) => {
-          live.readiness = { resolve, reject };
-          const t = setTimeout(() => reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
-          live.readiness = { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)) };
-          if (live.child && live.promptPending) this.sendPrompt(live);
-        });
-        await this.refresh(live);
-        return;
-      } catch (e) {
-        lastErr = e as Error;
-        delete live.readiness;
-        live.unwatch?.();
-        delete live.unwatch;
-        await this.journal(live, { type: "stalled", attempt, error: lastErr.message });
-        await runtime.close(handle).catch(() => undefined);
-        live.child?.push("child.abort", { reason: "stalled" });
-      }
-    }
-    const tail = rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "";
-    throw new DshError(
-      "AGENT_STALLED",
-      `the child showed no sign of life twice (${lastErr?.message ?? "stalled"}); check the model (${rec.model}), pi's install and ${this.deps.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
-    );
-  }
-
-  private childEnv(rec: TaskRecord): Record<string, string> {
-    return {
-      ...this.deps.childEnv,
-      DSH_HERDR_SOCKET: this.deps.socketPath,
-      DSH_HERDR_TASK_ID: rec.taskId,
-      DSH_HERDR_TASK_TOKEN: rec.token,
-      DSH_HERDR_RESULT_PATH: rec.resultPath,
-    };
   }
 
   watchRuntime(live: Live, runtime: Runtime): void {
@@ -488,9 +381,5 @@ export class Supervisor {
       cycle: 1,
       timing: { createdAt: input.createdAt },
     };
-  }
-
-  settledOrClosed(status: AgentStatus): boolean {
-    return isSettledStatus(status);
   }
 }

@@ -1,0 +1,118 @@
+// The spawn pipeline of one task: wait for a slot, record the baseline (and the isolated worktree), write
+// prompt.md, launch pi in the runtime with the child extension, and hold the readiness barrier (hello + prompt
+// accepted; no sign of life → kill, one retry, then AGENT_STALLED).
+import { DshError } from "../core/errors.js";
+import { captureBaseline } from "../git/baseline.js";
+import { createWorktree } from "../git/worktree.js";
+import { buildPiCommand } from "../pi/launch.js";
+import { buildPrompt } from "./prompt.js";
+import type { TaskRecord } from "./record.js";
+import type { Live, Supervisor } from "./supervisor.js";
+
+export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
+  const { rec } = live;
+  try {
+    const { queuedMs } = await slot;
+    rec.timing.queuedMs = queuedMs;
+    await sup.journal(live, { type: "admitted", queuedMs });
+    await prepare(sup, live);
+    await launchWithRetry(sup, live);
+  } catch (e) {
+    if (live.rec.lifecycle) return; // aborted meanwhile: already harvested
+    const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
+    rec.error = { code: err.code, message: err.message };
+    sup.deps.log.warn({ taskId: rec.taskId, code: err.code, err: err.message }, "task failed to start");
+    sup.stopWatching(live);
+    sup.settleCycle(live, `start failed: ${err.code}`, { failed: true });
+  }
+}
+
+async function prepare(sup: Supervisor, live: Live): Promise<void> {
+  const { rec } = live;
+  const { store, home } = sup.deps;
+  const base = await captureBaseline(rec.cwd);
+  rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, warnings: base.warnings };
+  if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
+  if (rec.isolated) {
+    rec.worktree = await createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId });
+    rec.workdir = rec.worktree.path;
+    // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
+    rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
+    await sup.journal(live, { type: "worktree", path: rec.worktree.path, branch: rec.worktree.branch });
+  }
+  await sup.journal(live, { type: "baseline", head: rec.baseline.head, dirty: rec.baseline.dirtyAtStart.length });
+  const text = buildPrompt({
+    taskId: rec.taskId, role: rec.role, resultPath: rec.resultPath, cwd: rec.workdir,
+    ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
+    ...(rec.prompt !== undefined ? { prompt: rec.prompt } : {}),
+    ...(rec.task !== undefined ? { task: rec.task } : {}),
+  });
+  await store.writePrompt(rec.taskId, text);
+  live.promptPending = { cycle: 1, text };
+  sup.startWatching(live);
+}
+
+async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
+  const { rec } = live;
+  const cfg = sup.deps.config();
+  const runtime = sup.deps.runtimeFor(rec.runtime);
+  let lastErr: Error | undefined;
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    if (rec.lifecycle) return;
+    const argv = buildPiCommand({
+      mode: rec.runtime === "headless" ? "rpc" : "interactive",
+      model: rec.model,
+      thinking: rec.thinking,
+      sessionPath: rec.sessionPath,
+      extensionPaths: [sup.deps.childExtensionPath],
+      cwd: rec.workdir,
+      env: { ...process.env, ...sup.deps.childEnv },
+    }).argv;
+    const handle = await runtime.launch({
+      taskId: rec.taskId, name: rec.name, argv, cwd: rec.workdir, taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
+      env: childEnv(sup, rec),
+      ...(rec.worktree ? { repoName: rec.worktree.repo.split("/").pop()! } : { repoName: rec.cwd.split("/").pop()! }),
+      ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
+      ...(rec.machine ? { machine: rec.machine } : {}),
+    });
+    rec.handle = handle;
+    delete live.runtimeState;
+    await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
+    sup.watchRuntime(live, runtime);
+    sup.armTimeout(live);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        live.readiness = { resolve, reject };
+        const t = setTimeout(() => reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
+        live.readiness = { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)) };
+        if (live.child && live.promptPending) sup.sendPrompt(live);
+      });
+      await sup.refresh(live);
+      return;
+    } catch (e) {
+      lastErr = e as Error;
+      delete live.readiness;
+      live.unwatch?.();
+      delete live.unwatch;
+      await sup.journal(live, { type: "stalled", attempt, error: lastErr.message });
+      await runtime.close(handle).catch(() => undefined);
+      live.child?.push("child.abort", { reason: "stalled" });
+    }
+  }
+  const tail = rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "";
+  throw new DshError(
+    "AGENT_STALLED",
+    `the child showed no sign of life twice (${lastErr?.message ?? "stalled"}); check the model (${rec.model}), pi's install and ${sup.deps.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
+  );
+}
+
+function childEnv(sup: Supervisor, rec: TaskRecord): Record<string, string> {
+  return {
+    ...sup.deps.childEnv,
+    DSH_HERDR_SOCKET: sup.deps.socketPath,
+    DSH_HERDR_TASK_ID: rec.taskId,
+    DSH_HERDR_TASK_TOKEN: rec.token,
+    DSH_HERDR_RESULT_PATH: rec.resultPath,
+  };
+}
+
