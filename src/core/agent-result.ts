@@ -13,6 +13,7 @@ export interface HarvestInput {
   role: Role;
   agent: AgentInfo;
   brief?: string;
+  cwd?: string;
   owner?: string;
   worktree?: WorktreeInfo;
   timing: Timing;
@@ -75,6 +76,7 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
   if (input.worktree !== undefined) out.worktree = input.worktree;
   if (input.session !== undefined) out.usage = { ...input.session.usage };
   if (input.brief !== undefined) out.brief = input.brief;
+  if (input.cwd !== undefined) out.cwd = input.cwd;
   if (input.owner !== undefined) out.owner = input.owner;
   if (input.error !== undefined) out.error = input.error;
 

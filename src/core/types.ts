@@ -108,6 +108,8 @@ export interface AgentResult {
   warnings?: string[];
   /** Additive fields. */
   brief?: string;
+  /** Additive: the directory the task was spawned for (the source cwd, not the worktree). */
+  cwd?: string;
   owner?: string;
   error?: ResultError;
 }

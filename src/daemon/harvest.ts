@@ -57,6 +57,7 @@ export function assemble(ev: Evidence): AgentResult {
     role: rec.role,
     agent: agentInfo(rec),
     ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
+    cwd: rec.cwd,
     owner: rec.owner,
     ...(rec.worktree ? { worktree: rec.worktree } : {}),
     timing: { ...rec.timing },

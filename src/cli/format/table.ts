@@ -2,8 +2,8 @@
 import type { AgentResult } from "../../core/types.js";
 import { columns, formatAge, shortenHome, truncate } from "./text.js";
 
-/** What the table needs from a task: an AgentResult, plus the cwd when the daemon reports it. */
-export type TaskRow = AgentResult & { cwd?: string; external?: boolean };
+/** What the table needs from a task: an AgentResult (which carries cwd), and whether it is an external record. */
+export type TaskRow = AgentResult & { external?: boolean };
 
 export const TABLE_HEADER = ["ID", "AGENT", "ROLE", "STATUS", "AGE", "RUNTIME", "CWD"] as const;
 
