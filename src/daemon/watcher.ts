@@ -1,6 +1,10 @@
-// One chokidar watcher per task directory: session.jsonl and result.md appear and grow there. Only new session
-// bytes are read (the SessionReader keeps the offset and the partial line); reads are serialized.
-import { watch, type FSWatcher } from "chokidar";
+// One fs.watch (inotify/FSEvents) per task directory: session.jsonl and result.md appear and grow there. Only new
+// session bytes are read (the SessionReader keeps the offset and the partial line); reads are serialized and
+// coalesced (at most one queued read, which sees every byte written before it starts).
+//
+// Not chokidar: it emits at most one `change` per file per 50 ms and drops the rest with no trailing event, and pi
+// appends its settling line a few ms after the previous one, so that line was often never read (docs/performance.md).
+import { watch, type FSWatcher } from "node:fs";
 import { open, readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
@@ -11,16 +15,42 @@ export interface TaskFilesOptions {
   sessionPath: string;
   resultPath: string;
   onChange(what: "session" | "result"): void;
+  /** Poll interval when the OS refuses a watch (inotify limit reached); default 250 ms. */
+  fallbackPollMs?: number;
 }
 
 const CHUNK = 1024 * 1024;
 
+/** A serialized async job with at most one run waiting: a request while one waits joins it. */
+class Coalesced<T> {
+  private chain: Promise<unknown> = Promise.resolve();
+  private waiting: Promise<T> | undefined;
+
+  constructor(private readonly job: () => Promise<T>) {}
+
+  run(): Promise<T> {
+    if (this.waiting) return this.waiting;
+    const next = this.chain.then(() => {
+      this.waiting = undefined;
+      return this.job();
+    });
+    this.waiting = next;
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+}
+
 export class TaskFiles {
   readonly reader: SessionReader;
   private watcher: FSWatcher | undefined;
-  private chain: Promise<void> = Promise.resolve();
+  private poll: NodeJS.Timeout | undefined;
+  private readonly sessionRead = new Coalesced(() => this.readNewBytes());
+  private readonly resultRead = new Coalesced(() => this.readResultNow());
   private resultMd: ParsedResultMd | undefined;
   private resultText: string | undefined;
+  /** Bytes handed to the reader that are not yet a complete line. */
+  private pendingBytes = 0;
+  private stopped = false;
   sessionExists = false;
   sessionMtimeMs = 0;
 
@@ -29,29 +59,48 @@ export class TaskFiles {
   }
 
   start(): void {
-    const { taskDir, sessionPath, resultPath } = this.opts;
-    const names = new Set([basename(sessionPath), basename(resultPath)]);
-    this.watcher = watch(taskDir, {
-      depth: 0,
-      ignoreInitial: false,
-      ignored: (p: string) => p !== taskDir && !names.has(basename(p)),
-    });
-    const on = (p: string) => {
-      if (p === sessionPath) void this.readSession().then((moved) => moved && this.opts.onChange("session"));
-      else if (p === resultPath) void this.readResult().then((changed) => changed && this.opts.onChange("result"));
-    };
-    this.watcher.on("add", on).on("change", on).on("unlink", (p) => {
-      if (p === resultPath) {
-        this.resultMd = undefined;
-        this.resultText = undefined;
-        this.opts.onChange("result");
-      }
-    });
+    const session = basename(this.opts.sessionPath);
+    const result = basename(this.opts.resultPath);
+    const onSession = () => void this.readSession().then((moved) => moved && !this.stopped && this.opts.onChange("session"));
+    const onResult = () => void this.readResult().then((changed) => changed && !this.stopped && this.opts.onChange("result"));
+    try {
+      // Every event (create, append, rename, unlink) is delivered; a missing file name (rare) re-reads both.
+      this.watcher = watch(this.opts.taskDir, { persistent: false }, (_type, name) => {
+        const n = name?.toString();
+        if (n === undefined || n === session) onSession();
+        if (n === undefined || n === result) onResult();
+      });
+      this.watcher.on("error", () => this.startPolling(onSession, onResult));
+    } catch {
+      this.startPolling(onSession, onResult);
+    }
+    // Whatever is already there (a recovered task, or a file written before the watch began).
+    onSession();
+    onResult();
+  }
+
+  /** The OS would not watch the directory: fall back to polling both files (degraded, never silent loss). */
+  private startPolling(onSession: () => void, onResult: () => void): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    if (this.poll || this.stopped) return;
+    this.poll = setInterval(() => {
+      onSession();
+      onResult();
+    }, this.opts.fallbackPollMs ?? 250);
+    this.poll.unref();
+  }
+
+  get polling(): boolean {
+    return this.poll !== undefined;
   }
 
   async stop(): Promise<void> {
-    await this.watcher?.close();
+    this.stopped = true;
+    this.watcher?.close();
     this.watcher = undefined;
+    if (this.poll) clearInterval(this.poll);
+    this.poll = undefined;
   }
 
   facts(): SessionFacts | undefined {
@@ -64,9 +113,7 @@ export class TaskFiles {
 
   /** Read the session's new bytes now (also called on child events, which can beat the watcher). */
   readSession(): Promise<boolean> {
-    const run = this.chain.then(() => this.readNewBytes());
-    this.chain = run.then(() => undefined, () => undefined);
-    return run.catch(() => false);
+    return this.sessionRead.run().catch(() => false);
   }
 
   private async readNewBytes(): Promise<boolean> {
@@ -79,11 +126,11 @@ export class TaskFiles {
       // The reader holds an unfinished last line itself: resume after every byte already handed to it.
       let pos = this.reader.offset + this.pendingBytes;
       let moved = false;
-      const buf = Buffer.alloc(CHUNK);
+      const buf = Buffer.alloc(Math.min(CHUNK, Math.max(1, st.size - pos)));
       while (pos < st.size) {
-        const { bytesRead } = await fh.read(buf, 0, Math.min(CHUNK, st.size - pos), pos);
+        const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, st.size - pos), pos);
         if (bytesRead === 0) break;
-        this.reader.push(buf.subarray(0, bytesRead));
+        this.reader.push(buf.subarray(0, bytesRead)); // the reader copies what it keeps
         pos += bytesRead;
         moved = true;
       }
@@ -93,10 +140,13 @@ export class TaskFiles {
       await fh.close();
     }
   }
-  /** Bytes handed to the reader that are not yet a complete line. */
-  private pendingBytes = 0;
 
-  async readResult(): Promise<boolean> {
+  /** Re-read result.md; true when its text changed (appeared, changed or vanished). */
+  readResult(): Promise<boolean> {
+    return this.resultRead.run().catch(() => false);
+  }
+
+  private async readResultNow(): Promise<boolean> {
     const text = await readFile(this.opts.resultPath, "utf8").catch(() => undefined);
     if (text === this.resultText) return false;
     this.resultText = text;

@@ -1,0 +1,94 @@
+// TaskFiles (src/daemon/watcher.ts) against a real directory: lines appended a few ms apart (as pi writes its
+// settling tool result right after the assistant line) must all be read without any other nudge. chokidar's
+// 50 ms per-file change throttle used to drop the last one.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { TaskFiles } from "../../src/daemon/watcher.js";
+
+const root = join(import.meta.dirname, "..", "..", "..");
+const fixture = readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8").split("\n").filter(Boolean);
+
+async function until<T>(fn: () => T | undefined, what: string, timeoutMs = 5000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+function setup() {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-watch-"));
+  const changes: string[] = [];
+  const files = new TaskFiles({
+    taskDir: dir, sessionPath: join(dir, "session.jsonl"), resultPath: join(dir, "result.md"),
+    onChange: (what) => changes.push(what),
+  });
+  return { dir, files, changes, cleanup: async () => (await files.stop(), rmSync(dir, { recursive: true, force: true })) };
+}
+
+test("watcher: the last session lines, appended 1-3 ms apart, are read without any further event", async () => {
+  const { dir, files, changes, cleanup } = setup();
+  try {
+    files.start();
+    const session = join(dir, "session.jsonl");
+    for (let round = 0; round < 10; round++) {
+      // One cycle's worth of lines; the final two land within a few ms of each other.
+      for (const line of fixture) {
+        appendFileSync(session, line + "\n");
+        await new Promise((r) => setTimeout(r, 1 + (round % 3)));
+      }
+      const size = readFileSync(session).length;
+      await until(() => (files.sessionOffset === size ? true : undefined), `offset ${size} in round ${round} (at ${files.sessionOffset})`);
+    }
+    const f = files.facts();
+    assert.ok(f, "the session was read");
+    assert.equal(f.cycleSettled, true, "the settling line was seen");
+    assert.ok(changes.filter((c) => c === "session").length >= 10, "every round reported a session change");
+  } finally {
+    await cleanup();
+  }
+});
+
+test("watcher: result.md appearing, changing and vanishing each reach onChange; pre-existing files are read at start", async () => {
+  const { dir, files, changes, cleanup } = setup();
+  try {
+    writeFileSync(join(dir, "session.jsonl"), fixture.slice(0, 3).join("\n") + "\n");
+    files.start();
+    await until(() => (files.sessionOffset > 0 ? true : undefined), "the pre-existing session");
+    const resultPath = join(dir, "result.md");
+    writeFileSync(resultPath, "---\noutcome: completed\n---\n\nFirst report.\n");
+    await until(() => (files.result ? true : undefined), "result.md read");
+    writeFileSync(resultPath, "---\noutcome: blocked\n---\n\nNeed a decision.\n");
+    await until(() => (files.result?.body.includes("decision") ? true : undefined), "result.md re-read");
+    unlinkSync(resultPath);
+    await until(() => (files.result === undefined ? true : undefined), "result.md gone");
+    assert.ok(changes.filter((c) => c === "result").length >= 3, `appear, change, vanish reported: ${changes.join(",")}`);
+  } finally {
+    await cleanup();
+  }
+});
+
+test("watcher: with no OS watch available it falls back to polling and still reads every line", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-watch-"));
+  // A task dir that does not exist yet makes fs.watch throw ENOENT: the same path as an exhausted inotify limit.
+  const taskDir = join(dir, "later");
+  const files = new TaskFiles({ taskDir, sessionPath: join(taskDir, "session.jsonl"), resultPath: join(taskDir, "result.md"), onChange: () => undefined, fallbackPollMs: 20 });
+  try {
+    files.start();
+    assert.equal(files.polling, true);
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(taskDir);
+    for (const line of fixture) appendFileSync(join(taskDir, "session.jsonl"), line + "\n");
+    const size = readFileSync(join(taskDir, "session.jsonl")).length;
+    await until(() => (files.sessionOffset === size ? true : undefined), "every line by polling");
+    assert.equal(files.facts()?.cycleSettled, true);
+  } finally {
+    await files.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
