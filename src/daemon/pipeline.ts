@@ -30,11 +30,14 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
 async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const { rec } = live;
   const { store, home } = sup.deps;
-  const base = await captureBaseline(rec.cwd);
+  const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated });
   rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, warnings: base.warnings };
   if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
   if (rec.isolated) {
-    rec.worktree = await createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId });
+    rec.worktree = await createWorktree({
+      repoCwd: rec.cwd, home, taskId: rec.taskId,
+      ...(base.repoRoot ? { known: { repoRoot: base.repoRoot, head: base.baselineHead } } : {}),
+    });
     rec.workdir = rec.worktree.path;
     // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
     rec.baseline = { ...rec.baseline, dirtyAtStart: [] };

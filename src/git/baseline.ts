@@ -12,7 +12,12 @@ export interface Baseline {
   warnings: string[];
 }
 
-export async function captureBaseline(cwd: string): Promise<Baseline> {
+export interface CaptureOptions {
+  /** false: skip `git status` (an isolated task starts in a fresh worktree, so nothing there is dirty yet). */
+  dirty?: boolean;
+}
+
+export async function captureBaseline(cwd: string, opts: CaptureOptions = {}): Promise<Baseline> {
   const root = await repoRoot(cwd);
   if (root === undefined) {
     return {
@@ -25,7 +30,7 @@ export async function captureBaseline(cwd: string): Promise<Baseline> {
   }
   const [head, status] = await Promise.all([
     headCommit(root),
-    git(root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
+    opts.dirty === false ? "" : git(root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
   ]);
   return { isRepo: true, repoRoot: root, baselineHead: head, dirtyAtStart: porcelainLines(status), warnings: [] };
 }

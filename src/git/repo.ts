@@ -9,9 +9,10 @@ export async function repoRoot(cwd: string): Promise<string | undefined> {
   if (st === undefined || !st.isDirectory()) {
     throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass an existing working directory.`);
   }
-  const inside = await gitMaybe(cwd, ["rev-parse", "--is-inside-work-tree"]);
-  if (inside?.trim() !== "true") return undefined;
-  return (await git(cwd, ["rev-parse", "--show-toplevel"])).trim();
+  // One git call: "true\n<top level>" inside a work tree; inside .git, "false" and an error; elsewhere an error.
+  const out = await gitMaybe(cwd, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"]);
+  const [inside, top] = (out ?? "").split("\n");
+  return inside === "true" && top ? top : undefined;
 }
 
 export async function requireRepoRoot(cwd: string): Promise<string> {

@@ -24,22 +24,27 @@ export interface CreateWorktreeOptions {
   taskId: string;
   /** Commit-ish to branch from; default HEAD. */
   base?: string;
+  /** What captureBaseline already learned (the repo's top level and HEAD): saves asking git again. */
+  known?: { repoRoot: string; head: string | null };
 }
 
 export async function createWorktree(opts: CreateWorktreeOptions): Promise<WorktreeInfo> {
-  const repo = await requireRepoRoot(opts.repoCwd);
+  const repo = opts.known?.repoRoot ?? (await requireRepoRoot(opts.repoCwd));
   const base = opts.base ?? "HEAD";
   if (base.startsWith("-")) throw new DshError("BAD_PARAMS", `base ${JSON.stringify(base)} is not a commit-ish; pass a branch, tag or sha.`);
-  if ((await headCommit(repo)) === null) {
+  const head = opts.known ? opts.known.head : await headCommit(repo);
+  if (head === null) {
     throw new DshError("GIT_FAILED", `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`);
   }
-  if (!(await gitSucceeds(repo, ["rev-parse", "--verify", "--quiet", `${base}^{commit}`]))) {
+  // HEAD as the baseline saw it: branch from that exact commit (no second lookup, no race with a new commit).
+  const from = base === "HEAD" && opts.known ? head : base;
+  if (from !== head && !(await gitSucceeds(repo, ["rev-parse", "--verify", "--quiet", `${base}^{commit}`]))) {
     throw new DshError("BAD_PARAMS", `base ${JSON.stringify(base)} is not a commit in ${repo}; pass an existing branch, tag or sha.`);
   }
   const path = worktreePathFor(opts.home, repo, opts.taskId);
   const branch = branchFor(opts.taskId);
   await mkdir(join(opts.home, "worktrees"), { recursive: true, mode: 0o700 });
-  await git(repo, ["worktree", "add", "-b", branch, path, base]);
+  await git(repo, ["worktree", "add", "-b", branch, path, from]);
   return { path, branch, repo, base };
 }
 
