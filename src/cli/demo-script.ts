@@ -37,7 +37,6 @@ export function demoScript(): unknown {
         steps: [
           { thinking: "Create the module.", toolCalls: [{ name: "write", arguments: { path: "src/greeting.js", content: GREETING } }], delayMs: 300 },
           { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Added src/greeting.js with greet(name).\n\nTests: none yet; greet(\"Ada\") returns \"Hello, Ada!\"." } }], delayMs: 300 },
-          { text: "Reported through crew_report." },
         ],
       },
       {
@@ -45,7 +44,6 @@ export function demoScript(): unknown {
         steps: [
           { thinking: "Write the doc.", toolCalls: [{ name: "write", arguments: { path: "docs/usage.md", content: USAGE } }], delayMs: 600 },
           { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Wrote docs/usage.md: how to run the app." } }], delayMs: 300 },
-          { text: "Reported through crew_report." },
         ],
       },
       {
@@ -59,7 +57,6 @@ export function demoScript(): unknown {
             }],
             delayMs: 300,
           },
-          { text: "Reported through crew_report." },
         ],
       },
     ],

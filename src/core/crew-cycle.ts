@@ -2,6 +2,10 @@
 // assistant message's tool-call batch is exactly one crew_report whose tool result succeeded. A normal ending
 // without one gets one finalization follow-up; a second becomes a contract error. error/aborted endings are
 // technical and get no reminder. Pure: it reads the messages pi's agent_end carries.
+import type { CrewReport } from "./crew-delivery.js";
+import type { SessionFacts } from "./session-reader.js";
+
+export type { CrewReport };
 
 export type CycleVerdict =
   | { kind: "accepted"; args: unknown }
@@ -64,4 +68,39 @@ export class CycleGuard {
     this.reminders += 1;
     return this.reminders === 1 ? "finalize" : "contract_error";
   }
+}
+
+/** crew_report's arguments: the report when valid, else an error message naming the fix (thrown as {"error": ...}). */
+export function checkCrewReport(params: unknown): CrewReport | string {
+  if (typeof params !== "object" || params === null || Array.isArray(params)) return "crew_report needs {outcome, report}";
+  const p = params as Record<string, unknown>;
+  const unknown = Object.keys(p).filter((k) => !["outcome", "report", "needs"].includes(k));
+  if (unknown.length > 0) return `crew_report has unknown field(s) ${unknown.join(", ")}; use only outcome, report and needs`;
+  if (p.outcome !== "completed" && p.outcome !== "needs_input") return 'outcome must be "completed" or "needs_input"';
+  if (typeof p.report !== "string" || p.report.trim() === "") return "report must be a non-blank string holding your complete final answer";
+  if (p.outcome === "needs_input") {
+    if (typeof p.needs !== "string" || p.needs.trim() === "") return 'outcome "needs_input" requires a non-blank `needs` saying what you need';
+    return { outcome: "needs_input", report: p.report, needs: p.needs };
+  }
+  if (p.needs !== undefined) return '`needs` is only allowed with outcome "needs_input"; drop it or change the outcome';
+  return { outcome: "completed", report: p.report };
+}
+
+/**
+ * The accepted crew_report a session's current cycle ended on (pi stops after a terminating tool, so the session
+ * ends on its successful result), read back from the file: it survives a daemon restart, unlike a socket message.
+ */
+export function sessionReport(facts: SessionFacts | undefined): CrewReport | undefined {
+  if (!facts || facts.terminatedBy !== "crew_report" || facts.lastToolCalls.length !== 1) return undefined;
+  const r = checkCrewReport(facts.lastToolCalls[0]!.arguments);
+  return typeof r === "string" ? undefined : r;
+}
+
+/**
+ * A cycle that ended on an accepted crew_report has no assistant text after it (the tool terminates the loop), so
+ * its final message is the report: the child's complete final answer. Other cycles keep their last text.
+ */
+export function withReportAsFinalText(facts: SessionFacts): SessionFacts {
+  const r = sessionReport(facts);
+  return r ? { ...facts, finalText: r.report } : facts;
 }

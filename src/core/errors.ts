@@ -38,6 +38,7 @@ export const ERROR_CODES = [
   "INTERNAL",
   "HERDR_REJECTED",
   "PI_NOT_FOUND",
+  "AGENT_ERROR",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -10,6 +10,8 @@ import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
 import { createHandlers } from "./methods.js";
+import { DeliveryService } from "./delivery.js";
+import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
 import { createRuntimes } from "./runtimes.js";
@@ -68,6 +70,9 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     childEnv: opts.childEnv ?? {},
     log,
   });
+  // Owner delivery watches settles from the start, so a cycle recovery settles is queued, never dropped.
+  const delivery = new DeliveryService({ home, log, reportOf: (l) => sup.reportOf(l) });
+  delivery.watch(sup);
   // Reconcile every open task before the socket is served.
   await recoverTasks(sup, runtimes);
 
@@ -80,7 +85,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     log,
     authenticateChild: (taskId, token) => sup.authenticate(taskId, token),
     onChildConnected: (conn) => sup.childConnected(conn),
-    handlers: createHandlers({
+    handlers: Object.assign(createOwnerHandlers(sup, delivery), createHandlers({
       sup,
       defaultRuntime: () => runtimes.pick(),
       stop: () => void stop(),
@@ -92,7 +97,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
         maxParallelAgents: config.maxParallelAgents, maxQueuedAgents: config.maxQueuedAgents,
         runtime: config.runtime, enabled: config.enabled,
       }),
-    }),
+    })),
   });
   log.info({ home, socket: paths.socket, version, tasks: sup.tasks.size }, "daemon started");
 

@@ -215,6 +215,6 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     },
 
     "child.event": (p: { type: string }, conn: Connection) => sup.childEvent(conn, p),
-    "child.report": (p: { outcome: string }, conn: Connection) => sup.childReport(conn, p),
+    "child.report": (p: Parameters<Supervisor["childReport"]>[1], conn: Connection) => sup.childReport(conn, p),
   };
 }

@@ -21,10 +21,13 @@ export const REQUEST_METHODS = [
   "task.subscribe",
   "child.event",
   "child.report",
+  "owner.attach",
+  "owner.ack",
+  "owner.move",
 ] as const;
 export type RequestMethod = (typeof REQUEST_METHODS)[number];
 
-export const PUSH_METHODS = ["task.status", "child.prompt", "child.abort"] as const;
+export const PUSH_METHODS = ["task.status", "child.prompt", "child.abort", "owner.delivery"] as const;
 
 export const packageRoot = join(import.meta.dirname, "..", "..", "..");
 export const protocolSchemaDir = join(packageRoot, "schema", "protocol");

@@ -147,6 +147,9 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
         throw new DshError("FORBIDDEN", `a child may not call ${method}; children speak only for their own task through child.*`);
       }
       if (conn.kind !== "child" && childOnly) throw new DshError("FORBIDDEN", `${method} is for child connections only`);
+      if (conn.kind !== "owner" && method.startsWith("owner.")) {
+        throw new DshError("FORBIDDEN", `${method} is for owner connections only; say hello {kind:"owner", ownerId:<pi session id>} first`);
+      }
       const h = opts.handlers[method];
       if (!h) throw new DshError("UNKNOWN_METHOD", `${method} is not served by this daemon; upgrade dsh-herdr`);
       return await h(p, conn);

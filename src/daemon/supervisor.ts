@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
+import { CONTRACT_ERROR_MESSAGE, sessionReport, withReportAsFinalText, type CrewReport } from "../core/crew-cycle.js";
 import { agentName } from "../core/ids.js";
 import type { AgentResult, AgentStatus, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
@@ -45,6 +46,10 @@ export interface Live {
   chain: Promise<void>;
   /** A settled harvest is queued: live snapshots before it would only repeat it without the diff. */
   settling?: boolean;
+  /** The crew_report the child extension accepted, with the cycle it ended. */
+  report?: CrewReport & { cycle: number };
+  /** errorMessage of the child's last agent_end, for a session file that does not show it yet. */
+  lastErrorMessage?: string;
 }
 
 type Listener = (live: Live, result: AgentResult) => void;
@@ -88,7 +93,7 @@ export class Supervisor {
     void this.journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length });
   }
 
-  async childEvent(conn: Connection, ev: { type: string; cycle?: number; stopReason?: string; errorMessage?: string; willRetry?: boolean }): Promise<{ ok: true }> {
+  async childEvent(conn: Connection, ev: { type: string; cycle?: number; stopReason?: string; errorMessage?: string; willRetry?: boolean; why?: string }): Promise<{ ok: true }> {
     const live = this.tasks.get(conn.taskId ?? "");
     if (!live || live.rec.lifecycle) return { ok: true };
     if (ev.type === "prompt_accepted" && live.promptPending && ev.cycle === live.promptPending.cycle) {
@@ -100,6 +105,7 @@ export class Supervisor {
       this.refresh(live);
     } else if (ev.type === "agent_end" && live.cycleRunning && live.promptPending === undefined) {
       if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
+      if (ev.errorMessage !== undefined) live.lastErrorMessage = ev.errorMessage;
       await live.files?.readSession();
       await live.files?.readResult();
       // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
@@ -108,13 +114,30 @@ export class Supervisor {
       this.settleCycle(live, `agent_end ${ev.stopReason ?? ""}`.trim());
     } else if (ev.type === "prompt_failed") {
       void this.journal(live, { type: "prompt_failed", cycle: ev.cycle, error: ev.errorMessage });
+    } else if (ev.type === "finalize_prompt") {
+      // A reportless normal ending: the child sent itself the one finalization follow-up; the cycle goes on.
+      void this.journal(live, { type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
+    } else if (ev.type === "contract_error" && live.cycleRunning && live.promptPending === undefined) {
+      live.rec.error = { code: "CONTRACT_ERROR", message: CONTRACT_ERROR_MESSAGE };
+      void this.journal(live, { type: "contract_error", cycle: ev.cycle, why: ev.why });
+      await live.files?.readSession();
+      this.settleCycle(live, "contract error", { failed: true });
     }
     return { ok: true };
   }
 
-  async childReport(conn: Connection, p: { cycle?: number; outcome: string }): Promise<{ ok: true }> {
+  /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
+  reportOf(live: Live): CrewReport | undefined {
+    const r = live.report;
+    if (r && r.cycle === live.rec.cycle) return r.needs !== undefined ? { outcome: r.outcome, report: r.report, needs: r.needs } : { outcome: r.outcome, report: r.report };
+    return sessionReport(live.files?.facts());
+  }
+
+  async childReport(conn: Connection, p: { cycle?: number; outcome: "completed" | "needs_input"; report: string; needs?: string }): Promise<{ ok: true }> {
     const live = this.tasks.get(conn.taskId ?? "");
     if (!live) return { ok: true };
+    // Kept before any await: the agent_end that follows on the same connection may settle the cycle next.
+    live.report = { cycle: p.cycle ?? live.rec.cycle, outcome: p.outcome, report: p.report, ...(p.needs !== undefined ? { needs: p.needs } : {}) };
     await this.journal(live, { type: "report", cycle: p.cycle, outcome: p.outcome });
     await live.files?.readResult();
     return { ok: true };
@@ -182,7 +205,8 @@ export class Supervisor {
       if (d.diff) live.diff = d.diff;
       if (d.warning) rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
     }
-    const facts = live.files?.facts();
+    const sessionFacts = live.files?.facts();
+    const facts = sessionFacts && withReportAsFinalText(sessionFacts);
     const result = assemble({
       rec,
       runtime: this.runtimeRaw(live),
@@ -214,10 +238,27 @@ export class Supervisor {
     if (live.timer) clearTimeout(live.timer);
     delete live.timer;
     live.rec.timing.settledAt = Date.now();
+    const failure = live.rec.error || live.rec.lifecycle ? undefined : this.failureOf(live, why);
+    if (failure) live.rec.error = failure;
     live.settling = true;
     this.admission.release(live.rec.taskId);
     void this.journal(live, { type: "settle", why, cycle: live.rec.cycle });
     void this.refresh(live, { settled: true, ...opts });
+  }
+
+  /** Why a cycle that settles without a report failed, so the owner's error delivery and the card can say so. */
+  private failureOf(live: Live, why: string): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
+    if (this.reportOf(live)) return undefined;
+    const f = live.files?.facts();
+    const where = `inspect the session (${live.rec.sessionPath})`;
+    if ((f?.lastStopReason ?? live.lastStopReason) === "error") {
+      const msg = f?.lastErrorMessage ?? live.lastErrorMessage ?? "no error message";
+      return { code: "AGENT_ERROR", message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again` };
+    }
+    if (why.startsWith("runtime ") || why.startsWith("gone ")) {
+      return { code: "PANE_GONE", message: `the child's process or pane ended before its cycle finished (${why}); ${where}, then spawn again` };
+    }
+    return undefined;
   }
 
   journal(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
@@ -318,13 +359,15 @@ export class Supervisor {
       throw new DshError("BAD_STATE", `task ${rec.taskId} is ${rec.status}; task.respond needs a completed or blocked task (wait for it with task.wait, or spawn a new task)`);
     }
     await this.admission.acquire(rec.taskId);
-    // The new cycle must earn its own result.md: keep the old one beside it for the record.
-    await rename(rec.resultPath, join(this.deps.store.taskPaths(rec.taskId).dir, `result.cycle${rec.cycle}.md`)).catch(() => undefined);
-    await live.files?.readResult();
     rec.cycle += 1;
     delete rec.timing.settledAt;
     delete live.lastStopReason;
+    delete live.lastErrorMessage;
+    // Pending before result.md moves: a harvest the move triggers must read "working", not a settled cycle.
     live.promptPending = { cycle: rec.cycle, text: message };
+    // The new cycle must earn its own result.md: keep the old one beside it for the record.
+    await rename(rec.resultPath, join(this.deps.store.taskPaths(rec.taskId).dir, `result.cycle${rec.cycle - 1}.md`)).catch(() => undefined);
+    await live.files?.readResult();
     if (live.child) {
       this.sendPrompt(live);
     } else if (rec.handle) {

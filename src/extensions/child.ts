@@ -5,8 +5,9 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { connect, type DaemonClient } from "../client/index.js";
 import { isRetryableError } from "../core/session-reader.js";
+import { CycleGuard, FINALIZE_PROMPT, checkCrewReport, judgeCycle, type CrewReport } from "../core/crew-cycle.js";
 import { readRetrySettings } from "./child-settings.js";
-import { CREW_REPORT_DESCRIPTION, CREW_REPORT_PARAMETERS, checkCrewReport, resultMdFor, writeResultMd } from "./child-report.js";
+import { CREW_REPORT_DESCRIPTION, CREW_REPORT_PARAMETERS, resultMdFor, writeResultMd } from "./child-report.js";
 
 interface Env {
   socket?: string;
@@ -26,6 +27,10 @@ export default function childExtension(pi: ExtensionAPI): void {
   let ctxRef: ExtensionContext | undefined;
   let cycle = 0;
   let shuttingDown = false;
+  const supervised = Boolean(env.socket && env.taskId && env.token);
+  const guard = new CycleGuard();
+  /** The last valid crew_report per tool call; acceptance at agent_end decides which (if any) counts. */
+  const reports = new Map<string, CrewReport>();
   /** Events raised while disconnected wait here, in order. */
   const backlog: { method: string; params: Record<string, unknown> }[] = [];
 
@@ -42,26 +47,70 @@ export default function childExtension(pi: ExtensionAPI): void {
     label: "Report result",
     description: CREW_REPORT_DESCRIPTION,
     parameters: CREW_REPORT_PARAMETERS as never,
-    async execute(_toolCallId: string, params: unknown) {
+    async execute(toolCallId: string, params: unknown) {
       const checked = checkCrewReport(params);
       if (typeof checked === "string") throw new Error(JSON.stringify({ error: checked }));
-      if (env.resultPath) writeResultMd(env.resultPath, resultMdFor(checked));
-      send("child.report", { cycle, ...checked, ...(env.resultPath ? { resultPath: env.resultPath } : {}) });
-      return { content: [{ type: "text" as const, text: "{}" }], details: { outcome: checked.outcome } };
+      // Only stored: the cycle is accepted at agent_end, when the report is known to be alone in the last batch.
+      reports.set(toolCallId, checked);
+      // terminate: pi makes no further model call after a batch of terminating results, so the report is the answer.
+      return { content: [{ type: "text" as const, text: "{}" }], details: { outcome: checked.outcome }, terminate: true };
     },
   } as never);
 
-  if (!env.socket || !env.taskId || !env.token) return; // not supervised: crew_report still writes result.md
+  const accept = (report: CrewReport) => {
+    if (env.resultPath) writeResultMd(env.resultPath, resultMdFor(report));
+    send("child.report", { cycle, ...report, ...(env.resultPath ? { resultPath: env.resultPath } : {}) });
+  };
+  // Sent from a later macrotask: inside agent_end pi may still count as streaming.
+  const sendPrompt = (text: string, onSent?: () => void) =>
+    setTimeout(() => {
+      const idle = ctxRef?.isIdle() ?? true;
+      const sent = idle ? pi.sendUserMessage(text) : pi.sendUserMessage(text, { deliverAs: "followUp" });
+      onSent?.();
+      Promise.resolve(sent).catch((e: unknown) => send("child.event", { type: "prompt_failed", cycle, errorMessage: String(e) }));
+    }, 0);
+
+  let retryErrors = 0;
+  pi.on("agent_end", async (ev, ctx) => {
+    ctxRef = ctx;
+    const messages = ev.messages as unknown as Record<string, unknown>[];
+    const last = [...messages].reverse().find((m) => m.role === "assistant");
+    const params: Record<string, unknown> = { type: "agent_end", cycle, sessionFile: ctx.sessionManager.getSessionFile() ?? null };
+    if (typeof last?.stopReason === "string") params.stopReason = last.stopReason;
+    if (typeof last?.errorMessage === "string") params.errorMessage = last.errorMessage;
+    // pi 0.73.1 tells extensions nothing about auto-retry: judge it as pi does, from its retry settings.
+    const retryable = last?.stopReason === "error" && isRetryableError(last.errorMessage as string | undefined);
+    retryErrors = retryable ? retryErrors + 1 : 0;
+    const retry = readRetrySettings(ctx.cwd);
+    params.willRetry = retryable && retry.enabled && retryErrors <= retry.maxRetries;
+    const verdict = judgeCycle(messages);
+    if (verdict.kind === "accepted") {
+      const call = (last?.content as { type?: string; id?: string }[]).find((c) => c?.type === "toolCall");
+      const report = reports.get(call?.id ?? "") ?? checkCrewReport(verdict.args);
+      if (typeof report !== "string") accept(report);
+    } else if (verdict.kind === "reportless" && supervised && !shuttingDown) {
+      reports.clear();
+      if (guard.onReportless() === "finalize") {
+        send("child.event", { type: "finalize_prompt", cycle, why: verdict.why });
+        sendPrompt(FINALIZE_PROMPT);
+      } else {
+        send("child.event", { type: "contract_error", cycle, why: verdict.why });
+      }
+      return; // not settled: the follow-up runs, or the daemon settles on the contract error
+    }
+    reports.clear();
+    send("child.event", params);
+  });
+
+  if (!supervised) return; // not supervised: an accepted crew_report still writes result.md
 
   const runPrompt = (p: { cycle: number; text: string }) => {
-    // A later macrotask: a prompt sent inside session_start would race pi's own session wiring.
-    setTimeout(() => {
-      cycle = p.cycle;
-      const idle = ctxRef?.isIdle() ?? true;
-      const sent = idle ? pi.sendUserMessage(p.text) : pi.sendUserMessage(p.text, { deliverAs: "followUp" });
-      send("child.event", { type: "prompt_accepted", cycle: p.cycle });
-      Promise.resolve(sent).catch((e: unknown) => send("child.event", { type: "prompt_failed", cycle: p.cycle, errorMessage: String(e) }));
-    }, 0);
+    // A new cycle (the task, or a crew_respond follow-up): validation starts fresh. A later macrotask: a prompt
+    // sent inside session_start would race pi's own session wiring.
+    cycle = p.cycle;
+    guard.newCycle();
+    reports.clear();
+    sendPrompt(p.text, () => send("child.event", { type: "prompt_accepted", cycle: p.cycle }));
   };
 
   const attach = async (): Promise<void> => {
@@ -100,19 +149,6 @@ export default function childExtension(pi: ExtensionAPI): void {
     if (!client) await attach();
   });
   pi.on("agent_start", async () => send("child.event", { type: "agent_start", cycle }));
-  let retryErrors = 0;
-  pi.on("agent_end", async (ev, ctx) => {
-    const last = [...(ev.messages as unknown as Record<string, unknown>[])].reverse().find((m) => m.role === "assistant");
-    const params: Record<string, unknown> = { type: "agent_end", cycle, sessionFile: ctx.sessionManager.getSessionFile() ?? null };
-    if (typeof last?.stopReason === "string") params.stopReason = last.stopReason;
-    if (typeof last?.errorMessage === "string") params.errorMessage = last.errorMessage;
-    // pi 0.73.1 tells extensions nothing about auto-retry: judge it as pi does, from its retry settings.
-    const retryable = last?.stopReason === "error" && isRetryableError(last.errorMessage as string | undefined);
-    retryErrors = retryable ? retryErrors + 1 : 0;
-    const retry = readRetrySettings(ctx.cwd);
-    params.willRetry = retryable && retry.enabled && retryErrors <= retry.maxRetries;
-    send("child.event", params);
-  });
   pi.on("session_shutdown", async () => {
     shuttingDown = true;
     if (client && !client.closed) {

@@ -32,6 +32,8 @@ export class DeliveryInjector {
   /** Injected in this process but possibly not persisted yet (a steer waits for the tool batch to end). */
   private readonly inFlight = new Set<string>();
   private chain: Promise<void> = Promise.resolve();
+  /** Abort cards that arrived during an owner run: appended once the run ends, so they never feed a model call. */
+  private held: { ownerId: string; content: string; details: Record<string, unknown> }[] = [];
   readonly injected: string[] = [];
 
   constructor(private readonly deps: DeliveryInjectorDeps) {}
@@ -39,6 +41,17 @@ export class DeliveryInjector {
   /** Serialized, so several pushes keep their order and each sees the previous one's effect. */
   push(d: PushedDelivery, ownerId: string): void {
     this.chain = this.chain.then(() => this.handle(d, ownerId)).catch(() => undefined);
+  }
+
+  /** Append held abort cards while the owner is idle (call after agent_end); otherwise keep them for the next end. */
+  flushHeld(): void {
+    const ctx = this.deps.ctx();
+    if (!ctx || !ctx.isIdle()) return;
+    const owner = ctx.sessionManager.getSessionId();
+    // A card held for a session the person has since left is dropped: it was only ever a notice.
+    for (const c of this.held.splice(0)) {
+      if (c.ownerId === owner) this.deps.pi.sendMessage({ customType: ABORT_TYPE, content: c.content, display: true, details: c.details });
+    }
   }
 
   private async ack(id: string, state: "acked" | "expired"): Promise<void> {
@@ -60,9 +73,10 @@ export class DeliveryInjector {
     this.inFlight.add(d.deliveryId);
     const details = { deliveryId: d.deliveryId, card: d.card };
     if (d.model === null) {
-      // Aborts: a card for the person, never model context (the context hook drops it) and never a turn.
-      const idle = ctx.isIdle();
-      this.deps.pi.sendMessage({ customType: ABORT_TYPE, content: cardMarkdown(d.card), display: true, details }, idle ? {} : { deliverAs: "nextTurn" });
+      // Aborts: a card for the person, never model context (the context hook drops it) and never a turn. During a
+      // run, a steer or follow-up would make pi call the model once more, so the card waits for the run's end.
+      this.held.push({ ownerId, content: cardMarkdown(d.card), details });
+      if (ctx.isIdle()) this.flushHeld();
     } else {
       if (ctx.isIdle()) await this.deps.beforeRun();
       this.deps.pi.sendMessage({ customType: RESULT_TYPE, content: JSON.stringify(d.model), display: true, details }, { deliverAs: "steer", triggerTurn: true });

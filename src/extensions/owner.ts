@@ -55,6 +55,8 @@ export default function ownerExtension(pi: ExtensionAPI): void {
     status.modelCall();
   });
   pi.on("before_agent_start", async () => status.beforeAgentStart());
+  // pi may still count as streaming inside agent_end: held abort cards go out from a later macrotask.
+  pi.on("agent_end", async () => void setTimeout(() => injector.flushHeld(), 0));
   pi.on("turn_end", async (ev) => {
     await status.turnEnded((ev.toolResults?.length ?? 0) > 0);
   });

@@ -92,8 +92,8 @@ export const SCRIPT: Script = {
       match: "MARK-WORKER",
       steps: [
         { toolCalls: [{ name: "write", arguments: { path: "feature.txt", content: "feature done\n" } }], usage: { prompt: 100, completion: 11 } },
+        // crew_report terminates the cycle: no model call follows it.
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Added feature.txt\n\nOne new file." } }], usage: { prompt: 110, completion: 13 } },
-        { text: "All done: feature.txt is in place.", usage: { prompt: 120, completion: 17 } },
       ],
     },
     {
@@ -102,7 +102,6 @@ export const SCRIPT: Script = {
       steps: [
         { toolCalls: [{ name: "write", arguments: { path: "README.md", content: "# changed by reviewer\n" } }] },
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Reviewed; README touched" } }] },
-        { text: "Review finished." },
       ],
     },
     { name: "error", match: "MARK-ERROR", steps: [{ httpError: { status: 500, message: "scripted upstream failure" } }] },
@@ -112,12 +111,10 @@ export const SCRIPT: Script = {
       match: "MARK-BLOCKED",
       steps: [
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color: red or blue?" } }] },
-        { text: "Waiting for an answer." },
         { toolCalls: [{ name: "write", arguments: { path: "color.txt", content: "blue\n" } }] },
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Painted it blue" } }] },
-        { text: "Blue it is." },
       ],
     },
-    { name: "quick", match: "MARK-QUICK", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick one" } }], delayMs: 1500 }, { text: "ok" }] },
+    { name: "quick", match: "MARK-QUICK", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick one" } }], delayMs: 1500 }] },
   ],
 };

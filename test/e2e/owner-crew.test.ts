@@ -217,17 +217,21 @@ test("a reportless child gets one finalization follow-up; twice → contract err
 
 test("every owner tool's bad input is an {\"error\"} naming the problem", async () => {
   prompt("DO-BAD");
-  const errs: string[] = [];
-  for (const name of ["crew_spawn", "crew_spawn", "crew_respond", "crew_done", "crew_abort"]) {
-    const e = await toolEnd(name);
-    assert.equal(e.isError, true, `${name} should fail`);
-    errs.push((JSON.parse(e.result.content[0].text) as { error: string }).error);
-  }
-  assert.match(errs[0]!, /brief is required/);
-  assert.match(errs[1]!, /Unknown subagent: "nobody"/);
-  assert.match(errs[2]!, /No subagent with id "tzzzzzzzzzzz"/);
-  assert.match(errs[3]!, /unknown field\(s\) force/);
-  assert.match(errs[4]!, /exactly one of: subagent_id, subagent_ids, or all=true/);
+  // pi runs a batch's tools in parallel: their ends arrive in completion order, not in batch order.
+  const ends: Record<string, any>[] = [];
+  for (let i = 0; i < 5; i++) ends.push((await owner.waitFor((e) => e.type === "tool_execution_end", 30_000)) as Record<string, any>);
+  const errs = (name: string) =>
+    ends.filter((e) => e.toolName === name).map((e) => {
+      assert.equal(e.isError, true, `${name} should fail`);
+      return (JSON.parse(e.result.content[0].text) as { error: string }).error;
+    });
+  assert.deepEqual(ends.map((e) => e.toolName).sort(), ["crew_abort", "crew_done", "crew_respond", "crew_spawn", "crew_spawn"]);
+  const spawnErrs = errs("crew_spawn");
+  assert.ok(spawnErrs.some((e) => /brief is required/.test(e)), JSON.stringify(spawnErrs));
+  assert.ok(spawnErrs.some((e) => /Unknown subagent: "nobody"/.test(e)), JSON.stringify(spawnErrs));
+  assert.match(errs("crew_respond")[0]!, /No subagent with id "tzzzzzzzzzzz"/);
+  assert.match(errs("crew_done")[0]!, /unknown field\(s\) force/);
+  assert.match(errs("crew_abort")[0]!, /exactly one of: subagent_id, subagent_ids, or all=true/);
   await idle();
 });
 

@@ -26,11 +26,12 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     assert.equal(r.agent.runtime, runtime);
     assert.equal(r.agent.name, `worker-model-${taskId.slice(-4)}`);
     assert.equal(r.summary, "Added feature.txt");
-    assert.equal(r.finalMessage, "All done: feature.txt is in place.");
+    // The cycle ends on crew_report (it terminates the loop): the report is the final message.
+    assert.equal(r.finalMessage, "Added feature.txt\n\nOne new file.");
     assert.equal(r.result?.meta.status, "completed");
     assert.equal(r.result?.text, "Added feature.txt\n\nOne new file.");
     assert.equal(r.result?.path, join(h().home, "tasks", taskId, "result.md"));
-    assert.deepEqual(r.usage, { assistant: 3, toolCalls: 2, outputTokens: 41 });
+    assert.deepEqual(r.usage, { assistant: 2, toolCalls: 2, outputTokens: 24 });
     assert.equal(r.sessionPath, join(h().home, "tasks", taskId, "session.jsonl"));
     assert.ok(r.worktree && r.worktree.branch === `dsh/${taskId}` && r.worktree.repo === h().repo);
     assert.ok(existsSync(join(r.worktree.path, "feature.txt")));
@@ -65,6 +66,9 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     assert.equal(r.status, "failed");
     assert.equal(r.nextAction, "inspect");
     assert.equal(r.finalMessage, undefined);
+    // The failure explains itself: the owner's {status:"error"} delivery and the CLI card show this.
+    assert.equal(r.error?.code, "AGENT_ERROR");
+    assert.match(r.error!.message, /scripted upstream failure/);
   });
 
   test(`${runtime}: needs_input → blocked/answer; task.respond runs a second cycle to completed`, async () => {
@@ -81,7 +85,7 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     assert.deepEqual(statuses.filter((s) => s.startsWith("2:")), ["2:running", "2:completed"], JSON.stringify(readJournal(h(), taskId)));
     assert.equal(r2.status, "completed");
     assert.equal(r2.summary, "Painted it blue");
-    assert.equal(r2.finalMessage, "Blue it is.");
+    assert.equal(r2.finalMessage, "Painted it blue");
     assert.ok(r2.diff?.untracked.includes("color.txt") || r2.diff?.files.includes("color.txt"));
     assert.ok(existsSync(join(h().home, "tasks", taskId, "result.cycle1.md")));
     // respond is refused unless completed or blocked: close it, then try again
@@ -96,6 +100,7 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     const r = await h().wait(taskId);
     assert.equal(r.status, "gone");
     assert.equal(r.nextAction, "inspect");
+    assert.equal(r.error?.code, "PANE_GONE", "a child death explains itself (the owner gets it as an error delivery)");
   });
 
   test(`${runtime}: timeout → interrupted; abort → interrupted with the spec's abort result`, async () => {

@@ -1,0 +1,41 @@
+// The owner.* socket methods: an owner extension attaches (its pending deliveries are pushed), acks what it
+// injected, and on /fork or /clone takes over the open tasks and queued deliveries of the session it came from.
+import type { TaskRecord } from "./record.js";
+import type { DeliveryService } from "./delivery.js";
+import type { Connection, Handler } from "./server.js";
+import type { Supervisor } from "./supervisor.js";
+
+export function createOwnerHandlers(sup: Supervisor, delivery: DeliveryService): Record<"owner.attach" | "owner.ack" | "owner.move", Handler> {
+  return {
+    // The server lets only owner connections in, so ownerId is set.
+    "owner.attach": (_p: Record<string, never>, conn: Connection) => delivery.attach(conn),
+    "owner.ack": (p: { deliveryIds: string[]; state?: "acked" | "expired" }, conn: Connection) => delivery.ack(conn, p.deliveryIds, p.state),
+    "owner.move": async (p: { fromOwnerId: string }, conn: Connection) => {
+      const to = conn.ownerId!;
+      const moved_ids: string[] = [];
+      if (p.fromOwnerId === to) return { moved_ids, deliveries: 0 };
+      for (const live of sup.tasks.values()) {
+        if (live.rec.owner !== p.fromOwnerId || !sup.isOpen(live)) continue;
+        moved_ids.push(live.rec.taskId);
+        await moveTask(sup, live.rec, to);
+        if (live.result) live.result = { ...live.result, owner: to };
+      }
+      const deliveries = await delivery.moveQueued(p.fromOwnerId, to);
+      return { moved_ids, deliveries };
+    },
+  };
+}
+
+/** Serialized with the task's harvests, so a concurrent rewrite of task.json cannot restore the old owner. */
+function moveTask(sup: Supervisor, rec: TaskRecord, to: string): Promise<void> {
+  const live = sup.tasks.get(rec.taskId)!;
+  const from = rec.owner;
+  const run = live.chain.then(async () => {
+    rec.owner = to;
+    await sup.deps.store.writeTask(rec);
+    if (live.result) await sup.deps.store.writeResult(rec.taskId, { ...live.result, owner: to });
+    await sup.journal(live, { type: "owner_moved", from, to });
+  });
+  live.chain = run.catch((e: unknown) => sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "owner move failed"));
+  return run;
+}
