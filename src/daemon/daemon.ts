@@ -9,6 +9,7 @@ import { loadConfig, type Config } from "../store/config.js";
 import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
+import { crashHookFromEnv, withCrashHook } from "./crash-hook.js";
 import { createHandlers } from "./methods.js";
 import { DeliveryService } from "./delivery.js";
 import { createOwnerHandlers } from "./delivery-methods.js";
@@ -57,6 +58,9 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     throw e;
   }
   const store = await TaskStore.open(home);
+  // Inert unless DSH_HERDR_CRASH_AT is set (crash tests only; see crash-hook.ts).
+  const crashHook = crashHookFromEnv();
+  if (crashHook) store.appendEvent = withCrashHook(crashHook, store.appendEvent.bind(store));
   const runtimes = createRuntimes(() => config);
   const version = daemonVersion();
   const startedAt = Date.now();

@@ -1,0 +1,30 @@
+// Test-only kill points for the crash tests (test/reliability/crash.test.ts). DSH_HERDR_CRASH_AT=<point>[#n]
+// makes the daemon SIGKILL itself right after the n-th (default first) durable journal record matching <point>:
+// an event type (`launched`, `settle`), or `status:<status>` for status records (`status:working`). Unset, this
+// module does nothing: the store is not wrapped and no code path changes.
+export type CrashPoint = (event: { type: string; [k: string]: unknown }) => void;
+
+export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoint | undefined {
+  const spec = env.DSH_HERDR_CRASH_AT?.trim();
+  if (!spec) return undefined;
+  const [point, nth] = spec.split("#");
+  const want = Math.max(1, Number.parseInt(nth ?? "1", 10) || 1);
+  let seen = 0;
+  return (event) => {
+    const keys = [event.type, `${event.type}:${String(event.status ?? event.state ?? "")}`];
+    if (!keys.includes(point!)) return;
+    if (++seen === want) process.kill(process.pid, "SIGKILL");
+  };
+}
+
+/** Wrap an append function so the hook runs after the record is durable (fsynced). */
+export function withCrashHook<A extends unknown[], E extends { type: string }>(
+  hook: CrashPoint | undefined,
+  append: (...args: [...A, E]) => Promise<void>,
+): (...args: [...A, E]) => Promise<void> {
+  if (!hook) return append;
+  return async (...args) => {
+    await append(...args);
+    hook(args[args.length - 1] as E & { [k: string]: unknown });
+  };
+}
