@@ -3,7 +3,10 @@
 
 export const MAX_FRAME_BYTES = 1024 * 1024;
 
-export type FrameEvent = { kind: "frame"; text: string } | { kind: "oversized"; bytes: number };
+export type FrameEvent = { kind: "frame"; text: string } | { kind: "oversized"; bytes: number } | { kind: "not-utf8" };
+
+// Fatal: a frame with invalid UTF-8 is refused, never silently patched with U+FFFD.
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 export class FrameReader {
   private parts: Buffer[] = [];
@@ -39,10 +42,16 @@ export class FrameReader {
         this.skipping = false;
         this.skipped = 0;
       } else {
-        const text = Buffer.concat(this.parts).toString("utf8").replace(/\r$/, "");
+        const bytes = Buffer.concat(this.parts);
         this.parts = [];
         this.size = 0;
-        if (text.trim() !== "") out.push({ kind: "frame", text });
+        let text: string | undefined;
+        try {
+          text = utf8.decode(bytes).replace(/\r$/, "");
+        } catch {
+          out.push({ kind: "not-utf8" });
+        }
+        if (text !== undefined && text.trim() !== "") out.push({ kind: "frame", text });
       }
       start = nl + 1;
     }

@@ -43,6 +43,25 @@ export interface SocketServer {
   close(): Promise<void>;
 }
 
+const MAX_NESTING = 64;
+
+/** Deepest [ / { nesting of a JSON text, ignoring brackets inside strings; one pass, no recursion. */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped char
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) max = Math.max(max, ++depth);
+    else if (c === 93 || c === 125) depth--;
+  }
+  return max;
+}
+
 const CHILD_METHODS = new Set<string>(["child.event", "child.report"]);
 
 export async function startSocketServer(opts: SocketServerOptions): Promise<SocketServer> {
@@ -76,6 +95,10 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
           fail(null, new DshError("FRAME_TOO_LARGE", `frame exceeds 1 MiB (${ev.bytes}+ bytes); send smaller requests (put large prompts in a file)`));
           continue;
         }
+        if (ev.kind === "not-utf8") {
+          fail(null, new DshError("BAD_REQUEST", "frame is not valid UTF-8; encode each request as UTF-8 JSON"));
+          continue;
+        }
         void handleFrame(ev.text);
       }
     });
@@ -99,6 +122,11 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
         msg = JSON.parse(text);
       } catch {
         fail(null, new DshError("BAD_REQUEST", "frame is not valid JSON; send one JSON object per line"));
+        return;
+      }
+      if (nestingDepth(text) > MAX_NESTING) {
+        // Deep values would overflow the stack of whatever walks them later (logging, journaling, schemas).
+        fail(null, new DshError("BAD_REQUEST", `frame nests deeper than ${MAX_NESTING} levels; send flat params as documented in docs/socket-protocol.md`));
         return;
       }
       if (typeof msg !== "object" || msg === null || Array.isArray(msg)) {
