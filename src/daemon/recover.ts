@@ -1,46 +1,176 @@
 // Start-up reconciliation: every task that is not closed is taken back under supervision before the socket is
-// served. Its files are re-read from the start, its runtime is asked whether the child still lives, and a
-// child that died while the daemon was away settles as gone. Live children reconnect with their token.
+// served. task.json is rewritten only when a status is harvested, so the journal (events.jsonl, fsynced before
+// each effect's next step) is replayed to learn what was in flight at the crash: a launch, a prompt, a follow-up,
+// a settle, an abort, a close. Effects the journal shows are never repeated (a sent prompt is not sent again);
+// effects it does not show are done now (a prompt never sent is sent; a task never launched starts again).
+import { existsSync } from "node:fs";
+import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
+import type { RuntimeHandle } from "../runtime/types.js";
+import type { TaskEvent } from "../store/task-store.js";
+import { branchFor, worktreePathFor } from "../git/worktree.js";
+import { gitMaybe } from "../git/run.js";
 import type { Runtimes } from "./runtimes.js";
 import type { TaskRecord } from "./record.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Live, Supervisor } from "./supervisor.js";
+
+/** What the journal says happened to a task, beyond its last task.json. */
+export interface Replay {
+  /** The last launched handle (task.json may predate it). */
+  handle?: RuntimeHandle;
+  /** Cycle → when its prompt went out (child.prompt pushed, or typed into the runtime by respond). */
+  prompted: Map<number, number>;
+  /** Highest cycle the journal knows of (respond / prompt_sent). */
+  cycle: number;
+  /** Cycles whose settle was journaled (harvest may not have run). */
+  settling: Set<number>;
+  /** Cycles whose settled status was journaled (harvested). */
+  settled: Set<number>;
+  interrupted?: { code?: string };
+  closed?: { closePane: boolean };
+  worktree?: string;
+}
+
+export function replayJournal(events: TaskEvent[]): Replay {
+  const r: Replay = { prompted: new Map(), cycle: 1, settling: new Set(), settled: new Set() };
+  for (const e of events) {
+    const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
+    if (e.type === "launched" && e.handle) r.handle = e.handle as RuntimeHandle;
+    else if (e.type === "worktree" && typeof e.path === "string") r.worktree = e.path;
+    else if ((e.type === "prompt_sent" || e.type === "respond") && cycle !== undefined) {
+      if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
+      r.cycle = Math.max(r.cycle, cycle);
+    } else if (e.type === "settle" && cycle !== undefined) r.settling.add(cycle);
+    else if (e.type === "status" && e.settled === true && cycle !== undefined) r.settled.add(cycle);
+    else if (e.type === "interrupted") r.interrupted = typeof e.code === "string" ? { code: e.code } : {};
+    else if (e.type === "closed") r.closed = { closePane: e.closePane === true };
+  }
+  return r;
+}
 
 export async function recoverTasks(sup: Supervisor, runtimes: Runtimes): Promise<void> {
   const { store, log } = sup.deps;
   for (const row of store.listTasks({})) {
     if (row.status === "closed") continue;
-    let rec: TaskRecord;
     try {
-      rec = await store.readTask<TaskRecord>(row.taskId);
+      await recoverOne(sup, runtimes, row.taskId);
     } catch (e) {
-      log.warn({ taskId: row.taskId, err: String(e) }, "skipping unreadable task record");
-      continue;
+      log.warn({ taskId: row.taskId, err: String(e) }, "task not recovered");
     }
-    if (rec.lifecycle !== undefined || rec.token === undefined) continue;
-    const settled = isSettledStatus(rec.status);
-    if (settled && rec.status !== "completed" && rec.status !== "blocked") continue; // terminal: nothing to watch
-    const live = sup.register(rec);
-    await sup.resume(live);
-    const runtime = runtimes.get(rec.runtime);
-    const alive = rec.handle ? await runtime.isAlive(rec.handle).catch(() => false) : false;
-    await sup.journal(live, { type: "recovered", alive, status: rec.status });
-    if (!settled) {
-      live.cycleRunning = rec.timing.promptedAt !== undefined;
-      if (!alive || rec.timing.promptedAt === undefined) {
-        // Nothing can finish this cycle: the child is gone, or it never took its prompt.
-        sup.markGone(live);
-        continue;
-      }
-      sup.armTimeout(live);
-      // A running cycle holds a slot again (over the cap if the config shrank meanwhile: it is already running).
-      try {
-        void sup.admission.acquire(rec.taskId).catch(() => undefined);
-      } catch {
-        /* queue full: the cycle runs anyway */
-      }
-    }
-    if (alive) sup.watchRuntime(live, runtime);
-    await sup.refresh(live);
   }
 }
+
+async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): Promise<void> {
+  const { store } = sup.deps;
+  const rec = await store.readTask<TaskRecord>(taskId);
+  if (rec.lifecycle !== undefined || rec.token === undefined) return;
+  const j = replayJournal(await store.readEvents(taskId));
+  rec.handle ??= j.handle;
+  const runtime = runtimes.get(rec.runtime);
+
+  if (j.closed) {
+    // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise.
+    const live = sup.register(rec);
+    await sup.close(live, j.closed.closePane);
+    sup.tasks.delete(taskId);
+    return;
+  }
+  const live = sup.register(rec);
+  if (j.interrupted) {
+    await sup.resume(live);
+    await sup.journal(live, { type: "recovered", action: "finish abort" });
+    await sup.interrupt(live, j.interrupted.code === "TIMEOUT" ? { code: "TIMEOUT", message: `no result within timeoutMs (${rec.timeoutMs} ms); the child was stopped` } : undefined);
+    return;
+  }
+  if (rec.handle === undefined) {
+    // Never launched: no child ever saw this task, so starting it again repeats nothing. A worktree created
+    // before the crash held no work yet; it is removed so the pipeline can create it afresh.
+    await dropUnusedWorktree(sup, rec, j.worktree);
+    rec.workdir = rec.cwd;
+    delete rec.worktree;
+    rec.status = "starting";
+    await sup.journal(live, { type: "recovered", action: "start again (never launched)" });
+    await sup.refresh(live); // listed and waitable before the socket serves
+    void sup.run(live, sup.admission.acquire(taskId));
+    return;
+  }
+
+  // A follow-up journaled after the last task.json: its cycle is the current one.
+  if (j.cycle > rec.cycle) {
+    rec.cycle = j.cycle;
+    delete rec.timing.settledAt;
+    rec.status = "working";
+  }
+  const promptedAt = j.prompted.get(rec.cycle) ?? (rec.cycle === 1 ? rec.timing.promptedAt : undefined);
+  if (promptedAt !== undefined && rec.timing.promptedAt === undefined) rec.timing.promptedAt = promptedAt;
+  await sup.resume(live);
+  live.promptSentAt = promptedAt ?? rec.timing.promptedAt ?? 0;
+  const alive = await runtime.isAlive(rec.handle).catch(() => false);
+  const harvested = j.settled.has(rec.cycle) && isSettledStatus(rec.status);
+  await sup.journal(live, { type: "recovered", alive, status: rec.status, cycle: rec.cycle });
+
+  if (harvested) {
+    // Settled and harvested: nothing in flight. Keep watching a live child (owner may respond later).
+    if (alive) sup.watchRuntime(live, runtime);
+    await sup.refresh(live);
+    return;
+  }
+  if (promptedAt === undefined) {
+    // Launched, but the prompt never went out: send it now (once) when the child says hello again.
+    if (!alive) {
+      rec.error = { code: "AGENT_STALLED", message: "the child ended before it took its prompt while the daemon was down; spawn the task again" };
+      sup.settleCycle(live, "gone before its prompt", { failed: true });
+      await live.chain;
+      return;
+    }
+    const text = (await store.readPrompt(taskId)) ?? "";
+    live.promptPending = { cycle: rec.cycle, text };
+    holdSlot(sup, taskId);
+    sup.watchRuntime(live, runtime);
+    sup.armTimeout(live);
+    await sup.refresh(live);
+    return;
+  }
+  // The cycle's prompt went out: it runs (or ran while the daemon was away). Never prompt it again.
+  live.cycleRunning = true;
+  holdSlot(sup, taskId);
+  const f = live.files?.facts();
+  const endedMeanwhile = f?.cycleSettled === true && !f.retryMayFollow && (f.lastTimestampMs ?? 0) >= promptedAt - 1000;
+  if (j.settling.has(rec.cycle) || endedMeanwhile) {
+    if (alive) sup.watchRuntime(live, runtime);
+    sup.settleCycle(live, j.settling.has(rec.cycle) ? "settled before the crash" : "settled while the daemon was away");
+    await live.chain;
+    return;
+  }
+  if (!alive) {
+    sup.markGone(live);
+    await live.chain;
+    return;
+  }
+  sup.armTimeout(live);
+  sup.watchRuntime(live, runtime);
+  await sup.refresh(live);
+}
+
+/** A running or pending cycle holds a slot again (over the cap if the config shrank meanwhile: it already runs). */
+function holdSlot(sup: Supervisor, taskId: string): void {
+  try {
+    void sup.admission.acquire(taskId).catch(() => undefined);
+  } catch {
+    /* queue full: the cycle runs anyway */
+  }
+}
+
+async function dropUnusedWorktree(sup: Supervisor, rec: TaskRecord, journaled?: string): Promise<void> {
+  const repo = (await gitMaybe(rec.cwd, ["rev-parse", "--show-toplevel"]))?.trim();
+  if (!repo) return;
+  const path = rec.worktree?.path ?? journaled ?? worktreePathFor(sup.deps.home, repo, rec.taskId);
+  if (existsSync(path)) {
+    const removed = await gitMaybe(repo, ["worktree", "remove", "--force", path]);
+    if (removed === undefined) throw new DshError("GIT_FAILED", `could not remove the unused worktree ${path}; remove it with \`git worktree remove --force ${path}\``);
+  }
+  await gitMaybe(repo, ["worktree", "prune"]);
+  await gitMaybe(repo, ["branch", "-D", branchFor(rec.taskId)]);
+}
+
+export type { Live };
