@@ -1,0 +1,152 @@
+// Reliability harness: one scripted model and pi agent dir shared by every case, a git repo, and daemons run as
+// real processes (daemon-proc.ts) that a test can SIGKILL and start again on the same home.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
+import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+
+export const DAEMON_PROC = join(import.meta.dirname, "daemon-proc.js");
+
+export interface Shared {
+  dir: string;
+  model: ScriptedModel;
+  modelName: string;
+  childEnv: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export async function startShared(script: Script, prefix = "dsh-rel-"): Promise<Shared> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
+  const agent = preparePiAgentDir(dir, model.url);
+  return {
+    dir, model, modelName: agent.model, childEnv: agent.env,
+    async close() {
+      await model.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function makeRepo(parent: string, name = "repo"): string {
+  const repo = join(parent, name);
+  mkdirSync(repo, { recursive: true });
+  const g = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
+  g("init", "-q", "-b", "main");
+  g("config", "user.email", "t@example.invalid");
+  g("config", "user.name", "t");
+  writeFileSync(join(repo, "README.md"), "# demo\n");
+  g("add", ".");
+  g("commit", "-q", "-m", "init");
+  return repo;
+}
+
+export interface DaemonProc {
+  proc: ChildProcess;
+  pid: number;
+  /** Resolves with the exit signal (or code) when the process ends. */
+  exited: Promise<string>;
+  stderr(): string;
+}
+
+/** Start a daemon process on `home`; resolves once it serves the socket (or rejects with its stderr). */
+export async function startDaemonProc(home: string, childEnv: Record<string, string>, opts: { env?: Record<string, string>; config?: object } = {}): Promise<DaemonProc> {
+  const proc = spawn(process.execPath, [DAEMON_PROC, home, JSON.stringify(childEnv), JSON.stringify(opts.config ?? {})], {
+    env: { ...process.env, ...(opts.env ?? {}) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  proc.stderr!.on("data", (d) => (err += d));
+  const exited = new Promise<string>((resolve) => proc.on("exit", (code, sig) => resolve(sig ?? String(code))));
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    proc.stdout!.on("data", (d) => {
+      out += d;
+      if (out.includes("ready")) resolve();
+    });
+    void exited.then((how) => reject(new Error(`daemon exited (${how}) before ready: ${err}`)));
+  });
+  return { proc, pid: proc.pid!, exited, stderr: () => err };
+}
+
+/** A cli client that keeps no pending work alive (requests time out generously). */
+export function cliClient(home: string): Promise<DaemonClient> {
+  return connect(home, { kind: "cli", timeoutMs: 120_000 });
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** A raw socket speaking newline-delimited frames: write any bytes, read reply lines one by one. */
+export interface RawConn {
+  send(data: string | Buffer): void;
+  next(timeoutMs?: number): Promise<any>;
+  /** Replies received and not yet taken. */
+  readonly queued: number;
+  close(): void;
+}
+
+export async function rawConnect(socketPath: string): Promise<RawConn> {
+  const { createConnection } = await import("node:net");
+  const s = createConnection(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    s.once("connect", resolve);
+    s.once("error", reject);
+  });
+  s.on("error", () => undefined);
+  const lines: string[] = [];
+  const waiters: ((l: string) => void)[] = [];
+  let buf = "";
+  s.setEncoding("utf8");
+  s.on("data", (d: string) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf("\n")) !== -1) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const w = waiters.shift();
+      if (w) w(line);
+      else lines.push(line);
+    }
+  });
+  return {
+    send: (data) => void s.write(data),
+    next(timeoutMs = 10_000) {
+      const l = lines.shift();
+      if (l !== undefined) return Promise.resolve(JSON.parse(l));
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error("no reply in time")), timeoutMs);
+        waiters.push((line) => {
+          clearTimeout(t);
+          resolve(JSON.parse(line));
+        });
+      });
+    },
+    get queued() {
+      return lines.length;
+    },
+    close: () => s.destroy(),
+  };
+}
