@@ -1,6 +1,6 @@
 // A real daemon process for the benches: runDaemon on a temp home, serving its real Unix socket, with one change:
-// every runtime is a stub whose launch only records the call (pi's own start is not what we measure). The record,
-// <taskDir>/launch.json, carries the launch time and the child's task token so the driver can play the child.
+// every runtime is a stub (RunDaemonOptions.runtimeFactories) whose launch only records the call (pi's own start is
+// not what we measure). The record, <taskDir>/launch.json, carries the launch time and the child's task token so the driver can play the child.
 // Usage: node dist/bench/_daemon.js <home> [configJson]
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -34,10 +34,11 @@ async function main(): Promise<void> {
   const home = process.argv[2];
   if (!home) throw new Error("usage: _daemon.js <home> [configJson]");
   const config = process.argv[3] ? (JSON.parse(process.argv[3]) as Record<string, unknown>) : {};
-  const d = await runDaemon(home, { config: { runtime: "headless", ...config }, logLevel: "warn" });
-  // The daemon has no runtime-factory option; its supervisor reads runtimes through deps.runtimeFor.
-  const stubs = new Map<RuntimeKind, Runtime>();
-  d.supervisor.deps.runtimeFor = (k) => stubs.get(k) ?? stubs.set(k, stubRuntime(k)).get(k)!;
+  const d = await runDaemon(home, {
+    config: { runtime: "headless", ...config },
+    logLevel: "warn",
+    runtimeFactories: { herdr: () => stubRuntime("herdr"), tmux: () => stubRuntime("tmux"), headless: () => stubRuntime("headless") },
+  });
   process.once("SIGTERM", () => void d.stop());
   process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, socket: d.socketPath }) + "\n");
   await d.done;

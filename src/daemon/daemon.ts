@@ -15,7 +15,7 @@ import { DeliveryService } from "./delivery.js";
 import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
-import { createRuntimes } from "./runtimes.js";
+import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
 import { startSocketServer, type Logger } from "./server.js";
 import { Supervisor } from "./supervisor.js";
 import type { TaskRecord } from "./record.js";
@@ -27,6 +27,8 @@ export interface RunDaemonOptions {
   /** Config overrides on top of config.json (tests). */
   config?: Partial<Config>;
   logLevel?: string;
+  /** Build these runtime kinds with other factories (benches: a stub runtime that only records the launch). */
+  runtimeFactories?: RuntimeFactories;
 }
 
 export interface RunningDaemon {
@@ -61,7 +63,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   // Inert unless DSH_HERDR_CRASH_AT is set (crash tests only; see crash-hook.ts).
   const crashHook = crashHookFromEnv();
   if (crashHook) store.appendEvent = withCrashHook(crashHook, store.appendEvent.bind(store));
-  const runtimes = createRuntimes(() => config);
+  const runtimes = createRuntimes(() => config, { log, ...(opts.runtimeFactories ? { factories: opts.runtimeFactories } : {}) });
   const version = daemonVersion();
   const startedAt = Date.now();
   const sup = new Supervisor({

@@ -1,20 +1,31 @@
-// Runtime instances for the daemon, created lazily from config: herdr, tmux or headless.
-import { execa } from "execa";
+// Runtime instances for the daemon, built once per kind from config through the runtime factory
+// (src/runtime/select.ts); `auto` is resolved by selectRuntime, whose reason goes to the log.
 import type { RuntimeKind } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
+import { createRuntime, selectRuntime, type RuntimeFactory, type RuntimeOptions } from "../runtime/select.js";
+import { herdrPing } from "../runtime/herdr/index.js";
 import type { Config } from "../store/config.js";
-import { createTmuxRuntime } from "../runtime/tmux/runtime.js";
-import { createHeadlessRuntime } from "../runtime/headless/runtime.js";
-import { createHerdrRuntime, herdrPing } from "../runtime/herdr/index.js";
+import type { Logger } from "./server.js";
+
+export type RuntimeFactories = Partial<Record<RuntimeKind, RuntimeFactory>>;
 
 export interface Runtimes {
   get(kind: RuntimeKind): Runtime;
-  /** `auto`: herdr when a Herdr server answers ping, else tmux when installed, else headless. */
+  /** `auto`: herdr when a Herdr server answers ping, else tmux when installed, else headless (config may force one). */
   pick(): Promise<RuntimeKind>;
 }
 
-export function createRuntimes(config: () => Config, env: NodeJS.ProcessEnv = process.env): Runtimes {
+export interface RuntimesOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Replace how a kind is built (benches and tests: a stub runtime); the rest use the built-in factories. */
+  factories?: RuntimeFactories;
+  log?: Logger;
+}
+
+export function createRuntimes(config: () => Config, opts: RuntimesOptions = {}): Runtimes {
+  const env = opts.env ?? process.env;
   const cache = new Map<RuntimeKind, Runtime>();
+  let lastReason: string | undefined;
   const herdrOpts = () => {
     const c = config();
     return {
@@ -24,19 +35,22 @@ export function createRuntimes(config: () => Config, env: NodeJS.ProcessEnv = pr
       env,
     };
   };
+  const runtimeOptions = (): RuntimeOptions => ({ tmux: { socketName: config().tmuxSocket }, headless: {}, herdr: herdrOpts() });
   return {
     get(kind) {
       let r = cache.get(kind);
       if (!r) {
-        r = kind === "tmux" ? createTmuxRuntime({ socketName: config().tmuxSocket }) : kind === "headless" ? createHeadlessRuntime() : createHerdrRuntime(herdrOpts());
+        r = createRuntime(kind, runtimeOptions(), opts.factories ?? {});
         cache.set(kind, r);
       }
       return r;
     },
     async pick() {
-      if ((await herdrPing(herdrOpts())).ok) return "herdr";
-      const tmux = await execa("tmux", ["-V"], { reject: false, stdin: "ignore" }).catch(() => undefined);
-      return tmux?.exitCode === 0 ? "tmux" : "headless";
+      const sel = await selectRuntime({ config: config(), herdrPing: () => herdrPing(herdrOpts()) });
+      // Logged when the answer changes, not on every spawn.
+      if (sel.reason !== lastReason) opts.log?.info({ runtime: sel.kind, reason: sel.reason }, "runtime selected");
+      lastReason = sel.reason;
+      return sel.kind;
     },
   };
 }
