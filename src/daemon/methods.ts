@@ -6,6 +6,7 @@ import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
 import { assertOwnerId } from "../store/outbox.js";
 import { requireRepoRoot } from "../git/repo.js";
+import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live, Supervisor } from "./supervisor.js";
@@ -113,6 +114,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
             },
             taskId,
           ),
+          createdAt,
+          { sync: false }, // nothing runs yet; the launch is journaled durably
         );
         live = sup.register(rec);
       } catch (e) {
@@ -130,14 +133,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
 
     "task.get": async (p: { taskId: string }) => resultOf(p.taskId),
 
-    "task.list": async (p: { status?: string[]; owner?: string; external?: boolean; limit?: number }) => {
-      const rows = sup.deps.store.listTasks({ ...(p.owner ? { owner: p.owner } : {}), ...(p.status ? { status: p.status } : {}), ...(p.limit ? { limit: p.limit } : {}) });
-      const tasks: AgentResult[] = [];
-      for (const r of rows) {
-        const res = await resultOf(r.taskId).catch(() => undefined);
-        if (res && (!p.status || p.status.includes(res.status))) tasks.push(res);
-      }
-      const out: { tasks: AgentResult[]; external?: Record<string, unknown>[] } = { tasks };
+    "task.list": async (p: ListParams & { external?: boolean }) => {
+      const out: ListPage & { external?: Record<string, unknown>[] } = await listTasks(sup, p);
       if (p.external) out.external = ctx.externalAgents ? await ctx.externalAgents() : [];
       return out;
     },
@@ -166,6 +163,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
           }
         });
       }
+      // After the record is written: a caller may read result.json next (`dsh-herdr show`).
       const results = await Promise.all(p.taskIds.map((id) => resultOf(id)));
       return { results, timedOut };
     },

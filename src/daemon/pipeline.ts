@@ -5,6 +5,7 @@ import { DshError } from "../core/errors.js";
 import { captureBaseline } from "../git/baseline.js";
 import { createWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
+import { unsynced } from "../store/task-store.js";
 import { buildPrompt } from "./prompt.js";
 import type { TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
@@ -14,7 +15,9 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
   try {
     const { queuedMs } = await slot;
     rec.timing.queuedMs = queuedMs;
-    await sup.journal(live, { type: "admitted", queuedMs });
+    // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
+    // a power cut can only lose a task that never started). The launch itself is journaled durably.
+    await sup.journal(live, unsynced({ type: "admitted", queuedMs }));
     await prepare(sup, live);
     await launchWithRetry(sup, live);
   } catch (e) {
@@ -41,16 +44,16 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
     rec.workdir = rec.worktree.path;
     // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
     rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
-    await sup.journal(live, { type: "worktree", path: rec.worktree.path, branch: rec.worktree.branch });
+    await sup.journal(live, unsynced({ type: "worktree", path: rec.worktree.path, branch: rec.worktree.branch }));
   }
-  await sup.journal(live, { type: "baseline", head: rec.baseline.head, dirty: rec.baseline.dirtyAtStart.length });
+  await sup.journal(live, unsynced({ type: "baseline", head: rec.baseline.head, dirty: rec.baseline.dirtyAtStart.length }));
   const text = buildPrompt({
     taskId: rec.taskId, role: rec.role, resultPath: rec.resultPath, cwd: rec.workdir,
     ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
     ...(rec.prompt !== undefined ? { prompt: rec.prompt } : {}),
     ...(rec.task !== undefined ? { task: rec.task } : {}),
   });
-  await store.writePrompt(rec.taskId, text);
+  await store.writePrompt(rec.taskId, text, { sync: false });
   live.promptPending = { cycle: 1, text };
   sup.startWatching(live);
 }

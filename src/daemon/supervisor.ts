@@ -9,7 +9,7 @@ import { agentName } from "../core/ids.js";
 import type { AgentResult, AgentStatus, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
-import type { TaskStore } from "../store/task-store.js";
+import { unsynced, type TaskStore } from "../store/task-store.js";
 import { Admission } from "./admission.js";
 import { assemble, diffFor } from "./harvest.js";
 import type { TaskRecord } from "./record.js";
@@ -46,6 +46,8 @@ export interface Live {
   chain: Promise<void>;
   /** A settled harvest is queued: live snapshots before it would only repeat it without the diff. */
   settling?: boolean;
+  /** The one refresh waiting behind the running one; later requests join it (it reads the newest evidence). */
+  queued?: { settled?: boolean; failed?: boolean; done?: Promise<void> };
   /** The crew_report the child extension accepted, with the cycle it ended. */
   report?: CrewReport & { cycle: number };
   /** errorMessage of the child's last agent_end, for a session file that does not show it yet. */
@@ -190,8 +192,21 @@ export class Supervisor {
 
   /** Rebuild the live result (no diff); serialized per task. */
   refresh(live: Live, opts: { settled?: boolean; failed?: boolean } = {}): Promise<void> {
-    const run = live.chain.then(() => this.harvest(live, opts));
+    // At most one refresh waits per task: a burst of session lines costs one harvest, not one per line.
+    const waiting = live.queued;
+    if (waiting?.done) {
+      if (opts.settled) waiting.settled = true;
+      if (opts.failed) waiting.failed = true;
+      return waiting.done;
+    }
+    const next: NonNullable<Live["queued"]> = { ...opts };
+    live.queued = next;
+    const run = live.chain.then(() => {
+      if (live.queued === next) delete live.queued;
+      return this.harvest(live, next);
+    });
     live.chain = run.catch((e: unknown) => this.deps.log.error({ taskId: live.rec.taskId, err: String(e) }, "harvest failed"));
+    next.done = live.chain;
     return live.chain;
   }
 
@@ -224,11 +239,14 @@ export class Supervisor {
     rec.status = result.status;
     rec.updatedAt = Date.now();
     if (live.files) rec.sessionOffset = live.files.sessionOffset;
-    await store.writeTask(rec);
-    await store.writeResult(rec.taskId, result);
+    // Owners hear first; then the record. fsync only on a transition (a live snapshot is rebuilt from the session
+    // and journal after a crash), and not for `starting`: nothing runs before the launch, which is journaled durably.
+    if (changed) for (const fn of this.listeners) fn(live, result);
+    const sync = changed && result.status !== "starting";
+    await store.saveTask(rec, result, { sync });
     if (changed) {
-      await this.journal(live, { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset });
-      for (const fn of this.listeners) fn(live, result);
+      const ev = { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset };
+      await this.journal(live, sync ? ev : unsynced(ev));
     }
   }
 

@@ -3,7 +3,25 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { isValidTaskId } from "../core/ids.js";
-import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic } from "./fsio.js";
+import type { AgentResult } from "../core/types.js";
+import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic, type SyncOptions } from "./fsio.js";
+
+/** What a listing shows of a task: a valid AgentResult without the bulky parts (session, diff, usage, report). */
+export type TaskRow = Pick<AgentResult, "schemaVersion" | "taskId" | "status" | "role" | "agent" | "herdrStatus" | "summary" | "timing" | "nextAction"> &
+  Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error">>;
+
+export function rowOf(r: AgentResult): TaskRow {
+  const row: TaskRow = {
+    schemaVersion: r.schemaVersion, taskId: r.taskId, status: r.status, role: r.role, agent: r.agent,
+    herdrStatus: r.herdrStatus, summary: r.summary, timing: r.timing, nextAction: r.nextAction,
+  };
+  if (r.brief !== undefined) row.brief = r.brief;
+  if (r.cwd !== undefined) row.cwd = r.cwd;
+  if (r.owner !== undefined) row.owner = r.owner;
+  if (r.worktree !== undefined) row.worktree = r.worktree;
+  if (r.error !== undefined) row.error = r.error;
+  return row;
+}
 
 export interface TaskSummary {
   taskId: string;
@@ -15,6 +33,8 @@ export interface TaskSummary {
   cwd?: string;
   /** task.json's mtime when this line was written; a mismatch at load means the line is stale. */
   mtimeMs: number;
+  /** The task's listing row as of its last harvest (absent for lines written before it had one). */
+  row?: TaskRow;
 }
 
 export interface TaskFilter {
@@ -23,9 +43,11 @@ export interface TaskFilter {
   /** Only tasks created at or after this epoch ms. */
   since?: number;
   limit?: number;
+  /** Only tasks older than this id (ids are time-ordered): the next page after a previous page's last id. */
+  before?: string;
 }
 
-export function summarize(rec: Record<string, unknown>, mtimeMs: number): TaskSummary {
+export function summarize(rec: Record<string, unknown>, mtimeMs: number, row?: TaskRow): TaskSummary {
   const s: TaskSummary = {
     taskId: String(rec.taskId),
     owner: typeof rec.owner === "string" ? rec.owner : "",
@@ -36,7 +58,27 @@ export function summarize(rec: Record<string, unknown>, mtimeMs: number): TaskSu
   if (typeof rec.updatedAt === "number") s.updatedAt = rec.updatedAt;
   if (typeof rec.brief === "string") s.brief = rec.brief.slice(0, 200);
   if (typeof rec.cwd === "string") s.cwd = rec.cwd;
+  if (row !== undefined && row.taskId === s.taskId) s.row = row;
   return s;
+}
+
+/** A row from a result.json read back from disk, or undefined when it does not look like an AgentResult. */
+export function storedResultRow(r: unknown): TaskRow | undefined {
+  const o = r as Partial<AgentResult> | null;
+  if (typeof o !== "object" || o === null || o.schemaVersion !== 1 || typeof o.taskId !== "string" || typeof o.status !== "string") return undefined;
+  if (typeof o.agent !== "object" || typeof o.timing !== "object" || typeof o.summary !== "string" || typeof o.role !== "string") return undefined;
+  if (typeof o.herdrStatus !== "string" || typeof o.nextAction !== "string") return undefined;
+  return rowOf(o as AgentResult);
+}
+
+/** The listing row of a task's result.json, for a repaired index line (once, at start-up). */
+async function storedRow(path: string): Promise<TaskRow | undefined> {
+  try {
+    const text = await readIfExists(path);
+    return text === undefined ? undefined : storedResultRow(JSON.parse(text));
+  } catch {
+    return undefined; // listed from task.json alone; task.list reads result.json for it
+  }
 }
 
 export class TaskIndex {
@@ -79,7 +121,7 @@ export class TaskIndex {
       const text = await readIfExists(file);
       if (text === undefined) continue;
       try {
-        idx.byId.set(id, summarize(JSON.parse(text) as Record<string, unknown>, st.mtimeMs));
+        idx.byId.set(id, summarize(JSON.parse(text) as Record<string, unknown>, st.mtimeMs, await storedRow(join(tasksDir, id, "result.json"))));
         repaired = true;
       } catch {
         // an unreadable task.json stays out of the listing; readTask reports it
@@ -89,10 +131,13 @@ export class TaskIndex {
     return idx;
   }
 
-  update(s: TaskSummary): Promise<void> {
+  update(s: TaskSummary, opts: SyncOptions = {}): Promise<void> {
+    // A line without a row (a task.json rewrite that had no result at hand) keeps the row it had.
+    const known = this.byId.get(s.taskId);
+    if (s.row === undefined && known?.row !== undefined && known.row.status === s.status) s = { ...s, row: known.row };
     this.byId.set(s.taskId, s);
     return this.serial(async () => {
-      await appendJsonLine(this.path, s);
+      await appendJsonLine(this.path, s, opts);
       this.lines++;
       if (this.lines > 2 * this.byId.size + 100) await this.rewrite();
     });
@@ -118,6 +163,7 @@ export class TaskIndex {
       if (filter.owner !== undefined && s.owner !== filter.owner) continue;
       if (statuses !== undefined && !statuses.has(s.status)) continue;
       if (filter.since !== undefined && s.createdAt < filter.since) continue;
+      if (filter.before !== undefined && s.taskId >= filter.before) continue;
       out.push(s);
     }
     out.sort((a, b) => (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0));

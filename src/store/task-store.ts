@@ -6,9 +6,19 @@ import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
-import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic } from "./fsio.js";
+import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic, type SyncOptions } from "./fsio.js";
 import { ensureHome, type HomePaths } from "./home.js";
-import { summarize, TaskIndex, type TaskFilter, type TaskSummary } from "./task-index.js";
+import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskSummary } from "./task-index.js";
+
+/**
+ * Mark a journal event as not worth an fsync (it is still written before appendEvent returns, so a daemon crash
+ * keeps it; a power cut may not). A symbol key: the mark travels with the event object but is never serialized.
+ */
+export const UNSYNCED: unique symbol = Symbol("dsh-herdr.unsynced");
+
+export function unsynced<E extends TaskEvent>(event: E): E {
+  return Object.assign(event, { [UNSYNCED]: true });
+}
 
 /** The fields the store needs; the supervisor's record extends this with whatever else it keeps. */
 export interface TaskRecordBase {
@@ -78,20 +88,32 @@ export class TaskStore {
   }
 
   /** Allocate an id, write the first task.json built from it, and journal `created`. */
-  async createTask<T extends TaskRecordBase>(build: (taskId: string) => T, nowMs: number = Date.now()): Promise<T> {
+  async createTask<T extends TaskRecordBase>(build: (taskId: string) => T, nowMs: number = Date.now(), opts: SyncOptions = {}): Promise<T> {
     const taskId = await this.allocateTaskId(nowMs);
     const rec = build(taskId);
     if (rec.taskId !== taskId) throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
-    await this.writeTask(rec);
-    await this.appendEvent(taskId, { type: "created", status: rec.status });
+    await this.writeTask(rec, opts);
+    const created: TaskEvent = { type: "created", status: rec.status };
+    await this.appendEvent(taskId, opts.sync === false ? unsynced(created) : created);
     return rec;
   }
 
-  async writeTask<T extends TaskRecordBase>(rec: T): Promise<void> {
+  async writeTask<T extends TaskRecordBase>(rec: T, opts: SyncOptions = {}): Promise<void> {
     const p = await this.existing(rec.taskId);
-    await writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n");
+    await writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n", 0o600, opts);
     const st = await stat(p.taskJson).catch(() => undefined);
-    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0));
+    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0), opts);
+  }
+
+  /** task.json and result.json of one harvest, and one index line carrying the task's listing row. */
+  async saveTask<T extends TaskRecordBase>(rec: T, result: AgentResult, opts: SyncOptions = {}): Promise<void> {
+    const p = await this.existing(rec.taskId);
+    await Promise.all([
+      writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n", 0o600, opts),
+      writeAtomic(p.resultJson, JSON.stringify(result, null, 2) + "\n", 0o600, opts),
+    ]);
+    const st = await stat(p.taskJson).catch(() => undefined);
+    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0, rowOf(result)), opts);
   }
 
   async readTask<T extends TaskRecordBase = TaskRecordBase>(taskId: unknown): Promise<T> {
@@ -110,10 +132,10 @@ export class TaskStore {
     return (await stat(p.taskJson).catch(() => undefined)) !== undefined;
   }
 
-  /** Append one journal line (fsynced); `ts` defaults to now. */
+  /** Append one journal line (fsynced unless marked with unsynced()); `ts` defaults to now. */
   async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
     const p = await this.existing(taskId);
-    await appendJsonLine(p.events, { ts: Date.now(), ...event });
+    await appendJsonLine(p.events, { ts: Date.now(), ...event }, { sync: (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true });
   }
 
   /** The journal in order; a torn last line (crash mid-append) is skipped. */
@@ -122,9 +144,9 @@ export class TaskStore {
     return readJsonLines<TaskEvent>(p.events);
   }
 
-  async writePrompt(taskId: unknown, text: string): Promise<string> {
+  async writePrompt(taskId: unknown, text: string, opts: SyncOptions = {}): Promise<string> {
     const p = await this.existing(taskId);
-    await writeAtomic(p.prompt, text);
+    await writeAtomic(p.prompt, text, 0o600, opts);
     return p.prompt;
   }
 
@@ -132,9 +154,9 @@ export class TaskStore {
     return readIfExists((await this.existing(taskId)).prompt);
   }
 
-  async writeResult(taskId: unknown, result: AgentResult): Promise<void> {
+  async writeResult(taskId: unknown, result: AgentResult, opts: SyncOptions = {}): Promise<void> {
     const p = await this.existing(taskId);
-    await writeAtomic(p.resultJson, JSON.stringify(result, null, 2) + "\n");
+    await writeAtomic(p.resultJson, JSON.stringify(result, null, 2) + "\n", 0o600, opts);
   }
 
   async readResult(taskId: unknown): Promise<AgentResult | undefined> {

@@ -120,9 +120,17 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     }
     if (o.owner !== undefined) params["owner"] = o.owner;
     if (o.external) params["external"] = true;
+    // Without --all or --status, ask only for tasks that are not closed, so a long history is not paged through.
+    if (!o.all && params["status"] === undefined) params["status"] = STATUSES.filter((s) => s !== "closed");
     const conn = await ctx.connect();
-    const res = await conn.request<{ tasks: TaskRow[]; external?: Record<string, unknown>[] }>("task.list", params);
-    const tasks = o.all || o.status ? res.tasks : res.tasks.filter((t) => t.status !== "closed");
+    type Page = { tasks: TaskRow[]; nextCursor?: string; external?: Record<string, unknown>[] };
+    const res = await conn.request<Page>("task.list", params);
+    // The daemon answers in pages (newest first): follow the cursor to the end.
+    for (let page = res; page.nextCursor !== undefined; ) {
+      page = await conn.request<Page>("task.list", { ...params, external: false, cursor: page.nextCursor });
+      res.tasks.push(...page.tasks);
+    }
+    const tasks = res.tasks;
     if (o.json) return printJson(ctx.io, { tasks, ...(res.external ? { external: res.external } : {}) });
     if (tasks.length === 0 && !res.external?.length) return ctx.io.out(o.all ? "no tasks\n" : "no open tasks (dsh-herdr list --all shows closed ones)\n");
     ctx.io.out(renderTable(tasks, Date.now(), ctx.io.isTTY ? ctx.io.columns : 400).join("\n") + "\n");

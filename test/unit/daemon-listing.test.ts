@@ -1,0 +1,123 @@
+// task.list over a real daemon (runDaemon on a temp home, real Unix socket, a stub runtime through
+// RunDaemonOptions.runtimeFactories): pages newest first with a cursor, closed tasks answered from the index
+// (their result.json is gone and they are still listed), open tasks as their live result, a default page size.
+// Also: refreshes of one task coalesce (a burst costs at most two harvests).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "../../src/client/index.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { runDaemon } from "../../src/daemon/daemon.js";
+import { assemble } from "../../src/daemon/harvest.js";
+import { LIST_DEFAULT_LIMIT } from "../../src/daemon/listing.js";
+import type { TaskRecord } from "../../src/daemon/record.js";
+import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
+import { TaskStore } from "../../src/store/task-store.js";
+
+function stub(launches: LaunchSpec[]): Runtime {
+  return {
+    kind: "headless",
+    launch: async (spec) => (launches.push(spec), { runtime: "headless", pid: process.pid }),
+    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
+    sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
+    watch: () => () => undefined,
+  };
+}
+
+/** `count` closed tasks written as the daemon writes them (task.json, result.json, an index line with a row). */
+async function addClosed(home: string, count: number, work: string): Promise<string[]> {
+  const store = await TaskStore.open(home);
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const rec = await store.createTask<TaskRecord>((taskId) => ({
+      taskId, owner: i % 2 ? "owner-b" : "owner-a", status: "closed", createdAt: Date.now(), cwd: work, kind: "pi", role: "worker",
+      model: "m/x", thinking: "off", isolated: false, timeoutMs: 60_000, runtime: "headless", name: `worker-x-${taskId.slice(-4)}`,
+      token: "t", workdir: work, sessionPath: join(home, "tasks", taskId, "session.jsonl"), resultPath: join(home, "tasks", taskId, "result.md"),
+      cycle: 1, timing: { createdAt: Date.now() }, lifecycle: "closed", brief: `brief ${i}`,
+    }), Date.now() + i, { sync: false });
+    await store.saveTask(rec, assemble({ rec, runtime: "idle", sessionChangedAfterPrompt: false, settled: true }), { sync: false });
+    ids.push(rec.taskId);
+  }
+  return ids;
+}
+
+test("task.list: pages by cursor, newest first; closed rows come from the index, open tasks as live results", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-list-"));
+  const home = join(dir, "home");
+  const launches: LaunchSpec[] = [];
+  const ids = await addClosed(home, LIST_DEFAULT_LIMIT + 12, dir);
+  // Proof that listing reads no result.json: they are gone.
+  for (const id of ids) unlinkSync(join(home, "tasks", id, "result.json"));
+  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config: { readinessTimeoutMs: 60_000 } });
+  const cli = await connect(home, { kind: "cli" });
+  try {
+    const spawned = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless" });
+    for (let i = 0; i < 200 && launches.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(launches.length, 1, "the stub runtime from runtimeFactories got the launch");
+
+    type Page = { tasks: (AgentResult & { owner?: string })[]; nextCursor?: string };
+    const first = await cli.request<Page>("task.list", {});
+    assert.equal(first.tasks.length, LIST_DEFAULT_LIMIT, "a default page size");
+    assert.equal(first.tasks[0]!.taskId, spawned.taskId, "newest first");
+    assert.equal(first.tasks[0]!.sessionPath, join(home, "tasks", spawned.taskId, "session.jsonl"), "an open task is its full live result");
+    assert.ok(first.nextCursor);
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page: Page = await cli.request<Page>("task.list", { limit: 50, ...(cursor ? { cursor } : {}) });
+      pages++;
+      assert.ok(page.tasks.length <= 50);
+      for (const t of page.tasks) seen.push(t.taskId);
+      cursor = page.nextCursor;
+    } while (cursor);
+    assert.equal(pages, Math.ceil((ids.length + 1) / 50));
+    assert.deepEqual(seen, [spawned.taskId, ...[...ids].reverse()], "every task once, newest first");
+
+    const closed = await cli.request<Page>("task.list", { status: ["closed"], owner: "owner-a", limit: 1000 });
+    assert.equal(closed.tasks.length, Math.ceil(ids.length / 2));
+    assert.equal(closed.nextCursor, undefined);
+    const row = closed.tasks.find((t) => t.taskId === ids[0])!;
+    assert.equal(row.brief, "brief 0");
+    assert.equal(row.agent.name, `worker-x-${ids[0]!.slice(-4)}`);
+    assert.equal(row.status, "closed");
+    assert.equal(row.sessionPath, undefined, "a row, not the whole result");
+
+    await assert.rejects(cli.request("task.list", { cursor: "../etc" }), (e: Error & { code?: string }) => e.code === "BAD_PARAMS" && /nextCursor/.test(e.message));
+
+    // Coalescing: a burst of 50 refreshes of one task costs at most 2 harvests (the running one and one queued).
+    const live = d.supervisor.tasks.get(spawned.taskId)!;
+    await live.chain;
+    const store = d.supervisor.deps.store;
+    const save = store.saveTask.bind(store);
+    let saves = 0;
+    store.saveTask = async (...a: Parameters<typeof save>) => (saves++, save(...a));
+    await Promise.all(Array.from({ length: 50 }, () => d.supervisor.refresh(live)));
+    assert.ok(saves >= 1 && saves <= 2, `${saves} harvests for 50 refreshes`);
+  } finally {
+    cli.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("task index: a repaired line gets its row from result.json; a malformed result.json leaves the task unlisted by row", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-list-"));
+  const home = join(dir, "home");
+  try {
+    const ids = await addClosed(home, 3, dir);
+    unlinkSync(join(home, "tasks", "index.jsonl"));
+    writeFileSync(join(home, "tasks", ids[1]!, "result.json"), "{\"schemaVersion\":1}");
+    const store = await TaskStore.open(home);
+    const rows = store.listTasks({});
+    assert.deepEqual(rows.map((r) => r.taskId), [...ids].reverse());
+    assert.equal(rows.find((r) => r.taskId === ids[0])!.row?.summary !== undefined, true);
+    assert.equal(rows.find((r) => r.taskId === ids[1])!.row, undefined);
+    assert.deepEqual(store.listTasks({ before: ids[2]! }).map((r) => r.taskId), [ids[1], ids[0]]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
