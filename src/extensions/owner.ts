@@ -1,12 +1,31 @@
 // The owner extension (the package's pi extension): crew_* tools, delivery of results into the owner's session,
 // status snapshots and reminders, and TUI cards, all over the dsh-herdr daemon's socket. The owner is the pi
 // session id. It imports only types from pi, so it loads on pi 0.73.1 and 1.x alike.
+import { closeSync, openSync, readSync } from "node:fs";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { renderCrewCard } from "./cards.js";
 import { ABORT_TYPE, DeliveryInjector, RESULT_TYPE } from "./owner-delivery.js";
 import { OwnerLink, ownerSocketPath } from "./owner-link.js";
 import { OwnerStatus } from "./owner-status.js";
 import { listOpenSessions, registerOwnerTools } from "./owner-tools.js";
+
+/** The id in a pi session file's header line (`{"type":"session","id":...}`), or undefined. */
+export function sessionIdOfFile(path: string | undefined): string | undefined {
+  if (!path) return undefined;
+  try {
+    const fd = openSync(path, "r");
+    try {
+      const buf = Buffer.alloc(4096);
+      const n = readSync(fd, buf, 0, buf.length, 0);
+      const header = JSON.parse(buf.subarray(0, n).toString("utf8").split("\n")[0] ?? "") as { type?: unknown; id?: unknown };
+      return header.type === "session" && typeof header.id === "string" ? header.id : undefined;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
 
 export default function ownerExtension(pi: ExtensionAPI): void {
   let ctxRef: ExtensionContext | undefined;
@@ -26,7 +45,8 @@ export default function ownerExtension(pi: ExtensionAPI): void {
   pi.registerMessageRenderer(ABORT_TYPE, renderCrewCard as never);
 
   pi.on("session_start", async (ev, ctx) => {
-    const previous = link.ownerId;
+    // pi builds a fresh extension instance per session, so the session forked from is named by its file.
+    const previous = link.ownerId ?? (ev.reason === "fork" ? sessionIdOfFile((ev as { previousSessionFile?: string }).previousSessionFile) : undefined);
     ctxRef = ctx;
     status.sessionStarted(ctx);
     const owner = ctx.sessionManager.getSessionId();

@@ -41,6 +41,8 @@ const SCRIPT: Script = {
       steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "done", report: "x" } }] }, { toolCalls: [report("Right the second time")] }],
     },
     { name: "child-later", match: "CHILD-LATER", steps: [{ toolCalls: [report("Produced while the owner was away")], delayMs: 2500 }] },
+    { name: "child-fork-quick", match: "CHILD-FORK-QUICK", steps: [{ toolCalls: [report("Quick before the clone")] }] },
+    { name: "child-fork-slow", match: "CHILD-FORK-SLOW", steps: [{ toolCalls: [report("Finished after the clone")], delayMs: 4000 }] },
     {
       name: "owner", match: "OWNER-",
       steps: [
@@ -48,6 +50,7 @@ const SCRIPT: Script = {
         { match: "OWNER-FLOW", toolCalls: [spawn("ask", "CHILD-ASK"), spawn("slow", "CHILD-SLOW")] },
         { match: "OWNER-LAZY", toolCalls: [spawn("lazy", "CHILD-LAZY"), spawn("never", "CHILD-NEVER"), spawn("wrong", "CHILD-WRONG")] },
         { match: "OWNER-AWAY", toolCalls: [spawn("later", "CHILD-LATER")] },
+        { match: "OWNER-FORK", toolCalls: [spawn("fork-quick", "CHILD-FORK-QUICK"), spawn("fork-slow", "CHILD-FORK-SLOW")] },
         { match: "DO-RESPOND", toolCalls: [{ name: "crew_respond", arguments: respondArgs }] },
         { match: "DO-DONE", toolCalls: [{ name: "crew_done", arguments: doneArgs }] },
         { match: "DO-ABORT", toolCalls: [{ name: "crew_abort", arguments: abortArgs }] },
@@ -72,13 +75,18 @@ let h: Harness;
 let owner: RpcPi;
 let sessionPath: string;
 
-before(async () => {
-  h = await startHarness(SCRIPT, { runtime: "headless", defaultModel: "scripted/scripted-model", maxParallelAgents: 6 });
-  sessionPath = join(h.dir, "owner", "owner.jsonl");
+/** A fresh owner pi (the fixture caps one pi process at 120 s, so a long file starts a second one). */
+function startOwner(name: string): void {
+  sessionPath = join(h.dir, name, `${name}.jsonl`);
   owner = startRpcPi({
     env: { HOME: join(h.dir, "home"), PI_CODING_AGENT_DIR: join(h.dir, "agent"), PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", DSH_HERDR_HOME: h.home },
     cwd: h.repo, sessionPath, model: h.modelName, extensionPaths: [ownerExt],
   });
+}
+
+before(async () => {
+  h = await startHarness(SCRIPT, { runtime: "headless", defaultModel: "scripted/scripted-model", maxParallelAgents: 6 });
+  startOwner("owner");
 });
 after(async () => {
   await owner?.close().catch(() => undefined);
@@ -268,4 +276,39 @@ test("owner away (/new): the result waits; back (/resume): delivered once; a red
   }
   assert.equal((await readOutbox(h.home, ownerId)).filter((r) => r.deliveryId === id).at(-1)?.state, "acked");
   assert.equal(injectedOnce().length, 1, "the redelivered id was acked, not injected again");
+});
+
+test("/clone: the open subagents (awaiting the owner or running) and their later results move to the new session", async () => {
+  await owner.close();
+  startOwner("owner-fork");
+  const raw = (cmd: Record<string, unknown>) => owner.child.stdin!.write(JSON.stringify(cmd) + "\n");
+  prompt("OWNER-FORK: a quick and a slow child");
+  await toolEnd("crew_spawn");
+  await toolEnd("crew_spawn");
+  const quick = (await ownedTasks("fork-quick"))[0]!;
+  const slow = (await ownedTasks("fork-slow"))[0]!;
+  const oldOwner = quick.owner!;
+  await until("the quick result in the old session", () => sessionEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === quick.taskId) || undefined);
+  await idle();
+  assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: slow.taskId })).status, "running");
+  raw({ type: "clone", id: "c1" });
+  await owner.waitFor((e) => e.type === "response" && e.id === "c1");
+  raw({ type: "get_state", id: "g1" });
+  const state = (await owner.waitFor((e) => e.type === "response" && e.id === "g1")) as { data: { sessionId: string; sessionFile: string } };
+  const newOwner = state.data.sessionId;
+  assert.notEqual(newOwner, oldOwner);
+  const ownerOf = async (taskId: string) => (await h.cli.request<AgentResult>("task.get", { taskId })).owner;
+  const end = Date.now() + 10_000;
+  while (Date.now() < end && ((await ownerOf(quick.taskId)) !== newOwner || (await ownerOf(slow.taskId)) !== newOwner)) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(await ownerOf(quick.taskId), newOwner, "a completed subagent awaiting the owner moves");
+  assert.equal(await ownerOf(slow.taskId), newOwner, "a running subagent moves");
+  await h.waitFor(slow.taskId, (r) => r.status === "completed", "the slow child's report");
+  const newEntries = () => readFileSync(state.data.sessionFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, any>);
+  await until("the slow result in the new session", () => newEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === slow.taskId) || undefined);
+  assert.equal(sessionEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === slow.taskId), false, "not in the session it left");
+  // The clone copied the quick result's entry: it is not injected a second time.
+  assert.equal(newEntries().filter((e) => e.customType === "crew-result" && e.details.card.subagent_id === quick.taskId).length, 1);
+  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { owner: oldOwner });
+  assert.deepEqual(tasks.filter((t) => t.taskId === quick.taskId || t.taskId === slow.taskId), [], "the old session owns neither any more");
+  await idle();
 });
