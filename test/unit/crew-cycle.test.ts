@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CycleGuard, judgeCycle } from "../../src/core/crew-cycle.js";
+import { CycleGuard, judgeCycle, sessionReport, withReportAsFinalText } from "../../src/core/crew-cycle.js";
+import { SessionReader } from "../../src/core/session-reader.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const call = (id: string, name: string, args: unknown = {}) => ({ type: "toolCall", id, name, arguments: args });
@@ -47,4 +48,38 @@ test("CycleGuard: one finalization per cycle, then a contract error; a new cycle
   assert.equal(g.onReportless(), "contract_error");
   g.newCycle();
   assert.equal(g.onReportless(), "finalize");
+});
+
+// ---- reading an accepted report back from the session (what the daemon delivers and calls finalMessage) ----
+
+const sessionLines = (...entries: unknown[]) => new TextEncoder().encode(entries.map((e, i) => JSON.stringify({ type: "message", id: `e${i}`, message: e })).join("\n") + "\n");
+const factsOf = (...entries: unknown[]) => {
+  const r = new SessionReader();
+  r.push(sessionLines(...entries));
+  return r.facts();
+};
+const withText = (text: string, calls: unknown[]) => assistant([{ type: "text", text }, ...calls]);
+const toolResult = (id: string, name: string, isError = false) => ({ role: "toolResult", toolCallId: id, toolName: name, content: [{ type: "text", text: "{}" }], isError });
+
+test("sessionReport: a cycle that ended on a successful crew_report yields it; finalText becomes the report", () => {
+  const ask = { outcome: "needs_input", report: "Half way.", needs: "Red or blue?" };
+  const f = factsOf({ role: "user", content: "go" }, withText("Reporting now.", [call("r1", "crew_report", ask)]), toolResult("r1", "crew_report"));
+  assert.deepEqual(sessionReport(f), ask);
+  assert.equal(f.finalText, "Reporting now.");
+  assert.equal(withReportAsFinalText(f).finalText, "Half way.", "the report, not the chatter beside the call");
+  assert.equal(f.finalText, "Reporting now.", "the facts themselves are not mutated");
+});
+
+test("sessionReport: nothing for a rejected report, a report with company, a text ending or invalid arguments", () => {
+  const rejected = factsOf({ role: "user", content: "go" }, assistant([call("r1", "crew_report", { outcome: "done", report: "x" })]), toolResult("r1", "crew_report", true));
+  assert.equal(sessionReport(rejected), undefined);
+  const mixed = factsOf({ role: "user", content: "go" }, assistant([call("r1", "crew_report", report), call("b1", "bash", { command: "ls" })]), toolResult("r1", "crew_report"), toolResult("b1", "bash"));
+  assert.equal(sessionReport(mixed), undefined);
+  const text = factsOf({ role: "user", content: "go" }, assistant([{ type: "text", text: "All done." }], "stop"));
+  assert.equal(sessionReport(text), undefined);
+  assert.equal(withReportAsFinalText(text).finalText, "All done.", "a text ending keeps its text");
+  // A session line whose arguments fail the check (hand-edited, or an old pi) is not trusted as a report.
+  const bad = factsOf({ role: "user", content: "go" }, assistant([call("r1", "crew_report", { outcome: "completed", report: "  " })]), toolResult("r1", "crew_report"));
+  assert.equal(sessionReport(bad), undefined);
+  assert.equal(sessionReport(undefined), undefined);
 });

@@ -1,0 +1,81 @@
+// owner.* over a real daemon socket: only owner connections may call them; attach pushes what waits in the durable
+// outbox; ack is idempotent; move hands the previous session's queued deliveries to the new one.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+import type { DeliveryPayload } from "../../src/core/crew-delivery.js";
+import type { DshError } from "../../src/core/errors.js";
+import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
+import { appendOutbox, readOutbox } from "../../src/store/outbox.js";
+
+let dir: string;
+let daemon: RunningDaemon;
+const clients: DaemonClient[] = [];
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), "crew-owner-methods-"));
+  daemon = await runDaemon(join(dir, "home"), { config: { runtime: "headless" } });
+});
+after(async () => {
+  for (const c of clients) c.close();
+  await daemon?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const open = async (opts: { kind: "cli" } | { kind: "owner"; ownerId: string }) => {
+  const c = await connect(daemon.home, opts);
+  clients.push(c);
+  return c;
+};
+const payload = (id: string): DeliveryPayload => ({
+  deliveryId: id, taskId: "tabc123456789", cycle: 1,
+  model: { subagent_id: "tabc123456789", brief: "b", result: { outcome: "completed", report: "r" } },
+  card: { status: "completed", subagent_id: "tabc123456789", brief: "b", report: "r" },
+});
+const queue = (owner: string, id: string) => appendOutbox(daemon.home, owner, { deliveryId: id, state: "queued", taskId: "tabc123456789", payload: payload(id) });
+
+test("owner.* is refused to a cli connection with FORBIDDEN naming the fix", async () => {
+  const cli = await open({ kind: "cli" });
+  for (const [method, params] of [["owner.attach", {}], ["owner.ack", { deliveryIds: ["x"] }], ["owner.move", { fromOwnerId: "a" }]] as const) {
+    await assert.rejects(cli.request(method, params), (e: DshError) => e.code === "FORBIDDEN" && /owner connections only/.test(e.message) && /hello/.test(e.message), method);
+  }
+  // The connection lives on.
+  assert.equal(typeof (await cli.request<{ pid: number }>("daemon.status", {})).pid, "number");
+});
+
+test("attach pushes queued deliveries (then marks them sent); ack acks once; bad params are BAD_PARAMS", async () => {
+  await queue("sess-a", "d-a1");
+  const owner = await open({ kind: "owner", ownerId: "sess-a" });
+  const pushed: DeliveryPayload[] = [];
+  owner.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p));
+  assert.deepEqual(await owner.request("owner.attach", {}), { pending: 1 });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(pushed.map((p) => p.deliveryId), ["d-a1"]);
+  assert.deepEqual((await readOutbox(daemon.home, "sess-a")).map((r) => r.state), ["queued", "sent"]);
+  assert.deepEqual(await owner.request("owner.ack", { deliveryIds: ["d-a1", "unknown"] }), { acked: 1 });
+  assert.deepEqual(await owner.request("owner.ack", { deliveryIds: ["d-a1"] }), { acked: 0 });
+  await assert.rejects(owner.request("owner.ack", { deliveryIds: [] }), (e: DshError) => e.code === "BAD_PARAMS");
+  await assert.rejects(owner.request("owner.move", { fromOwnerId: "../etc" }), (e: DshError) => e.code === "BAD_PARAMS" && /fromOwnerId/.test(e.message));
+});
+
+test("owner.move: the previous session's unacked deliveries go to the new session (pushed at once), and leave the old one", async () => {
+  await queue("sess-old", "d-o1");
+  await queue("sess-old", "d-o2");
+  await appendOutbox(daemon.home, "sess-old", { deliveryId: "d-o2", state: "acked" });
+  const fresh = await open({ kind: "owner", ownerId: "sess-new" });
+  const pushed: string[] = [];
+  fresh.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p.deliveryId));
+  await fresh.request("owner.attach", {});
+  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old" }), { moved_ids: [], deliveries: 1 });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(pushed, ["d-o1"], "only the unacked one moves");
+  const old = await readOutbox(daemon.home, "sess-old");
+  assert.equal(old.filter((r) => r.deliveryId === "d-o1").at(-1)?.state, "acked");
+  assert.equal(old.filter((r) => r.deliveryId === "d-o1").at(-1)?.movedTo, "sess-new");
+  // Moving again finds nothing left; moving from oneself is a no-op.
+  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old" }), { moved_ids: [], deliveries: 0 });
+  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-new" }), { moved_ids: [], deliveries: 0 });
+});
