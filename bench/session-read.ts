@@ -95,8 +95,8 @@ async function cycleAppendMs(owner: Owner, taskId: string, sessionPath: string):
   for (let i = 0; i < 5; i++) {
     await owner.client.request("task.respond", { taskId, message: `follow-up ${i}` });
     appendFileSync(sessionPath, stamped(user, Date.now()));
-    // Past chokidar's 50 ms change throttle, which drops (not defers) a second change (see docs/performance.md).
-    await sleep(120);
+    // A few ms apart, as pi writes them: the watcher (fs.watch, no throttle) must see both lines.
+    await sleep(5);
     appendFileSync(sessionPath, stamped(stop, Date.now()));
     const at = epochMs();
     runs.push((await owner.nextSettle(taskId, at)) - at);

@@ -1,6 +1,6 @@
 // The git baseline recorded at spawn: HEAD (or null before the first commit) and what was already dirty.
-import { repoRoot, headCommit } from "./repo.js";
-import { git, splitZ } from "./run.js";
+import { repoFacts } from "./repo.js";
+import { git, gitMaybe, splitZ } from "./run.js";
 
 export interface Baseline {
   /** false when cwd is not in a git work tree: no diff will be harvested. */
@@ -18,8 +18,12 @@ export interface CaptureOptions {
 }
 
 export async function captureBaseline(cwd: string, opts: CaptureOptions = {}): Promise<Baseline> {
-  const root = await repoRoot(cwd);
-  if (root === undefined) {
+  // Root and HEAD in one call; the dirty list (porcelain paths are relative to the top level) alongside it.
+  const [facts, status] = await Promise.all([
+    repoFacts(cwd),
+    opts.dirty === false ? "" : gitMaybe(cwd, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
+  ]);
+  if (facts === undefined) {
     return {
       isRepo: false,
       repoRoot: null,
@@ -28,11 +32,9 @@ export async function captureBaseline(cwd: string, opts: CaptureOptions = {}): P
       warnings: [`${cwd} is not a git repository: no diff will be recorded for this task.`],
     };
   }
-  const [head, status] = await Promise.all([
-    headCommit(root),
-    opts.dirty === false ? "" : git(root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
-  ]);
-  return { isRepo: true, repoRoot: root, baselineHead: head, dirtyAtStart: porcelainLines(status), warnings: [] };
+  // A status that failed in a repo is a real problem (not "nothing dirty"): ask again and let it throw.
+  const dirty = status ?? (await git(facts.root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]));
+  return { isRepo: true, repoRoot: facts.root, baselineHead: facts.head, dirtyAtStart: porcelainLines(dirty), warnings: [] };
 }
 
 /** `git status --porcelain -z` → lines; a rename/copy entry carries its source path as the next field. */

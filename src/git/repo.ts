@@ -15,6 +15,16 @@ export async function repoRoot(cwd: string): Promise<string | undefined> {
   return inside === "true" && top ? top : undefined;
 }
 
+/** The top level and HEAD in one git call (HEAD null before the first commit); undefined outside a work tree. */
+export async function repoFacts(cwd: string): Promise<{ root: string; head: string | null } | undefined> {
+  const out = await gitMaybe(cwd, ["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--verify", "-q", "HEAD^{commit}"]).catch(() => undefined);
+  const [inside, top, sha] = (out ?? "").split("\n");
+  if (inside === "true" && top && sha && /^[0-9a-f]{40,64}$/.test(sha)) return { root: top, head: sha };
+  // No HEAD yet (or not a repo): ask for the top level alone.
+  const root = await repoRoot(cwd);
+  return root === undefined ? undefined : { root, head: await headCommit(root) };
+}
+
 export async function requireRepoRoot(cwd: string): Promise<string> {
   const root = await repoRoot(cwd);
   if (root === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);

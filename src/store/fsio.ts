@@ -47,6 +47,33 @@ export async function writeAtomic(path: string, data: string | Buffer, mode = 0o
 }
 
 /**
+ * Several atomic replacements in one directory with one directory fsync (a harvest writes task.json and
+ * result.json together): each file is written to a temp name, synced, then renamed over its target.
+ */
+export async function writeAtomicMany(files: { path: string; data: string | Buffer }[], mode = 0o600, opts: SyncOptions = {}): Promise<void> {
+  const sync = opts.sync !== false;
+  const tmps = files.map((f) => join(dirname(f.path), `.${basename(f.path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`));
+  try {
+    await Promise.all(
+      files.map(async (f, i) => {
+        const fh = await open(tmps[i]!, "wx", mode);
+        try {
+          await fh.writeFile(f.data);
+          if (sync) await fh.datasync();
+        } finally {
+          await fh.close();
+        }
+      }),
+    );
+    for (let i = 0; i < files.length; i++) await rename(tmps[i]!, files[i]!.path);
+  } catch (e) {
+    await Promise.all(tmps.map((t) => unlink(t).catch(() => undefined)));
+    throw fsError(e, `write ${files.map((f) => f.path).join(", ")}`);
+  }
+  if (sync) for (const dir of new Set(files.map((f) => dirname(f.path)))) await syncDir(dir);
+}
+
+/**
  * `sync: false` skips the fsyncs (about 4-15 ms each on a VM disk). The write is still atomic for readers and
  * survives a daemon crash (it is in the page cache); only a power cut or kernel crash can lose it. For data that is
  * rebuilt from the session file and the journal anyway (live snapshots, records of a task that has not launched).

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
-import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic, type SyncOptions } from "./fsio.js";
+import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic, writeAtomicMany, type SyncOptions } from "./fsio.js";
 import { ensureHome, type HomePaths } from "./home.js";
 import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskSummary } from "./task-index.js";
 
@@ -102,18 +102,19 @@ export class TaskStore {
     const p = await this.existing(rec.taskId);
     await writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n", 0o600, opts);
     const st = await stat(p.taskJson).catch(() => undefined);
-    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0), opts);
+    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0), { sync: false });
   }
 
   /** task.json and result.json of one harvest, and one index line carrying the task's listing row. */
   async saveTask<T extends TaskRecordBase>(rec: T, result: AgentResult, opts: SyncOptions = {}): Promise<void> {
     const p = await this.existing(rec.taskId);
-    await Promise.all([
-      writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n", 0o600, opts),
-      writeAtomic(p.resultJson, JSON.stringify(result, null, 2) + "\n", 0o600, opts),
-    ]);
+    await writeAtomicMany([
+      { path: p.taskJson, data: JSON.stringify(rec, null, 2) + "\n" },
+      { path: p.resultJson, data: JSON.stringify(result, null, 2) + "\n" },
+    ], 0o600, opts);
     const st = await stat(p.taskJson).catch(() => undefined);
-    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0, rowOf(result)), opts);
+    // Never fsynced: start-up repairs any index line whose task.json mtime it does not match.
+    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0, rowOf(result)), { sync: false });
   }
 
   async readTask<T extends TaskRecordBase = TaskRecordBase>(taskId: unknown): Promise<T> {

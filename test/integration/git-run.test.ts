@@ -56,11 +56,19 @@ test("repoRoot: the top level from a subdirectory, none inside .git or outside a
 });
 
 test("spawn path: a baseline without status for isolated tasks; the worktree branches from the baseline's HEAD", async () => {
-  const r = makeRepo({ "a.txt": "a\n" });
+  const r = makeRepo({ "a.txt": "a\n", "sub/b.txt": "b\n" });
+  const empty = makeRepo({}, false);
   try {
     write(r.dir, "dirty.txt", "not committed\n");
     const full = await captureBaseline(r.dir);
     assert.deepEqual(full.dirtyAtStart, ["?? dirty.txt"]);
+    // From a subdirectory: the same root, HEAD and root-relative dirty paths.
+    assert.deepEqual(await captureBaseline(join(r.dir, "sub")), full);
+    // Before the first commit: a repo with no HEAD.
+    const none = await captureBaseline(empty.dir);
+    assert.equal(none.isRepo, true);
+    assert.equal(none.baselineHead, null);
+    assert.equal(none.repoRoot, empty.dir);
     const lean = await captureBaseline(r.dir, { dirty: false });
     assert.deepEqual({ ...lean, dirtyAtStart: [] }, { ...full, dirtyAtStart: [] });
     assert.deepEqual(lean.dirtyAtStart, []);
@@ -74,5 +82,6 @@ test("spawn path: a baseline without status for isolated tasks; the worktree bra
     await assert.rejects(createWorktree({ repoCwd: r.dir, home, taskId: "tmg3k2a1b011", known: { repoRoot: r.dir, head: null } }), { code: "GIT_FAILED" });
   } finally {
     r.cleanup();
+    empty.cleanup();
   }
 });
