@@ -390,10 +390,11 @@ export class Supervisor {
       this.sendPrompt(live);
     } else if (rec.handle) {
       // No extension connected: type the follow-up into the runtime instead.
+      // Not pending from here on: a child that reconnects while the text is typed must not get it pushed again.
       live.promptSentAt = Date.now();
-      await this.deps.runtimeFor(rec.runtime).sendText(rec.handle, message);
       delete live.promptPending;
       live.cycleRunning = true;
+      await this.deps.runtimeFor(rec.runtime).sendText(rec.handle, message);
     }
     this.armTimeout(live);
     await this.journal(live, { type: "respond", cycle: rec.cycle, bytes: message.length });
