@@ -1,7 +1,10 @@
 // Test-only kill points for the crash tests (test/reliability/crash.test.ts). DSH_HERDR_CRASH_AT=<point>[#n]
 // makes the daemon SIGKILL itself right after the n-th (default first) durable journal record matching <point>:
-// an event type (`launched`, `settle`), or `status:<status>` for status records (`status:working`). Unset, this
-// module does nothing: the store is not wrapped and no code path changes.
+// an event type (`launched`, `settle`), `status:<status>` for status records (`status:running`), or
+// `outbox:<state>` for owner outbox records (`outbox:sent`). Unset, this module does nothing: the store is not
+// wrapped and no code path changes.
+import { onOutboxAppended } from "../store/outbox.js";
+
 export type CrashPoint = (event: { type: string; [k: string]: unknown }) => void;
 
 export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoint | undefined {
@@ -10,11 +13,13 @@ export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoi
   const [point, nth] = spec.split("#");
   const want = Math.max(1, Number.parseInt(nth ?? "1", 10) || 1);
   let seen = 0;
-  return (event) => {
+  const hook: CrashPoint = (event) => {
     const keys = [event.type, `${event.type}:${String(event.status ?? event.state ?? "")}`];
     if (!keys.includes(point!)) return;
     if (++seen === want) process.kill(process.pid, "SIGKILL");
   };
+  onOutboxAppended((state) => hook({ type: "outbox", state }));
+  return hook;
 }
 
 /** Wrap an append function so the hook runs after the record is durable (fsynced). */

@@ -44,6 +44,13 @@ export async function appendOutbox(home: string, ownerId: unknown, record: Omit<
     throw fsError(e, `create the outbox of ${String(ownerId)}`);
   }
   await appendJsonLine(path, { ts: Date.now(), ...record });
+  outboxAppended?.(record.state as DeliveryState);
+}
+
+/** Test-only: called after each durable outbox record (the daemon's crash hook; unset otherwise). */
+let outboxAppended: ((state: DeliveryState) => void) | undefined;
+export function onOutboxAppended(fn: ((state: DeliveryState) => void) | undefined): void {
+  outboxAppended = fn;
 }
 
 export function readOutbox(home: string, ownerId: unknown): Promise<OutboxRecord[]> {
