@@ -5,8 +5,9 @@ import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
 import { assertOwnerId } from "../store/outbox.js";
-import { requireRepoRoot } from "../git/repo.js";
+import { requireRepoFacts } from "../git/repo.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
+import { knownRepo } from "./pipeline.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live, Supervisor } from "./supervisor.js";
@@ -90,7 +91,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
           throw new DshError("CWD_NOT_ALLOWED", `cwd ${cwd} is outside allowCwd (${allowed.join(", ")}); add it with \`dsh-herdr config set allowCwd ...\` or work in an allowed directory`);
         }
       }
-      if (p.isolated) await requireRepoRoot(cwd);
+      const repo = p.isolated ? await requireRepoFacts(cwd) : undefined;
       const modelIn = p.model ?? c.defaultModel;
       const model = c.modelAliases[modelIn] ?? modelIn;
       const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
@@ -127,6 +128,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       // The reservation (slot or queue place) now belongs to the task id.
       sup.admission.rekey(slotKey, live.rec.taskId);
       await sup.refresh(live);
+      if (repo) knownRepo.set(live, repo);
       void sup.run(live, slot);
       return { taskId: live.rec.taskId, subagent_id: live.rec.taskId, name: live.rec.name, status: live.rec.status, queued };
     },

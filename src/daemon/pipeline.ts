@@ -10,11 +10,15 @@ import { buildPrompt } from "./prompt.js";
 import type { TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
 
+/** The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again). */
+export const knownRepo = new WeakMap<Live, { root: string; head: string | null }>();
+
 export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
   const { rec } = live;
   try {
     const { queuedMs } = await slot;
     rec.timing.queuedMs = queuedMs;
+    if (queuedMs > 0) knownRepo.delete(live);
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
     // a power cut can only lose a task that never started). The launch itself is journaled durably.
     await sup.journal(live, unsynced({ type: "admitted", queuedMs }));
@@ -33,7 +37,9 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
 async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const { rec } = live;
   const { store, home } = sup.deps;
-  const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated });
+  const known = knownRepo.get(live);
+  knownRepo.delete(live);
+  const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated, ...(known ? { known } : {}) });
   rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, warnings: base.warnings };
   if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
   if (rec.isolated) {

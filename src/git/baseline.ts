@@ -15,12 +15,14 @@ export interface Baseline {
 export interface CaptureOptions {
   /** false: skip `git status` (an isolated task starts in a fresh worktree, so nothing there is dirty yet). */
   dirty?: boolean;
+  /** Root and HEAD already asked for moments ago (the spawn request's repo check): not asked again. */
+  known?: { root: string; head: string | null };
 }
 
 export async function captureBaseline(cwd: string, opts: CaptureOptions = {}): Promise<Baseline> {
   // Root and HEAD in one call; the dirty list (porcelain paths are relative to the top level) alongside it.
   const [facts, status] = await Promise.all([
-    repoFacts(cwd),
+    opts.known ?? repoFacts(cwd),
     opts.dirty === false ? "" : gitMaybe(cwd, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
   ]);
   if (facts === undefined) {

@@ -25,6 +25,13 @@ export async function repoFacts(cwd: string): Promise<{ root: string; head: stri
   return root === undefined ? undefined : { root, head: await headCommit(root) };
 }
 
+/** repoFacts, or NOT_A_REPO naming the fix. */
+export async function requireRepoFacts(cwd: string): Promise<{ root: string; head: string | null }> {
+  const facts = await repoFacts(cwd);
+  if (facts === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);
+  return facts;
+}
+
 export async function requireRepoRoot(cwd: string): Promise<string> {
   const root = await repoRoot(cwd);
   if (root === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);
