@@ -278,6 +278,19 @@ test("owner away (/new): the result waits; back (/resume): delivered once; a red
   assert.equal(injectedOnce().length, 1, "the redelivered id was acked, not injected again");
 });
 
+test("every status message persisted in the session (snapshots, reminders) is in the next model request, in session order", async () => {
+  prompt("OWNER-CHECK status context after a resume");
+  await idle();
+  const isStatus = (t: string) => t.startsWith('{"crew_status"') || t.startsWith('{"crew_reminder"');
+  const persisted = sessionEntries().filter((e) => e.type === "custom_message" && (e.customType === "crew_status" || e.customType === "crew_reminder")).map((e) => String(e.content));
+  const sent = texts(ownerRequests().at(-1)!).filter(isStatus);
+  assert.ok(persisted.length >= 2, `snapshots were persisted: ${persisted.length}`);
+  // The extension's context hook puts back what pi's own message list lacks (after /new and /resume here), at its
+  // recorded place; nothing is dropped or reordered. At most one snapshot may follow the last request (turn end).
+  assert.deepEqual(sent, persisted.slice(0, sent.length));
+  assert.ok(persisted.length - sent.length <= 1, `${persisted.length} persisted, ${sent.length} sent`);
+});
+
 test("/clone: the open subagents (awaiting the owner or running) and their later results move to the new session", async () => {
   await owner.close();
   startOwner("owner-fork");
