@@ -9,6 +9,7 @@ import { open, readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
 import { parseResultMd, RESULT_MD_MAX_BYTES, type ParsedResultMd } from "../core/result-md.js";
+import { readChildFile } from "./safe-read.js";
 
 export interface TaskFilesOptions {
   taskDir: string;
@@ -130,7 +131,9 @@ export class TaskFiles {
       while (pos < st.size) {
         const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, st.size - pos), pos);
         if (bytesRead === 0) break;
-        this.reader.push(buf.subarray(0, bytesRead)); // the reader copies what it keeps
+        // A copy: the reader keeps a partial line by reference, and buf is overwritten by the next read
+        // (an over-1 MiB line was corrupted and counted invalid; found by test/reliability/hostile-files).
+        this.reader.push(Buffer.from(buf.subarray(0, bytesRead)));
         pos += bytesRead;
         moved = true;
       }
@@ -147,10 +150,12 @@ export class TaskFiles {
   }
 
   private async readResultNow(): Promise<boolean> {
-    const text = await readFile(this.opts.resultPath, "utf8").catch(() => undefined);
+    // No symlinks, regular files only, bounded: result.md is written by the child (see safe-read.ts).
+    const r = await readChildFile(this.opts.resultPath, RESULT_MD_MAX_BYTES).catch(() => ({ missing: true as const }));
+    const text = "text" in r ? r.text : "refused" in r ? `\0refused ${r.refused}` : undefined;
     if (text === this.resultText) return false;
     this.resultText = text;
-    this.resultMd = text === undefined ? undefined : parseResultMd(text, { maxBytes: RESULT_MD_MAX_BYTES });
+    this.resultMd = "text" in r ? parseResultMd(r.text, { maxBytes: RESULT_MD_MAX_BYTES }) : "refused" in r ? { meta: {}, body: "", warnings: [r.refused] } : undefined;
     return true;
   }
 

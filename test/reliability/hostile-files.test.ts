@@ -1,0 +1,93 @@
+// Hostile files a child (or a person) controls: result.md that is a symlink, a FIFO, oversized, binary or with
+// broken frontmatter; session lines that are truncated, huge or not JSON; config with unknown keys or wrong types.
+// Each gives a named warning or error and harms nothing else (no secret read, no hang, no unbounded memory).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync, appendFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { TaskFiles } from "../../src/daemon/watcher.js";
+import { loadConfig } from "../../src/store/config.js";
+import { RESULT_MD_MAX_BYTES } from "../../src/core/result-md.js";
+import type { DshError } from "../../src/core/errors.js";
+
+async function withFiles(fn: (dir: string, files: TaskFiles) => Promise<void>) {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-hfiles-"));
+  const files = new TaskFiles({ taskDir: dir, sessionPath: join(dir, "session.jsonl"), resultPath: join(dir, "result.md"), onChange: () => undefined });
+  try {
+    await fn(dir, files);
+  } finally {
+    await files.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("result.md as a symlink is refused without following it: the secret it points at is never read", async () => {
+  await withFiles(async (dir, files) => {
+    writeFileSync(join(dir, "secret.txt"), "---\nstatus: completed\nsummary: SECRET-TOKEN-123\n---\nSECRET-TOKEN-123\n");
+    symlinkSync(join(dir, "secret.txt"), join(dir, "result.md"));
+    await files.readResult();
+    const r = files.result!;
+    assert.match(r.warnings.join(" "), /symlink; it was not followed/);
+    assert.doesNotMatch(JSON.stringify(r), /SECRET-TOKEN-123/);
+  });
+});
+
+test("result.md as a FIFO is refused at once (no hang waiting for a writer)", async () => {
+  await withFiles(async (dir, files) => {
+    execFileSync("mkfifo", [join(dir, "result.md")]);
+    await files.readResult();
+    assert.match(files.result!.warnings.join(" "), /not a regular file/);
+  });
+});
+
+test("result.md over the size bound is read only up to the bound and says so; binary and broken frontmatter are named", async () => {
+  await withFiles(async (dir, files) => {
+    writeFileSync(join(dir, "result.md"), "---\nstatus: completed\nsummary: big\n---\n" + "x".repeat(RESULT_MD_MAX_BYTES * 20));
+    await files.readResult();
+    assert.match(files.result!.warnings.join(" "), /over \d+ bytes; the body was truncated/);
+    assert.ok(files.result!.body.length <= RESULT_MD_MAX_BYTES);
+
+    writeFileSync(join(dir, "result.md"), Buffer.from([0x00, 0x01, 0xff, 0x00, 0x7f]));
+    await files.readResult();
+    assert.match(files.result!.warnings.join(" "), /looks binary/);
+
+    writeFileSync(join(dir, "result.md"), "---\nstatus: [completed\nsummary: oops\n");
+    await files.readResult();
+    assert.match(files.result!.warnings.join(" "), /frontmatter/);
+  });
+});
+
+test("session lines that are not JSON, truncated or huge are counted and skipped; the good lines around them still count", async () => {
+  await withFiles(async (dir, files) => {
+    const p = join(dir, "session.jsonl");
+    const ts = new Date().toISOString();
+    const msg = (role: string, text: string, extra: object = {}) => JSON.stringify({ type: "message", id: Math.random().toString(36).slice(2), timestamp: ts, message: { role, content: [{ type: "text", text }], ...extra } }) + "\n";
+    writeFileSync(p, JSON.stringify({ type: "session", version: 3, id: "s1", timestamp: ts, cwd: dir }) + "\n");
+    appendFileSync(p, "this is not json\n");
+    appendFileSync(p, '{"type":"message","message":{"role":"assistant","content":[{"type":"text","te\n'); // torn mid-line
+    appendFileSync(p, JSON.stringify({ type: "custom", data: "y".repeat(8 * 1024 * 1024) }) + "\n"); // 8 MiB line
+    appendFileSync(p, msg("user", "hello"));
+    appendFileSync(p, msg("assistant", "final words", { stopReason: "stop", usage: { input: 5, output: 7, cacheRead: 0, cacheWrite: 0, totalTokens: 12 } }));
+    await files.readSession();
+    const f = files.facts()!;
+    assert.equal(f.invalidLines, 2); // the 8 MiB line (valid JSON, read across 1 MiB chunks) counts as an entry
+    assert.equal(f.lastStopReason, "stop");
+    assert.match(JSON.stringify(f), /final words/);
+  });
+});
+
+test("config with unknown keys or wrong types is CONFIG_INVALID naming the key and the fix", async () => {
+  const home = mkdtempSync(join(tmpdir(), "dsh-hcfg-"));
+  try {
+    writeFileSync(join(home, "config.json"), JSON.stringify({ maxParalelAgents: 2 }));
+    await assert.rejects(loadConfig(home), (e: DshError) => e.code === "CONFIG_INVALID" && /maxParalelAgents/.test(e.message));
+    writeFileSync(join(home, "config.json"), JSON.stringify({ maxParallelAgents: "three" }));
+    await assert.rejects(loadConfig(home), (e: DshError) => e.code === "CONFIG_INVALID" && /maxParallelAgents/.test(e.message));
+    writeFileSync(join(home, "config.json"), "{ not json");
+    await assert.rejects(loadConfig(home), (e: DshError) => e.code === "CONFIG_INVALID" && /config\.json/.test(e.message));
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
