@@ -1,0 +1,314 @@
+// Crash recovery with real processes: the daemon (its own process) SIGKILLs itself right after journaling a chosen
+// point of a task's life (DSH_HERDR_CRASH_AT, see src/daemon/crash-hook.ts) or is SIGKILLed by the test mid-cycle,
+// is started again on the same home, and the task is driven to its end. Each point checks: the right final
+// status, no prompt sent twice (journal and the child's own session), and no orphan process or worktree.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { alive, cliClient, makeRepo, sleep, startDaemonProc, startShared, until, type DaemonProc, type Shared } from "./proc-harness.js";
+
+const SCRIPT: Script = {
+  conversations: [
+    {
+      name: "life",
+      match: "MARK-LIFE",
+      steps: [
+        { toolCalls: [{ name: "write", arguments: { path: "feature.txt", content: "one\n" } }], delayMs: 700 },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "first pass" } }], delayMs: 700 },
+        { text: "cycle one done" },
+        { toolCalls: [{ name: "write", arguments: { path: "more.txt", content: "two\n" } }], delayMs: 500 },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "second pass" } }] },
+        { text: "cycle two done" },
+      ],
+    },
+    { name: "slow", match: "MARK-SLOW", steps: [{ text: "still thinking", delayMs: 120_000 }] },
+  ],
+};
+
+interface Point {
+  /** DSH_HERDR_CRASH_AT for the first daemon run; undefined = the test kills the daemon itself. */
+  at?: string;
+  /** DSH_HERDR_CRASH_AT for the second run (a crash during recovery). */
+  again?: string;
+  life: "two-cycles" | "abort";
+  /** A pi-session owner (a fake owner extension: attaches, injects each delivery id once, acks) instead of the CLI. */
+  owner?: boolean;
+  /** Kill from outside once this journal event is present (mid-cycle kills). */
+  killAfter?: string;
+  expect: "closed";
+  finalBeforeClose: AgentResult["status"];
+}
+
+const POINTS: Point[] = [
+  { at: "created", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "admitted", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "worktree", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "baseline", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "launched", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "prompt_sent", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "status:running", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { killAfter: "status:running", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "report", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "settle", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "status:completed", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "respond", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "prompt_sent#2", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "report#2", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "settle#2", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "status:completed#2", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "closed", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "launched", again: "recovered", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "interrupted", life: "abort", expect: "closed", finalBeforeClose: "interrupted" },
+  { killAfter: "status:running", life: "abort", expect: "closed", finalBeforeClose: "interrupted" },
+  { at: "outbox:queued", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "outbox:sent", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "outbox:acked", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "outbox:sent#2", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "status:completed", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "settle#2", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+];
+
+let shared: Shared;
+before(async () => {
+  shared = await startShared(SCRIPT, "dsh-crash-");
+});
+after(async () => {
+  await shared?.close();
+});
+
+type Ev = { type: string; [k: string]: unknown };
+const journal = (home: string, taskId: string): Ev[] => {
+  const p = join(home, "tasks", taskId, "events.jsonl");
+  if (!existsSync(p)) return [];
+  return readFileSync(p, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
+    try {
+      return [JSON.parse(l) as Ev];
+    } catch {
+      return [];
+    }
+  });
+};
+const matches = (e: Ev, point: string) => e.type === point || `${e.type}:${String(e.status ?? "")}` === point;
+
+/** User messages in the child's own session that carry `marker`: how often the child was really prompted. */
+function promptsInSession(home: string, taskId: string, marker: string): number {
+  const p = join(home, "tasks", taskId, "session.jsonl");
+  if (!existsSync(p)) return 0;
+  let n = 0;
+  for (const line of readFileSync(p, "utf8").split("\n")) {
+    if (!line.trim()) continue;
+    const e = JSON.parse(line) as { type?: string; message?: { role?: string; content?: unknown } };
+    if (e.type === "message" && e.message?.role === "user" && JSON.stringify(e.message.content).includes(marker)) n++;
+  }
+  return n;
+}
+
+/** The owner's pi session as the owner extension keeps it: delivery ids injected, each at most once. */
+interface OwnerSession {
+  injected: string[];
+  pushes: Map<string, number>;
+  /** Pushes of an id that arrived after the daemon confirmed its ack: must stay 0. */
+  pushedAfterAck: number;
+  acked: Set<string>;
+}
+
+function userMessagesWith(body: unknown, marker: string): number {
+  const msgs = (body as { messages?: { role?: string; content?: unknown }[] })?.messages ?? [];
+  return msgs.filter((m) => m.role === "user" && JSON.stringify(m.content).includes(marker)).length;
+}
+
+class Driver {
+  d!: DaemonProc;
+  cli?: DaemonClient;
+  owner?: DaemonClient;
+  runs = 0;
+  readonly ownerId = `0b1e${"c0ffee".repeat(2)}-crash`;
+  readonly session: OwnerSession = { injected: [], pushes: new Map(), pushedAfterAck: 0, acked: new Set() };
+  constructor(readonly home: string, readonly point: Point) {}
+
+  /** Who spawns, responds and closes: the owner session, or the person at the CLI. */
+  get actor(): DaemonClient {
+    return this.owner ?? this.cli!;
+  }
+
+  private async attachOwner(): Promise<void> {
+    const s = this.session;
+    const c = await connect(this.home, {
+      kind: "owner",
+      ownerId: this.ownerId,
+      timeoutMs: 120_000,
+      pushes: {
+        "owner.delivery": (d: { deliveryId: string }) => {
+          s.pushes.set(d.deliveryId, (s.pushes.get(d.deliveryId) ?? 0) + 1);
+          if (s.acked.has(d.deliveryId)) s.pushedAfterAck++;
+          if (!s.injected.includes(d.deliveryId)) s.injected.push(d.deliveryId); // inject once, as the extension does
+          void c.request<{ acked: number }>("owner.ack", { deliveryIds: [d.deliveryId] }).then(() => s.acked.add(d.deliveryId), () => undefined);
+        },
+      },
+    });
+    this.owner = c;
+    await c.request("owner.attach", {});
+  }
+
+  async start(): Promise<void> {
+    for (;;) {
+      this.runs++;
+      const crash = this.runs === 1 ? this.point.at : this.runs === 2 ? this.point.again : undefined;
+      try {
+        this.d = await startDaemonProc(this.home, shared.childEnv, { env: crash ? { DSH_HERDR_CRASH_AT: crash } : {} });
+        break;
+      } catch (e) {
+        if (!crash) throw e; // only a planted kill point may end a start-up (a crash during recovery)
+      }
+    }
+    this.cli = await cliClient(this.home);
+    if (this.point.owner) await this.attachOwner();
+  }
+
+  /** Run one step; when the daemon dies under it, wait for the death, restart and report false. */
+  async step<T>(fn: (c: DaemonClient) => Promise<T>): Promise<T | undefined> {
+    const died = this.d.exited.then(() => "died" as const);
+    try {
+      const r = await Promise.race([fn(this.cli!), died]);
+      if (r !== "died") return r as T;
+    } catch (e) {
+      if (!(await Promise.race([died, sleep(3000).then(() => "alive" as const)]) === "died")) throw e;
+    }
+    const how = await this.d.exited;
+    assert.equal(how, "SIGKILL", `daemon died by ${how}: ${this.d.stderr()}`);
+    this.cli?.close();
+    this.owner?.close();
+    await this.start();
+    return undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.cli?.close();
+    this.owner?.close();
+    this.d.proc.kill("SIGTERM");
+    await this.d.exited;
+  }
+}
+
+async function runPoint(p: Point, idx: number): Promise<void> {
+  const dir = join(shared.dir, `p${idx}`);
+  const repo = makeRepo(dir);
+  const home = join(dir, "home");
+  const drv = new Driver(home, p);
+  await drv.start();
+  const marker = p.life === "abort" ? "MARK-SLOW" : "MARK-LIFE";
+  let taskId: string | undefined;
+  const ours = async (c: DaemonClient) => {
+    const r = await c.request<{ tasks: AgentResult[] }>("task.list", {});
+    return r.tasks[0]?.taskId;
+  };
+  const killer = p.killAfter
+    ? until(`journal ${p.killAfter}`, () => (taskId && journal(home, taskId).some((e) => matches(e, p.killAfter!)) ? true : undefined), 90_000).then(() => process.kill(drv.d.pid, "SIGKILL"))
+    : undefined;
+  try {
+    // spawn once: after a crash the task may exist already (the reply was lost, the record was not)
+    while (!taskId) {
+      taskId = await drv.step(async (c) => (await ours(c)) ?? (await drv.actor.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: `${marker} point ${idx}`, isolated: true })).taskId);
+    }
+    const settledAt = (cycle: number) => journal(home, taskId!).some((e) => e.type === "status" && e.settled === true && e.cycle === cycle);
+    const waitSettled = async (cycle: number) => {
+      while (!(await drv.step(async (c) => {
+        await c.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+        return until(`cycle ${cycle} settled`, () => (settledAt(cycle) ? true : undefined), 90_000);
+      })));
+    };
+    if (p.life === "two-cycles") {
+      await waitSettled(1);
+      while (!journal(home, taskId).some((e) => e.type === "respond")) await drv.step(() => drv.actor.request("task.respond", { taskId, message: "AGAIN please" }));
+      await waitSettled(2);
+    } else {
+      while (!journal(home, taskId).some((e) => e.type === "interrupted")) {
+        await drv.step(async (c) => {
+          // Abort mid-cycle: the model is holding the child's request.
+          await until("the model request", () => (shared.model.requests().some((r) => userMessagesWith(r.body, `${marker} point ${idx}`) > 0) ? true : undefined), 60_000);
+          let last: AgentResult | undefined;
+          await until("running", async () => ((last = await c.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000).catch((e: Error) => {
+            const tdir = join(home, "tasks", taskId!);
+            const tail = (f: string) => (existsSync(join(tdir, f)) ? readFileSync(join(tdir, f), "utf8").slice(-600) : "-");
+            throw new Error(`${e.message}: ${JSON.stringify(last)} exit.json ${tail("exit.json")} stderr ${tail("stderr.log")} journal ${tail("events.jsonl")}`);
+          });
+          return c.request("task.abort", { taskIds: [taskId] });
+        });
+      }
+      await waitSettled(1);
+    }
+    await killer?.catch(() => undefined);
+    const before = (await drv.step((c) => c.request<AgentResult>("task.get", { taskId })))!;
+    assert.equal(before.status, p.finalBeforeClose, `final status before close: ${JSON.stringify(before)}`);
+    if (p.owner) {
+      // Every settled cycle reaches the owner's session exactly once, and every delivery ends acked.
+      const outboxOf = () => readFileSync(join(home, "owners", drv.ownerId, "outbox.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { deliveryId: string; state: string });
+      // Acked in the outbox (an ack whose reply was lost to the crash is still durable there).
+      await until("both deliveries acked", () => (outboxOf().filter((r) => r.state === "acked").length >= 2 ? true : undefined), 60_000).catch(() => undefined);
+      assert.equal(drv.session.injected.length, 2, `injected: ${JSON.stringify(drv.session.injected)} pushes ${JSON.stringify([...drv.session.pushes])}`);
+      assert.ok(drv.session.injected.every((id) => id.includes(taskId!)), JSON.stringify(drv.session.injected));
+      assert.equal(new Set(drv.session.injected).size, 2, "two distinct deliveries (one per cycle)");
+      assert.equal(drv.session.pushedAfterAck, 0, "nothing pushed again after its ack was confirmed");
+      const outbox = outboxOf();
+      for (const id of drv.session.injected) {
+        assert.equal(outbox.filter((r) => r.deliveryId === id && r.state === "queued").length, 1, `${id} queued once`);
+        assert.ok(outbox.some((r) => r.deliveryId === id && r.state === "acked"), `${id} acked`);
+      }
+    }
+    while (!(await drv.step(() => drv.actor.request<AgentResult>("task.close", { taskId, closePane: true })))) {
+      /* closed after the restart */
+    }
+    const closed = await drv.step((c) => c.request<AgentResult>("task.get", { taskId }));
+    assert.equal(closed?.status, p.expect);
+    assert.ok(drv.runs >= 2, "the daemon was killed and restarted");
+
+    // No prompt twice: one prompt_sent per cycle in the journal, one user prompt per cycle in the child's session.
+    const ev = journal(home, taskId);
+    const sent = ev.filter((e) => e.type === "prompt_sent").map((e) => e.cycle);
+    assert.equal(new Set(sent).size, sent.length, `prompt sent twice: ${JSON.stringify(sent)}`);
+    // The model saw the task prompt once in every request of this task (a second prompt would show in the history).
+    const seen = shared.model.requests().map((r) => userMessagesWith(r.body, `${marker} point ${idx}`)).filter((n) => n > 0);
+    assert.ok(seen.length > 0 && seen.every((n) => n === 1), `task prompt per request: ${JSON.stringify(seen)}`);
+    if (p.life === "two-cycles") assert.equal(promptsInSession(home, taskId, marker), 1, "the task prompt reached the child's session once");
+    if (p.life === "two-cycles") {
+      const n = promptsInSession(home, taskId, "AGAIN please");
+      assert.equal(n, 1, `the follow-up reached the child once; journal: ${ev.map((e) => `${e.type}${e.cycle ? "#" + String(e.cycle) : ""}${e.why ? "(" + String(e.why) + ")" : ""}`).join(" ")}`);
+    }
+    const launched = ev.filter((e) => e.type === "launched");
+    assert.equal(launched.length, 1, `launched once: ${launched.length}`);
+
+    // No orphans: every launched process is dead; the only worktree is the task's own, recorded one.
+    for (const l of launched) {
+      const pid = (l.handle as { pid?: number }).pid!;
+      await until(`child ${pid} gone`, () => (!alive(pid) ? true : undefined), 10_000);
+    }
+    const wts = existsSync(join(home, "worktrees")) ? readdirSync(join(home, "worktrees")) : [];
+    assert.ok(wts.every((w) => w.endsWith(taskId!)), `orphan worktrees: ${wts.join(", ")}`);
+    const listed = execFileSync("git", ["worktree", "list", "--porcelain"], { cwd: repo, encoding: "utf8" }).split("\n").filter((l) => l.startsWith("worktree "));
+    assert.ok(listed.length <= 2, `git worktrees: ${listed.join("; ")}`);
+  } finally {
+    await drv.stop().catch(() => undefined);
+    if (taskId) {
+      for (const e of journal(home, taskId).filter((x) => x.type === "launched")) {
+        for (const target of [(e.handle as { pid: number }).pid, -(e.handle as { pid: number }).pid]) {
+          try {
+            process.kill(target, "SIGKILL"); // a failed case must not leave its child running
+          } catch {
+            /* gone */
+          }
+        }
+      }
+    }
+  }
+}
+
+const only = process.env.DSH_CRASH_POINTS?.split(",").map(Number);
+POINTS.forEach((p, i) => {
+  if (only && !only.includes(i)) return;
+  test(`crash point ${i}: ${p.at ? `SIGKILL after journaling ${p.at}` : `SIGKILL from outside after ${p.killAfter}`}${p.again ? ` and again after ${p.again}` : ""} (${p.life}, ${p.owner ? "pi owner" : "cli owner"})`, { timeout: 240_000 }, () => runPoint(p, i));
+});
