@@ -129,4 +129,8 @@ test("renderCard prints the crew_report report, and the final message only when 
   const same = renderCard(result({ result: { path: "/r/result.md", text: "Same text.", meta: {} }, finalMessage: "Same text." }), home);
   assert.equal(same.match(/^--- /gm)?.length, 1, "one section when report and final message agree");
   assert.match(same, /^--- final message ---\nSame text\.$/m);
+  // A crew_report cycle: result.md (with its frontmatter) holds the report and the final message is that report.
+  const reported = renderCard(result({ result: { path: "/r/result.md", text: "Done.", meta: { status: "completed" } }, finalMessage: "Done." }), home);
+  assert.equal(reported.match(/^--- /gm)?.length, 1, "one section for a reported cycle");
+  assert.match(reported, /^--- report ---\nDone\.$/m);
 });

@@ -57,7 +57,9 @@ export function renderCard(r: AgentResult, home?: string): string {
   // says something else (pi may add a closing line after the report).
   const report = r.result?.text.trim() ?? "";
   const final = r.finalMessage?.trim() ?? "";
-  if (report !== "" && report !== final) {
+  // result.text falls back to the final message when the child wrote no result.md; a frontmatter marks a real one.
+  const hasArtifact = r.result !== undefined && Object.keys(r.result.meta).length > 0;
+  if (report !== "" && (hasArtifact || report !== final)) {
     lines.push("--- report ---", report);
     if (final !== "" && !report.includes(final)) lines.push("--- final message ---", final);
   } else if (final !== "" || report !== "") lines.push("--- final message ---", final || report);
