@@ -10,6 +10,9 @@ import type { AgentResult } from "../core/types.js";
 import { discoverAgents } from "./crew-agents.js";
 import type { OwnerLink } from "./owner-link.js";
 
+/** AgentResult statuses that pi-crew treats as open (running, needs_input, completed until crew_done). */
+const OPEN_STATUSES = ["starting", "working", "running", "blocked", "completed"];
+
 export interface OpenSessionView {
   subagent_id: string;
   subagent: string;
@@ -50,7 +53,8 @@ function daemonError(e: unknown, id?: string): ToolError {
 export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView[]> {
   const owner = link.ownerId;
   if (!owner) return [];
-  const { tasks } = await link.request<{ tasks: AgentResult[] }>("task.list", { owner });
+  // Ask for open statuses only: the daemon pages newest first, and closed history must not push open work off the page.
+  const { tasks } = await link.request<{ tasks: AgentResult[] }>("task.list", { owner, status: OPEN_STATUSES, limit: 1000 });
   return tasks
     .map((t) => ({ subagent_id: t.taskId, subagent: t.agent.name, brief: t.brief ?? "", status: crewStatusOf(t.status), createdAt: t.timing.createdAt }))
     .filter((t) => isOpenCrewStatus(t.status))

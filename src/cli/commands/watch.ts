@@ -9,6 +9,8 @@ import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
 import { examples, jsonOption } from "./shared.js";
 
+const NOT_CLOSED = ["starting", "working", "blocked", "idle", "running", "completed", "failed", "gone", "interrupted"];
+
 const SETTLING = new Set(["starting", "working", "running"]);
 
 export interface WatchOptions {
@@ -73,7 +75,9 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
     const start = async () => {
       // Subscribe first so no change between the snapshot and the subscription is lost.
       await conn.request("task.subscribe", { ...(o.taskIds ? { taskIds: o.taskIds } : {}), ...(o.owner ? { owner: o.owner } : {}) });
-      const res = await conn.request<{ tasks: TaskRow[] }>("task.list", o.owner ? { owner: o.owner } : {});
+      // Without --all only non-closed tasks are shown: ask for those, so closed history cannot fill the page.
+      const statusFilter = !o.all && !wanted ? { status: NOT_CLOSED } : {};
+      const res = await conn.request<{ tasks: TaskRow[] }>("task.list", { ...(o.owner ? { owner: o.owner } : {}), ...statusFilter, limit: 1000 });
       for (const t of res.tasks) {
         if (!keep(t) || rows.has(t.taskId)) continue;
         if (!o.all && !wanted && t.status === "closed") continue;
