@@ -6,7 +6,8 @@
 import { spawn } from "node:child_process";
 import { closeSync, constants, openSync, readFileSync, writeSync } from "node:fs";
 import { constants as osConstants } from "node:os";
-import writeFileAtomic from "write-file-atomic";
+// Not write-file-atomic: it ignores a short write on a full disk (src/store/fsio.ts says more).
+import { writeAtomic } from "../../store/fsio.js";
 import { readProcStat } from "./proc.js";
 import type { HeadlessExit, HeadlessPaths, HeadlessState } from "./files.js";
 
@@ -41,22 +42,27 @@ function main(): void {
     answer({ ok: false, error: e.message });
     process.exit(127);
   });
+  // The exit handler waits for this, so a child that exits at once still gets its launch answered first.
+  let started: Promise<void> = Promise.resolve();
   child.on("spawn", () => {
-    for (const fd of [stdinFd, outFd, errFd]) closeSync(fd);
-    const pid = child.pid ?? -1;
-    const wrapperStart = readProcStat(process.pid)?.startTime;
-    const childStart = readProcStat(pid)?.startTime;
-    const state: HeadlessState = {
-      wrapperPid: process.pid, childPid: pid, protocol: spec.protocol, startedAt: new Date().toISOString(),
-      ...(wrapperStart !== undefined ? { wrapperStart } : {}),
-      ...(childStart !== undefined ? { childStart } : {}),
-    };
-    writeFileAtomic.sync(spec.statePath, JSON.stringify(state) + "\n");
-    answer({ ok: true, ...state });
+    started = (async () => {
+      for (const fd of [stdinFd, outFd, errFd]) closeSync(fd);
+      const pid = child.pid ?? -1;
+      const wrapperStart = readProcStat(process.pid)?.startTime;
+      const childStart = readProcStat(pid)?.startTime;
+      const state: HeadlessState = {
+        wrapperPid: process.pid, childPid: pid, protocol: spec.protocol, startedAt: new Date().toISOString(),
+        ...(wrapperStart !== undefined ? { wrapperStart } : {}),
+        ...(childStart !== undefined ? { childStart } : {}),
+      };
+      await writeAtomic(spec.statePath, JSON.stringify(state) + "\n", 0o644);
+      answer({ ok: true, ...state });
+    })();
   });
-  child.on("exit", (code, signal) => {
+  child.on("exit", async (code, signal) => {
+    await started.catch(() => undefined);
     const exit: HeadlessExit = { code, signal, pid: child.pid ?? -1, endedAt: new Date().toISOString() };
-    writeFileAtomic.sync(spec.exitPath, JSON.stringify(exit) + "\n");
+    await writeAtomic(spec.exitPath, JSON.stringify(exit) + "\n", 0o644).catch(() => undefined);
     const signum = signal ? (osConstants.signals[signal] ?? 0) : 0;
     process.exit(code ?? 128 + signum);
   });
