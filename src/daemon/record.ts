@@ -2,7 +2,13 @@
 import type { AgentStatus, ResultError, Role, RuntimeKind, Timing, WorktreeInfo } from "../core/types.js";
 import type { RuntimeHandle } from "../runtime/types.js";
 import type { TaskRecordBase } from "../store/task-store.js";
+import { join } from "node:path";
 import type { TaskPrompt } from "./prompt.js";
+
+/** Where a follow-up's text is kept (cycle ≥ 2), so a restarted daemon can still send it. */
+export function followUpPath(taskDir: string, cycle: number): string {
+  return join(taskDir, `followup.${cycle}.md`);
+}
 
 export interface TaskRecord extends TaskRecordBase {
   taskId: string;

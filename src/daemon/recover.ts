@@ -4,6 +4,7 @@
 // a settle, an abort, a close. Effects the journal shows are never repeated (a sent prompt is not sent again);
 // effects it does not show are done now (a prompt never sent is sent; a task never launched starts again).
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { RuntimeHandle } from "../runtime/types.js";
@@ -11,15 +12,17 @@ import type { TaskEvent } from "../store/task-store.js";
 import { branchFor, worktreePathFor } from "../git/worktree.js";
 import { gitMaybe } from "../git/run.js";
 import type { Runtimes } from "./runtimes.js";
-import type { TaskRecord } from "./record.js";
+import { followUpPath, type TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
 
 /** What the journal says happened to a task, beyond its last task.json. */
 export interface Replay {
   /** The last launched handle (task.json may predate it). */
   handle?: RuntimeHandle;
-  /** Cycle → when its prompt went out (child.prompt pushed, or typed into the runtime by respond). */
+  /** Cycle → when its prompt went out (prompt_sent: journaled just before the push or the typing). */
   prompted: Map<number, number>;
+  /** Cycles whose prompt the child confirmed (prompt_accepted), or that were typed into the runtime. */
+  accepted: Set<number>;
   /** Highest cycle the journal knows of (respond / prompt_sent). */
   cycle: number;
   /** Cycles whose settle was journaled (harvest may not have run). */
@@ -32,13 +35,18 @@ export interface Replay {
 }
 
 export function replayJournal(events: TaskEvent[]): Replay {
-  const r: Replay = { prompted: new Map(), cycle: 1, settling: new Set(), settled: new Set() };
+  const r: Replay = { prompted: new Map(), accepted: new Set(), cycle: 1, settling: new Set(), settled: new Set() };
   for (const e of events) {
     const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
     if (e.type === "launched" && e.handle) r.handle = e.handle as RuntimeHandle;
     else if (e.type === "worktree" && typeof e.path === "string") r.worktree = e.path;
-    else if ((e.type === "prompt_sent" || e.type === "respond") && cycle !== undefined) {
+    else if (e.type === "prompt_sent" && cycle !== undefined) {
       if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
+      r.cycle = Math.max(r.cycle, cycle);
+      // Typed into a runtime: nothing would recognise it a second time, so it counts as taken.
+      if (e.via === "runtime") r.accepted.add(cycle);
+    } else if (e.type === "prompt_accepted" && cycle !== undefined) r.accepted.add(cycle); else if (e.type === "respond" && cycle !== undefined) {
+      // Journaled before the follow-up goes out: a respond without a prompt_sent never reached the child.
       r.cycle = Math.max(r.cycle, cycle);
     } else if (e.type === "settle" && cycle !== undefined) r.settling.add(cycle);
     else if (e.type === "status" && e.settled === true && cycle !== undefined) r.settled.add(cycle);
@@ -115,15 +123,19 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
     await sup.refresh(live);
     return;
   }
-  if (promptedAt === undefined) {
-    // Launched, but the prompt never went out: send it now (once) when the child says hello again.
+  const unconfirmed = promptedAt !== undefined && !j.accepted.has(rec.cycle) && !j.settling.has(rec.cycle);
+  if (promptedAt === undefined || (unconfirmed && alive)) {
+    // Launched, but the prompt never went out, or went out unconfirmed: push it when the child says hello again.
+    // The child extension runs a cycle once: a prompt it already took is acknowledged and its outcome re-sent.
     if (!alive) {
       rec.error = { code: "AGENT_STALLED", message: "the child ended before it took its prompt while the daemon was down; spawn the task again" };
       sup.settleCycle(live, "gone before its prompt", { failed: true });
       await live.chain;
       return;
     }
-    const text = (await store.readPrompt(taskId)) ?? "";
+    const text = rec.cycle > 1
+      ? await readFile(followUpPath(store.taskPaths(taskId).dir, rec.cycle), "utf8").catch(() => "")
+      : ((await store.readPrompt(taskId)) ?? "");
     live.promptPending = { cycle: rec.cycle, text };
     holdSlot(sup, taskId);
     sup.watchRuntime(live, runtime);

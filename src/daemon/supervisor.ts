@@ -10,9 +10,10 @@ import type { AgentResult, AgentStatus, DiffEvidence, HerdrStatus, RuntimeKind }
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
 import { unsynced, type TaskStore } from "../store/task-store.js";
+import { writeAtomic } from "../store/fsio.js";
 import { Admission } from "./admission.js";
 import { assemble, diffFor } from "./harvest.js";
-import type { TaskRecord } from "./record.js";
+import { followUpPath, type TaskRecord } from "./record.js";
 import type { Connection, Logger } from "./server.js";
 import { TaskFiles } from "./watcher.js";
 import { runPipeline } from "./pipeline.js";
@@ -35,6 +36,8 @@ export interface Live {
   child?: Connection;
   cycleRunning: boolean;
   promptPending?: { cycle: number; text: string };
+  /** The last prompt pushed and to which connection: a prompt goes to each child connection at most once. */
+  promptPushed?: { child: Connection; prompt: { cycle: number; text: string } };
   promptSentAt?: number;
   readiness?: { resolve(): void; reject(e: Error): void };
   lastStopReason?: string;
@@ -89,16 +92,38 @@ export class Supervisor {
 
   sendPrompt(live: Live): void {
     const p = live.promptPending;
-    if (!p || !live.child) return;
+    const child = live.child;
+    if (!p || !child || (live.promptPushed?.child === child && live.promptPushed.prompt === p)) return;
+    live.promptPushed = { child, prompt: p };
     live.promptSentAt = Date.now();
-    live.child.push("child.prompt", p);
-    void this.journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length });
+    // The record first, then the effect: a crash in between leaves a prompt that looks sent and is never sent again
+    // (recovery repeats no prompt it finds journaled), rather than one the child got but the journal never saw.
+    void this.journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length }).then(() => {
+      if (live.child === child && live.promptPending === p) child.push("child.prompt", p);
+    });
+  }
+
+  /** No child extension came back for a follow-up: type it into the runtime instead (once, journaled first). */
+  private typeFollowUpLater(live: Live, p: { cycle: number; text: string }): void {
+    const t = setTimeout(() => {
+      if (live.promptPending !== p || live.child || !live.rec.handle || live.rec.lifecycle) return;
+      delete live.promptPending;
+      live.promptSentAt = Date.now();
+      live.cycleRunning = true;
+      const handle = live.rec.handle;
+      void this.journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length, via: "runtime" })
+        .then(() => this.deps.runtimeFor(live.rec.runtime).sendText(handle, p.text))
+        .catch((e: unknown) => this.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "follow-up not typed"));
+    }, this.deps.config().readinessTimeoutMs);
+    t.unref();
   }
 
   async childEvent(conn: Connection, ev: { type: string; cycle?: number; stopReason?: string; errorMessage?: string; willRetry?: boolean; why?: string }): Promise<{ ok: true }> {
     const live = this.tasks.get(conn.taskId ?? "");
     if (!live || live.rec.lifecycle) return { ok: true };
     if (ev.type === "prompt_accepted" && live.promptPending && ev.cycle === live.promptPending.cycle) {
+      // Confirms the push: recovery re-pushes only unconfirmed prompts (the extension runs a cycle once).
+      void this.journal(live, { type: "prompt_accepted", cycle: ev.cycle });
       delete live.promptPending;
       live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
       live.cycleRunning = true;
@@ -382,22 +407,20 @@ export class Supervisor {
     delete live.lastStopReason;
     delete live.lastErrorMessage;
     // Pending before result.md moves: a harvest the move triggers must read "working", not a settled cycle.
-    live.promptPending = { cycle: rec.cycle, text: message };
+    const pending = { cycle: rec.cycle, text: message };
+    live.promptPending = pending;
+    const dir = this.deps.store.taskPaths(rec.taskId).dir;
     // The new cycle must earn its own result.md: keep the old one beside it for the record.
-    await rename(rec.resultPath, join(this.deps.store.taskPaths(rec.taskId).dir, `result.cycle${rec.cycle - 1}.md`)).catch(() => undefined);
+    await rename(rec.resultPath, join(dir, `result.cycle${rec.cycle - 1}.md`)).catch(() => undefined);
     await live.files?.readResult();
-    if (live.child) {
-      this.sendPrompt(live);
-    } else if (rec.handle) {
-      // No extension connected: type the follow-up into the runtime instead.
-      // Not pending from here on: a child that reconnects while the text is typed must not get it pushed again.
-      live.promptSentAt = Date.now();
-      delete live.promptPending;
-      live.cycleRunning = true;
-      await this.deps.runtimeFor(rec.runtime).sendText(rec.handle, message);
-    }
-    this.armTimeout(live);
+    // The follow-up and its record are durable before any child sees it: a restarted daemon sends it (once) if no
+    // prompt_sent follows, and never a second time if one does.
+    await writeAtomic(followUpPath(dir, rec.cycle), message);
     await this.journal(live, { type: "respond", cycle: rec.cycle, bytes: message.length });
+    this.armTimeout(live);
+    // With the extension away (a daemon restart), wait for it to reconnect: hello pushes the pending prompt.
+    if (live.child) this.sendPrompt(live);
+    else this.typeFollowUpLater(live, pending);
     await this.refresh(live);
     return rec.cycle;
   }

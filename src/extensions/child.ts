@@ -26,6 +26,7 @@ export default function childExtension(pi: ExtensionAPI): void {
   let client: DaemonClient | undefined;
   let ctxRef: ExtensionContext | undefined;
   let cycle = 0;
+  let ranCycle = 0;
   let shuttingDown = false;
   const supervised = Boolean(env.socket && env.taskId && env.token);
   const guard = new CycleGuard();
@@ -40,6 +41,13 @@ export default function childExtension(pi: ExtensionAPI): void {
     } else if (backlog.length < 100) {
       backlog.push({ method, params });
     }
+  };
+  /** How the last cycle ended, kept so a daemon that pushes that cycle's prompt again learns the outcome again. */
+  let lastEnd: { cycle: number; msgs: { method: string; params: Record<string, unknown> }[] } | undefined;
+  const sendEnd = (method: string, params: Record<string, unknown>) => {
+    if (lastEnd?.cycle !== cycle) lastEnd = { cycle, msgs: [] };
+    lastEnd.msgs.push({ method, params });
+    send(method, params);
   };
 
   pi.registerTool({
@@ -59,7 +67,7 @@ export default function childExtension(pi: ExtensionAPI): void {
 
   const accept = (report: CrewReport) => {
     if (env.resultPath) writeResultMd(env.resultPath, resultMdFor(report));
-    send("child.report", { cycle, ...report, ...(env.resultPath ? { resultPath: env.resultPath } : {}) });
+    sendEnd("child.report", { cycle, ...report, ...(env.resultPath ? { resultPath: env.resultPath } : {}) });
   };
   // Sent from a later macrotask: inside agent_end pi may still count as streaming.
   const sendPrompt = (text: string, onSent?: () => void) =>
@@ -94,17 +102,24 @@ export default function childExtension(pi: ExtensionAPI): void {
         send("child.event", { type: "finalize_prompt", cycle, why: verdict.why });
         sendPrompt(FINALIZE_PROMPT);
       } else {
-        send("child.event", { type: "contract_error", cycle, why: verdict.why });
+        sendEnd("child.event", { type: "contract_error", cycle, why: verdict.why });
       }
       return; // not settled: the follow-up runs, or the daemon settles on the contract error
     }
     reports.clear();
-    send("child.event", params);
+    sendEnd("child.event", params);
   });
 
   if (!supervised) return; // not supervised: an accepted crew_report still writes result.md
 
   const runPrompt = (p: { cycle: number; text: string }) => {
+    // A cycle runs once: a prompt pushed again (a reconnect, a restarted daemon) is acknowledged, not re-run.
+    if (p.cycle <= ranCycle) {
+      send("child.event", { type: "prompt_accepted", cycle: p.cycle });
+      if (lastEnd?.cycle === p.cycle) for (const m of lastEnd.msgs) send(m.method, m.params);
+      return;
+    }
+    ranCycle = p.cycle;
     // A new cycle (the task, or a crew_respond follow-up): validation starts fresh. A later macrotask: a prompt
     // sent inside session_start would race pi's own session wiring.
     cycle = p.cycle;
