@@ -40,13 +40,21 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
+/** Log fields whose values are secrets (child env, task tokens, keys). */
+const SECRET_KEYS = ["env", "token", "apiKey", "authorization"];
+
 export function daemonVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string }).version;
 }
 
 export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Promise<RunningDaemon> {
   const paths = await ensureHome(home);
-  const log: Logger = pino({ level: opts.logLevel ?? process.env.DSH_HERDR_LOG_LEVEL ?? "info", base: { pid: process.pid } }, pino.destination({ dest: paths.log, sync: true, mkdir: true }));
+  const log: Logger = pino({
+    level: opts.logLevel ?? process.env.DSH_HERDR_LOG_LEVEL ?? "info",
+    base: { pid: process.pid },
+    // Nothing logs env values or tokens today; if a future line does (at any level), they are censored, not written.
+    redact: { paths: [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)], censor: "[redacted]" },
+  }, pino.destination({ dest: paths.log, sync: true, mkdir: true }));
   let stopping: Promise<void> | undefined;
   const lock = await acquireDaemonLock(home, (e) => {
     log.error({ err: e.message }, "daemon lock compromised; stopping");

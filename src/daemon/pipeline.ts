@@ -80,9 +80,12 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
       cwd: rec.workdir,
       env: { ...process.env, ...sup.deps.childEnv },
     }).argv;
+    const env = childEnv(sup, rec);
+    // The env's names only: its values may be API keys (docs/reliability.md, secrets).
+    sup.deps.log.debug({ taskId: rec.taskId, attempt, runtime: rec.runtime, argv, cwd: rec.workdir, envKeys: Object.keys(env) }, "launching child");
     const handle = await runtime.launch({
       taskId: rec.taskId, name: rec.name, argv, cwd: rec.workdir, taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
-      env: childEnv(sup, rec),
+      env,
       ...(rec.worktree ? { repoName: rec.worktree.repo.split("/").pop()! } : { repoName: rec.cwd.split("/").pop()! }),
       ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
       ...(rec.machine ? { machine: rec.machine } : {}),
