@@ -10,7 +10,8 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { cliClient, makeRepo, startDaemonProc, startShared, type DaemonProc, type Shared } from "./proc-harness.js";
+import { killUnder, processesUnder } from "./procs.js";
+import { cliClient, makeRepo, startDaemonProc, startShared, until, type DaemonProc, type Shared } from "./proc-harness.js";
 
 const SCRIPT: Script = {
   conversations: [
@@ -73,7 +74,8 @@ async function oneTask(home: string, repo: string, ownerId: string, level: strin
     assertClean("task.get", JSON.stringify(await owner.request("task.get", { taskId })));
     assertClean("task.list", JSON.stringify(await cli.request("task.list", { statuses: undefined })));
     assertClean("task.wait", JSON.stringify(w));
-    await owner.request("task.close", { taskId });
+    await owner.request("task.close", { taskId, closePane: true });
+    await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
     assertClean("task.get after close", JSON.stringify(await cli.request("task.get", { taskId })));
     return taskId;
   } finally {
@@ -81,6 +83,7 @@ async function oneTask(home: string, repo: string, ownerId: string, level: strin
     cli.close();
     d.proc.kill("SIGTERM");
     await d.exited;
+    killUnder(home);
     assertClean("daemon stderr", d.stderr());
   }
 }
