@@ -143,6 +143,11 @@ export class TaskIndex {
     });
   }
 
+  /** Drop a task from memory (one whose creation failed); a line already on disk is dropped at load (no directory). */
+  forget(taskId: string): void {
+    this.byId.delete(taskId);
+  }
+
   compact(): Promise<void> {
     return this.serial(() => this.rewrite());
   }

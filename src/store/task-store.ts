@@ -1,7 +1,7 @@
 // Task records on disk: tasks/<taskId>/{task.json, events.jsonl, prompt.md, result.json, diff.patch}.
 // Every id from outside is validated before it becomes a path; every rewrite is atomic; the journal is fsynced.
 import { randomBytes } from "node:crypto";
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
@@ -90,12 +90,19 @@ export class TaskStore {
   /** Allocate an id, write the first task.json built from it, and journal `created`. */
   async createTask<T extends TaskRecordBase>(build: (taskId: string) => T, nowMs: number = Date.now(), opts: SyncOptions = {}): Promise<T> {
     const taskId = await this.allocateTaskId(nowMs);
-    const rec = build(taskId);
-    if (rec.taskId !== taskId) throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
-    await this.writeTask(rec, opts);
-    const created: TaskEvent = { type: "created", status: rec.status };
-    await this.appendEvent(taskId, opts.sync === false ? unsynced(created) : created);
-    return rec;
+    try {
+      const rec = build(taskId);
+      if (rec.taskId !== taskId) throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
+      await this.writeTask(rec, opts);
+      const created: TaskEvent = { type: "created", status: rec.status };
+      await this.appendEvent(taskId, opts.sync === false ? unsynced(created) : created);
+      return rec;
+    } catch (e) {
+      // A full or read-only disk mid-create: leave no half-written task behind (nothing ran for it yet).
+      this.index.forget(taskId);
+      await rm(join(this.paths.tasks, taskId), { recursive: true, force: true }).catch(() => undefined);
+      throw e;
+    }
   }
 
   async writeTask<T extends TaskRecordBase>(rec: T, opts: SyncOptions = {}): Promise<void> {

@@ -1,0 +1,108 @@
+// A full or read-only home at spawn, through a real daemon process: the home is a tiny tmpfs (512 KiB) that the
+// test fills (then makes read-only under the daemon). task.spawn must fail with HOME_UNWRITABLE naming the cause, leave no
+// half-written task directory, and the daemon keeps serving; once space is back a spawn runs to completion.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import type { DshError } from "../../src/core/errors.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { killUnder, processesUnder } from "./procs.js";
+import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
+
+const SCRIPT: Script = {
+  conversations: [
+    {
+      name: "disk",
+      match: "MARK-DISK",
+      steps: [
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "disk ok" } }] },
+        { text: "done" },
+      ],
+    },
+  ],
+};
+
+let shared: Shared;
+let home = "";
+let mounted = "";
+before(async () => {
+  shared = await startShared(SCRIPT, "dsh-disk-");
+  home = join(shared.dir, "dsh-home");
+  mkdirSync(home, { mode: 0o700 });
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", home], { stdio: "pipe" });
+    mounted = home;
+  } catch (e) {
+    mounted = `mount -t tmpfs failed (${String((e as Error).message).split("\n")[0]}); needs root or CAP_SYS_ADMIN`;
+  }
+});
+after(async () => {
+  if (mounted === home) {
+    killUnder(home);
+    execFileSync("umount", ["-l", home], { stdio: "pipe" });
+  }
+  await shared?.close();
+});
+
+/** Fill the filesystem: one file grows until ENOSPC. */
+function fill(path: string): void {
+  const fd = openSync(path, "w");
+  const chunk = Buffer.alloc(4096, 120);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-written task, the daemon keeps serving", async (t) => {
+  if (mounted !== home) {
+    t.skip(mounted);
+    return;
+  }
+  const repo = makeRepo(shared.dir);
+  const d = await startDaemonProc(home, shared.childEnv);
+  const cli = await cliClient(home);
+  const tasks = () => readdirSync(join(home, "tasks")).sort();
+  try {
+    const before = tasks();
+    const filler = join(home, "filler");
+    fill(filler);
+    const spawn = () => cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK go" });
+    await assert.rejects(spawn(), (e: DshError) => e.code === "HOME_UNWRITABLE" && /disk is full/.test(e.message) && e.message.includes(home));
+    assert.deepEqual(tasks(), before, "no task directory left behind");
+    const st = await cli.request<{ pid: number }>("daemon.status", {});
+    assert.equal(st.pid, d.pid, "the daemon still answers");
+    assert.equal((await cli.request<{ tasks: unknown[] }>("task.list", {})).tasks.length, 0);
+
+    // Space back, but the filesystem read-only.
+    rmSync(filler);
+    // The daemon holds daemon.log open for writing, so the tmpfs cannot be remounted read-only: a read-only bind
+    // mount over tasks/ makes the part a spawn writes read-only instead.
+    const tasksDir = join(home, "tasks");
+    execFileSync("mount", ["--bind", tasksDir, tasksDir], { stdio: "pipe" });
+    try {
+      execFileSync("mount", ["-o", "remount,bind,ro", tasksDir], { stdio: "pipe" });
+      await assert.rejects(spawn(), (e: DshError) => e.code === "HOME_UNWRITABLE" && /read-only/.test(e.message));
+      assert.deepEqual(tasks(), before, "no task directory left behind (read-only)");
+    } finally {
+      execFileSync("umount", [tasksDir], { stdio: "pipe" });
+    }
+
+    // Writable again: the same daemon spawns and the task runs to its end.
+    const { taskId } = await spawn();
+    const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+    assert.equal(w.results[0]?.status, "completed", JSON.stringify(w.results[0]));
+    await cli.request("task.close", { taskId, closePane: true });
+    await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
+  } finally {
+    cli.close();
+    d.proc.kill("SIGTERM");
+    await d.exited;
+  }
+});
