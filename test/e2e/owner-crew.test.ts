@@ -127,11 +127,15 @@ const ownedTasks = async (brief: string) => {
 
 test("two crew_spawn calls → {subagent_id} each; both results arrive as JSON custom messages and start owner turns", async () => {
   prompt("OWNER-TWO: run two workers");
-  const a = (await toolEnd("crew_spawn")).result.content[0].text as string;
-  const b = (await toolEnd("crew_spawn")).result.content[0].text as string;
-  const idA = (JSON.parse(a) as { subagent_id: string }).subagent_id;
-  const idB = (JSON.parse(b) as { subagent_id: string }).subagent_id;
-  assert.match(a, /^\{"subagent_id":"t[0-9a-z]{11}"\}$/);
+  // The two calls run as one parallel batch, so their results can end in either order: tell them apart by brief.
+  const ends = [await toolEnd("crew_spawn"), await toolEnd("crew_spawn")].map((e) => e.result.content[0].text as string);
+  for (const text of ends) assert.match(text, /^\{"subagent_id":"t[0-9a-z]{11}"\}$/);
+  const ids = ends.map((t) => (JSON.parse(t) as { subagent_id: string }).subagent_id);
+  const briefOf = async (id: string) => (await h.cli.request<AgentResult>("task.get", { taskId: id })).brief;
+  const briefs = await Promise.all(ids.map(briefOf));
+  assert.deepEqual([...briefs].sort(), ["first", "second"]);
+  const idA = ids[briefs.indexOf("first")]!;
+  const idB = ids[briefs.indexOf("second")]!;
   const seen = await until("both deliveries in the model's requests", () => {
     const d = deliveriesSeen();
     return d.length >= 2 ? d : undefined;
