@@ -23,7 +23,8 @@ export function rowOf(r: AgentResult): TaskRow {
   return row;
 }
 
-export interface TaskSummary {
+/** The fields the store needs; the supervisor's record extends this with whatever else it keeps. */
+export interface TaskRecordBase {
   taskId: string;
   owner: string;
   status: string;
@@ -31,6 +32,10 @@ export interface TaskSummary {
   updatedAt?: number;
   brief?: string;
   cwd?: string;
+}
+
+/** One index line: the record's listing fields plus what keeps the index honest. */
+export interface TaskSummary extends TaskRecordBase {
   /** task.json's mtime when this line was written; a mismatch at load means the line is stale. */
   mtimeMs: number;
   /** The task's listing row as of its last harvest (absent for lines written before it had one). */

@@ -8,7 +8,8 @@ import { assertTaskId, newTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
 import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic, writeAtomicMany, type SyncOptions } from "./fsio.js";
 import { ensureHome, type HomePaths } from "./home.js";
-import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskSummary } from "./task-index.js";
+import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskRecordBase, type TaskSummary } from "./task-index.js";
+export type { TaskRecordBase } from "./task-index.js";
 
 /**
  * Mark a journal event as not worth an fsync (it is still written before appendEvent returns, so a daemon crash
@@ -20,16 +21,6 @@ export function unsynced<E extends TaskEvent>(event: E): E {
   return Object.assign(event, { [UNSYNCED]: true });
 }
 
-/** The fields the store needs; the supervisor's record extends this with whatever else it keeps. */
-export interface TaskRecordBase {
-  taskId: string;
-  owner: string;
-  status: string;
-  createdAt: number;
-  updatedAt?: number;
-  brief?: string;
-  cwd?: string;
-}
 
 export interface TaskEvent {
   type: string;
