@@ -19,7 +19,7 @@ import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
 import { startSocketServer, type Logger } from "./server.js";
 import { Supervisor } from "./supervisor.js";
 import type { TaskRecord } from "./record.js";
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -43,28 +43,56 @@ export interface RunningDaemon {
 /** Log fields whose values are secrets (child env, task tokens, keys). */
 const SECRET_KEYS = ["env", "token", "apiKey", "authorization"];
 
+/**
+ * daemon.log, best effort. pino's sync destination throws a write error (ENOSPC on a full disk) out of log.info into
+ * whatever was logging, which crashed the daemon mid-stop or in a rejection handler; a lost log line is the lesser harm.
+ */
+function logDestination(path: string): { write(line: string): void; close(): void } {
+  const fd = openSync(path, "a", 0o600);
+  let open = true;
+  return {
+    write(line) {
+      if (!open) return; // never write to a closed fd: its number may belong to another file by now
+      try {
+        writeSync(fd, line);
+      } catch {
+        // dropped: the disk is full or read-only; the daemon keeps serving
+      }
+    },
+    close() {
+      if (open) closeSync(fd);
+      open = false;
+    },
+  };
+}
+
 export function daemonVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string }).version;
 }
 
 export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Promise<RunningDaemon> {
   const paths = await ensureHome(home);
+  const logDest = logDestination(paths.log);
   const log: Logger = pino({
     level: opts.logLevel ?? process.env.DSH_HERDR_LOG_LEVEL ?? "info",
     base: { pid: process.pid },
     // Nothing logs env values or tokens today; if a future line does (at any level), they are censored, not written.
     redact: { paths: [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)], censor: "[redacted]" },
-  }, pino.destination({ dest: paths.log, sync: true, mkdir: true }));
+  }, logDest);
   let stopping: Promise<void> | undefined;
   const lock = await acquireDaemonLock(home, (e) => {
     log.error({ err: e.message }, "daemon lock compromised; stopping");
     void stop();
+  }).catch((e: unknown) => {
+    logDest.close();
+    throw e;
   });
   let config: Config;
   try {
     config = { ...(await loadConfig(home)), ...(opts.config ?? {}) };
   } catch (e) {
     await lock.release();
+    logDest.close();
     throw e;
   }
   const store = await TaskStore.open(home);
@@ -125,6 +153,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       }
       await lock.release();
       log.info({}, "daemon stopped");
+      logDest.close();
       resolveDone();
     })();
     return stopping;

@@ -47,14 +47,17 @@ after(async () => {
   await shared?.close();
 });
 
-/** Fill the filesystem: one file grows until ENOSPC. */
-function fill(path: string): void {
-  const fd = openSync(path, "w");
-  const chunk = Buffer.alloc(4096, 120);
+/** Grow `path` until ENOSPC: pages first, then single bytes (so the file's last page is full too). */
+function fill(path: string, flags = "w"): void {
+  const fd = openSync(path, flags);
   try {
-    for (;;) writeSync(fd, chunk);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+    for (const chunk of [Buffer.alloc(4096, 120), Buffer.from("\n")]) {
+      try {
+        for (;;) writeSync(fd, chunk);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+      }
+    }
   } finally {
     closeSync(fd);
   }
@@ -100,6 +103,14 @@ test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-writte
     assert.equal(w.results[0]?.status, "completed", JSON.stringify(w.results[0]));
     await cli.request("task.close", { taskId, closePane: true });
     await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
+
+    // Full again: a log line must not take the daemon down (pino's sync destination throws ENOSPC to the caller).
+    fill(filler);
+    fill(join(home, "daemon.log"), "a"); // no slack left in the log's last page either
+    await assert.rejects(spawn(), (e: DshError) => e.code === "HOME_UNWRITABLE");
+    d.proc.kill("SIGTERM");
+    assert.equal(await d.exited, "0", `a graceful stop on a full disk: ${d.stderr()}`);
+    rmSync(filler);
   } finally {
     cli.close();
     d.proc.kill("SIGTERM");
