@@ -4,7 +4,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { DshError } from "../../src/core/errors.js";
@@ -14,6 +14,16 @@ import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared }
 
 const SCRIPT: Script = {
   conversations: [
+    // First: "MARK-DISK" below would match this prompt too.
+    {
+      name: "disk-slow",
+      match: "MARK-DISK-SLOW",
+      steps: [
+        { toolCalls: [{ name: "write", arguments: { path: "x.txt", content: "x\n" } }], delayMs: 4000 },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "mid ok" } }] },
+        { text: "done" },
+      ],
+    },
     {
       name: "disk",
       match: "MARK-DISK",
@@ -26,26 +36,30 @@ const SCRIPT: Script = {
 };
 
 let shared: Shared;
-let home = "";
-let mounted = "";
+const mounts: string[] = [];
 before(async () => {
   shared = await startShared(SCRIPT, "dsh-disk-");
-  home = join(shared.dir, "dsh-home");
-  mkdirSync(home, { mode: 0o700 });
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", home], { stdio: "pipe" });
-    mounted = home;
-  } catch (e) {
-    mounted = `mount -t tmpfs failed (${String((e as Error).message).split("\n")[0]}); needs root or CAP_SYS_ADMIN`;
-  }
 });
 after(async () => {
-  if (mounted === home) {
-    killUnder(home);
-    execFileSync("umount", ["-l", home], { stdio: "pipe" });
+  for (const m of mounts) {
+    killUnder(m);
+    execFileSync("umount", ["-l", m], { stdio: "pipe" });
   }
   await shared?.close();
 });
+
+/** A fresh 0700 tmpfs home of `size`; a string naming why when it cannot be mounted (the test then skips). */
+function tmpfsHome(name: string, size: string): { home: string } | string {
+  const home = join(shared.dir, name);
+  mkdirSync(home, { mode: 0o700 });
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", home], { stdio: "pipe" });
+  } catch (e) {
+    return `mount -t tmpfs failed (${String((e as Error).message).split("\n")[0]}); needs root or CAP_SYS_ADMIN`;
+  }
+  mounts.push(home);
+  return { home };
+}
 
 /** Grow `path` until ENOSPC: pages first, then single bytes (so the file's last page is full too). */
 function fill(path: string, flags = "w"): void {
@@ -64,10 +78,12 @@ function fill(path: string, flags = "w"): void {
 }
 
 test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-written task, the daemon keeps serving", async (t) => {
-  if (mounted !== home) {
-    t.skip(mounted);
+  const m = tmpfsHome("dsh-home", "512k");
+  if (typeof m === "string") {
+    t.skip(m);
     return;
   }
+  const { home } = m;
   const repo = makeRepo(shared.dir);
   const d = await startDaemonProc(home, shared.childEnv);
   const cli = await cliClient(home);
@@ -111,6 +127,40 @@ test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-writte
     d.proc.kill("SIGTERM");
     assert.equal(await d.exited, "0", `a graceful stop on a full disk: ${d.stderr()}`);
     rmSync(filler);
+  } finally {
+    cli.close();
+    d.proc.kill("SIGTERM");
+    await d.exited;
+  }
+});
+
+test("the home fills while a task runs: the daemon survives, the task settles (not stuck) and closes once space is back", async (t) => {
+  const m = tmpfsHome("dsh-home-mid", "1m");
+  if (typeof m === "string") {
+    t.skip(m);
+    return;
+  }
+  const { home } = m;
+  const repo = makeRepo(shared.dir, "repo-mid");
+  const d = await startDaemonProc(home, shared.childEnv);
+  const cli = await cliClient(home);
+  try {
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK-SLOW go" });
+    await until("running", async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000);
+    const filler = join(home, "filler");
+    fill(filler);
+    fill(join(home, "daemon.log"), "a");
+    fill(join(home, "tasks", taskId, "events.jsonl"), "a");
+    const w = await cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: [taskId], timeoutMs: 60_000 }, { timeoutMs: 65_000 });
+    assert.equal(w.timedOut, false, `the task settled on a full disk: ${JSON.stringify(w.results[0])}`);
+    assert.equal(d.proc.exitCode, null, `the daemon is alive: ${d.stderr()}`);
+    rmSync(filler);
+    // Space back: the close is recorded durably.
+    const closed = await cli.request<AgentResult>("task.close", { taskId, closePane: true });
+    assert.equal(closed.status, "closed");
+    const stored = JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
+    assert.equal(stored.status, "closed");
+    await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
   } finally {
     cli.close();
     d.proc.kill("SIGTERM");
