@@ -1,120 +1,26 @@
 // Incremental reader of a pi session JSONL (reference/pi.md §1). Fed raw bytes as the file grows; keeps only a byte
-// offset, a partial-line buffer and running facts. Splits on "\n" bytes only (never U+2028), so a multi-byte
-// character split across chunks is decoded whole. Unknown entry types and fields are tolerated (newer pi).
+// offset, a partial-line buffer and running facts (session-facts.ts). Splits on "\n" bytes only (never U+2028), so a
+// multi-byte character split across chunks is decoded whole. Unknown entry types and fields are tolerated (newer pi).
+import { SessionFactsBuilder, type SessionEntry, type SessionFacts, type SessionFactsOptions } from "./session-facts.js";
 
-/** One session line. Only `type` is guaranteed; everything else is read defensively. */
-export interface SessionEntry {
-  type: string;
-  id?: unknown;
-  parentId?: unknown;
-  timestamp?: unknown;
-  message?: unknown;
-  [key: string]: unknown;
-}
+export {
+  isRetryableError, PI_RETRYABLE_ERROR, sessionErrorOf,
+  type CycleFacts, type SessionEntry, type SessionFacts, type ToolCallFact, type ToolResultFact, type UsageFacts,
+} from "./session-facts.js";
 
-export interface ToolCallFact {
-  id: string;
-  name: string;
-  arguments: unknown;
-}
-
-export interface ToolResultFact {
-  toolCallId: string;
-  toolName: string;
-  isError: boolean;
-  /** Text blocks of the result, joined with "\n". */
-  text: string;
-}
-
-export interface UsageFacts {
-  assistant: number;
-  toolCalls: number;
-  outputTokens: number;
-}
-
-export interface CycleFacts {
-  /** 1 for the first prompt; a user/custom message after a settled cycle starts the next. */
-  index: number;
-  usage: UsageFacts;
-  /** Text of this cycle's last assistant message, when it has any. */
-  finalText?: string;
-  stopReason?: string;
-}
-
-export interface SessionFacts {
-  sessionId?: string;
-  entries: number;
-  /** Lines that were not a JSON object with a string `type`, or were over the line bound. */
-  invalidLines: number;
-  lastEntryType?: string;
-  /** Role of the last message-bearing entry (custom_message reads as "custom"). */
-  lastMessageRole?: string;
-  lastStopReason?: string;
-  lastErrorMessage?: string;
-  /** Text blocks of the last assistant message joined with "\n"; absent when it had none. */
-  finalText?: string;
-  /** Epoch ms of the last entry's `timestamp`, when parseable. */
-  lastTimestampMs?: number;
-  usage: UsageFacts;
-  /** The last assistant ended in a retryable error and pi's auto-retry has attempts left: not final yet. */
-  retryMayFollow: boolean;
-  /** Consecutive retryable errors at the leaf (pi gives up after maxRetries + 1). */
-  retryableErrors: number;
-  /** The conversation's leaf is an assistant that ended the cycle: stop/length/aborted, or an error with no retry. */
-  cycleSettled: boolean;
-  lastToolCalls: ToolCallFact[];
-  /** Tool results seen for lastToolCalls, in arrival order. */
-  lastToolResults: ToolResultFact[];
-  /** The cycle ended on a terminal tool's successful result (e.g. crew_report); its name. */
-  terminatedBy?: string;
-  cycle: CycleFacts;
-}
-
-export interface SessionReaderOptions {
+export interface SessionReaderOptions extends SessionFactsOptions {
   /** A line over this many bytes is skipped (and counted invalid) without being held whole. Default 16 MiB. */
   maxLineBytes?: number;
-  /** pi's auto-retry maxRetries (settings retry.maxRetries, default 3). */
-  maxRetries?: number;
-  /**
-   * Tools that end the cycle with `terminate: true` (pi then makes no further model call, so the file ends on the
-   * toolResult). Default ["crew_report"].
-   */
-  terminalTools?: string[];
-}
-
-/** pi 0.73.1 `_isRetryableError` (agent-session.js): errors matching this are retried automatically. */
-export const PI_RETRYABLE_ERROR =
-  /overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay/i;
-
-export function isRetryableError(errorMessage: string | undefined): boolean {
-  return errorMessage !== undefined && errorMessage !== "" && PI_RETRYABLE_ERROR.test(errorMessage);
 }
 
 const NEWLINE = 0x0a;
-const SETTLING_STOPS = new Set(["stop", "length", "aborted"]);
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
-function str(v: unknown): string | undefined {
-  return typeof v === "string" ? v : undefined;
-}
-function blocks(content: unknown): Record<string, unknown>[] {
-  return Array.isArray(content) ? content.filter(isRecord) : [];
-}
-function textOf(content: unknown): string {
-  if (typeof content === "string") return content;
-  return blocks(content)
-    .filter((b) => b.type === "text" && typeof b.text === "string")
-    .map((b) => b.text as string)
-    .join("\n");
-}
-const zeroUsage = (): UsageFacts => ({ assistant: 0, toolCalls: 0, outputTokens: 0 });
 
 export class SessionReader {
   private readonly maxLineBytes: number;
-  private readonly maxRetries: number;
-  private readonly terminalTools: Set<string>;
   private readonly decoder = new TextDecoder();
   private pending: Uint8Array[] = [];
   /** Bytes of the current, unfinished line (held or skipped). */
@@ -122,17 +28,11 @@ export class SessionReader {
   /** Inside an over-long line: drop bytes until its newline. */
   private skipping = false;
   private consumed = 0;
-  private f: SessionFacts;
-  private cycleHasAssistant = false;
+  private readonly f: SessionFactsBuilder;
 
   constructor(opts: SessionReaderOptions = {}) {
     this.maxLineBytes = opts.maxLineBytes ?? 16 * 1024 * 1024;
-    this.maxRetries = opts.maxRetries ?? 3;
-    this.terminalTools = new Set(opts.terminalTools ?? ["crew_report"]);
-    this.f = {
-      entries: 0, invalidLines: 0, usage: zeroUsage(), retryMayFollow: false, retryableErrors: 0,
-      cycleSettled: false, lastToolCalls: [], lastToolResults: [], cycle: { index: 1, usage: zeroUsage() },
-    };
+    this.f = new SessionFactsBuilder(opts);
   }
 
   /** Bytes consumed into complete lines: where to resume reading the file. */
@@ -159,7 +59,7 @@ export class SessionReader {
       if (nl < 0) break;
       this.consumed += this.lineBytes + 1;
       if (this.skipping) {
-        this.f.invalidLines++;
+        this.f.invalidLine();
       } else {
         const entry = this.parseLine(this.takeLine());
         if (entry !== undefined) out.push(entry);
@@ -190,121 +90,24 @@ export class SessionReader {
     try {
       v = JSON.parse(line);
     } catch {
-      this.f.invalidLines++;
+      this.f.invalidLine();
       return undefined;
     }
     if (!isRecord(v) || typeof v.type !== "string") {
-      this.f.invalidLines++;
+      this.f.invalidLine();
       return undefined;
     }
     const entry = v as SessionEntry;
-    this.apply(entry);
+    this.f.apply(entry);
     return entry;
   }
 
   /** Start a new cycle now (e.g. the daemon sent a follow-up): per-cycle usage and text restart from zero. */
   resetCycle(): void {
-    this.f.cycle = { index: this.f.cycle.index + 1, usage: zeroUsage() };
-    this.cycleHasAssistant = false;
+    this.f.resetCycle();
   }
 
   facts(): SessionFacts {
-    const f = this.f;
-    return {
-      ...f,
-      usage: { ...f.usage },
-      lastToolCalls: [...f.lastToolCalls],
-      lastToolResults: [...f.lastToolResults],
-      cycle: { ...f.cycle, usage: { ...f.cycle.usage } },
-    };
+    return this.f.facts();
   }
-
-  private apply(e: SessionEntry): void {
-    const f = this.f;
-    f.entries++;
-    f.lastEntryType = e.type;
-    const ts = typeof e.timestamp === "string" ? Date.parse(e.timestamp) : NaN;
-    if (!Number.isNaN(ts)) f.lastTimestampMs = ts;
-    if (e.type === "session") {
-      const id = str(e.id);
-      if (id !== undefined) f.sessionId = id;
-      return;
-    }
-    if (e.type === "custom_message") return this.onPrompt("custom");
-    if (e.type !== "message" || !isRecord(e.message)) return; // metadata entries do not move the conversation
-    const m = e.message;
-    const role = str(m.role) ?? "unknown";
-    if (role === "assistant") return this.onAssistant(m);
-    if (role === "toolResult") {
-      f.lastMessageRole = role;
-      f.cycleSettled = false;
-      const id = str(m.toolCallId);
-      if (id !== undefined && f.lastToolCalls.some((c) => c.id === id)) {
-        f.lastToolResults.push({ toolCallId: id, toolName: str(m.toolName) ?? "", isError: m.isError === true, text: textOf(m.content) });
-        this.checkTerminated();
-      }
-      return;
-    }
-    this.onPrompt(role); // user, bashExecution, custom, unknown roles: a request is (or may be) in flight
-  }
-
-  /** pi ends the loop when every call of the batch returned terminate; we know which tools do. */
-  private checkTerminated(): void {
-    const f = this.f;
-    const done = f.lastToolCalls.every((c) => {
-      const r = f.lastToolResults.find((x) => x.toolCallId === c.id);
-      return r !== undefined && !r.isError && this.terminalTools.has(c.name);
-    });
-    if (done && f.lastToolCalls.length > 0) {
-      f.cycleSettled = true;
-      f.terminatedBy = f.lastToolCalls[0]!.name;
-    }
-  }
-
-  private onPrompt(role: string): void {
-    const f = this.f;
-    if (f.cycleSettled) {
-      f.retryableErrors = 0; // pi counts retry attempts per settled prompt
-      if (this.cycleHasAssistant) this.resetCycle();
-    }
-    f.lastMessageRole = role;
-    f.cycleSettled = false;
-    f.retryMayFollow = false;
-  }
-
-  private onAssistant(m: Record<string, unknown>): void {
-    const f = this.f;
-    const stop = str(m.stopReason);
-    const err = str(m.errorMessage);
-    const calls: ToolCallFact[] = [];
-    for (const b of blocks(m.content)) {
-      if (b.type === "toolCall") calls.push({ id: str(b.id) ?? "", name: str(b.name) ?? "", arguments: b.arguments });
-    }
-    const usage = isRecord(m.usage) && typeof m.usage.output === "number" && m.usage.output > 0 ? m.usage.output : 0;
-    for (const u of [f.usage, f.cycle.usage]) {
-      u.assistant++;
-      u.toolCalls += calls.length;
-      u.outputTokens += usage;
-    }
-    this.cycleHasAssistant = true;
-    const text = textOf(m.content);
-    f.lastMessageRole = "assistant";
-    f.lastStopReason = stop;
-    f.lastErrorMessage = err;
-    f.finalText = text === "" ? undefined : text;
-    f.cycle.finalText = f.finalText;
-    f.cycle.stopReason = stop;
-    f.lastToolCalls = calls;
-    f.lastToolResults = [];
-    f.terminatedBy = undefined;
-    const retryable = stop === "error" && isRetryableError(err);
-    f.retryableErrors = retryable ? f.retryableErrors + 1 : 0;
-    f.retryMayFollow = retryable && f.retryableErrors <= this.maxRetries;
-    f.cycleSettled = (stop !== undefined && SETTLING_STOPS.has(stop)) || (stop === "error" && !f.retryMayFollow);
-  }
-}
-
-/** The flowchart's "session error": the cycle settled on a pi error that no retry will follow. */
-export function sessionErrorOf(f: SessionFacts): boolean {
-  return f.cycleSettled && f.lastStopReason === "error";
 }

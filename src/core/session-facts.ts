@@ -1,0 +1,236 @@
+// Running facts of a pi session (reference/pi.md §1), fed one parsed entry at a time: totals, the current cycle,
+// the leaf's stop reason, pi's auto-retry outlook and terminal tools. The byte/line framing is SessionReader's.
+
+/** One session line. Only `type` is guaranteed; everything else is read defensively. */
+export interface SessionEntry {
+  type: string;
+  id?: unknown;
+  parentId?: unknown;
+  timestamp?: unknown;
+  message?: unknown;
+  [key: string]: unknown;
+}
+
+export interface ToolCallFact {
+  id: string;
+  name: string;
+  arguments: unknown;
+}
+
+export interface ToolResultFact {
+  toolCallId: string;
+  toolName: string;
+  isError: boolean;
+  /** Text blocks of the result, joined with "\n". */
+  text: string;
+}
+
+export interface UsageFacts {
+  assistant: number;
+  toolCalls: number;
+  outputTokens: number;
+}
+
+export interface CycleFacts {
+  /** 1 for the first prompt; a user/custom message after a settled cycle starts the next. */
+  index: number;
+  usage: UsageFacts;
+  /** Text of this cycle's last assistant message, when it has any. */
+  finalText?: string;
+  stopReason?: string;
+}
+
+export interface SessionFacts {
+  sessionId?: string;
+  entries: number;
+  /** Lines that were not a JSON object with a string `type`, or were over the line bound. */
+  invalidLines: number;
+  lastEntryType?: string;
+  /** Role of the last message-bearing entry (custom_message reads as "custom"). */
+  lastMessageRole?: string;
+  lastStopReason?: string;
+  lastErrorMessage?: string;
+  /** Text blocks of the last assistant message joined with "\n"; absent when it had none. */
+  finalText?: string;
+  /** Epoch ms of the last entry's `timestamp`, when parseable. */
+  lastTimestampMs?: number;
+  usage: UsageFacts;
+  /** The last assistant ended in a retryable error and pi's auto-retry has attempts left: not final yet. */
+  retryMayFollow: boolean;
+  /** Consecutive retryable errors at the leaf (pi gives up after maxRetries + 1). */
+  retryableErrors: number;
+  /** The conversation's leaf is an assistant that ended the cycle: stop/length/aborted, or an error with no retry. */
+  cycleSettled: boolean;
+  lastToolCalls: ToolCallFact[];
+  /** Tool results seen for lastToolCalls, in arrival order. */
+  lastToolResults: ToolResultFact[];
+  /** The cycle ended on a terminal tool's successful result (e.g. crew_report); its name. */
+  terminatedBy?: string;
+  cycle: CycleFacts;
+}
+
+/** pi 0.73.1 `_isRetryableError` (agent-session.js): errors matching this are retried automatically. */
+export const PI_RETRYABLE_ERROR =
+  /overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay/i;
+
+export function isRetryableError(errorMessage: string | undefined): boolean {
+  return errorMessage !== undefined && errorMessage !== "" && PI_RETRYABLE_ERROR.test(errorMessage);
+}
+
+const SETTLING_STOPS = new Set(["stop", "length", "aborted"]);
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function str(v: unknown): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+function blocks(content: unknown): Record<string, unknown>[] {
+  return Array.isArray(content) ? content.filter(isRecord) : [];
+}
+function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  return blocks(content)
+    .filter((b) => b.type === "text" && typeof b.text === "string")
+    .map((b) => b.text as string)
+    .join("\n");
+}
+const zeroUsage = (): UsageFacts => ({ assistant: 0, toolCalls: 0, outputTokens: 0 });
+
+export interface SessionFactsOptions {
+  /** pi's auto-retry maxRetries (settings retry.maxRetries, default 3). */
+  maxRetries?: number;
+  /**
+   * Tools that end the cycle with `terminate: true` (pi then makes no further model call, so the file ends on the
+   * toolResult). Default ["crew_report"].
+   */
+  terminalTools?: string[];
+}
+
+export class SessionFactsBuilder {
+  private readonly maxRetries: number;
+  private readonly terminalTools: Set<string>;
+  private f: SessionFacts;
+  private cycleHasAssistant = false;
+
+  constructor(opts: SessionFactsOptions = {}) {
+    this.maxRetries = opts.maxRetries ?? 3;
+    this.terminalTools = new Set(opts.terminalTools ?? ["crew_report"]);
+    this.f = {
+      entries: 0, invalidLines: 0, usage: zeroUsage(), retryMayFollow: false, retryableErrors: 0,
+      cycleSettled: false, lastToolCalls: [], lastToolResults: [], cycle: { index: 1, usage: zeroUsage() },
+    };
+  }
+
+  /** A line that was not a session entry (bad JSON, no string `type`, or over the line bound). */
+  invalidLine(): void {
+    this.f.invalidLines++;
+  }
+
+  /** Start a new cycle now (e.g. the daemon sent a follow-up): per-cycle usage and text restart from zero. */
+  resetCycle(): void {
+    this.f.cycle = { index: this.f.cycle.index + 1, usage: zeroUsage() };
+    this.cycleHasAssistant = false;
+  }
+
+  facts(): SessionFacts {
+    const f = this.f;
+    return {
+      ...f,
+      usage: { ...f.usage },
+      lastToolCalls: [...f.lastToolCalls],
+      lastToolResults: [...f.lastToolResults],
+      cycle: { ...f.cycle, usage: { ...f.cycle.usage } },
+    };
+  }
+
+  /** Fold one parsed session entry into the facts. */
+  apply(e: SessionEntry): void {
+    const f = this.f;
+    f.entries++;
+    f.lastEntryType = e.type;
+    const ts = typeof e.timestamp === "string" ? Date.parse(e.timestamp) : NaN;
+    if (!Number.isNaN(ts)) f.lastTimestampMs = ts;
+    if (e.type === "session") {
+      const id = str(e.id);
+      if (id !== undefined) f.sessionId = id;
+      return;
+    }
+    if (e.type === "custom_message") return this.onPrompt("custom");
+    if (e.type !== "message" || !isRecord(e.message)) return; // metadata entries do not move the conversation
+    const m = e.message;
+    const role = str(m.role) ?? "unknown";
+    if (role === "assistant") return this.onAssistant(m);
+    if (role === "toolResult") {
+      f.lastMessageRole = role;
+      f.cycleSettled = false;
+      const id = str(m.toolCallId);
+      if (id !== undefined && f.lastToolCalls.some((c) => c.id === id)) {
+        f.lastToolResults.push({ toolCallId: id, toolName: str(m.toolName) ?? "", isError: m.isError === true, text: textOf(m.content) });
+        this.checkTerminated();
+      }
+      return;
+    }
+    this.onPrompt(role); // user, bashExecution, custom, unknown roles: a request is (or may be) in flight
+  }
+
+  /** pi ends the loop when every call of the batch returned terminate; we know which tools do. */
+  private checkTerminated(): void {
+    const f = this.f;
+    const done = f.lastToolCalls.every((c) => {
+      const r = f.lastToolResults.find((x) => x.toolCallId === c.id);
+      return r !== undefined && !r.isError && this.terminalTools.has(c.name);
+    });
+    if (done && f.lastToolCalls.length > 0) {
+      f.cycleSettled = true;
+      f.terminatedBy = f.lastToolCalls[0]!.name;
+    }
+  }
+
+  private onPrompt(role: string): void {
+    const f = this.f;
+    if (f.cycleSettled) {
+      f.retryableErrors = 0; // pi counts retry attempts per settled prompt
+      if (this.cycleHasAssistant) this.resetCycle();
+    }
+    f.lastMessageRole = role;
+    f.cycleSettled = false;
+    f.retryMayFollow = false;
+  }
+
+  private onAssistant(m: Record<string, unknown>): void {
+    const f = this.f;
+    const stop = str(m.stopReason);
+    const err = str(m.errorMessage);
+    const calls: ToolCallFact[] = [];
+    for (const b of blocks(m.content)) {
+      if (b.type === "toolCall") calls.push({ id: str(b.id) ?? "", name: str(b.name) ?? "", arguments: b.arguments });
+    }
+    const usage = isRecord(m.usage) && typeof m.usage.output === "number" && m.usage.output > 0 ? m.usage.output : 0;
+    for (const u of [f.usage, f.cycle.usage]) {
+      u.assistant++;
+      u.toolCalls += calls.length;
+      u.outputTokens += usage;
+    }
+    this.cycleHasAssistant = true;
+    const text = textOf(m.content);
+    f.lastMessageRole = "assistant";
+    f.lastStopReason = stop;
+    f.lastErrorMessage = err;
+    f.finalText = text === "" ? undefined : text;
+    f.cycle.finalText = f.finalText;
+    f.cycle.stopReason = stop;
+    f.lastToolCalls = calls;
+    f.lastToolResults = [];
+    f.terminatedBy = undefined;
+    const retryable = stop === "error" && isRetryableError(err);
+    f.retryableErrors = retryable ? f.retryableErrors + 1 : 0;
+    f.retryMayFollow = retryable && f.retryableErrors <= this.maxRetries;
+    f.cycleSettled = (stop !== undefined && SETTLING_STOPS.has(stop)) || (stop === "error" && !f.retryMayFollow);
+  }
+}
+
+/** The flowchart's "session error": the cycle settled on a pi error that no retry will follow. */
+export function sessionErrorOf(f: SessionFacts): boolean {
+  return f.cycleSettled && f.lastStopReason === "error";
+}
