@@ -1,0 +1,49 @@
+// What the supervisor keeps per task while the daemon runs, and what it is built from. Types only: the modules that
+// act on a task (evidence, settle, task-commands) share them without importing each other's behaviour.
+import type { CrewReport } from "../core/crew-cycle.js";
+import type { AgentResult, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
+import type { Runtime } from "../runtime/types.js";
+import type { Config } from "../store/config.js";
+import type { TaskStore } from "../store/task-store.js";
+import type { TaskRecord } from "./record.js";
+import type { Connection, Logger } from "./server.js";
+import type { TaskFiles } from "./watcher.js";
+
+export interface SupervisorDeps {
+  home: string;
+  store: TaskStore;
+  config(): Config;
+  runtimeFor(kind: RuntimeKind): Runtime;
+  socketPath: string;
+  childExtensionPath: string;
+  /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE). */
+  childEnv: Record<string, string>;
+  log: Logger;
+}
+
+export interface Live {
+  rec: TaskRecord;
+  files?: TaskFiles;
+  child?: Connection;
+  cycleRunning: boolean;
+  promptPending?: { cycle: number; text: string };
+  /** The last prompt pushed and to which connection: a prompt goes to each child connection at most once. */
+  promptPushed?: { child: Connection; prompt: { cycle: number; text: string } };
+  promptSentAt?: number;
+  readiness?: { resolve(): void; reject(e: Error): void };
+  lastStopReason?: string;
+  runtimeState?: HerdrStatus | "missing";
+  unwatch?: () => void;
+  timer?: NodeJS.Timeout;
+  diff?: DiffEvidence;
+  result?: AgentResult;
+  chain: Promise<void>;
+  /** A settled harvest is queued: live snapshots before it would only repeat it without the diff. */
+  settling?: boolean;
+  /** The one refresh waiting behind the running one; later requests join it (it reads the newest evidence). */
+  queued?: { settled?: boolean; failed?: boolean; done?: Promise<void> };
+  /** The crew_report the child extension accepted, with the cycle it ended. */
+  report?: CrewReport & { cycle: number };
+  /** errorMessage of the child's last agent_end, for a session file that does not show it yet. */
+  lastErrorMessage?: string;
+}

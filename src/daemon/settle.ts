@@ -1,0 +1,118 @@
+// Derivation and settle: evidence → one AgentResult per refresh (serialized per task, at most one waiting), the
+// settled harvest with the baseline diff, and why a reportless cycle failed.
+import { sessionReport, withReportAsFinalText, type CrewReport } from "../core/crew-cycle.js";
+import type { HerdrStatus } from "../core/types.js";
+import { unsynced } from "../store/task-store.js";
+import { assemble, diffFor } from "./harvest.js";
+import type { Live } from "./live.js";
+import type { Supervisor } from "./supervisor.js";
+
+/** The session moved after the prompt was sent (a second of slack for the child's clock). */
+export function freshSession(live: Live): boolean {
+  const f = live.files?.facts();
+  const since = live.promptSentAt ?? live.rec.timing.promptedAt;
+  if (!f || since === undefined) return false;
+  return (f.lastTimestampMs ?? 0) >= since - 1000 || (live.files?.sessionMtimeMs ?? 0) >= since;
+}
+
+function runtimeRaw(live: Live): HerdrStatus | "missing" {
+  if (live.runtimeState === "missing") return "missing";
+  if (live.runtimeState === "blocked") return "blocked";
+  return live.cycleRunning || live.promptPending ? "working" : "idle";
+}
+
+/** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
+export function reportOf(live: Live): CrewReport | undefined {
+  const r = live.report;
+  if (r && r.cycle === live.rec.cycle) return r.needs !== undefined ? { outcome: r.outcome, report: r.report, needs: r.needs } : { outcome: r.outcome, report: r.report };
+  return sessionReport(live.files?.facts());
+}
+
+/** Rebuild the live result (no diff); serialized per task. */
+export function refresh(sup: Supervisor, live: Live, opts: { settled?: boolean; failed?: boolean } = {}): Promise<void> {
+  // At most one refresh waits per task: a burst of session lines costs one harvest, not one per line.
+  const waiting = live.queued;
+  if (waiting?.done) {
+    if (opts.settled) waiting.settled = true;
+    if (opts.failed) waiting.failed = true;
+    return waiting.done;
+  }
+  const next: NonNullable<Live["queued"]> = { ...opts };
+  live.queued = next;
+  const run = live.chain.then(() => {
+    if (live.queued === next) delete live.queued;
+    return harvest(sup, live, next);
+  });
+  live.chain = run.catch((e: unknown) => sup.deps.log.error({ taskId: live.rec.taskId, err: String(e) }, "harvest failed"));
+  next.done = live.chain;
+  return live.chain;
+}
+
+async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; failed?: boolean }): Promise<void> {
+  const { rec } = live;
+  if (live.settling && !opts.settled) return;
+  if (opts.settled) delete live.settling;
+  const { store } = sup.deps;
+  if (opts.settled && rec.workdir) {
+    const d = await diffFor(rec, store.taskPaths(rec.taskId).diffPatch, sup.deps.config().patchCapBytes);
+    if (d.diff) live.diff = d.diff;
+    if (d.warning) rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
+  }
+  const sessionFacts = live.files?.facts();
+  const facts = sessionFacts && withReportAsFinalText(sessionFacts);
+  const result = assemble({
+    rec,
+    runtime: runtimeRaw(live),
+    ...(rec.runtime === "herdr" && live.runtimeState && live.runtimeState !== "missing" ? { herdrStatus: live.runtimeState } : {}),
+    ...(facts ? { facts } : {}),
+    ...(live.lastStopReason ? { eventStopReason: live.lastStopReason } : {}),
+    ...(live.files?.result ? { resultMd: live.files.result } : {}),
+    sessionChangedAfterPrompt: freshSession(live),
+    ...(live.diff ? { diff: live.diff } : {}),
+    settled: opts.settled === true,
+    ...(opts.failed ? { failed: true } : {}),
+  });
+  const changed = result.status !== live.result?.status || opts.settled === true;
+  live.result = result;
+  rec.status = result.status;
+  rec.updatedAt = Date.now();
+  if (live.files) rec.sessionOffset = live.files.sessionOffset;
+  // Owners hear first; then the record. fsync only on a transition (a live snapshot is rebuilt from the session
+  // and journal after a crash), and not for `starting`: nothing runs before the launch, which is journaled durably.
+  if (changed) sup.notifyStatus(live, result);
+  const sync = changed && result.status !== "starting";
+  await store.saveTask(rec, result, { sync });
+  if (changed) {
+    const ev = { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset };
+    await sup.journal(live, sync ? ev : unsynced(ev));
+  }
+}
+
+export function settleCycle(sup: Supervisor, live: Live, why: string, opts: { failed?: boolean } = {}): void {
+  live.cycleRunning = false;
+  delete live.promptPending;
+  if (live.timer) clearTimeout(live.timer);
+  delete live.timer;
+  live.rec.timing.settledAt = Date.now();
+  const failure = live.rec.error || live.rec.lifecycle ? undefined : failureOf(live, why);
+  if (failure) live.rec.error = failure;
+  live.settling = true;
+  sup.admission.release(live.rec.taskId);
+  void sup.journal(live, { type: "settle", why, cycle: live.rec.cycle });
+  void sup.refresh(live, { settled: true, ...opts });
+}
+
+/** Why a cycle that settles without a report failed, so the owner's error delivery and the card can say so. */
+function failureOf(live: Live, why: string): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
+  if (reportOf(live)) return undefined;
+  const f = live.files?.facts();
+  const where = `inspect the session (${live.rec.sessionPath})`;
+  if ((f?.lastStopReason ?? live.lastStopReason) === "error") {
+    const msg = f?.lastErrorMessage ?? live.lastErrorMessage ?? "no error message";
+    return { code: "AGENT_ERROR", message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again` };
+  }
+  if (why.startsWith("runtime ") || why.startsWith("gone ")) {
+    return { code: "PANE_GONE", message: `the child's process or pane ended before its cycle finished (${why}); ${where}, then spawn again` };
+  }
+  return undefined;
+}
