@@ -60,7 +60,10 @@ export async function close(sup: Supervisor, live: Live, closePane: boolean): Pr
     rec.lifecycle = "closed";
     sup.admission.cancel(rec.taskId, new DshError("BAD_STATE", "closed while queued"));
     if (wasRunning) live.child?.push("child.abort", { reason: "closed" });
-    if (rec.handle && (closePane || wasRunning)) await sup.deps.runtimeFor(rec.runtime).close(rec.handle).catch(() => undefined);
+    // A pane stays for the person to read unless asked; a headless process has nothing to show (its output is in
+    // the task dir), so a closed task never leaves one running.
+    const endChild = closePane || wasRunning || rec.runtime === "headless";
+    if (rec.handle && endChild) await sup.deps.runtimeFor(rec.runtime).close(rec.handle).catch(() => undefined);
     sup.stopWatching(live);
     live.child?.push("child.abort", { reason: "closed" });
     sup.admission.release(rec.taskId);

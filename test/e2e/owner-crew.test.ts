@@ -75,12 +75,14 @@ let h: Harness;
 let owner: RpcPi;
 let sessionPath: string;
 
-/** A fresh owner pi (the fixture caps one pi process at 120 s, so a long file starts a second one). */
+/** A fresh owner pi (the /clone test starts a second one). */
 function startOwner(name: string): void {
   sessionPath = join(h.dir, name, `${name}.jsonl`);
   owner = startRpcPi({
     env: { HOME: join(h.dir, "home"), PI_CODING_AGENT_DIR: join(h.dir, "agent"), PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", DSH_HERDR_HOME: h.home },
     cwd: h.repo, sessionPath, model: h.modelName, extensionPaths: [ownerExt],
+    // The whole file runs against this owner; under load it outlives the fixture's 120 s safety net.
+    lifetimeMs: 600_000,
   });
 }
 

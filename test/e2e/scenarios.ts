@@ -91,6 +91,13 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     // respond is refused unless completed or blocked: close it, then try again
     await h().cli.request("task.close", { taskId });
     await assert.rejects(h().cli.request("task.respond", { taskId, message: "more" }), (e: DshError) => e.code === "TASK_NOT_FOUND");
+    if (runtime === "headless") {
+      // No pane to keep: closing a headless task ends its child, so nothing is left running.
+      const { handle } = JSON.parse(readFileSync(join(h().home, "tasks", taskId, "task.json"), "utf8")) as { handle: { pid: number } };
+      const alive = () => { try { process.kill(handle.pid, 0); return true; } catch { return false; } };
+      for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(alive(), false, `headless child ${handle.pid} still running after close`);
+    }
   });
 
   test(`${runtime}: the child killed mid-run → gone`, async () => {
