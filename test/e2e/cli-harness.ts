@@ -1,13 +1,13 @@
 // For the CLI e2e files: a temp dir with a git repo, the scripted model, a pi agent dir, and a runner for the real
 // bin/dsh-herdr as a subprocess against a daemon it starts in a temp home (headless runtime unless told).
 import { execa } from "execa";
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
+import { initRepo } from "../helpers/git.js";
 
 export const root = join(import.meta.dirname, "..", "..", "..");
 export const bin = join(root, "bin", "dsh-herdr");
@@ -26,16 +26,7 @@ export interface CliHarness {
 }
 
 export function makeGitRepo(dir: string): string {
-  const repo = join(dir, "repo");
-  mkdirSync(repo);
-  const g = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
-  g("init", "-q");
-  g("config", "user.email", "t@example.invalid");
-  g("config", "user.name", "t");
-  writeFileSync(join(repo, "README.md"), "# demo\n");
-  g("add", ".");
-  g("commit", "-q", "-m", "init");
-  return repo;
+  return initRepo(dir);
 }
 
 export async function startCliHarness(script: Script, runtime = "headless"): Promise<CliHarness> {

@@ -1,7 +1,6 @@
 // Shared by the e2e files: a temp home + git repo, the scripted model, an in-process daemon and a cli client.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync } from "node:fs";
+import { mkdtempSync, rmSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
@@ -12,6 +11,7 @@ import { validateAgentResult } from "../../src/daemon/harvest.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
 import type { Config } from "../../src/store/config.js";
+import { initRepo } from "../helpers/git.js";
 
 export interface Harness {
   dir: string;
@@ -30,16 +30,7 @@ export interface Harness {
 }
 
 export function gitRepo(dir: string): string {
-  const repo = join(dir, "repo");
-  mkdirSync(repo);
-  const g = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
-  g("init", "-q", "-b", "main");
-  g("config", "user.email", "t@example.invalid");
-  g("config", "user.name", "t");
-  writeFileSync(join(repo, "README.md"), "# demo\n");
-  g("add", ".");
-  g("commit", "-q", "-m", "init");
-  return repo;
+  return initRepo(dir);
 }
 
 export async function startHarness(script: Script, config: Partial<Config> = {}, env: Record<string, string> = {}): Promise<Harness> {

@@ -55,3 +55,15 @@ export function commitAll(dir: string, message: string): string {
   git(dir, "commit", "-q", "-m", message);
   return git(dir, "rev-parse", "HEAD").trim();
 }
+
+/** A committed repo at <parent>/<name> with a README; its identity is in the repo's own config, for the children. */
+export function initRepo(parent: string, name = "repo"): string {
+  const dir = join(parent, name);
+  mkdirSync(dir, { recursive: true });
+  git(dir, "init", "-q");
+  git(dir, "config", "user.email", "t@example.invalid");
+  git(dir, "config", "user.name", "t");
+  write(dir, "README.md", "# demo\n");
+  commitAll(dir, "init");
+  return dir;
+}

@@ -1,13 +1,14 @@
 // Reliability harness: one scripted model and pi agent dir shared by every case, a git repo, and daemons run as
 // real processes (daemon-proc.ts) that a test can SIGKILL and start again on the same home.
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
+import { initRepo } from "../helpers/git.js";
 
 export const DAEMON_PROC = join(import.meta.dirname, "daemon-proc.js");
 
@@ -33,16 +34,7 @@ export async function startShared(script: Script, prefix = "dsh-rel-"): Promise<
 }
 
 export function makeRepo(parent: string, name = "repo"): string {
-  const repo = join(parent, name);
-  mkdirSync(repo, { recursive: true });
-  const g = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
-  g("init", "-q", "-b", "main");
-  g("config", "user.email", "t@example.invalid");
-  g("config", "user.name", "t");
-  writeFileSync(join(repo, "README.md"), "# demo\n");
-  g("add", ".");
-  g("commit", "-q", "-m", "init");
-  return repo;
+  return initRepo(parent, name);
 }
 
 export interface DaemonProc {
