@@ -61,6 +61,8 @@ export default function ownerExtension(pi: ExtensionAPI): void {
   });
 
   pi.on("session_shutdown", async (ev) => {
+    // pi replaces this session's ctx: touching it afterwards throws (and would end pi from a timer).
+    ctxRef = undefined;
     // Quitting pi aborts this owner's active subagents; /new, /resume, /reload, /fork keep them running.
     if (ev.reason === "quit" && link.ownerId) {
       const ids = (await listOpenSessions(link).catch(() => [])).map((s) => s.subagent_id);
@@ -76,7 +78,14 @@ export default function ownerExtension(pi: ExtensionAPI): void {
   });
   pi.on("before_agent_start", async () => status.beforeAgentStart());
   // pi may still count as streaming inside agent_end: held abort cards go out from a later macrotask.
-  pi.on("agent_end", async () => void setTimeout(() => injector.flushHeld(), 0));
+  pi.on("agent_end", async () =>
+    void setTimeout(() => {
+      try {
+        injector.flushHeld();
+      } catch {
+        // The session was replaced in between (/new, /resume): its held notices are dropped with it.
+      }
+    }, 0));
   pi.on("turn_end", async (ev) => {
     await status.turnEnded((ev.toolResults?.length ?? 0) > 0);
   });
