@@ -8,6 +8,7 @@ import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { initRepo } from "../helpers/git.js";
+import { killUnder } from "../helpers/procs.js";
 
 export const root = join(import.meta.dirname, "..", "..", "..");
 export const bin = join(root, "bin", "dsh-herdr");
@@ -53,6 +54,9 @@ export async function startCliHarness(script: Script, runtime = "headless"): Pro
       await cli(["daemon", "stop"]).catch(() => undefined);
       await execa("tmux", ["-L", `dsh-cli-${process.pid}`, "kill-server"], { reject: false });
       await model.close();
+      // `daemon stop` leaves children running by design; a test's own leftovers (completed or blocked tasks it
+      // never closed) are ended here, found by their cwd inside this test's temp dir.
+      killUnder(dir);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -9,7 +9,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { killUnder, processesUnder } from "./procs.js";
+import { killUnder, processesUnder } from "../helpers/procs.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 
 const SCRIPT: Script = {

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { killUnder, processesUnder } from "./procs.js";
+import { killUnder, processesUnder } from "../helpers/procs.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type DaemonProc, type Shared } from "./proc-harness.js";
 
 const SCRIPT: Script = {
