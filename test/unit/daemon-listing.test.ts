@@ -30,13 +30,16 @@ function stub(launches: LaunchSpec[]): Runtime {
 async function addClosed(home: string, count: number, work: string): Promise<string[]> {
   const store = await TaskStore.open(home);
   const ids: string[] = [];
+  // Minted in the past, one ms apart, so they are older than anything the daemon spawns next (CI once ran the
+  // daemon within the ms spread of ids minted at now + i and the spawned task sorted below them).
+  const past = Date.now() - 60_000;
   for (let i = 0; i < count; i++) {
     const rec = await store.createTask<TaskRecord>((taskId) => ({
       taskId, owner: i % 2 ? "owner-b" : "owner-a", status: "closed", createdAt: Date.now(), cwd: work, kind: "pi", role: "worker",
       model: "m/x", thinking: "off", isolated: false, timeoutMs: 60_000, runtime: "headless", name: `worker-x-${taskId.slice(-4)}`,
       token: "t", workdir: work, sessionPath: join(home, "tasks", taskId, "session.jsonl"), resultPath: join(home, "tasks", taskId, "result.md"),
       cycle: 1, timing: { createdAt: Date.now() }, lifecycle: "closed", brief: `brief ${i}`,
-    }), Date.now() + i, { sync: false });
+    }), past + i, { sync: false });
     await store.saveTask(rec, assemble({ rec, runtime: "idle", sessionChangedAfterPrompt: false, settled: true }), { sync: false });
     ids.push(rec.taskId);
   }
