@@ -24,6 +24,7 @@ interface Waiter {
 export class Admission {
   private readonly holders = new Set<string>();
   private readonly queue: Waiter[] = [];
+  private stopped = false;
 
   constructor(
     private readonly limits: () => AdmissionLimits,
@@ -98,6 +99,16 @@ export class Admission {
     return true;
   }
 
+  /**
+   * Daemon stop: queued spawns stay queued for the next daemon (its recovery re-admits them), so their timers are
+   * dropped and nothing more is admitted; a stopped daemon must not start or fail tasks behind the new one's back.
+   */
+  stop(): void {
+    this.stopped = true;
+    for (const w of this.queue) clearTimeout(w.timer);
+    this.queue.length = 0;
+  }
+
   private dropWaiter(w: Waiter): void {
     clearTimeout(w.timer);
     const i = this.queue.indexOf(w);
@@ -105,6 +116,7 @@ export class Admission {
   }
 
   private pump(): void {
+    if (this.stopped) return;
     const l = this.limits();
     while (this.holders.size < l.maxParallelAgents && this.queue.length > 0) {
       const w = this.queue.shift()!;

@@ -146,9 +146,12 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   function stop(): Promise<void> {
     stopping ??= (async () => {
       log.info({}, "daemon stopping; open tasks keep running in their runtimes");
+      sup.stopped = true;
       await server.close();
+      sup.admission.stop();
       for (const live of sup.tasks.values()) {
         sup.stopWatching(live);
+        live.readiness?.abandon();
         await live.chain;
       }
       await lock.release();

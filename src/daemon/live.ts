@@ -30,7 +30,8 @@ export interface Live {
   /** The last prompt pushed and to which connection: a prompt goes to each child connection at most once. */
   promptPushed?: { child: Connection; prompt: { cycle: number; text: string } };
   promptSentAt?: number;
-  readiness?: { resolve(): void; reject(e: Error): void };
+  /** The launch's readiness barrier; `abandon` (daemon stop) drops its timer and leaves the launch to recovery. */
+  readiness?: { resolve(): void; reject(e: Error): void; abandon(): void };
   lastStopReason?: string;
   runtimeState?: HerdrStatus | "missing";
   unwatch?: () => void;

@@ -26,6 +26,7 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
     await launchWithRetry(sup, live);
   } catch (e) {
     if (live.rec.lifecycle) return; // aborted meanwhile: already harvested
+    if (sup.stopped) return; // the next daemon's recovery starts or re-attaches it
     const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
     rec.error = { code: err.code, message: err.message };
     sup.deps.log.warn({ taskId: rec.taskId, code: err.code, err: err.message }, "task failed to start");
@@ -70,7 +71,7 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
   const runtime = sup.deps.runtimeFor(rec.runtime);
   let lastErr: Error | undefined;
   for (let attempt = 1; attempt <= 2; attempt++) {
-    if (rec.lifecycle) return;
+    if (rec.lifecycle || sup.stopped) return;
     const argv = buildPiCommand({
       mode: rec.runtime === "headless" ? "rpc" : "interactive",
       model: rec.model,
@@ -93,13 +94,15 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     rec.handle = handle;
     delete live.runtimeState;
     await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
+    if (sup.stopped) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
     sup.watchRuntime(live, runtime);
     sup.armTimeout(live);
     try {
       await new Promise<void>((resolve, reject) => {
-        live.readiness = { resolve, reject };
-        const t = setTimeout(() => reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
-        live.readiness = { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)) };
+        const t = setTimeout(() => sup.stopped || reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
+        // A stopped daemon neither fails nor retries the launch: the journal says `launched`, and the next
+        // daemon's recovery re-attaches the child. So abandon leaves this promise pending, with no timer.
+        live.readiness = { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)), abandon: () => clearTimeout(t) };
         if (live.child && live.promptPending) sup.sendPrompt(live);
       });
       await sup.refresh(live);

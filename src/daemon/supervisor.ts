@@ -27,6 +27,8 @@ type Listener = (live: Live, result: AgentResult) => void;
 export class Supervisor {
   readonly tasks = new Map<string, Live>();
   readonly admission: Admission;
+  /** Set first thing at daemon stop: unfinished launches are then left to the next daemon's recovery. */
+  stopped = false;
   private readonly listeners = new Set<Listener>();
 
   constructor(readonly deps: SupervisorDeps) {

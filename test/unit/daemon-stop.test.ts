@@ -1,0 +1,93 @@
+// A stopped daemon leaves its unfinished launches to the next one: the readiness barrier and the admission queue
+// drop their timers at stop, so the stopped daemon neither marks a task stalled nor fails a queued spawn after it
+// has stopped (that would write into task dirs behind the next daemon's back), and the next daemon's recovery
+// starts the queued task again. Real daemon on a temp home and a real Unix socket, a stub runtime that never
+// reports readiness.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect } from "../../src/client/index.js";
+import { runDaemon } from "../../src/daemon/daemon.js";
+import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
+import { TaskStore } from "../../src/store/task-store.js";
+
+function stub(launches: LaunchSpec[], gate?: Promise<void>): Runtime {
+  return {
+    kind: "headless",
+    launch: async (spec) => (launches.push(spec), await gate, { runtime: "headless", pid: process.pid }),
+    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
+    sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
+    watch: () => () => undefined,
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Timers that keep this process alive (unref'd ones are not listed). */
+const liveTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+
+test("daemon stop: a launch waiting for readiness and a queued spawn are left to the next daemon, not failed", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-stop-"));
+  const home = join(dir, "home");
+  const launches: LaunchSpec[] = [];
+  const config = { readinessTimeoutMs: 400, maxParallelAgents: 1, queueTimeoutMs: 400 };
+  let d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config });
+  try {
+    const cli = await connect(home, { kind: "cli" });
+    const first = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p1", model: "m/x", runtime: "headless" });
+    const queued = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p2", model: "m/x", runtime: "headless" });
+    for (let i = 0; i < 200 && launches.length === 0; i++) await sleep(10);
+    assert.equal(launches.length, 1, "one slot: the first launched, the second is queued");
+    cli.close();
+    await d.stop();
+
+    await sleep(1000); // past both the readiness and the queue timeouts
+    const store = await TaskStore.open(home);
+    const types = async (id: string) => (await store.readEvents(id)).map((e) => e.type);
+    const firstEvents = await types(first.taskId);
+    assert.ok(firstEvents.includes("launched"), firstEvents.join());
+    assert.ok(!firstEvents.includes("stalled"), `a stopped daemon marked the launch stalled: ${firstEvents.join()}`);
+    assert.equal(launches.length, 1, "a stopped daemon retried a launch");
+    const queuedEvents = await types(queued.taskId);
+    assert.ok(!queuedEvents.some((t) => /fail|settle|closed|error/.test(t)), `a stopped daemon failed the queued spawn: ${queuedEvents.join()}`);
+
+    // The next daemon starts the queued task again (recovery), proof that it was left whole.
+    const config2 = { ...config, readinessTimeoutMs: 60_000, queueTimeoutMs: 60_000, maxParallelAgents: 2 };
+    d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config: config2 });
+    for (let i = 0; i < 300 && !launches.some((l) => l.taskId === queued.taskId); i++) await sleep(10);
+    assert.ok(launches.some((l) => l.taskId === queued.taskId), "the next daemon launched the queued task");
+  } finally {
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("daemon stop in the middle of a launch: the launch is journaled for the next daemon, no timer outlives the stop", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-stop-"));
+  const home = join(dir, "home");
+  const launches: LaunchSpec[] = [];
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const timersBefore = liveTimers();
+  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches, gate) }, config: { readinessTimeoutMs: 300 } });
+  try {
+    const cli = await connect(home, { kind: "cli" });
+    const t = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless", timeoutMs: 600_000 });
+    for (let i = 0; i < 200 && launches.length === 0; i++) await sleep(10);
+    assert.equal(launches.length, 1);
+    cli.close();
+    const stopping = d.stop(); // the runtime's launch call is still in flight
+    open();
+    await stopping;
+    await sleep(700); // past the readiness timeout: nothing may fire
+    const events = (await (await TaskStore.open(home)).readEvents(t.taskId)).map((e) => e.type);
+    assert.ok(events.includes("launched"), `the launch that finished after stop is journaled: ${events.join()}`);
+    assert.ok(!events.includes("stalled") && launches.length === 1, `a stopped daemon marked it stalled or retried: ${events.join()}`);
+    assert.ok(liveTimers() <= timersBefore, `timers left after stop: ${liveTimers()} (before: ${timersBefore})`);
+  } finally {
+    open();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
