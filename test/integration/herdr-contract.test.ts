@@ -97,7 +97,10 @@ describe("herdr runtime against the fake Herdr", () => {
     assert.equal(await rt.isAlive(h), false);
     assert.equal(await rt.exitStatus(h), null);
     await until("the exited event", async () => (events.some((e) => e.type === "exited") ? true : undefined));
-    assert.deepEqual(events[0], { type: "state", state: "working" });
+    // Working is seen before the exit (first, unless a stall let the fake's 400 ms quiet rule report done before the
+    // subscription: then the follow-up's output makes it working again).
+    const working = events.findIndex((e) => e.type === "state" && e.state === "working");
+    assert.ok(working >= 0 && working < events.findIndex((e) => e.type === "exited"), JSON.stringify(events));
     await rt.close(h);
     await rt.close(h); // idempotent
     await until("the gone event", async () => (events.some((e) => e.type === "gone") ? true : undefined));

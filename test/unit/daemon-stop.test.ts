@@ -31,18 +31,20 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
   const dir = mkdtempSync(join(tmpdir(), "dsh-stop-"));
   const home = join(dir, "home");
   const launches: LaunchSpec[] = [];
-  const config = { readinessTimeoutMs: 400, maxParallelAgents: 1, queueTimeoutMs: 400 };
+  // Timeouts long enough that a loaded machine gets from the launch to the stop in time, short enough to pass.
+  const config = { readinessTimeoutMs: 1500, maxParallelAgents: 1, queueTimeoutMs: 1500 };
   let d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config });
   try {
     const cli = await connect(home, { kind: "cli" });
     const first = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p1", model: "m/x", runtime: "headless" });
+    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
+    assert.equal(launches.length, 1, "the first launched");
     const queued = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p2", model: "m/x", runtime: "headless" });
-    for (let i = 0; i < 200 && launches.length === 0; i++) await sleep(10);
-    assert.equal(launches.length, 1, "one slot: the first launched, the second is queued");
     cli.close();
     await d.stop();
+    assert.equal(launches.length, 1, "one slot: the second is queued");
 
-    await sleep(1000); // past both the readiness and the queue timeouts
+    await sleep(2500); // past both the readiness and the queue timeouts
     const store = await TaskStore.open(home);
     const types = async (id: string) => (await store.readEvents(id)).map((e) => e.type);
     const firstEvents = await types(first.taskId);
@@ -55,7 +57,7 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
     // The next daemon starts the queued task again (recovery), proof that it was left whole.
     const config2 = { ...config, readinessTimeoutMs: 60_000, queueTimeoutMs: 60_000, maxParallelAgents: 2 };
     d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config: config2 });
-    for (let i = 0; i < 300 && !launches.some((l) => l.taskId === queued.taskId); i++) await sleep(10);
+    for (let i = 0; i < 1000 && !launches.some((l) => l.taskId === queued.taskId); i++) await sleep(10);
     assert.ok(launches.some((l) => l.taskId === queued.taskId), "the next daemon launched the queued task");
   } finally {
     await d.stop();
@@ -71,10 +73,11 @@ test("daemon stop in the middle of a launch: the launch is journaled for the nex
   const gate = new Promise<void>((r) => (open = r));
   const timersBefore = liveTimers();
   const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches, gate) }, config: { readinessTimeoutMs: 300 } });
+  // (300 ms: the timer starts only after the gated launch returns, which is after stop has begun.)
   try {
     const cli = await connect(home, { kind: "cli" });
     const t = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless", timeoutMs: 600_000 });
-    for (let i = 0; i < 200 && launches.length === 0; i++) await sleep(10);
+    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
     assert.equal(launches.length, 1);
     cli.close();
     const stopping = d.stop(); // the runtime's launch call is still in flight
