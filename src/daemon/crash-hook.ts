@@ -1,11 +1,20 @@
 // Test-only kill points for the crash tests (test/reliability/crash.test.ts). DSH_HERDR_CRASH_AT=<point>[#n]
 // makes the daemon SIGKILL itself right after the n-th (default first) durable journal record matching <point>:
 // an event type (`launched`, `settle`), `status:<status>` for status records (`status:running`), or
-// `outbox:<state>` for owner outbox records (`outbox:sent`). Unset, this module does nothing: the store is not
-// wrapped and no code path changes.
+// `outbox:<state>` for owner outbox records (`outbox:sent`), or a code point that is no record, passed to crashPoint()
+// (`launch_returned`: runtime.launch answered, its handle is not journaled yet). Unset, this module does nothing:
+// the store is not wrapped, crashPoint() returns at once and no code path changes.
 import { onOutboxAppended } from "../store/outbox.js";
 
 export type CrashPoint = (event: { type: string; [k: string]: unknown }) => void;
+
+/** The hook crashHookFromEnv armed, for points between records (a process-wide test switch, like the env). */
+let armed: CrashPoint | undefined;
+
+/** A kill point that is not a journal record (e.g. `launch_returned`); a no-op unless DSH_HERDR_CRASH_AT is set. */
+export function crashPoint(type: string): void {
+  armed?.({ type });
+}
 
 export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoint | undefined {
   const spec = env.DSH_HERDR_CRASH_AT?.trim();
@@ -19,6 +28,7 @@ export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoi
     if (++seen === want) process.kill(process.pid, "SIGKILL");
   };
   onOutboxAppended((state) => hook({ type: "outbox", state }));
+  armed = hook;
   return hook;
 }
 

@@ -6,6 +6,7 @@ import { captureBaseline } from "../git/baseline.js";
 import { createWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
 import { unsynced } from "../store/task-store.js";
+import { crashPoint } from "./crash-hook.js";
 import { buildPrompt } from "./prompt.js";
 import type { TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
@@ -91,6 +92,7 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
       ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
       ...(rec.machine ? { machine: rec.machine } : {}),
     });
+    crashPoint("launch_returned"); // crash tests only: the child runs, its handle is not journaled yet
     rec.handle = handle;
     delete live.runtimeState;
     await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });

@@ -2,12 +2,13 @@
 // served. task.json is rewritten only when a status is harvested, so the journal (events.jsonl, fsynced before
 // each effect's next step) is replayed to learn what was in flight at the crash: a launch, a prompt, a follow-up,
 // a settle, an abort, a close. Effects the journal shows are never repeated (a sent prompt is not sent again);
-// effects it does not show are done now (a prompt never sent is sent; a task never launched starts again).
+// effects it does not show are done now (a prompt never sent is sent; a task never launched starts again). A launch
+// the daemon died in before journaling it is asked of the runtime (find): a child it left running is adopted.
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
-import type { RuntimeHandle } from "../runtime/types.js";
+import type { Runtime, RuntimeHandle } from "../runtime/types.js";
 import type { TaskEvent } from "../store/task-store.js";
 import { branchFor, worktreePathFor } from "../git/worktree.js";
 import { gitMaybe } from "../git/run.js";
@@ -32,14 +33,23 @@ export interface Replay {
   interrupted?: { code?: string };
   closed?: { closePane: boolean };
   worktree?: string;
+  worktreeBranch?: string;
+  /** The baseline record (head only: its dirty list is a count). */
+  baselineHead?: string | null;
+  /** Launch attempts that stalled (the next launch is attempt stalled + 1). */
+  stalled: number;
 }
 
 export function replayJournal(events: TaskEvent[]): Replay {
-  const r: Replay = { prompted: new Map(), accepted: new Set(), cycle: 1, settling: new Set(), settled: new Set() };
+  const r: Replay = { prompted: new Map(), accepted: new Set(), cycle: 1, settling: new Set(), settled: new Set(), stalled: 0 };
   for (const e of events) {
     const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
     if (e.type === "launched" && e.handle) r.handle = e.handle as RuntimeHandle;
-    else if (e.type === "worktree" && typeof e.path === "string") r.worktree = e.path;
+    else if (e.type === "worktree" && typeof e.path === "string") {
+      r.worktree = e.path;
+      if (typeof e.branch === "string") r.worktreeBranch = e.branch;
+    } else if (e.type === "baseline" && (typeof e.head === "string" || e.head === null)) r.baselineHead = e.head;
+    else if (e.type === "stalled") r.stalled++;
     else if (e.type === "prompt_sent" && cycle !== undefined) {
       if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
       r.cycle = Math.max(r.cycle, cycle);
@@ -90,6 +100,8 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
     await sup.interrupt(live, j.interrupted.code === "TIMEOUT" ? { code: "TIMEOUT", message: `no result within timeoutMs (${rec.timeoutMs} ms); the child was stopped` } : undefined);
     return;
   }
+  const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec, j) : false;
+  if (adopted) await sup.journal(live, { type: "launched", attempt: j.stalled + 1, runtime: rec.runtime, handle: rec.handle, adopted: true });
   if (rec.handle === undefined) {
     // Never launched: no child ever saw this task, so starting it again repeats nothing. A worktree created
     // before the crash held no work yet; it is removed so the pipeline can create it afresh.
@@ -115,7 +127,7 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
   live.promptSentAt = promptedAt ?? rec.timing.promptedAt ?? 0;
   const alive = await runtime.isAlive(rec.handle).catch(() => false);
   const harvested = j.settled.has(rec.cycle) && isSettledStatus(rec.status);
-  await sup.journal(live, { type: "recovered", alive, status: rec.status, cycle: rec.cycle });
+  await sup.journal(live, { type: "recovered", alive, status: rec.status, cycle: rec.cycle, ...(adopted ? { action: "adopt the child launched before the crash" } : {}) });
 
   if (harvested) {
     // Settled and harvested: nothing in flight. Keep watching a live child (owner may respond later).
@@ -162,6 +174,33 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
   sup.armTimeout(live);
   sup.watchRuntime(live, runtime);
   await sup.refresh(live);
+}
+
+/**
+ * The daemon died after runtime.launch and before journaling its handle: the runtime may still hold that child.
+ * It is adopted (its worktree kept: the child works in it), never started a second time. The records the pipeline
+ * wrote before the launch (worktree, baseline) are journaled but task.json may predate them.
+ */
+async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord, j: Replay): Promise<boolean> {
+  if (!runtime.find) return false;
+  const found = await runtime.find({ taskId: rec.taskId, taskDir: sup.deps.store.taskPaths(rec.taskId).dir, name: rec.name }).catch((e: unknown) => {
+    sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "could not ask the runtime for a child launched before the crash");
+    return undefined;
+  });
+  if (!found) return false;
+  rec.handle = found;
+  const repo = (await gitMaybe(rec.cwd, ["rev-parse", "--show-toplevel"]))?.trim();
+  if (!rec.worktree && repo && j.worktree && j.worktreeBranch) {
+    rec.worktree = { path: j.worktree, branch: j.worktreeBranch, repo, base: "HEAD" };
+    rec.workdir = j.worktree;
+  }
+  if (!rec.baseline && j.baselineHead !== undefined) {
+    // Only the head is journaled: an isolated worktree starts clean; a shared cwd's dirty list is lost.
+    const warnings = rec.isolated || !repo ? [] : ["files dirty before the task are not known after the daemon's crash: the diff may include them"];
+    rec.baseline = { isRepo: repo !== undefined, head: j.baselineHead, dirtyAtStart: [], warnings };
+    if (warnings.length) rec.warnings = [...(rec.warnings ?? []), ...warnings];
+  }
+  return true;
 }
 
 /** A running or pending cycle holds a slot again (over the cap if the config shrank meanwhile: it already runs). */

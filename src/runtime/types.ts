@@ -68,6 +68,12 @@ export interface Runtime {
   close(handle: RuntimeHandle): Promise<void>;
   /** Herdr's raw agent state; other runtimes answer from liveness ("unknown" or "missing"). */
   agentState?(handle: RuntimeHandle): Promise<HerdrStatus | "missing">;
+  /**
+   * The live child a launch of this task left behind, if any: the same handle launch() returned. Recovery asks
+   * when the daemon died between launch() and journaling its handle, so that child is adopted, not started twice.
+   * Undefined (the method or its answer): nothing to adopt.
+   */
+  find?(where: { taskId: string; taskDir: string; name: string }): Promise<RuntimeHandle | undefined>;
   /** Push events (exit, gone, state) instead of polling; returns an unsubscribe. */
   watch?(handle: RuntimeHandle, onEvent: (e: RuntimeEvent) => void): () => void;
 }

@@ -144,3 +144,19 @@ test("headless: a reused pid is not mistaken for the child", async () => {
   const forged: RuntimeHandle = { ...h, pid: process.pid };
   assert.equal(await rt.isAlive(forged), false);
 });
+
+test("headless: find rebuilds the handle launch returned for a live child, and finds nothing once it is gone or never ran", async () => {
+  const td = taskDir();
+  assert.equal(await rt.find!({ taskId: "tfind0000001", taskDir: td, name: "finder" }), undefined, "no launch yet");
+  const h = await rt.launch({ taskId: "tfind0000001", name: "finder", argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"], env: {}, cwd: dir, taskDir: td });
+  started.push(h);
+  // A second runtime instance stands for the next daemon: it knows only the task's id, dir and name.
+  const next = createHeadlessRuntime({ closeGraceMs: 500 });
+  const found = await next.find!({ taskId: "tfind0000001", taskDir: td, name: "finder" });
+  assert.deepEqual(found, h);
+  assert.equal(await next.isAlive(found!), true);
+  assert.equal(await rt.find!({ taskId: "tother000001", taskDir: taskDir(), name: "finder" }), undefined, "another task's dir holds no child");
+  await next.close(found!);
+  assert.ok(dead(h.pid!));
+  assert.equal(await next.find!({ taskId: "tfind0000001", taskDir: td, name: "finder" }), undefined, "an ended child is not found");
+});

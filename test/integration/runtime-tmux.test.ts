@@ -138,3 +138,27 @@ test("tmux: close kills a live child and sendKeys reaches it", async () => {
   await waitFor("the child process to die", async () => { try { process.kill(pid, 0); return false; } catch { return true; } });
   assert.equal(await runtime.isAlive(h), false);
 });
+
+test("tmux: find rebuilds the handle launch returned for the task's live pane only", async () => {
+  const runtime = rt();
+  const where = (taskId: string) => ({ taskId, taskDir: join(dir, "tasks", taskId), name: `worker-${taskId}` });
+  const launch = (taskId: string, argv: string[]) => runtime.launch({ ...where(taskId), argv, env: {}, cwd: dir });
+  const forever = [process.execPath, "-e", "setInterval(() => {}, 1000)"];
+  // A neighbour task's pane first, so the search must tell panes apart (not take the first or the newest).
+  const other = await launch("tfindother01", forever);
+  const h = await launch("tfindtmux001", forever);
+  const quick = await launch("tfinddead001", [process.execPath, "-e", "process.exit(0)"]);
+  // A fresh runtime on the same server stands for the next daemon.
+  const next = rt();
+  assert.deepEqual(await next.find!(where("tfindtmux001")), h);
+  assert.deepEqual(await next.find!(where("tfindother01")), other);
+  await waitFor("the quick child's exit", async () => (await runtime.exitStatus(quick)) !== null);
+  assert.equal(await next.find!(where("tfinddead001")), undefined, "a dead pane (remain-on-exit) is not a live child");
+  assert.equal(await next.find!(where("tnever000001")), undefined, "a task never launched");
+  await next.close(h);
+  assert.equal(await next.find!(where("tfindtmux001")), undefined, "a closed pane");
+  await runtime.close(other);
+  await runtime.close(quick);
+  const none = createTmuxRuntime({ socketName: `${tmux.socketName}-none`, configFile: "/dev/null" });
+  assert.equal(await none.find!(where("tfindtmux001")), undefined, "no tmux server at all");
+});

@@ -80,6 +80,15 @@ async function tail(path: string, lines: number): Promise<string> {
   }
 }
 
+/** The handle of the child `state` describes: what launch() returns and find() rebuilds. */
+function handleOf(name: string, taskDir: string, state: HeadlessState): RuntimeHandle {
+  const paths = pathsIn(taskDir);
+  return {
+    runtime: "headless", agentName: name, pid: state.childPid,
+    stdinPath: paths.stdinPath, stdoutPath: paths.stdoutPath, stderrPath: paths.stderrPath, exitPath: paths.exitPath,
+  };
+}
+
 export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtime {
   const graceMs = opts.closeGraceMs ?? 5000;
 
@@ -124,10 +133,15 @@ export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtim
       await rm(paths.exitPath, { force: true });
       const protocol = protocolOf(spec.argv);
       const state = await startWrapper({ ...paths, argv: spec.argv, env: spec.env, cwd: spec.cwd, protocol }, opts.launchTimeoutMs ?? 10_000);
-      return {
-        runtime: "headless", agentName: spec.name, pid: state.childPid,
-        stdinPath: paths.stdinPath, stdoutPath: paths.stdoutPath, stderrPath: paths.stderrPath, exitPath: paths.exitPath,
-      };
+      return handleOf(spec.name, spec.taskDir, state);
+    },
+
+    async find(where) {
+      // The wrapper records headless.json before it answers launch, so a child whose launch answer was lost
+      // (the daemon died) is still on record; only that same process, still running, counts.
+      const state = readState(pathsIn(where.taskDir).statePath);
+      if (state === null || !isOurProcess(state.childPid, state.childStart)) return undefined;
+      return handleOf(where.name, where.taskDir, state);
     },
 
     async isAlive(h) {

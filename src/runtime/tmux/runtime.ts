@@ -1,5 +1,6 @@
 // The tmux runtime: one window per task in session `dsh-herdr` on a private tmux server. The pane keeps the
 // child's exit status (remain-on-exit) so a dead child can be inspected and told apart from a closed pane.
+import { readFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { DshError } from "../../core/errors.js";
 import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
@@ -33,6 +34,26 @@ interface PaneState {
 }
 
 const PANE_FORMAT = "#{pane_id}\t#{window_id}\t#{pane_pid}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}";
+const FIND_FORMAT = `${PANE_FORMAT}\t#{session_name}\t#{pane_start_command}`;
+
+/**
+ * Set in every child's environment at launch (tmux -e, no shell): the task a pane was opened for. tmux cannot set a
+ * user option on a `new-window -d` pane in the same command sequence, and a second command could be lost to a
+ * crash, so the child's own environment is the marker find() reads back (/proc/<pid>/environ).
+ */
+export const TASK_MARKER_ENV = "DSH_HERDR_TMUX_TASK";
+
+/** The marker in the pane process's environment: its value, "" when absent, null when /proc cannot say. */
+function markerOf(pid: number): string | null {
+  let env: string;
+  try {
+    env = readFileSync(`/proc/${pid}/environ`, "utf8");
+  } catch {
+    return procAvailable() ? "" : null;
+  }
+  const hit = env.split("\0").find((kv) => kv.startsWith(`${TASK_MARKER_ENV}=`));
+  return hit === undefined ? "" : hit.slice(TASK_MARKER_ENV.length + 1);
+}
 
 function signalName(n: number): string {
   const hit = Object.entries(osConstants.signals).find(([, v]) => v === n);
@@ -122,7 +143,7 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
       const common = [
         "-n", literalArg(literalFormat(spec.name)),
         "-c", literalArg(literalFormat(spec.cwd)),
-        ...Object.entries(spec.env).flatMap(([k, v]) => ["-e", literalArg(`${k}=${v}`)]),
+        ...Object.entries({ ...spec.env, [TASK_MARKER_ENV]: spec.taskId }).flatMap(([k, v]) => ["-e", literalArg(`${k}=${v}`)]),
         "-P", "-F", PANE_FORMAT,
         "--", ...argv.map(literalArg),
       ];
@@ -153,6 +174,30 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
         runtime: "tmux", agentName: spec.name, tmuxSocket: opts.socketName, tmuxSession: sessionName,
         tmuxWindow: windowId, tmuxPaneId: paneId, pid: Number.parseInt(pid, 10),
       };
+    },
+
+    async find(where) {
+      const server = serverOf();
+      const r = await runTmux(server, ["list-panes", "-a", "-F", FIND_FORMAT]);
+      if (!r.ok) {
+        if (isGoneError(r.stderr)) return undefined; // no server: no pane of ours
+        throw new DshError("RUNTIME_UNAVAILABLE", `tmux list-panes failed on server ${server.socketName}: ${r.stderr}`);
+      }
+      for (const line of r.stdout.split("\n")) {
+        const [paneId = "", windowId = "", pidText = "", dead, , , session = sessionName, ...command] = line.split("\t");
+        const pid = Number.parseInt(pidText, 10);
+        if (!paneId.startsWith("%") || dead === "1" || !Number.isFinite(pid)) continue;
+        const marker = markerOf(pid);
+        // Without /proc, the start command is the evidence: the daemon's argv names the task dir (pi --session).
+        const ours = marker === null ? command.join("\t").includes(where.taskDir) : marker === where.taskId;
+        if (!ours) continue;
+        const handle: RuntimeHandle = {
+          runtime: "tmux", agentName: where.name, tmuxSocket: opts.socketName, tmuxSession: session,
+          tmuxWindow: windowId, tmuxPaneId: paneId, pid,
+        };
+        if (await runtime.isAlive(handle)) return handle;
+      }
+      return undefined;
     },
 
     async isAlive(h) {
