@@ -94,7 +94,16 @@ async function syncDir(dir: string): Promise<void> {
  * record, so when the file does not end in a newline we start with one (one pread per append; appends are rare).
  */
 export async function appendJsonLine(path: string, value: unknown, opts: SyncOptions = {}): Promise<void> {
-  let line = JSON.stringify(value) + "\n";
+  await appendJsonLines(path, [value], opts);
+}
+
+/**
+ * Append several JSON lines in one write and (unless `sync: false`) one fsync: a group commit. All or none stay.
+ * Resolves with the file's size after the append (-1 when there was nothing to write).
+ */
+export async function appendJsonLines(path: string, values: unknown[], opts: SyncOptions = {}): Promise<number> {
+  if (values.length === 0) return -1;
+  let lines = values.map((v) => JSON.stringify(v) + "\n").join("");
   let fh;
   try {
     fh = await open(path, "a+", 0o600);
@@ -102,13 +111,14 @@ export async function appendJsonLine(path: string, value: unknown, opts: SyncOpt
     if (size > 0) {
       const last = Buffer.alloc(1);
       await fh.read(last, 0, 1, size - 1);
-      if (last[0] !== 0x0a) line = "\n" + line;
+      if (last[0] !== 0x0a) lines = "\n" + lines;
     }
     try {
-      await fh.appendFile(line); // loops over short writes; a plain write() would not
+      await fh.appendFile(lines); // loops over short writes; a plain write() would not
       if (opts.sync !== false) await fh.datasync();
+      return size + Buffer.byteLength(lines);
     } catch (e) {
-      // A full disk can take part of the line: cut it back so no half record stays behind.
+      // A full disk can take part of the lines: cut it back so no half record stays behind.
       await fh.truncate(size).catch(() => undefined);
       throw e;
     }
@@ -119,7 +129,6 @@ export async function appendJsonLine(path: string, value: unknown, opts: SyncOpt
   }
 }
 
-/** Parse a JSONL file; lines that are not JSON (a torn tail after a crash) are skipped. Missing file → []. */
 export async function readJsonLines<T = unknown>(path: string): Promise<T[]> {
   let text: string;
   try {
@@ -128,13 +137,18 @@ export async function readJsonLines<T = unknown>(path: string): Promise<T[]> {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw fsError(e, `read ${path}`);
   }
+  return parseJsonLines<T>(text);
+}
+
+/** One value per JSON line; a torn or foreign line is skipped, the records around it are still good. */
+export function parseJsonLines<T = unknown>(text: string): T[] {
   const out: T[] = [];
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
     try {
       out.push(JSON.parse(line) as T);
     } catch {
-      // torn or foreign line: skip, the records around it are still good
+      // torn or foreign line: skip
     }
   }
   return out;

@@ -1,9 +1,9 @@
 // Owner outboxes: owners/<ownerId>/outbox.jsonl, an append-only log of deliveries (queued → sent → acked) that
 // survives a daemon crash; the latest record per delivery id is its state.
-import { mkdir, readdir } from "node:fs/promises";
+import { mkdir, readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
-import { appendJsonLine, fsError, readJsonLines } from "./fsio.js";
+import { appendJsonLines, fsError, parseJsonLines, readJsonLines, type SyncOptions } from "./fsio.js";
 
 export type DeliveryState = "queued" | "sent" | "acked" | "expired";
 
@@ -37,17 +37,26 @@ export function outboxPath(home: string, ownerId: unknown): string {
 }
 
 export async function appendOutbox(home: string, ownerId: unknown, record: Omit<OutboxRecord, "ts"> & { ts?: number }): Promise<void> {
+  await appendOutboxMany(home, ownerId, [record]);
+}
+
+/** Append records in order with one write and one fsync (unless `sync: false`); resolves with the file's new size. */
+export async function appendOutboxMany(
+  home: string, ownerId: unknown, records: (Omit<OutboxRecord, "ts"> & { ts?: number })[], opts: SyncOptions = {},
+): Promise<number> {
   const path = outboxPath(home, ownerId);
   try {
     await mkdir(join(home, "owners", ownerId as string), { recursive: true, mode: 0o700 });
   } catch (e) {
     throw fsError(e, `create the outbox of ${String(ownerId)}`);
   }
-  await appendJsonLine(path, { ts: Date.now(), ...record });
-  outboxAppended?.(record.state as DeliveryState);
+  const now = Date.now();
+  const size = await appendJsonLines(path, records.map((r) => ({ ts: now, ...r })), opts);
+  for (const r of records) outboxAppended?.(r.state as DeliveryState);
+  return size;
 }
 
-/** Test-only: called after each durable outbox record (the daemon's crash hook; unset otherwise). */
+/** Test-only: called after each outbox record is written (fsynced unless the append said not to) (the daemon's crash hook; unset otherwise). */
 let outboxAppended: ((state: DeliveryState) => void) | undefined;
 export function onOutboxAppended(fn: ((state: DeliveryState) => void) | undefined): void {
   outboxAppended = fn;
@@ -55,6 +64,28 @@ export function onOutboxAppended(fn: ((state: DeliveryState) => void) | undefine
 
 export function readOutbox(home: string, ownerId: unknown): Promise<OutboxRecord[]> {
   return readJsonLines<OutboxRecord>(outboxPath(home, ownerId));
+}
+
+/** The outbox and the number of bytes it was read from (a later size that differs means someone appended). */
+export async function readOutboxSized(home: string, ownerId: unknown): Promise<{ records: OutboxRecord[]; size: number }> {
+  let buf: Buffer;
+  try {
+    buf = await readFile(outboxPath(home, ownerId));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { records: [], size: 0 };
+    throw fsError(e, `read the outbox of ${String(ownerId)}`);
+  }
+  return { records: parseJsonLines<OutboxRecord>(buf.toString("utf8")), size: buf.length };
+}
+
+/** The outbox file's size in bytes, 0 when it does not exist yet. */
+export async function outboxSize(home: string, ownerId: unknown): Promise<number> {
+  try {
+    return (await stat(outboxPath(home, ownerId))).size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return 0;
+    throw fsError(e, `stat the outbox of ${String(ownerId)}`);
+  }
 }
 
 /** Deliveries not yet acked (nor expired), in queue order, each as its `queued` record with the latest state. */

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DELIVERY_TTL_MS, type DeliveryPayload } from "../../src/core/crew-delivery.js";
@@ -92,6 +92,8 @@ test("watch turns settled cycles of pi owners into deliveries; running cycles an
     listener!(live("owner-4", true), res("completed"));
     listener!(live("cli", false), res("completed"));
     listener!(live("owner-4", false), res("completed"));
+    // The enqueue runs in the background (a durable write first): wait for it, then make sure no second one comes.
+    for (let i = 0; i < 500 && c.pushes.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(c.pushes.length, 1);
     assert.equal(c.pushes[0]!.params.deliveryId, "tabc123456789-c3-completed");
@@ -107,4 +109,33 @@ test("moveQueued hands unacked deliveries to the forked session", () =>
     assert.deepEqual(await svc.attach(c), { pending: 1 });
     const o = conn("old-owner");
     assert.deepEqual(await svc.attach(o), { pending: 0 });
+  }));
+
+test("group commit: 60 deliveries settling at once share a few outbox writes, each pushed once after it is on disk, in order", () =>
+  withHome(async (home) => {
+    const svc = new DeliveryService({ home, log });
+    const c = conn("owner-g");
+    await svc.attach(c);
+    const ids = Array.from({ length: 60 }, (_, i) => `g${String(i).padStart(2, "0")}`);
+    const onDiskAtPush: boolean[] = [];
+    const push = c.push.bind(c);
+    c.push = (method: string, params: any) => {
+      // Synchronous read at push time: the queued record must already be in the file.
+      onDiskAtPush.push(readFileSync(join(home, "owners", "owner-g", "outbox.jsonl"), "utf8").includes(`"deliveryId":"${params.deliveryId}","state":"queued"`));
+      push(method, params);
+    };
+    const queued = await Promise.all(ids.map((id) => svc.enqueue("owner-g", payload(id))));
+    assert.ok(queued.every(Boolean));
+    assert.deepEqual(c.pushes.map((p) => p.params.deliveryId), ids, "each pushed once, in enqueue order");
+    assert.ok(onDiskAtPush.every(Boolean), "a delivery is pushed only after its queued record is written");
+    // 60 queued + 60 sent records; one at a time this was 120 appends (60 of them fsynced).
+    assert.equal(svc.stats.records, 120);
+    assert.ok(svc.stats.writes <= 10, `${svc.stats.writes} outbox writes for 60 deliveries`);
+    const recs = await readOutbox(home, "owner-g");
+    assert.deepEqual(recs.filter((r) => r.state === "queued").map((r) => r.deliveryId), ids);
+    assert.deepEqual(await svc.ack(c, ids), { acked: 60 });
+    // A fresh service (a restarted daemon) reads the same state back: nothing pending, no id queued twice.
+    const again = new DeliveryService({ home, log });
+    assert.deepEqual(await again.attach(conn("owner-g")), { pending: 0 });
+    assert.equal(await again.enqueue("owner-g", payload("g00")), false);
   }));
