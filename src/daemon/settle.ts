@@ -1,7 +1,9 @@
 // Derivation and settle: evidence → one AgentResult per refresh (serialized per task, at most one waiting), the
 // settled harvest with the baseline diff, and why a reportless cycle failed.
 import { sessionReport, withReportAsFinalText, type CrewReport } from "../core/crew-cycle.js";
-import type { HerdrStatus } from "../core/types.js";
+import { statfs } from "node:fs/promises";
+import { DshError } from "../core/errors.js";
+import type { AgentResult, HerdrStatus } from "../core/types.js";
 import { unsynced } from "../store/task-store.js";
 import { assemble, diffFor } from "./harvest.js";
 import type { Live } from "./live.js";
@@ -53,6 +55,13 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   if (live.settling && !opts.settled) return;
   if (opts.settled) delete live.settling;
   const { store } = sup.deps;
+  if (opts.settled && rec.error && (rec.error.code === "PANE_GONE" || rec.error.code === "AGENT_ERROR") && !rec.error.message.includes("is full (")) {
+    const note = await diskFullNote(live, sup.deps.home);
+    if (note) {
+      rec.error = { code: rec.error.code, message: `${rec.error.message}; ${note}` };
+      rec.warnings = [...(rec.warnings ?? []), note];
+    }
+  }
   if (opts.settled && rec.workdir) {
     const d = await diffFor(rec, store.taskPaths(rec.taskId).diffPatch, sup.deps.config().patchCapBytes);
     if (d.diff) live.diff = d.diff;
@@ -81,11 +90,48 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   // and journal after a crash), and not for `starting`: nothing runs before the launch, which is journaled durably.
   if (changed) sup.notifyStatus(live, result);
   const sync = changed && result.status !== "starting";
-  await store.saveTask(rec, result, { sync });
-  if (changed) {
-    const ev = { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset };
-    await sup.journal(live, sync ? ev : unsynced(ev));
+  const ev = changed ? { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset } : undefined;
+  await persist(sup, live, result, sync, ev);
+}
+
+/**
+ * Write the record and journal the status. A full or read-only home (HOME_UNWRITABLE) must not lose a settled
+ * result: the owner already heard it, so the write is tried again with backoff until space is back (or a newer
+ * harvest, a close or a daemon stop makes it moot).
+ */
+async function persist(sup: Supervisor, live: Live, result: AgentResult, sync: boolean, ev: Record<string, unknown> & { type: string } | undefined, attempt = 0): Promise<void> {
+  try {
+    await sup.deps.store.saveTask(live.rec, result, { sync });
+    if (ev) await sup.journal(live, sync ? ev : unsynced(ev));
+  } catch (e) {
+    if (!(e instanceof DshError) || e.code !== "HOME_UNWRITABLE" || !ev) throw e;
+    const delay = Math.min(30_000, 500 * 2 ** attempt);
+    sup.deps.log.warn({ taskId: live.rec.taskId, status: result.status, retryInMs: delay, err: e.message }, "task record not saved; trying again");
+    const t = setTimeout(() => {
+      if (sup.stopped || live.result !== result || live.rec.lifecycle === "closed") return;
+      // On the task's chain, so a newer harvest's write cannot be overtaken by this older one.
+      live.chain = live.chain
+        .then(() => (live.result === result ? persist(sup, live, result, sync, ev, attempt + 1) : undefined))
+        .catch((err: unknown) => sup.deps.log.error({ taskId: live.rec.taskId, err: String(err) }, "task record still not saved"));
+    }, delay);
+    t.unref();
+    throw e;
   }
+}
+
+/**
+ * A child that died or failed while its disk was full: say so, since pi's own error (if any) rarely does. Checks the
+ * task dir (the session is written there) and the workdir. Below 64 KiB free counts as full.
+ */
+async function diskFullNote(live: Live, home: string): Promise<string | undefined> {
+  for (const dir of [home, live.rec.workdir]) {
+    if (!dir) continue;
+    const fs = await statfs(dir).catch(() => undefined);
+    if (fs && fs.bavail * fs.bsize < 64 * 1024) {
+      return `the disk holding ${dir} is full (${Math.floor((fs.bavail * fs.bsize) / 1024)} KiB free), so free space first`;
+    }
+  }
+  return undefined;
 }
 
 export function settleCycle(sup: Supervisor, live: Live, why: string, opts: { failed?: boolean } = {}): void {

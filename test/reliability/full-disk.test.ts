@@ -1,4 +1,4 @@
-// A full or read-only home at spawn, through a real daemon process: the home is a tiny tmpfs (512 KiB) that the
+// A full or read-only home at spawn and mid-task, through a real daemon process: the home is a tiny tmpfs (512 KiB) that the
 // test fills (then makes read-only under the daemon). task.spawn must fail with HOME_UNWRITABLE naming the cause, leave no
 // half-written task directory, and the daemon keeps serving; once space is back a spawn runs to completion.
 import { after, before, test } from "node:test";
@@ -154,12 +154,20 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
     const w = await cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: [taskId], timeoutMs: 60_000 }, { timeoutMs: 65_000 });
     assert.equal(w.timedOut, false, `the task settled on a full disk: ${JSON.stringify(w.results[0])}`);
     assert.equal(d.proc.exitCode, null, `the daemon is alive: ${d.stderr()}`);
+    const settled = w.results[0]!;
+    // pi cannot write its session and dies: the result says the disk was the cause, not just "gone".
+    assert.equal(settled.status, "gone", JSON.stringify(settled));
+    assert.match(settled.error?.message ?? "", /the disk holding .*dsh-home-mid is full \(\d+ KiB free\), so free space first/);
+    const stored = () => JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
+    assert.notEqual(stored().status, "gone", "the settled record could not be written on the full disk");
     rmSync(filler);
+    // Space back: the settled record is written without any new event (the daemon retries the save).
+    await until("the settled result.json after space is back", () => (stored().status === "gone" ? true : undefined), 60_000);
+    assert.ok(readFileSync(join(home, "tasks", taskId, "events.jsonl"), "utf8").includes('"status":"gone"'), "the settled status is journaled");
     // Space back: the close is recorded durably.
     const closed = await cli.request<AgentResult>("task.close", { taskId, closePane: true });
     assert.equal(closed.status, "closed");
-    const stored = JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
-    assert.equal(stored.status, "closed");
+    assert.equal(stored().status, "closed");
     await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
   } finally {
     cli.close();
