@@ -34,8 +34,8 @@ export interface Replay {
   closed?: { closePane: boolean };
   worktree?: string;
   worktreeBranch?: string;
-  /** The baseline record (head only: its dirty list is a count). */
-  baselineHead?: string | null;
+  /** The baseline record (its dirty list is only a count). */
+  baseline?: { head: string | null; dirty: number };
   /** Launch attempts that stalled (the next launch is attempt stalled + 1). */
   stalled: number;
 }
@@ -48,7 +48,7 @@ export function replayJournal(events: TaskEvent[]): Replay {
     else if (e.type === "worktree" && typeof e.path === "string") {
       r.worktree = e.path;
       if (typeof e.branch === "string") r.worktreeBranch = e.branch;
-    } else if (e.type === "baseline" && (typeof e.head === "string" || e.head === null)) r.baselineHead = e.head;
+    } else if (e.type === "baseline" && (typeof e.head === "string" || e.head === null)) r.baseline = { head: e.head, dirty: typeof e.dirty === "number" ? e.dirty : 0 };
     else if (e.type === "stalled") r.stalled++;
     else if (e.type === "prompt_sent" && cycle !== undefined) {
       if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
@@ -94,14 +94,16 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
     return;
   }
   const live = sup.register(rec);
+  // Adopted before an abort is finished too, so the abort ends that child instead of leaving it running.
+  const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec) : false;
+  if (adopted) await sup.journal(live, { type: "launched", attempt: j.stalled + 1, runtime: rec.runtime, handle: rec.handle, adopted: true });
+  if (rec.handle !== undefined) await restorePrelaunch(rec, j);
   if (j.interrupted) {
     await sup.resume(live);
     await sup.journal(live, { type: "recovered", action: "finish abort" });
     await sup.interrupt(live, j.interrupted.code === "TIMEOUT" ? { code: "TIMEOUT", message: `no result within timeoutMs (${rec.timeoutMs} ms); the child was stopped` } : undefined);
     return;
   }
-  const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec, j) : false;
-  if (adopted) await sup.journal(live, { type: "launched", attempt: j.stalled + 1, runtime: rec.runtime, handle: rec.handle, adopted: true });
   if (rec.handle === undefined) {
     // Never launched: no child ever saw this task, so starting it again repeats nothing. A worktree created
     // before the crash held no work yet; it is removed so the pipeline can create it afresh.
@@ -178,10 +180,9 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
 
 /**
  * The daemon died after runtime.launch and before journaling its handle: the runtime may still hold that child.
- * It is adopted (its worktree kept: the child works in it), never started a second time. The records the pipeline
- * wrote before the launch (worktree, baseline) are journaled but task.json may predate them.
+ * It is adopted (its worktree kept: the child works in it), never started a second time.
  */
-async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord, j: Replay): Promise<boolean> {
+async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord): Promise<boolean> {
   if (!runtime.find) return false;
   const found = await runtime.find({ taskId: rec.taskId, taskDir: sup.deps.store.taskPaths(rec.taskId).dir, name: rec.name }).catch((e: unknown) => {
     sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "could not ask the runtime for a child launched before the crash");
@@ -189,18 +190,26 @@ async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord, j: Repl
   });
   if (!found) return false;
   rec.handle = found;
+  return true;
+}
+
+/**
+ * task.json is rewritten only at a harvest, so for a child launched just before the crash it may predate the
+ * worktree and baseline the pipeline journaled before the launch; without them the harvest would diff nothing.
+ */
+async function restorePrelaunch(rec: TaskRecord, j: Replay): Promise<void> {
+  if (rec.worktree && rec.baseline) return;
   const repo = (await gitMaybe(rec.cwd, ["rev-parse", "--show-toplevel"]))?.trim();
   if (!rec.worktree && repo && j.worktree && j.worktreeBranch) {
     rec.worktree = { path: j.worktree, branch: j.worktreeBranch, repo, base: "HEAD" };
     rec.workdir = j.worktree;
   }
-  if (!rec.baseline && j.baselineHead !== undefined) {
-    // Only the head is journaled: an isolated worktree starts clean; a shared cwd's dirty list is lost.
-    const warnings = rec.isolated || !repo ? [] : ["files dirty before the task are not known after the daemon's crash: the diff may include them"];
-    rec.baseline = { isRepo: repo !== undefined, head: j.baselineHead, dirtyAtStart: [], warnings };
+  if (!rec.baseline && j.baseline) {
+    // The dirty list is journaled as a count only: an isolated worktree starts clean; a shared cwd's list is lost.
+    const warnings = j.baseline.dirty === 0 || !repo ? [] : [`the ${j.baseline.dirty} files dirty before the task are not known after the daemon's crash: the diff may include them`];
+    rec.baseline = { isRepo: repo !== undefined, head: j.baseline.head, dirtyAtStart: [], warnings };
     if (warnings.length) rec.warnings = [...(rec.warnings ?? []), ...warnings];
   }
-  return true;
 }
 
 /** A running or pending cycle holds a slot again (over the cap if the config shrank meanwhile: it already runs). */

@@ -1,7 +1,10 @@
 // Crash recovery with real processes: the daemon (its own process) SIGKILLs itself right after journaling a chosen
 // point of a task's life (DSH_HERDR_CRASH_AT, see src/daemon/crash-hook.ts) or is SIGKILLed by the test mid-cycle,
 // is started again on the same home, and the task is driven to its end. Each point checks: the right final
-// status, no prompt run twice (journal, the child's own session, the model's requests), and no orphan process or worktree.
+// status, no prompt run twice (journal, the child's own session, the model's requests), exactly one pi child ever
+// ran for the task (its processes are sampled all along), and no orphan process or worktree. `launch_returned` kills
+// the daemon between runtime.launch and its journal record: the child must be adopted (headless and tmux).
+// Run a few points only: DSH_CRASH_POINTS=26,27 node --test dist/test/reliability/crash.test.js
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -10,7 +13,8 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { alive, cliClient, makeRepo, sleep, startDaemonProc, startShared, until, type DaemonProc, type Shared } from "./proc-harness.js";
+import { privateTmux, type PrivateTmux } from "../helpers/tmux.js";
+import { alive, cliClient, makeRepo, processesMentioning, sampleProcesses, sleep, startDaemonProc, startShared, until, type DaemonProc, type Shared } from "./proc-harness.js";
 
 const SCRIPT: Script = {
   conversations: [
@@ -42,6 +46,8 @@ interface Point {
   killAfter?: string;
   expect: "closed";
   finalBeforeClose: AgentResult["status"];
+  /** The daemon's runtime (default headless); tmux runs on a private -L server. */
+  runtime?: "tmux";
 }
 
 const POINTS: Point[] = [
@@ -71,13 +77,18 @@ const POINTS: Point[] = [
   { at: "outbox:sent#2", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
   { at: "status:completed", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
   { at: "settle#2", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "launch_returned", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "launch_returned", runtime: "tmux", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
 ];
 
 let shared: Shared;
+// Never the user's tmux server: a private one, started by the daemon on first use and killed at the end.
+const tmux: PrivateTmux = privateTmux("dsh-crash");
 before(async () => {
   shared = await startShared(SCRIPT, "dsh-crash-");
 });
 after(async () => {
+  await tmux.kill();
   await shared?.close();
 });
 
@@ -160,7 +171,8 @@ class Driver {
       this.runs++;
       const crash = this.runs === 1 ? this.point.at : this.runs === 2 ? this.point.again : undefined;
       try {
-        this.d = await startDaemonProc(this.home, shared.childEnv, { env: crash ? { DSH_HERDR_CRASH_AT: crash } : {} });
+        const config = this.point.runtime === "tmux" ? { runtime: "tmux", tmuxSocket: tmux.socketName } : {};
+        this.d = await startDaemonProc(this.home, shared.childEnv, { env: crash ? { DSH_HERDR_CRASH_AT: crash } : {}, config });
         break;
       } catch (e) {
         if (!crash) throw e; // only a planted kill point may end a start-up (a crash during recovery)
@@ -200,6 +212,9 @@ async function runPoint(p: Point, idx: number): Promise<void> {
   const repo = makeRepo(dir);
   const home = join(dir, "home");
   const drv = new Driver(home, p);
+  // Every pi child of this home names its session file under tasks/: the sample shows how many ever ran.
+  const childOf = join(home, "tasks") + "/";
+  const children = sampleProcesses(childOf);
   await drv.start();
   const marker = p.life === "abort" ? "MARK-SLOW" : "MARK-LIFE";
   let taskId: string | undefined;
@@ -245,6 +260,11 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     await killer?.catch(() => undefined);
     const before = (await drv.step((c) => c.request<AgentResult>("task.get", { taskId })))!;
     assert.equal(before.status, p.finalBeforeClose, `final status before close: ${JSON.stringify(before)}`);
+    if (p.at === "launched" || p.at === "launch_returned") {
+      // task.json predates the worktree and baseline journaled before the launch: the harvest still diffs the worktree.
+      const changed = [...(before.diff?.files ?? []), ...(before.diff?.untracked ?? [])];
+      assert.ok(changed.includes("feature.txt") && changed.includes("more.txt"), `diff of the worktree: ${JSON.stringify(before.diff)} worktree ${JSON.stringify(before.worktree)}`);
+    }
     if (p.owner) {
       // Every settled cycle reaches the owner's session exactly once, and every delivery ends acked.
       const outboxOf = () => readFileSync(join(home, "owners", drv.ownerId, "outbox.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { deliveryId: string; state: string });
@@ -295,18 +315,35 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     }
     const launched = ev.filter((e) => e.type === "launched");
     assert.equal(launched.length, 1, `launched once: ${launched.length}`);
+    if (p.at === "launch_returned") {
+      // The child the first daemon launched (and never journaled) was found and adopted, not started again.
+      assert.equal(launched[0]!.adopted, true, `adopted: ${JSON.stringify(launched[0])}`);
+      assert.ok(ev.some((e) => e.type === "recovered" && String(e.action).startsWith("adopt")), "recovery journaled the adoption");
+    }
+    children.stop();
+    assert.deepEqual([...children.seen], [(launched[0]!.handle as { pid: number }).pid], "exactly one pi child ever ran, the journaled one");
 
     // No orphans: every launched process is dead; the only worktree is the task's own, recorded one.
     for (const l of launched) {
       const pid = (l.handle as { pid?: number }).pid!;
       await until(`child ${pid} gone`, () => (!alive(pid) ? true : undefined), 10_000);
     }
+    await until("no pi child of this home left", () => (processesMentioning(childOf).length === 0 ? true : undefined), 10_000)
+      .catch(() => assert.fail(`orphan children: ${processesMentioning(childOf).join(", ")}`));
     const wts = existsSync(join(home, "worktrees")) ? readdirSync(join(home, "worktrees")) : [];
     assert.ok(wts.every((w) => w.endsWith(taskId!)), `orphan worktrees: ${wts.join(", ")}`);
     const listed = execFileSync("git", ["worktree", "list", "--porcelain"], { cwd: repo, encoding: "utf8" }).split("\n").filter((l) => l.startsWith("worktree "));
     assert.ok(listed.length <= 2, `git worktrees: ${listed.join("; ")}`);
   } finally {
+    children.stop();
     await drv.stop().catch(() => undefined);
+    for (const pid of children.seen) {
+      try {
+        process.kill(pid, "SIGKILL"); // an orphan of a failed case
+      } catch {
+        /* gone */
+      }
+    }
     if (taskId) {
       for (const e of journal(home, taskId).filter((x) => x.type === "launched")) {
         for (const target of [(e.handle as { pid: number }).pid, -(e.handle as { pid: number }).pid]) {
@@ -324,5 +361,5 @@ async function runPoint(p: Point, idx: number): Promise<void> {
 const only = process.env.DSH_CRASH_POINTS?.split(",").map(Number);
 POINTS.forEach((p, i) => {
   if (only && !only.includes(i)) return;
-  test(`crash point ${i}: ${p.at ? `SIGKILL after journaling ${p.at}` : `SIGKILL from outside after ${p.killAfter}`}${p.again ? ` and again after ${p.again}` : ""} (${p.life}, ${p.owner ? "pi owner" : "cli owner"})`, { timeout: 240_000 }, () => runPoint(p, i));
+  test(`crash point ${i}: ${p.at === "launch_returned" ? "SIGKILL after runtime.launch returned, before journaling it" : p.at ? `SIGKILL after journaling ${p.at}` : `SIGKILL from outside after ${p.killAfter}`}${p.again ? ` and again after ${p.again}` : ""} (${p.life}, ${p.owner ? "pi owner" : "cli owner"}${p.runtime ? `, ${p.runtime}` : ""})`, { timeout: 240_000 }, () => runPoint(p, i));
 });

@@ -1,7 +1,7 @@
 // Reliability harness: one scripted model and pi agent dir shared by every case, a git repo, and daemons run as
 // real processes (daemon-proc.ts) that a test can SIGKILL and start again on the same home.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
@@ -141,4 +141,32 @@ export async function rawConnect(socketPath: string): Promise<RawConn> {
     },
     close: () => s.destroy(),
   };
+}
+
+/**
+ * Live processes whose command line contains `text` (Linux /proc; a task's pi child names its session file). tmux
+ * processes are left out: the tmux server keeps the argv of the client that started it, a first child's included.
+ */
+export function processesMentioning(text: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, "utf8");
+      const state = readFileSync(`/proc/${name}/stat`, "utf8").split(") ")[1]?.[0];
+      if (cmd.includes(text) && state !== "Z" && !/(^|\/)tmux$/.test(cmd.split("\0")[0] ?? "")) pids.push(Number(name));
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return pids;
+}
+
+/** Samples processesMentioning(text) until stopped: every process that ran for a while shows up in `seen`. */
+export function sampleProcesses(text: string, everyMs = 200): { seen: Set<number>; stop(): void } {
+  const seen = new Set<number>();
+  const take = () => processesMentioning(text).forEach((p) => seen.add(p));
+  take();
+  const t = setInterval(take, everyMs);
+  return { seen, stop: () => (take(), clearInterval(t)) };
 }
