@@ -46,10 +46,53 @@ export interface TextComponent {
   invalidate(): void;
 }
 
+/** The part of pi's Theme the cards use (pi passes it to message renderers; nothing is imported from pi). */
+export interface CardTheme {
+  bold(text: string): string;
+}
+
+/** One logical line of a card: wrapped to the width, then styled (labels bold, the id in the head line bold). */
+interface CardLine {
+  text: string;
+  bold?: boolean;
+  boldPrefix?: string;
+}
+
+function cardLines(card: CardData): CardLine[] {
+  const id = `${CARD_ICONS[card.status]} ${card.subagent_id}`;
+  const head: CardLine = { text: `${id}${card.brief ? ` · ${card.brief}` : ""}`, boldPrefix: id };
+  const para = (text: string): CardLine[] => text.split("\n").map((t) => ({ text: t }));
+  if (card.status === "aborted") return [{ ...head, text: `${head.text} · aborted${card.reason ? `: ${card.reason}` : ""}` }];
+  if (card.status === "error") return [head, { text: "" }, { text: "Error", bold: true }, { text: "" }, ...para(card.error ?? "unknown error")];
+  const lines = [head];
+  if (card.status === "needs_input") lines.push({ text: "" }, { text: "Needs", bold: true }, { text: "" }, ...para(card.needs ?? ""));
+  lines.push({ text: "" }, ...para(card.report ?? ""));
+  return lines;
+}
+
+/** Wrapped by visible text first, styled after, so escape codes never count against the width. */
+function renderCard(card: CardData, width: number, theme?: CardTheme): string[] {
+  const bold = theme ? (t: string) => theme.bold(t) : (t: string) => t;
+  const out: string[] = [];
+  for (const l of cardLines(card)) {
+    wrapLines(l.text, width).forEach((w, i) => {
+      if (l.bold) out.push(bold(w));
+      else if (i === 0 && l.boldPrefix && w.startsWith(l.boldPrefix)) out.push(bold(l.boldPrefix) + w.slice(l.boldPrefix.length));
+      else out.push(w);
+    });
+  }
+  return out;
+}
+
 export function textComponent(text: string, maxLines?: number): TextComponent {
+  return linesComponent(() => text, maxLines);
+}
+
+function linesComponent(render: ((width: number) => string[]) | (() => string), maxLines?: number): TextComponent {
   return {
     render(width: number) {
-      const lines = wrapLines(text, width);
+      const r = render(width);
+      const lines = typeof r === "string" ? wrapLines(r, width) : r;
       if (maxLines === undefined || lines.length <= maxLines) return lines;
       return [...lines.slice(0, maxLines), `… ${lines.length - maxLines} more lines (expand to read all)`];
     },
@@ -57,9 +100,12 @@ export function textComponent(text: string, maxLines?: number): TextComponent {
   };
 }
 
-/** A message renderer for crew-result / crew-abort messages: collapsed cards show the first 12 lines. */
-export function renderCrewCard(message: { details?: unknown; content?: unknown }, options: { expanded: boolean }): TextComponent | undefined {
+/**
+ * A message renderer for crew-result / crew-abort messages: collapsed cards show the first 12 lines. With pi's
+ * theme the id and the Needs/Error labels are bold (markdown markers would show literally in a plain component).
+ */
+export function renderCrewCard(message: { details?: unknown; content?: unknown }, options: { expanded: boolean }, theme?: CardTheme): TextComponent | undefined {
   const card = (message.details as { card?: CardData } | undefined)?.card;
   if (!card || !(card.status in CARD_ICONS)) return undefined;
-  return textComponent(cardMarkdown(card), options.expanded ? undefined : 12);
+  return linesComponent((width: number) => renderCard(card, width, theme), options.expanded ? undefined : 12);
 }

@@ -62,4 +62,14 @@ test("cards: icon, id and brief first; Needs before the unchanged report; error 
   assert.equal(renderCrewCard(long, { expanded: true })!.render(40).length, 32);
   assert.ok(renderCrewCard(long, { expanded: true })!.render(12).every((l) => l.length <= 12));
   assert.equal(renderCrewCard({ details: {} }, { expanded: true }), undefined);
+  // Rendered, no markdown markers show; with pi's theme the id and the labels are bold, wrapped by visible width.
+  const ask = { details: { card: { status: "needs_input", subagent_id: "t1", brief: "a brief", report: "the report", needs: "which one?" } } };
+  assert.deepEqual(renderCrewCard(ask, { expanded: true })!.render(40), ["❓ t1 · a brief", "", "Needs", "", "which one?", "", "the report"]);
+  const theme = { bold: (t: string) => `<b>${t}</b>` };
+  assert.deepEqual(renderCrewCard(ask, { expanded: true }, theme)!.render(40), ["<b>❓ t1</b> · a brief", "", "<b>Needs</b>", "", "which one?", "", "the report"]);
+  const err = { details: { card: { status: "error", subagent_id: "t2", brief: "b", error: "word ".repeat(10).trim() } } };
+  const lines = renderCrewCard(err, { expanded: true }, theme)!.render(12);
+  assert.deepEqual(lines.slice(0, 3), ["<b>❌ t2</b> · b", "", "<b>Error</b>"]);
+  assert.ok(lines.every((l) => l.replace(/<\/?b>/g, "").length <= 12), JSON.stringify(lines));
+  assert.ok(lines.every((l) => !l.includes("**")));
 });
