@@ -47,30 +47,43 @@ function describe(errors: ErrorObject[] | null | undefined): string {
 }
 
 export class ProtocolSchemas {
+  private readonly ajv: Ajv2020;
+  /** Method → its schema's $id; validators are compiled on a method's first use (start-up was 0.4 s of ajv). */
+  private readonly ids = new Map<string, string>();
   private readonly params = new Map<string, ValidateFunction>();
   private readonly results = new Map<string, ValidateFunction>();
 
   constructor(dir = protocolSchemaDir) {
-    const ajv = new Ajv2020({ allErrors: false, strict: false });
+    // Our own schemas, checked against the 2020-12 meta-schema by test/unit/daemon-protocol.test.ts: the daemon
+    // does not compile the meta-schema at every start to check them again.
+    this.ajv = new Ajv2020({ allErrors: false, strict: false, validateSchema: false });
     for (const file of readdirSync(dir).filter((f) => f.endsWith(".json"))) {
       const schema = JSON.parse(readFileSync(join(dir, file), "utf8")) as { $id: string; title: string };
-      ajv.addSchema(schema);
-      const method = schema.title;
-      if (!(REQUEST_METHODS as readonly string[]).includes(method)) continue;
-      this.params.set(method, ajv.getSchema(`${schema.$id}#/$defs/params`)!);
-      this.results.set(method, ajv.getSchema(`${schema.$id}#/$defs/result`)!);
+      this.ajv.addSchema(schema);
+      if ((REQUEST_METHODS as readonly string[]).includes(schema.title)) this.ids.set(schema.title, schema.$id);
     }
     for (const m of REQUEST_METHODS) {
-      if (!this.params.has(m)) throw new DshError("INTERNAL", `schema/protocol/${m}.json is missing; reinstall dsh-herdr`);
+      if (!this.ids.has(m)) throw new DshError("INTERNAL", `schema/protocol/${m}.json is missing; reinstall dsh-herdr`);
     }
+  }
+
+  private validator(kind: "params" | "result", method: RequestMethod): ValidateFunction {
+    const cache = kind === "params" ? this.params : this.results;
+    let v = cache.get(method);
+    if (!v) {
+      v = this.ajv.getSchema(`${this.ids.get(method)!}#/$defs/${kind}`);
+      if (!v) throw new DshError("INTERNAL", `schema/protocol/${method}.json has no $defs/${kind}; reinstall dsh-herdr`);
+      cache.set(method, v);
+    }
+    return v;
   }
 
   isMethod(method: string): method is RequestMethod {
-    return this.params.has(method);
+    return this.ids.has(method);
   }
 
   checkParams(method: RequestMethod, params: unknown): void {
-    const v = this.params.get(method)!;
+    const v = this.validator("params", method);
     if (!v(params)) {
       throw new DshError(
         "BAD_PARAMS",
@@ -80,7 +93,7 @@ export class ProtocolSchemas {
   }
 
   checkResult(method: RequestMethod, result: unknown): void {
-    const v = this.results.get(method)!;
+    const v = this.validator("result", method);
     if (!v(result)) {
       throw new DshError("INTERNAL", `${method}: the daemon built an invalid result (${describe(v.errors)}); please report this bug`);
     }

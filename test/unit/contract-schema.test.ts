@@ -2,7 +2,7 @@
 // src/core/types.ts (parsed from its source text) and docs/result-contract.md.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 
@@ -165,4 +165,19 @@ test("invalid objects are refused: bad enum, missing field, extra or misspelt fi
     assert.equal(validate(o), false, name);
     assert.match(JSON.stringify(validate.errors), why, name);
   }
+});
+
+test("every schema the package ships is valid JSON Schema 2020-12 (the daemon compiles them without the meta-schema check)", () => {
+  const ajv = new Ajv2020({ strict: false });
+  const files = [
+    ...readdirSync(join(root, "schema")).filter((f) => f.endsWith(".json")).map((f) => join(root, "schema", f)),
+    ...readdirSync(join(root, "schema", "protocol")).filter((f) => f.endsWith(".json")).map((f) => join(root, "schema", "protocol", f)),
+  ];
+  assert.ok(files.length >= 18, `${files.length} schema files`);
+  for (const f of files) {
+    const ok = ajv.validateSchema(JSON.parse(readFileSync(f, "utf8")) as object);
+    assert.equal(ok, true, `${f}: ${JSON.stringify(ajv.errors)}`);
+  }
+  // And a broken one is caught, so the check above can fail.
+  assert.equal(ajv.validateSchema({ type: "objekt" }), false);
 });
