@@ -30,7 +30,12 @@ export function makeGitRepo(dir: string): string {
   return initRepo(dir);
 }
 
-export async function startCliHarness(script: Script, runtime = "headless"): Promise<CliHarness> {
+export interface CliHarnessOptions {
+  /** Set as the config's herdrSocketPath (e.g. a fixtures/fake-herdr socket); HERDR_SOCKET_PATH in the env still names no socket. */
+  herdrSocketPath?: string;
+}
+
+export async function startCliHarness(script: Script, runtime = "headless", opts: CliHarnessOptions = {}): Promise<CliHarness> {
   const dir = mkdtempSync(join(tmpdir(), "dsh-cli-e2e-"));
   const home = join(dir, "dsh");
   const repo = makeGitRepo(dir);
@@ -43,7 +48,9 @@ export async function startCliHarness(script: Script, runtime = "headless"): Pro
     });
     return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
   };
-  for (const [k, v] of [["defaultModel", agent.model], ["runtime", runtime], ["readinessTimeoutMs", "60000"], ["tmuxSocket", `dsh-cli-${process.pid}`]]) {
+  const settings = [["defaultModel", agent.model], ["runtime", runtime], ["readinessTimeoutMs", "60000"], ["tmuxSocket", `dsh-cli-${process.pid}`]];
+  if (opts.herdrSocketPath) settings.push(["herdrSocketPath", opts.herdrSocketPath]);
+  for (const [k, v] of settings) {
     const r = await cli(["config", "set", k as string, v as string]);
     if (r.code !== 0) throw new Error(`config set ${k}: ${r.err}`);
   }

@@ -26,27 +26,88 @@ function readTaskJson(home: string, taskId: string): TaskJson & { handle: Runtim
   return rec as TaskJson & { handle: RuntimeHandle };
 }
 
-async function runtimeFor(ctx: CliContext, h: RuntimeHandle): Promise<Runtime> {
+/** Where Herdr listens, as the daemon finds it: config first (herdrSocketPath, herdrSession, herdrBin), then env. */
+async function herdrOptions(ctx: CliContext, machine: string | undefined) {
   const cfg = await loadConfig(ctx.home, ctx.io.env);
-  if (h.runtime === "tmux") return createTmuxRuntime({ socketName: h.tmuxSocket ?? cfg.tmuxSocket });
-  if (h.runtime === "headless") return createHeadlessRuntime();
-  return createHerdrRuntime({
+  return {
     env: ctx.io.env,
     ...(cfg.herdrSocketPath ? { socketPath: cfg.herdrSocketPath } : {}),
     ...(cfg.herdrSession ? { session: cfg.herdrSession } : {}),
-    ...(h.machine ? { machine: h.machine } : {}),
-  });
+    ...(cfg.herdrBin ? { herdrBin: cfg.herdrBin } : {}),
+    ...(machine ? { machine } : {}),
+  };
 }
 
-/** The part of `next` not already printed as the end of `prev` (screens scroll, files grow). */
-export function newTail(prev: string, next: string): string {
-  if (next.startsWith(prev)) return next.slice(prev.length);
-  const a = prev.split("\n");
-  const b = next.split("\n");
-  for (let k = Math.min(a.length, b.length); k > 0; k--) {
-    if (a.slice(a.length - k).join("\n") === b.slice(0, k).join("\n")) return "\n" + b.slice(k).join("\n");
+async function runtimeFor(ctx: CliContext, h: RuntimeHandle): Promise<Runtime> {
+  if (h.runtime === "tmux") return createTmuxRuntime({ socketName: h.tmuxSocket ?? (await loadConfig(ctx.home, ctx.io.env)).tmuxSocket });
+  if (h.runtime === "headless") return createHeadlessRuntime();
+  return createHerdrRuntime(await herdrOptions(ctx, h.machine));
+}
+
+function screenLines(text: string): string[] {
+  // TUIs pad their lines to the pane width; the padding is not output.
+  return text === "" ? [] : text.split("\n").map((l) => l.trimEnd());
+}
+
+/** Indices of the lines of `b` that a longest common subsequence with `a` keeps (lines `b` shares with `a`, in order). */
+export function commonLines(a: string[], b: string[]): Set<number> {
+  const kept = new Set<number>();
+  let p = 0;
+  while (p < a.length && p < b.length && a[p] === b[p]) kept.add(p++);
+  let s = 0;
+  while (s < a.length - p && s < b.length - p && a[a.length - 1 - s] === b[b.length - 1 - s]) kept.add(b.length - 1 - s++);
+  const A = a.slice(p, a.length - s);
+  const B = b.slice(p, b.length - s);
+  if (A.length * B.length > 4_000_000) return kept; // huge -n windows: the middle counts as new
+  // len[i][j]: LCS length of A[i..] and B[j..]
+  const len = Array.from({ length: A.length + 1 }, () => new Uint32Array(B.length + 1));
+  for (let i = A.length - 1; i >= 0; i--) {
+    for (let j = B.length - 1; j >= 0; j--) {
+      len[i]![j] = A[i] === B[j] ? len[i + 1]![j + 1]! + 1 : Math.max(len[i + 1]![j]!, len[i]![j + 1]!);
+    }
   }
-  return "\n" + next;
+  for (let i = 0, j = 0; i < A.length && j < B.length;) {
+    if (A[i] === B[j]) {
+      kept.add(p + j);
+      i++;
+      j++;
+    } else if (len[i + 1]![j]! >= len[i]![j + 1]!) i++;
+    else j++;
+  }
+  return kept;
+}
+
+/**
+ * Follows a screen (herdr, tmux) or a growing output (headless) by polling it. A line is printed once, when it is
+ * not already shown and reads the same in two polls in a row: a TUI redraws its spinner, footer and streaming text
+ * in place, and reprinting the screen on every change would repeat it endlessly.
+ */
+export class OutputFollower {
+  private shown: string[];
+  private last: string[];
+
+  constructor(first: string) {
+    this.shown = this.last = screenLines(first);
+  }
+
+  /** The lines to print for the next poll; `final` (the child has exited) prints every new line. */
+  next(text: string, final = false): string[] {
+    const next = screenLines(text);
+    const stable = commonLines(this.last, next);
+    const seen = commonLines(this.shown, next);
+    const fresh: string[] = [];
+    const shown: string[] = [];
+    next.forEach((line, i) => {
+      if (seen.has(i)) shown.push(line);
+      else if (final || stable.has(i)) {
+        fresh.push(line);
+        shown.push(line);
+      }
+    });
+    this.shown = shown;
+    this.last = next;
+    return fresh;
+  }
 }
 
 export function registerPaneCommands(program: Command, ctx: CliContext): void {
@@ -64,18 +125,17 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
     if (!Number.isInteger(lines) || lines < 1) throw new DshError("BAD_PARAMS", `--lines ${o.lines}: give a positive number`, { usage: true });
     const rec = readTaskJson(ctx.home, taskId);
     const rt = await runtimeFor(ctx, rec.handle);
-    let text = await rt.readOutput(rec.handle, { lines });
+    const text = await rt.readOutput(rec.handle, { lines });
     if (o.json) return printJson(ctx.io, { taskId, runtime: rec.handle.runtime, output: text });
-    ctx.io.out(text);
+    for (const line of screenLines(text)) ctx.io.out(line + "\n");
+    const follower = new OutputFollower(text);
     while (o.follow && !ctx.signal.aborted) {
       const alive = await rt.isAlive(rec.handle);
       await sleep(500, undefined, { signal: ctx.signal }).catch(() => undefined);
-      const next = await rt.readOutput(rec.handle, { lines });
-      if (next !== text) ctx.io.out(newTail(text, next));
-      text = next;
+      if (ctx.signal.aborted) break; // Ctrl+C ends the follow; exit 0
+      for (const line of follower.next(await rt.readOutput(rec.handle, { lines }), !alive)) ctx.io.out(line + "\n");
       if (!alive) break;
     }
-    if (text !== "" && !text.endsWith("\n")) ctx.io.out("\n");
   });
 
   const open = program.command("open").description("focus the child's pane in Herdr, or attach to its tmux window").argument("<id>", "task id or unique prefix");
@@ -89,7 +149,7 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
     }
     if (h.runtime === "herdr") {
       if (!h.paneId) throw new DshError("BAD_STATE", `task ${taskId} has no Herdr pane id recorded`);
-      const client = new HerdrClient(createTransport({ env: ctx.io.env, ...(h.machine ? { machine: h.machine } : {}) }));
+      const client = new HerdrClient(createTransport(await herdrOptions(ctx, h.machine)));
       await client.call("pane.focus", { pane_id: h.paneId });
       if (o.json) return printJson(ctx.io, { taskId, runtime: "herdr", paneId: h.paneId, focused: true });
       return ctx.io.out(`focused Herdr pane ${h.paneId}\n`);
