@@ -9,14 +9,16 @@ import { listOpenSessions } from "./owner-tools.js";
 type Entry = Record<string, unknown>;
 const STATUS_TYPES = new Set(["crew_status", "crew_reminder"]);
 
-/** The branch's entries after its last compaction: what the model still sees. */
+/**
+ * What the model still sees, as pi's buildSessionContext does: after the last compaction, the entries it kept (from
+ * its firstKeptEntryId up to the compaction entry) and those after it.
+ */
 function liveBranch(ctx: ExtensionContext): Entry[] {
   const branch = ctx.sessionManager.getBranch() as unknown as Entry[];
-  let from = 0;
-  branch.forEach((e, i) => {
-    if (e.type === "compaction") from = i + 1;
-  });
-  return branch.slice(from);
+  const at = branch.findLastIndex((e) => e.type === "compaction");
+  if (at < 0) return branch;
+  const kept = branch.findIndex((e, i) => i < at && e.id === branch[at]!.firstKeptEntryId);
+  return [...(kept >= 0 ? branch.slice(kept, at) : []), ...branch.slice(at + 1)];
 }
 
 function persistedStatus(entries: Entry[]): (ContextMessage & Entry)[] {
