@@ -89,11 +89,13 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
   if (j.closed) {
     // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise.
     const live = sup.register(rec);
+    await restoreDiff(sup, live);
     await sup.close(live, j.closed.closePane);
     sup.tasks.delete(taskId);
     return;
   }
   const live = sup.register(rec);
+  await restoreDiff(sup, live);
   // Adopted before an abort is finished too, so the abort ends that child instead of leaving it running.
   const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec) : false;
   if (adopted) await sup.journal(live, { type: "launched", attempt: j.stalled + 1, runtime: rec.runtime, handle: rec.handle, adopted: true });
@@ -198,13 +200,15 @@ async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord): Promis
  * worktree and baseline the pipeline journaled before the launch; without them the harvest would diff nothing.
  */
 async function restorePrelaunch(rec: TaskRecord, j: Replay): Promise<void> {
-  if (rec.worktree && rec.baseline) return;
+  const needWorktree = !rec.worktree && j.worktree !== undefined && j.worktreeBranch !== undefined;
+  const needBaseline = !rec.baseline && j.baseline !== undefined;
+  if (!needWorktree && !needBaseline) return; // the common case: no git process per recovered task
   const repo = (await gitMaybe(rec.cwd, ["rev-parse", "--show-toplevel"]))?.trim();
-  if (!rec.worktree && repo && j.worktree && j.worktreeBranch) {
+  if (needWorktree && repo && j.worktree && j.worktreeBranch) {
     rec.worktree = { path: j.worktree, branch: j.worktreeBranch, repo, base: "HEAD" };
     rec.workdir = j.worktree;
   }
-  if (!rec.baseline && j.baseline) {
+  if (needBaseline && j.baseline) {
     // The dirty list is journaled as a count only: an isolated worktree starts clean; a shared cwd's list is lost.
     const warnings = j.baseline.dirty === 0 || !repo ? [] : [`the ${j.baseline.dirty} files dirty before the task are not known after the daemon's crash: the diff may include them`];
     rec.baseline = { isRepo: repo !== undefined, head: j.baseline.head, dirtyAtStart: [], warnings };
@@ -234,3 +238,12 @@ async function dropUnusedWorktree(sup: Supervisor, rec: TaskRecord, journaled?: 
 }
 
 export type { Live };
+
+/**
+ * The last harvested diff lives in memory between settles; after a restart it comes back from result.json, or the
+ * next live result (and the close) would drop the diff of a cycle that settled before the crash.
+ */
+async function restoreDiff(sup: Supervisor, live: Live): Promise<void> {
+  const stored = await sup.deps.store.readResult(live.rec.taskId).catch(() => undefined);
+  if (stored?.diff && !live.diff) live.diff = stored.diff;
+}
