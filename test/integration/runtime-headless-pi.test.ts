@@ -24,7 +24,8 @@ test("headless + real pi --mode rpc: prompt, follow-up, abort and close through 
     prefix: "dsh-headless-pi-",
     script: { conversations: [{ steps: [{ text: "FIRST-ANSWER from scripted model" }, { text: "SECOND-ANSWER after follow-up" }] }] },
   });
-  const runtime = createHeadlessRuntime({ closeGraceMs: 3000 });
+  // pi ends on SIGTERM within a second when idle; 10 s of grace so a loaded machine does not escalate to SIGKILL.
+  const runtime = createHeadlessRuntime({ closeGraceMs: 10_000 });
   const taskDir = join(harness.dir, "task");
   const sessionFile = join(taskDir, "session.jsonl");
   const h = await runtime.launch({

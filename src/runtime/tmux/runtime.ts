@@ -115,8 +115,12 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
     if (state.ptyClosed && !state.dead && childEnded(state.pid)) {
       // tmux 3.3 sometimes misses the SIGCHLD of a child killed right after start and leaves it a zombie
       // with no exit status; any other child exit makes it reap all, so run a trivial one and look again.
-      await runTmux(serverOf(h), ["run-shell", "true"]);
-      state = (await listPane(h, paneId)) ?? state;
+      // The reap can land a moment after run-shell returns: a few nudges before the status counts as unknown.
+      for (let i = 0; i < 5 && !state.dead; i++) {
+        await runTmux(serverOf(h), ["run-shell", "true"]);
+        state = (await listPane(h, paneId)) ?? state;
+        if (!state.dead) await new Promise((r) => setTimeout(r, 20 * (i + 1)));
+      }
       if (!state.dead && childEnded(state.pid)) state.dead = true; // ended, status unknown
     }
     return state;
