@@ -102,6 +102,22 @@ test("step selection: by assistant count, reactive steps on the last message, do
   assert.equal(repeat?.step.text, "b");
 });
 
+test("a reactive step with matchIn sinceAssistant sees every message after the last assistant one, not only the last", () => {
+  const s: Script = {
+    conversations: [{ steps: [{ text: "first" }, { match: "COMPACT-ME", matchIn: "sinceAssistant", text: "summary" }, { match: "COMPACT-ME", text: "last only" }] }],
+  };
+  // The prompt is followed by a status message an extension sent with it: the prompt is not the last message.
+  const msgs = [user("q"), assistant("a"), user("please COMPACT-ME now"), user('{"crew_status":[]}')];
+  assert.equal(selectStep(s, msgs)?.stepIndex, 1);
+  // Before the last assistant message does not count.
+  assert.equal(selectStep(s, [user("COMPACT-ME early"), assistant("a"), user("other")])?.stepIndex, null);
+  // The default (last message only) needs the text in the last message.
+  const lastOnly: Script = { conversations: [{ steps: [{ text: "first" }, { match: "COMPACT-ME", text: "last only" }] }] };
+  assert.equal(selectStep(lastOnly, msgs)?.stepIndex, null);
+  assert.equal(selectStep(lastOnly, msgs.slice(0, 3))?.stepIndex, 1);
+  assert.throws(() => validateScript({ conversations: [{ steps: [{ match: "x", matchIn: "everywhere" }] }] }), /steps\[0\]\.matchIn/);
+});
+
 test("validateScript names the bad field", () => {
   assert.throws(() => validateScript({}), /invalid script at root/);
   assert.throws(() => validateScript({ conversations: [{ steps: [{ toolCalls: [{ arguments: {} }] }] }] }), /conversations\[0\]\.steps\[0\]\.toolCalls\[0\]\.name/);
