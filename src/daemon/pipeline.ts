@@ -36,6 +36,9 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
   }
 }
 
+/** Dirty paths journaled with the baseline; past this many only the count is (the diff then warns after a crash). */
+const DIRTY_JOURNAL_MAX = 2000;
+
 async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const { rec } = live;
   const { store, home } = sup.deps;
@@ -54,7 +57,9 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
     rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
     await sup.journal(live, unsynced({ type: "worktree", path: rec.worktree.path, branch: rec.worktree.branch }));
   }
-  await sup.journal(live, unsynced({ type: "baseline", head: rec.baseline.head, dirty: rec.baseline.dirtyAtStart.length }));
+  // The dirty list itself (up to a bound), so a recovery that finds task.json older than this record loses nothing.
+  const dirty = rec.baseline.dirtyAtStart;
+  await sup.journal(live, unsynced({ type: "baseline", head: rec.baseline.head, dirty: dirty.length, ...(dirty.length <= DIRTY_JOURNAL_MAX ? { dirtyAtStart: dirty } : {}) }));
   const text = buildPrompt({
     taskId: rec.taskId, role: rec.role, resultPath: rec.resultPath, cwd: rec.workdir,
     ...(rec.brief !== undefined ? { brief: rec.brief } : {}),

@@ -34,8 +34,8 @@ export interface Replay {
   closed?: { closePane: boolean };
   worktree?: string;
   worktreeBranch?: string;
-  /** The baseline record (its dirty list is only a count). */
-  baseline?: { head: string | null; dirty: number };
+  /** The baseline record; its dirty list when it was short enough to journal, else only the count. */
+  baseline?: { head: string | null; dirty: number; dirtyAtStart?: string[] };
   /** Launch attempts that stalled (the next launch is attempt stalled + 1). */
   stalled: number;
 }
@@ -48,7 +48,10 @@ export function replayJournal(events: TaskEvent[]): Replay {
     else if (e.type === "worktree" && typeof e.path === "string") {
       r.worktree = e.path;
       if (typeof e.branch === "string") r.worktreeBranch = e.branch;
-    } else if (e.type === "baseline" && (typeof e.head === "string" || e.head === null)) r.baseline = { head: e.head, dirty: typeof e.dirty === "number" ? e.dirty : 0 };
+    } else if (e.type === "baseline" && (typeof e.head === "string" || e.head === null)) {
+      const list = Array.isArray(e.dirtyAtStart) && e.dirtyAtStart.every((x) => typeof x === "string") ? (e.dirtyAtStart as string[]) : undefined;
+      r.baseline = { head: e.head, dirty: typeof e.dirty === "number" ? e.dirty : 0, ...(list ? { dirtyAtStart: list } : {}) };
+    }
     else if (e.type === "stalled") r.stalled++;
     else if (e.type === "prompt_sent" && cycle !== undefined) {
       if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
@@ -209,9 +212,10 @@ async function restorePrelaunch(rec: TaskRecord, j: Replay): Promise<void> {
     rec.workdir = j.worktree;
   }
   if (needBaseline && j.baseline) {
-    // The dirty list is journaled as a count only: an isolated worktree starts clean; a shared cwd's list is lost.
-    const warnings = j.baseline.dirty === 0 || !repo ? [] : [`the ${j.baseline.dirty} files dirty before the task are not known after the daemon's crash: the diff may include them`];
-    rec.baseline = { isRepo: repo !== undefined, head: j.baseline.head, dirtyAtStart: [], warnings };
+    // An isolated worktree starts clean; a shared cwd's dirty list is journaled unless it was very long.
+    const known = j.baseline.dirtyAtStart;
+    const warnings = j.baseline.dirty === 0 || !repo || known ? [] : [`the ${j.baseline.dirty} files dirty before the task are not known after the daemon's crash: the diff may include them`];
+    rec.baseline = { isRepo: repo !== undefined, head: j.baseline.head, dirtyAtStart: known ?? [], warnings };
     if (warnings.length) rec.warnings = [...(rec.warnings ?? []), ...warnings];
   }
 }

@@ -8,7 +8,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
@@ -48,6 +48,8 @@ interface Point {
   finalBeforeClose: AgentResult["status"];
   /** The daemon's runtime (default headless); tmux runs on a private -L server. */
   runtime?: "tmux";
+  /** Not isolated: the task runs in the repo itself, which has a file dirty (untracked) before the spawn. */
+  shared?: true;
 }
 
 const POINTS: Point[] = [
@@ -79,6 +81,7 @@ const POINTS: Point[] = [
   { at: "settle#2", owner: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
   { at: "launch_returned", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
   { at: "launch_returned", runtime: "tmux", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "launched", shared: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
 ];
 
 let shared: Shared;
@@ -210,6 +213,7 @@ class Driver {
 async function runPoint(p: Point, idx: number): Promise<void> {
   const dir = join(shared.dir, `p${idx}`);
   const repo = makeRepo(dir);
+  if (p.shared) writeFileSync(join(repo, "dirty-before.txt"), "the person's work in progress\n");
   const home = join(dir, "home");
   const drv = new Driver(home, p);
   // Every pi child of this home names its session file under tasks/: the sample shows how many ever ran.
@@ -228,7 +232,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
   try {
     // spawn once: after a crash the task may exist already (the reply was lost, the record was not)
     while (!taskId) {
-      taskId = await drv.step(async (c) => (await ours(c)) ?? (await drv.actor.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: `${marker} point ${idx}`, isolated: true })).taskId);
+      taskId = await drv.step(async (c) => (await ours(c)) ?? (await drv.actor.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: `${marker} point ${idx}`, isolated: !p.shared })).taskId);
     }
     const settledAt = (cycle: number) => journal(home, taskId!).some((e) => e.type === "status" && e.settled === true && e.cycle === cycle);
     const waitSettled = async (cycle: number) => {
@@ -265,6 +269,11 @@ async function runPoint(p: Point, idx: number): Promise<void> {
       // baseline records (a crash at the launch) or a settled diff held only in memory (a crash after a settle) loses nothing.
       const changed = [...(before.diff?.files ?? []), ...(before.diff?.untracked ?? [])];
       assert.ok(changed.includes("feature.txt") && changed.includes("more.txt"), `diff of the worktree: ${JSON.stringify(before.diff)} worktree ${JSON.stringify(before.worktree)}`);
+      if (p.shared) {
+        // The files dirty before the task come back from the journal: named as such, no "not known" warning.
+        assert.deepEqual(before.diff?.dirtyAtStart, ["?? dirty-before.txt"], JSON.stringify(before.diff));
+        assert.ok(!(before.warnings ?? []).some((w) => /not known after the daemon's crash/.test(w)), JSON.stringify(before.warnings));
+      }
     }
     if (p.owner) {
       // Every settled cycle reaches the owner's session exactly once, and every delivery ends acked.
