@@ -4,6 +4,8 @@ export interface CliIo {
   err(text: string): void;
   /** stdout is a terminal: enables the spinner, the in-place watch table and the pager. */
   isTTY: boolean;
+  /** stderr is a terminal (the spinner draws there); unset means the same as isTTY. */
+  errIsTTY?: boolean;
   columns: number;
   env: NodeJS.ProcessEnv;
 }
@@ -13,6 +15,7 @@ export function processIo(): CliIo {
     out: (t) => void process.stdout.write(t),
     err: (t) => void process.stderr.write(t),
     isTTY: process.stdout.isTTY === true,
+    errIsTTY: process.stderr.isTTY === true,
     columns: process.stdout.columns ?? 100,
     env: process.env,
   };

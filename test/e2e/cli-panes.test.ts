@@ -180,6 +180,23 @@ describe("tmux runtime", () => {
     assert.equal((await h.cli(["abort", id])).code, 0);
   });
 
+  test("wait on a terminal with stderr to a file: the card on the screen, no spinner frame in the file", async () => {
+    const id = await spawn(h, "[t-spin] spin into a log");
+    const envArgs = Object.entries(h.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
+    const log = join(h.dir, "wait-stderr.log");
+    const cmd = waitCommand(id).replace(` wait ${id};`, ` wait ${id} 2>'${log}';`);
+    await tmux.run(["new-session", "-d", "-s", "errlog", "-x", "150", "-y", "40", "-c", h.repo, ...envArgs, "sh", "-c", cmd]);
+    const end = await waitFor("wait to exit", async () => {
+      const s = await screen("errlog");
+      return s.includes("EXIT=") ? s : undefined;
+    }, 90_000);
+    assert.match(end, /^EXIT=0$/m);
+    assert.match(end, /SPIN-DONE/);
+    const err = readFileSync(log, "utf8");
+    assert.doesNotMatch(err, SPINNER);
+    assert.ok(!err.includes("\r") && !err.includes("\x1b"), JSON.stringify(err));
+  });
+
   test("wait piped (not a terminal): the card on stdout, no spinner frame, carriage return or escape anywhere", async () => {
     const id = await spawn(h, "[t-spin] spin again");
     const r = await h.cli(["wait", id, "--timeout", "90s"]);
@@ -221,13 +238,6 @@ describe("Herdr runtime (fake Herdr)", () => {
         else process.env[k] = v;
       }
     }
-    // The fake has no pane.focus; answer it the way Herdr does for a known pane (an ok result).
-    const dispatch = fake.core.dispatch.bind(fake.core);
-    fake.core.dispatch = async (method, params) => {
-      if (method !== "pane.focus") return dispatch(method, params);
-      await dispatch("pane.get", params); // throws pane_not_found for an unknown pane
-      return { type: "ok" };
-    };
     const s = await h.cli(["daemon", "start"]);
     assert.equal(s.code, 0, s.err);
   });

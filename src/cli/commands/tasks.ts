@@ -51,7 +51,8 @@ const EXIT_INTERRUPTED = 130;
 /** Wait for tasks to settle; sets the exit code from their statuses (3 on timeout). */
 export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "any" | "all", timeoutMs: number | undefined, json: boolean): Promise<void> {
   const conn = await ctx.connect();
-  const stop = ctx.io.isTTY && !json ? spinner(ctx.io, `waiting for ${taskIds.length} task(s)`) : () => {};
+  // Drawn on stderr: only when both streams are a terminal (`wait ID 2>log` keeps frames out of the log).
+  const stop = ctx.io.isTTY && (ctx.io.errIsTTY ?? true) && !json ? spinner(ctx.io, `waiting for ${taskIds.length} task(s)`) : () => {};
   let res: { results: AgentResult[]; timedOut: boolean } | undefined;
   let onAbort = () => {};
   try {
