@@ -100,7 +100,7 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
   const live = sup.register(rec);
   await restoreDiff(sup, live);
   // Adopted before an abort is finished too, so the abort ends that child instead of leaving it running.
-  const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec) : false;
+  const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec, j.worktree) : false;
   if (adopted) await sup.journal(live, { type: "launched", attempt: j.stalled + 1, runtime: rec.runtime, handle: rec.handle, adopted: true });
   if (rec.handle !== undefined) await restorePrelaunch(rec, j);
   if (j.interrupted) {
@@ -187,9 +187,11 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
  * The daemon died after runtime.launch and before journaling its handle: the runtime may still hold that child.
  * It is adopted (its worktree kept: the child works in it), never started a second time.
  */
-async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord): Promise<boolean> {
+async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord, worktree: string | undefined): Promise<boolean> {
   if (!runtime.find) return false;
-  const found = await runtime.find({ taskId: rec.taskId, taskDir: sup.deps.store.taskPaths(rec.taskId).dir, name: rec.name }).catch((e: unknown) => {
+  // The child runs in the worktree journaled before the launch, even when task.json predates that record.
+  const where = { taskId: rec.taskId, taskDir: sup.deps.store.taskPaths(rec.taskId).dir, name: rec.name, cwd: worktree ?? rec.workdir };
+  const found = await runtime.find(where).catch((e: unknown) => {
     sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "could not ask the runtime for a child launched before the crash");
     return undefined;
   });

@@ -73,7 +73,7 @@ export interface Runtime {
    * when the daemon died between launch() and journaling its handle, so that child is adopted, not started twice.
    * Undefined (the method or its answer): nothing to adopt.
    */
-  find?(where: { taskId: string; taskDir: string; name: string }): Promise<RuntimeHandle | undefined>;
+  find?(where: { taskId: string; taskDir: string; name: string; cwd?: string }): Promise<RuntimeHandle | undefined>;
   /** Push events (exit, gone, state) instead of polling; returns an unsubscribe. */
   watch?(handle: RuntimeHandle, onEvent: (e: RuntimeEvent) => void): () => void;
 }

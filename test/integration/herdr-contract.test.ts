@@ -113,6 +113,26 @@ describe("herdr runtime against the fake Herdr", () => {
     assert.ok(assertLogValid() > 20);
   });
 
+  test("find: the live agent a launch left behind, by name in its workdir; nothing for another name, cwd or a closed pane", async () => {
+    const rt = createHerdrRuntime({ socketPath: fake.socketPath });
+    const h = await rt.launch(spec("worker-f1"));
+    const other = await rt.launch(spec("worker-f2"));
+    try {
+      const found = await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: dir });
+      assert.deepEqual(found, h, "the same handle launch() returned");
+      assert.deepEqual(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f2" }), other);
+      assert.equal(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-none" }), undefined);
+      assert.equal(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: join(dir, "elsewhere") }), undefined, "same name, another workdir");
+      await rt.close(h);
+      assert.equal(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: dir }), undefined, "closed");
+      assert.ok(fake.log.some((e) => (e.message as { method?: string }).method === "agent.list"));
+      assertLogValid();
+    } finally {
+      await rt.close(h);
+      await rt.close(other);
+    }
+  });
+
   test("a second task reuses the DSH workspace; ownerPaneId splits the owner's pane", async () => {
     const rt = createHerdrRuntime({ socketPath: fake.socketPath });
     const a = await rt.launch(spec("worker-b1"));

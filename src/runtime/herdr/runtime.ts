@@ -94,6 +94,23 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
       }
     },
 
+    // Herdr knows its agents by name: the one this launch started (same name, started in the task's workdir, a
+    // live agent) is the task's child. The name carries the role, model and the task id's last four characters.
+    async find(where) {
+      const r = await client.call("agent.list", {});
+      const agents = (Array.isArray(r.agents) ? r.agents : []) as { name?: unknown; cwd?: unknown; pane_id?: unknown; tab_id?: unknown; workspace_id?: unknown }[];
+      for (const a of agents) {
+        if (a.name !== where.name || typeof a.pane_id !== "string") continue;
+        if (where.cwd !== undefined && typeof a.cwd === "string" && a.cwd !== where.cwd) continue;
+        const handle: RuntimeHandle = { runtime: "herdr", paneId: a.pane_id, agentName: where.name };
+        if (typeof a.tab_id === "string") handle.tabId = a.tab_id;
+        if (typeof a.workspace_id === "string") handle.workspaceId = a.workspace_id;
+        if (opts.machine !== undefined) handle.machine = opts.machine;
+        if ((await probe(handle)).state !== "missing") return handle;
+      }
+      return undefined;
+    },
+
     async isAlive(h) {
       return (await probe(h)).state !== "missing";
     },
