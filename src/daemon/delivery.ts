@@ -53,6 +53,7 @@ export class DeliveryService {
    */
   private readonly boxes = new Map<string, Promise<OwnerBox>>();
   private readonly writers = new Map<string, { tail: Promise<void>; open?: Batch; busy: number }>();
+  private readonly boxTurns = new Map<string, Promise<void>>();
   private readonly now: () => number;
   /** Outbox appends and the records they carried, for the benchmark and the group-commit test. */
   readonly stats = { writes: 0, records: 0 };
@@ -73,7 +74,17 @@ export class DeliveryService {
     });
   }
 
-  private async box(owner: string): Promise<Map<string, BoxEntry>> {
+  /**
+   * The owner's outbox, to callers in call order: each caller's synchronous step after the await (e.g. enqueue's
+   * insert and commit) runs before the next caller's, so records are written and pushed in the order they came.
+   */
+  private box(owner: string): Promise<Map<string, BoxEntry>> {
+    const next = (this.boxTurns.get(owner) ?? Promise.resolve()).then(() => this.boxNow(owner));
+    this.boxTurns.set(owner, next.then(() => undefined, () => undefined));
+    return next;
+  }
+
+  private async boxNow(owner: string): Promise<Map<string, BoxEntry>> {
     const known = this.boxes.get(owner);
     if (known) {
       const b = await known;
