@@ -17,6 +17,7 @@ import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
 import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
 import { startSocketServer, type Logger } from "./server.js";
+import { flushSnapshot } from "./settle.js";
 import { Supervisor } from "./supervisor.js";
 import type { TaskRecord } from "./record.js";
 import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
@@ -152,7 +153,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       for (const live of sup.tasks.values()) {
         sup.stopWatching(live);
         live.readiness?.abandon();
-        await live.chain;
+        await flushSnapshot(sup, live);
       }
       await lock.release();
       log.info({}, "daemon stopped");

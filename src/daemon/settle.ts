@@ -90,8 +90,41 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   // and journal after a crash), and not for `starting`: nothing runs before the launch, which is journaled durably.
   if (changed) sup.notifyStatus(live, result);
   const sync = changed && result.status !== "starting";
+  if (!changed && !live.rec.lifecycle) {
+    // Same status, newer details (a session line): owners read it from memory (task.get, pushes), so the record
+    // on disk is rewritten at most every SNAPSHOT_EVERY_MS per task instead of once per line; a burst of 100
+    // tasks streaming lines otherwise fills the thread pool with writes that the settle path then waits behind.
+    deferSnapshot(sup, live);
+    return;
+  }
+  snapshotDue.delete(live);
   const ev = changed ? { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset } : undefined;
   await persist(sup, live, result, sync, ev);
+}
+
+const SNAPSHOT_EVERY_MS = 250;
+/** Tasks whose latest live result is not yet on disk (a write is scheduled). */
+const snapshotDue = new WeakSet<Live>();
+
+/** Write a deferred live snapshot now (daemon stop), on the task's chain. */
+export function flushSnapshot(sup: Supervisor, live: Live): Promise<void> {
+  if (!snapshotDue.has(live)) return live.chain;
+  live.chain = live.chain
+    .then(async () => {
+      if (!snapshotDue.delete(live) || !live.result || live.rec.lifecycle) return;
+      await sup.deps.store.saveTask(live.rec, live.result, { sync: false });
+    })
+    .catch((e: unknown) => sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "live snapshot not saved"));
+  return live.chain;
+}
+
+function deferSnapshot(sup: Supervisor, live: Live): void {
+  if (snapshotDue.has(live)) return;
+  snapshotDue.add(live);
+  const t = setTimeout(() => {
+    if (!sup.stopped) void flushSnapshot(sup, live);
+  }, SNAPSHOT_EVERY_MS);
+  t.unref();
 }
 
 /**

@@ -91,15 +91,27 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
 
     await assert.rejects(cli.request("task.list", { cursor: "../etc" }), (e: Error & { code?: string }) => e.code === "BAD_PARAMS" && /nextCursor/.test(e.message));
 
-    // Coalescing: a burst of 50 refreshes of one task costs at most 2 harvests (the running one and one queued).
+    // Coalescing: a burst of 50 refreshes of one task costs at most 2 harvests (the running one and one queued),
+    // counted by the session facts each harvest reads; and the unchanged status is written to disk once, later.
     const live = d.supervisor.tasks.get(spawned.taskId)!;
     await live.chain;
+    await new Promise((r) => setTimeout(r, 400)); // any deferred snapshot of the spawn is written by now
+    const files = live.files!;
+    const facts = files.facts.bind(files);
+    let reads = 0;
+    files.facts = () => (reads++, facts());
     const store = d.supervisor.deps.store;
     const save = store.saveTask.bind(store);
     let saves = 0;
     store.saveTask = async (...a: Parameters<typeof save>) => (saves++, save(...a));
+    await d.supervisor.refresh(live);
+    const perHarvest = reads;
+    assert.ok(perHarvest >= 1);
+    reads = 0;
     await Promise.all(Array.from({ length: 50 }, () => d.supervisor.refresh(live)));
-    assert.ok(saves >= 1 && saves <= 2, `${saves} harvests for 50 refreshes`);
+    assert.ok(reads <= 2 * perHarvest, `${reads / perHarvest} harvests for 50 refreshes`);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(saves, 1, "51 refreshes with the same status: one deferred write of task.json/result.json");
   } finally {
     cli.close();
     await d.stop();
