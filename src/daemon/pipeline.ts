@@ -106,6 +106,9 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     sup.armTimeout(live);
     try {
       await new Promise<void>((resolve, reject) => {
+        // A fast child can say hello and take its prompt while the launch was being journaled, before this
+        // barrier exists: it is ready already (waiting would stall it and launch a second child).
+        if (live.promptPending === undefined && live.cycleRunning) return resolve();
         const t = setTimeout(() => sup.stopped || reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
         // A stopped daemon neither fails nor retries the launch: the journal says `launched`, and the next
         // daemon's recovery re-attaches the child. So abandon leaves this promise pending, with no timer.

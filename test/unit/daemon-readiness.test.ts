@@ -1,0 +1,52 @@
+// The readiness barrier when the child is faster than the daemon: a child that says hello and takes its prompt
+// while the daemon is still journaling the launch is ready, not stalled (it used to wait readinessTimeoutMs, get
+// marked stalled and have a second child launched). Real daemon, real socket; the stub runtime's launch plays the
+// child extension before it returns.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+import { runDaemon } from "../../src/daemon/daemon.js";
+import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
+import { TaskStore } from "../../src/store/task-store.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("a child that takes its prompt before the launch call returns is ready: no stall, one launch", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-ready-"));
+  const home = join(dir, "home");
+  const launches: LaunchSpec[] = [];
+  const children: DaemonClient[] = [];
+  const runtime: Runtime = {
+    kind: "headless",
+    async launch(spec) {
+      launches.push(spec);
+      const child = await connect(home, { kind: "child", taskId: spec.env.DSH_HERDR_TASK_ID!, token: spec.env.DSH_HERDR_TASK_TOKEN! });
+      children.push(child);
+      const cycle = await new Promise<number>((resolve) => child.onPush("child.prompt", (p: { cycle: number }) => resolve(p.cycle)));
+      await child.request("child.event", { type: "prompt_accepted", cycle });
+      return { runtime: "headless", pid: process.pid };
+    },
+    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
+    sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
+    watch: () => () => undefined,
+  };
+  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 500 } });
+  try {
+    const cli = await connect(home, { kind: "cli" });
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless" });
+    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
+    await sleep(1500); // three times readinessTimeoutMs
+    const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
+    assert.ok(!events.includes("stalled"), events.join());
+    assert.equal(launches.length, 1, "one child launched");
+    assert.equal((await cli.request<{ status: string }>("task.get", { taskId })).status, "running");
+    cli.close();
+  } finally {
+    for (const c of children) c.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
