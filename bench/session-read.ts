@@ -7,8 +7,9 @@ import { spawnSync } from "node:child_process";
 import { appendFileSync, createWriteStream, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TaskFiles } from "../src/daemon/watcher.js";
-import { attachOwner, spawnTask, startDaemon, type Owner } from "./_harness.js";
-import { epochMs, fixtureEntries, median, printFigure, rssOf, sleep, stamped, tempDir } from "./_util.js";
+import type { DaemonClient } from "../src/client/index.js";
+import { attachOwner, spawnTask, startDaemon, type BenchTask, type Owner } from "./_harness.js";
+import { epochMs, fixtureEntries, median, printFigure, rssOf, sleep, stamped, tempDir, until } from "./_util.js";
 
 const TARGET_BYTES = 200 * 1024 * 1024;
 const MB = 1024 * 1024;
@@ -87,18 +88,32 @@ async function appendCostUs(files: TaskFiles, path: string): Promise<number> {
   return median(runs);
 }
 
+/** What src/extensions/child.ts sends when pi's agent loop ends (the child extension stays connected here). */
+function agentEnd(task: BenchTask & { child?: DaemonClient }, cycle: number): Promise<unknown> {
+  return task.child!.request("child.event", { type: "agent_end", cycle, sessionFile: task.sessionPath, stopReason: "stop", willRetry: false });
+}
+
 /** A new cycle on a settled task, then one settling line: ms from that append to the owner-side push. */
-async function cycleAppendMs(owner: Owner, taskId: string, sessionPath: string): Promise<number> {
+async function cycleAppendMs(owner: Owner, task: BenchTask & { child?: DaemonClient }): Promise<number> {
+  const { taskId, sessionPath } = task;
+  const child = task.child!;
   const runs: number[] = [];
   const user = fixtureEntries("completed-write").find((e) => (e.message as { role?: string })?.role === "user")!;
   const stop = settlingLine();
+  // Play the child extension: take each pushed follow-up (without it the daemon types the follow-up into the
+  // runtime only after readinessTimeoutMs, and the cycle would not run before then).
+  const prompts: number[] = [];
+  child.onPush("child.prompt", (p: { cycle: number }) => prompts.push(p.cycle));
   for (let i = 0; i < 5; i++) {
-    await owner.client.request("task.respond", { taskId, message: `follow-up ${i}` });
+    const { cycle } = await owner.client.request<{ cycle: number }>("task.respond", { taskId, message: `follow-up ${i}` });
+    await until(() => (prompts.includes(cycle) ? true : undefined), `the follow-up of cycle ${cycle}`, 30_000, 2);
+    await child.request("child.event", { type: "prompt_accepted", cycle });
     appendFileSync(sessionPath, stamped(user, Date.now()));
     // A few ms apart, as pi writes them: the watcher (fs.watch, no throttle) must see both lines.
     await sleep(5);
     appendFileSync(sessionPath, stamped(stop, Date.now()));
     const at = epochMs();
+    await agentEnd(task, cycle);
     runs.push((await owner.nextSettle(taskId, at)) - at);
   }
   return median(runs);
@@ -128,10 +143,11 @@ async function main(): Promise<void> {
   const daemon = await startDaemon(home, { maxParallelAgents: 10 });
   try {
     const owner = await attachOwner(home);
-    const smallTask = await spawnTask(home, owner, { cwd: work });
+    const smallTask = await spawnTask(home, owner, { cwd: work, keepChild: true });
     writeFileSync(smallTask.sessionPath, fixtureEntries("completed-write").map((e) => stamped(e, Date.now())).join(""));
+    await agentEnd(smallTask, 1);
     await owner.nextSettle(smallTask.taskId, 0);
-    const bigTask = await spawnTask(home, owner, { cwd: work });
+    const bigTask = await spawnTask(home, owner, { cwd: work, keepChild: true });
     await sleep(500);
     const before = rssOf(daemon.pid);
     const sizeNow = statSync(big).size;
@@ -139,14 +155,15 @@ async function main(): Promise<void> {
     renameSync(big, bigTask.sessionPath);
     // pi's newest line, written now: the cycle settles once the daemon has read everything before it.
     appendFileSync(bigTask.sessionPath, stamped(settlingLine(), Date.now()));
+    await agentEnd(bigTask, 1);
     const settled = await owner.nextSettle(bigTask.taskId, t, 120_000);
     const after = rssOf(daemon.pid);
     const readMs = settled - t;
     printFigure({ name: `session read ${(sizeNow / MB).toFixed(0)} MB by the daemon process (appear → settled push)`, value: sizeNow / MB / (readMs / 1000), unit: "MB/s", baselineName: "wc -l", baseline: mb / (wcMs / 1000), better: "higher" });
     printFigure({ name: "daemon RSS after reading 200 MB", value: after.rssMb, unit: "MB", baselineName: "RSS before", baseline: before.rssMb, better: "lower", target: "flat (< before + 50 MB)", met: after.rssMb < before.rssMb + 50 });
     printFigure({ name: "daemon peak RSS (VmHWM) over the whole run", value: after.peakMb, unit: "MB", baselineName: "RSS before", baseline: before.rssMb, better: "lower", target: "< before + 50 MB", met: after.peakMb < before.rssMb + 50 });
-    const bigCycle = await cycleAppendMs(owner, bigTask.taskId, bigTask.sessionPath);
-    const smallCycle = await cycleAppendMs(owner, smallTask.taskId, smallTask.sessionPath);
+    const bigCycle = await cycleAppendMs(owner, bigTask);
+    const smallCycle = await cycleAppendMs(owner, smallTask);
     printFigure({ name: "daemon: settling append → push, 200 MB session", value: bigCycle, unit: "ms", baselineName: "same on a 2 KB session", baseline: smallCycle, better: "lower", target: "independent of size (≤ 2x)", met: bigCycle <= 2 * smallCycle });
     owner.close();
   } finally {
