@@ -15,10 +15,12 @@ const benches = readdirSync(dir)
   .filter((f) => f.endsWith(".js") && !f.startsWith("_"))
   .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
   .sort();
-let failed = 0;
+const failed = [];
 for (const b of benches) {
   console.log(`\n## ${b.replace(/\.js$/, "")}`);
   const r = spawnSync(process.execPath, ["--expose-gc", join(dir, b)], { stdio: "inherit" });
-  if (r.status !== 0) failed++;
+  if (r.status !== 0) failed.push(b.replace(/\.js$/, ""));
 }
-process.exit(failed ? 1 : 0);
+// Said last, so a script that died mid-way is not lost in the figures above it.
+if (failed.length) console.error(`\nrun-bench: ${failed.length} script(s) failed: ${failed.join(", ")} (their figures above are incomplete)`);
+process.exit(failed.length ? 1 : 0);
