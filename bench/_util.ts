@@ -7,6 +7,19 @@ import { join } from "node:path";
 
 export const repoRoot = join(import.meta.dirname, "..", "..");
 
+/** BENCH_QUICK=1: every script runs on small sizes, so a smoke test can run them all in seconds. */
+export const QUICK = process.env.BENCH_QUICK === "1";
+
+let quickSaid = false;
+/** The full sizes, or the quick ones under BENCH_QUICK=1; each script picks its sizes here, in one place. */
+export function sizes<T>(full: T, quick: T): T {
+  if (!QUICK) return full;
+  // Said once, so quick figures are never mistaken for measurements.
+  if (!quickSaid) console.log("quick mode (BENCH_QUICK=1): small sizes, the figures below are a smoke check, not measurements");
+  quickSaid = true;
+  return quick;
+}
+
 /** Epoch milliseconds with sub-millisecond resolution; comparable between processes on one machine. */
 export function epochMs(): number {
   return performance.timeOrigin + performance.now();

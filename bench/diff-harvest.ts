@@ -6,11 +6,13 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } fr
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { harvestDiff } from "../src/git/diff.js";
+import { sizes } from "./_util.js";
 
-const FILES = 20_000;
-const CHANGED = 1_000;
-const UNTRACKED = 100;
-const RUNS = 7;
+// FILES is a multiple of 100 (one package per 100 files) with at least UNTRACKED and IGNORED packages.
+const { FILES, CHANGED, UNTRACKED, IGNORED, RUNS } = sizes(
+  { FILES: 20_000, CHANGED: 1_000, UNTRACKED: 100, IGNORED: 50, RUNS: 7 },
+  { FILES: 1_000, CHANGED: 50, UNTRACKED: 5, IGNORED: 5, RUNS: 2 },
+);
 const TARGET = 1.5;
 
 function git(cwd: string, args: string[], out: number | "pipe" = "pipe"): string {
@@ -56,7 +58,7 @@ async function main(): Promise<void> {
       writeFileSync(join(repo, `pkg${Math.floor(i / 100)}`, "src", `m${i % 100}.ts`), body(i, "v2"));
     }
     for (let k = 0; k < UNTRACKED; k++) writeFileSync(join(repo, `pkg${k}`, `new-${k}.ts`), body(k, "new"));
-    for (let k = 0; k < 50; k++) writeFileSync(join(repo, `pkg${k}`, `debug-${k}.log`), "ignored\n");
+    for (let k = 0; k < IGNORED; k++) writeFileSync(join(repo, `pkg${k}`, `debug-${k}.log`), "ignored\n");
     git(repo, ["status", "--porcelain"]); // refresh the index's stat cache once, as a user's repo would have
     const setupMs = performance.now() - t0;
 

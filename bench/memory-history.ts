@@ -8,7 +8,16 @@ import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { newTaskId } from "../src/core/ids.js";
 import { attachOwner, spawnTask, startDaemon, type BenchDaemon } from "./_harness.js";
-import { epochMs, fixtureEntries, median, percentile, printFigure, rssOf, sleep, stamped, tempDir } from "./_util.js";
+import { epochMs, fixtureEntries, median, percentile, printFigure, rssOf, sizes, sleep, stamped, tempDir } from "./_util.js";
+
+/** Closed records for the RSS figure (the template is one more), open tasks, records added for the list figures,
+ * the idle waits before reading RSS (empty home, then with tasks), timed lists per figure, the page size for
+ * listing everything. */
+const { CLOSED, OPEN, MORE, EMPTY_IDLE_MS, IDLE_MS, LISTS, PAGE } = sizes(
+  { CLOSED: 999, OPEN: 50, MORE: 9_000, EMPTY_IDLE_MS: 1500, IDLE_MS: 2000, LISTS: 20, PAGE: 1000 },
+  { CLOSED: 49, OPEN: 3, MORE: 150, EMPTY_IDLE_MS: 200, IDLE_MS: 200, LISTS: 3, PAGE: 50 },
+);
+const thousands = (x: number) => x.toLocaleString("en-US");
 
 const TARGET_RSS_MB = 100;
 const TARGET_LIST_MS = 50;
@@ -149,23 +158,23 @@ async function main(): Promise<void> {
     // Baseline: the same daemon, idle on an empty home.
     const empty = await timedStart(join(dir, "empty-home"));
     running = empty.d;
-    await sleep(1500);
+    await sleep(EMPTY_IDLE_MS);
     const emptyRss = rssOf(empty.d.pid).rssMb;
     await empty.d.stop();
 
     const tpl = await makeTemplate(home, work);
-    addHistory(home, tpl, 999);
+    addHistory(home, tpl, CLOSED);
     const withHistory = await timedStart(home, { maxParallelAgents: 60, maxQueuedAgents: 60 });
     running = withHistory.d;
     const owner = await attachOwner(home);
-    for (let i = 0; i < 50; i++) await spawnTask(home, owner, { cwd: work });
-    await sleep(2000);
+    for (let i = 0; i < OPEN; i++) await spawnTask(home, owner, { cwd: work });
+    await sleep(IDLE_MS);
     const rss = rssOf(withHistory.d.pid);
-    printFigure({ name: "idle daemon RSS, 1,000 closed + 50 open tasks", value: rss.rssMb, unit: "MB", baselineName: "idle daemon, empty home", baseline: emptyRss, better: "lower", target: `< ${TARGET_RSS_MB} MB`, met: rss.rssMb < TARGET_RSS_MB });
+    printFigure({ name: `idle daemon RSS, ${thousands(CLOSED + 1)} closed + ${OPEN} open tasks`, value: rss.rssMb, unit: "MB", baselineName: "idle daemon, empty home", baseline: emptyRss, better: "lower", target: `< ${TARGET_RSS_MB} MB`, met: rss.rssMb < TARGET_RSS_MB });
     owner.close();
     await withHistory.d.stop();
 
-    addHistory(home, tpl, 9_000);
+    addHistory(home, tpl, MORE);
     const records = readdirSync(join(home, "tasks")).filter((n) => n.startsWith("t")).length;
     const big = await timedStart(home, { maxParallelAgents: 60, maxQueuedAgents: 60 });
     running = big.d;
@@ -180,16 +189,16 @@ async function main(): Promise<void> {
     const scan: number[] = [];
     for (let i = 0; i < 3; i++) scan.push(await scanListMs(home));
     const limited: number[] = [];
-    for (let i = 0; i < 20; i++) limited.push((await rawList(home, { limit: 50 })).ms);
+    for (let i = 0; i < LISTS; i++) limited.push((await rawList(home, { limit: 50 })).ms);
     printFigure({ name: `task.list limit 50 of ${records} (p50)`, value: median(limited), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower" });
     printFigure({ name: `task.list limit 50 of ${records} (p99)`, value: percentile(limited, 99), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower", target: `< ${TARGET_LIST_MS} ms`, met: percentile(limited, 99) < TARGET_LIST_MS });
     const page: number[] = [];
-    for (let i = 0; i < 20; i++) page.push((await rawList(home, {})).ms);
+    for (let i = 0; i < LISTS; i++) page.push((await rawList(home, {})).ms);
     printFigure({ name: `task.list default page (200) of ${records} (p99)`, value: percentile(page, 99), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower", target: `< ${TARGET_LIST_MS} ms`, met: percentile(page, 99) < TARGET_LIST_MS });
     const all: { ms: number; pages: number; count: number; maxBytes: number }[] = [];
-    for (let i = 0; i < 3; i++) all.push(await rawPages(home, { limit: 1000 }));
+    for (let i = 0; i < 3; i++) all.push(await rawPages(home, { limit: PAGE }));
     const allMs = median(all.map((f) => f.ms));
-    printFigure({ name: `task.list all ${records} in pages of 1,000 (median of 3)`, value: allMs, unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower" });
+    printFigure({ name: `task.list all ${records} in pages of ${thousands(PAGE)} (median of 3)`, value: allMs, unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower" });
     console.log(`task.list all: ${all[0]!.count} tasks in ${all[0]!.pages} pages, largest reply ${(all[0]!.maxBytes / 1024).toFixed(0)} KiB (client frame cap 1,024 KiB)`);
   } finally {
     await running?.stop();

@@ -9,10 +9,12 @@ import { join } from "node:path";
 import { TaskFiles } from "../src/daemon/watcher.js";
 import type { DaemonClient } from "../src/client/index.js";
 import { attachOwner, spawnTask, startDaemon, type BenchTask, type Owner } from "./_harness.js";
-import { epochMs, fixtureEntries, median, printFigure, rssOf, sleep, stamped, tempDir, until } from "./_util.js";
+import { epochMs, fixtureEntries, median, printFigure, rssOf, sizes, sleep, stamped, tempDir, until } from "./_util.js";
 
-const TARGET_BYTES = 200 * 1024 * 1024;
 const MB = 1024 * 1024;
+/** The big session (MB), appends timed per reader, follow-up cycles timed per task. */
+const { SESSION_MB, APPENDS, CYCLES } = sizes({ SESSION_MB: 200, APPENDS: 30, CYCLES: 5 }, { SESSION_MB: 4, APPENDS: 10, CYCLES: 2 });
+const TARGET_BYTES = SESSION_MB * MB;
 
 /** A session header, then conversation rounds from a recorded session until the target size. */
 async function writeBigSession(path: string): Promise<number> {
@@ -79,7 +81,7 @@ async function readerCosts(path: string, dir: string): Promise<{ fullMs: number;
 async function appendCostUs(files: TaskFiles, path: string): Promise<number> {
   const line = stamped(fixtureEntries("completed-write").find((e) => (e.message as { role?: string })?.role === "assistant")!, Date.now());
   const runs: number[] = [];
-  for (let i = 0; i < 30; i++) {
+  for (let i = 0; i < APPENDS; i++) {
     appendFileSync(path, line);
     const t = performance.now();
     await files.readSession();
@@ -104,7 +106,7 @@ async function cycleAppendMs(owner: Owner, task: BenchTask & { child?: DaemonCli
   // runtime only after readinessTimeoutMs, and the cycle would not run before then).
   const prompts: number[] = [];
   child.onPush("child.prompt", (p: { cycle: number }) => prompts.push(p.cycle));
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < CYCLES; i++) {
     const { cycle } = await owner.client.request<{ cycle: number }>("task.respond", { taskId, message: `follow-up ${i}` });
     await until(() => (prompts.includes(cycle) ? true : undefined), `the follow-up of cycle ${cycle}`, 30_000, 2);
     await child.request("child.event", { type: "prompt_accepted", cycle });
@@ -137,7 +139,7 @@ async function main(): Promise<void> {
   const floorMs = await parseFloorMs(big);
   printFigure({ name: `session read ${mb.toFixed(0)} MB, daemon reader in-process`, value: mb / (inProc.fullMs / 1000), unit: "MB/s", baselineName: "wc -l", baseline: mb / (wcMs / 1000), better: "higher" });
   printFigure({ name: `session read ${mb.toFixed(0)} MB, daemon reader in-process`, value: mb / (inProc.fullMs / 1000), unit: "MB/s", baselineName: "split+JSON.parse floor", baseline: mb / (floorMs / 1000), better: "higher" });
-  printFigure({ name: "one appended line after 200 MB read (reader)", value: inProc.appendUs, unit: "µs", baselineName: "same on a 2 KB session", baseline: smallAppendUs, better: "lower", target: "independent of size (≤ 2x)", met: inProc.appendUs <= 2 * smallAppendUs });
+  printFigure({ name: `one appended line after ${SESSION_MB} MB read (reader)`, value: inProc.appendUs, unit: "µs", baselineName: "same on a 2 KB session", baseline: smallAppendUs, better: "lower", target: "independent of size (≤ 2x)", met: inProc.appendUs <= 2 * smallAppendUs });
 
   // The same through a real daemon process.
   const daemon = await startDaemon(home, { maxParallelAgents: 10 });
@@ -160,11 +162,11 @@ async function main(): Promise<void> {
     const after = rssOf(daemon.pid);
     const readMs = settled - t;
     printFigure({ name: `session read ${(sizeNow / MB).toFixed(0)} MB by the daemon process (appear → settled push)`, value: sizeNow / MB / (readMs / 1000), unit: "MB/s", baselineName: "wc -l", baseline: mb / (wcMs / 1000), better: "higher" });
-    printFigure({ name: "daemon RSS after reading 200 MB", value: after.rssMb, unit: "MB", baselineName: "RSS before", baseline: before.rssMb, better: "lower", target: "flat (< before + 50 MB)", met: after.rssMb < before.rssMb + 50 });
+    printFigure({ name: `daemon RSS after reading ${SESSION_MB} MB`, value: after.rssMb, unit: "MB", baselineName: "RSS before", baseline: before.rssMb, better: "lower", target: "flat (< before + 50 MB)", met: after.rssMb < before.rssMb + 50 });
     printFigure({ name: "daemon peak RSS (VmHWM) over the whole run", value: after.peakMb, unit: "MB", baselineName: "RSS before", baseline: before.rssMb, better: "lower", target: "< before + 50 MB", met: after.peakMb < before.rssMb + 50 });
     const bigCycle = await cycleAppendMs(owner, bigTask);
     const smallCycle = await cycleAppendMs(owner, smallTask);
-    printFigure({ name: "daemon: settling append → push, 200 MB session", value: bigCycle, unit: "ms", baselineName: "same on a 2 KB session", baseline: smallCycle, better: "lower", target: "independent of size (≤ 2x)", met: bigCycle <= 2 * smallCycle });
+    printFigure({ name: `daemon: settling append → push, ${SESSION_MB} MB session`, value: bigCycle, unit: "ms", baselineName: "same on a 2 KB session", baseline: smallCycle, better: "lower", target: "independent of size (≤ 2x)", met: bigCycle <= 2 * smallCycle });
     owner.close();
   } finally {
     await daemon.stop();

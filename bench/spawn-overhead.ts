@@ -6,9 +6,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stubRuntime } from "./_daemon.js";
 import { attachOwner, startDaemon } from "./_harness.js";
-import { epochMs, gitRepo, median, percentile, printFigure, tempDir, until } from "./_util.js";
+import { epochMs, gitRepo, median, percentile, printFigure, sizes, tempDir, until } from "./_util.js";
 
-const SAMPLES = 15;
+const SAMPLES = sizes(15, 3);
 const TARGET_RATIO = 1.3;
 
 async function main(): Promise<void> {
