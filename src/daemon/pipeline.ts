@@ -103,12 +103,17 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
     if (sup.stopped) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
     sup.watchRuntime(live, runtime);
+    if (live.promptPending === undefined) {
+      // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being
+      // journaled, before the barrier below exists: it is ready. Waiting would mark it stalled and launch a second
+      // child; a settled cycle must not get a timeout either.
+      if (live.cycleRunning) sup.armTimeout(live);
+      await sup.refresh(live);
+      return;
+    }
     sup.armTimeout(live);
     try {
       await new Promise<void>((resolve, reject) => {
-        // A fast child can say hello and take its prompt while the launch was being journaled, before this
-        // barrier exists: it is ready already (waiting would stall it and launch a second child).
-        if (live.promptPending === undefined && live.cycleRunning) return resolve();
         const t = setTimeout(() => sup.stopped || reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
         // A stopped daemon neither fails nor retries the launch: the journal says `launched`, and the next
         // daemon's recovery re-attaches the child. So abandon leaves this promise pending, with no timer.

@@ -14,12 +14,8 @@ import { TaskStore } from "../../src/store/task-store.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test("a child that takes its prompt before the launch call returns is ready: no stall, one launch", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "dsh-ready-"));
-  const home = join(dir, "home");
-  const launches: LaunchSpec[] = [];
-  const children: DaemonClient[] = [];
-  const runtime: Runtime = {
+function fastChildRuntime(home: string, launches: LaunchSpec[], children: DaemonClient[], finish: boolean): Runtime {
+  return {
     kind: "headless",
     async launch(spec) {
       launches.push(spec);
@@ -27,12 +23,25 @@ test("a child that takes its prompt before the launch call returns is ready: no 
       children.push(child);
       const cycle = await new Promise<number>((resolve) => child.onPush("child.prompt", (p: { cycle: number }) => resolve(p.cycle)));
       await child.request("child.event", { type: "prompt_accepted", cycle });
+      if (finish) {
+        // ...and the whole cycle: the report, then the end of pi's agent loop.
+        await child.request("child.report", { cycle, outcome: "completed", report: "done fast" });
+        await child.request("child.event", { type: "agent_end", cycle, stopReason: "stop", willRetry: false });
+      }
       return { runtime: "headless", pid: process.pid };
     },
     isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
     sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
     watch: () => () => undefined,
   };
+}
+
+test("a child that takes its prompt before the launch call returns is ready: no stall, one launch", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-ready-"));
+  const home = join(dir, "home");
+  const launches: LaunchSpec[] = [];
+  const children: DaemonClient[] = [];
+  const runtime = fastChildRuntime(home, launches, children, false);
   const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 500 } });
   try {
     const cli = await connect(home, { kind: "cli" });
@@ -43,6 +52,31 @@ test("a child that takes its prompt before the launch call returns is ready: no 
     assert.ok(!events.includes("stalled"), events.join());
     assert.equal(launches.length, 1, "one child launched");
     assert.equal((await cli.request<{ status: string }>("task.get", { taskId })).status, "running");
+    cli.close();
+  } finally {
+    for (const c of children) c.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a child that finishes its whole cycle before the launch call returns: completed, no stall, no timeout later", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-ready-"));
+  const home = join(dir, "home");
+  const launches: LaunchSpec[] = [];
+  const children: DaemonClient[] = [];
+  const runtime = fastChildRuntime(home, launches, children, true);
+  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 500 } });
+  try {
+    const cli = await connect(home, { kind: "cli" });
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless", timeoutMs: 1000 });
+    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
+    await sleep(2000); // past readinessTimeoutMs and the task's timeoutMs
+    const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
+    assert.ok(!events.includes("stalled") && !events.includes("interrupted"), events.join());
+    assert.equal(launches.length, 1, "one child launched");
+    const r = await cli.request<{ status: string; error?: unknown }>("task.get", { taskId });
+    assert.equal(r.status, "completed", JSON.stringify(r));
     cli.close();
   } finally {
     for (const c of children) c.close();
