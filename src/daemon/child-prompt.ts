@@ -19,7 +19,7 @@ export function sendPrompt(sup: Supervisor, live: Live): void {
 /** No child extension came back for a follow-up: type it into the runtime instead (once, journaled first). */
 export function typeFollowUpLater(sup: Supervisor, live: Live, p: { cycle: number; text: string }): void {
   const t = setTimeout(() => {
-    if (live.promptPending !== p || live.child || !live.rec.handle || live.rec.lifecycle) return;
+    if (sup.stopped || live.promptPending !== p || live.child || !live.rec.handle || live.rec.lifecycle) return;
     delete live.promptPending;
     live.promptSentAt = Date.now();
     live.cycleRunning = true;

@@ -148,6 +148,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     stopping ??= (async () => {
       log.info({}, "daemon stopping; open tasks keep running in their runtimes");
       sup.stopped = true;
+      delivery.stop();
       await server.close();
       sup.admission.stop();
       for (const live of sup.tasks.values()) {

@@ -1,6 +1,7 @@
 // Owner delivery: every settled cycle of a pi-owned task becomes one delivery in the owner's durable outbox
 // (owners/<ownerId>/outbox.jsonl) and is pushed to the owner's attached extension, which injects it and acks.
 // Unacked deliveries are pushed again on the next attach; ones older than 24 h are dropped then.
+import { DshError } from "../core/errors.js";
 import { deliveryFor, isExpired, type CrewReport, type DeliveryPayload } from "../core/crew-delivery.js";
 import type { AgentResult } from "../core/types.js";
 import { appendOutboxMany, isValidOwnerId, outboxSize, pendingDeliveries, readOutboxSized, type DeliveryState, type OutboxRecord } from "../store/outbox.js";
@@ -55,6 +56,7 @@ export class DeliveryService {
   private readonly writers = new Map<string, { tail: Promise<void>; open?: Batch; busy: number }>();
   private readonly boxTurns = new Map<string, Promise<void>>();
   private readonly now: () => number;
+  private stopped = false;
   /** Outbox appends and the records they carried, for the benchmark and the group-commit test. */
   readonly stats = { writes: 0, records: 0 };
 
@@ -67,11 +69,26 @@ export class DeliveryService {
     return source.onStatus((live, result) => {
       if (live.cycleRunning || live.promptPending || !deliversTo(live.rec.owner)) return;
       const payload = deliveryFor(result, live.rec.cycle, this.opts.reportOf?.(live));
-      if (payload) {
-        this.enqueue(live.rec.owner, payload).catch((e: unknown) =>
-          this.opts.log.error({ owner: live.rec.owner, deliveryId: payload.deliveryId, err: String(e) }, "delivery not queued"));
-      }
+      if (payload) this.enqueueOrRetry(live.rec.owner, payload, 0);
     });
+  }
+
+  /**
+   * A delivery that cannot be written (a full or read-only home) is tried again with backoff (0.5 s doubling to
+   * 30 s) until it is: the owner must hear every settled cycle, and the id makes a repeat harmless.
+   */
+  private enqueueOrRetry(owner: string, payload: DeliveryPayload, attempt: number): void {
+    this.enqueue(owner, payload).catch((e: unknown) => {
+      const retry = e instanceof DshError && e.code === "HOME_UNWRITABLE" && !this.stopped;
+      const delay = Math.min(30_000, 500 * 2 ** attempt);
+      this.opts.log.error({ owner, deliveryId: payload.deliveryId, err: String(e), ...(retry ? { retryInMs: delay } : {}) }, "delivery not queued");
+      if (retry) setTimeout(() => !this.stopped && this.enqueueOrRetry(owner, payload, attempt + 1), delay).unref();
+    });
+  }
+
+  /** Daemon stop: no more retries from this instance (the next daemon queues it from the settled result it recovers). */
+  stop(): void {
+    this.stopped = true;
   }
 
   /**
@@ -120,8 +137,8 @@ export class DeliveryService {
         this.stats.records += batch.records.length;
         try {
           const size = await appendOutboxMany(this.opts.home, owner, batch.records, { sync: batch.sync });
-          const b = this.boxes.get(owner);
-          if (b) (await b).size = size;
+          // A cache whose read failed is re-read next time anyway: that must not fail a write that succeeded.
+          await this.boxes.get(owner)?.then((b) => void (b.size = size), () => undefined);
         } finally {
           writer.busy--;
         }
@@ -214,19 +231,33 @@ export class DeliveryService {
       for (const c of changed) c.entry.state = c.was;
       throw e;
     }
+    // Done: only the id is needed from now on (dedupe), not the card and report it carried.
+    for (const c of changed) delete c.entry.queued.payload;
     return { acked: changed.length };
   }
 
   /** /fork and /clone: the old owner's unacked deliveries move to the new owner (and are pushed if it is attached). */
   async moveQueued(fromOwner: string, toOwner: string): Promise<number> {
-    const pending = pendingOf(await this.box(fromOwner));
-    for (const e of pending) {
-      await this.enqueue(toOwner, e.queued.payload as DeliveryPayload);
-      e.state = "acked";
-      await this.commit(fromOwner, [{ deliveryId: e.queued.deliveryId, state: "acked", movedTo: toOwner }]);
+    const box = await this.box(fromOwner);
+    // Deliveries of the old owner still being written move too.
+    await this.writers.get(fromOwner)?.tail;
+    let moved = 0;
+    for (const e of pendingOf(box)) {
+      if (e.state === "acked" || e.state === "expired") continue; // acked by the old session meanwhile
+      const was = e.state;
+      e.state = "acked"; // before the awaits: an ack arriving meanwhile finds it done, not injected twice
+      try {
+        await this.enqueue(toOwner, e.queued.payload as DeliveryPayload);
+        await this.commit(fromOwner, [{ deliveryId: e.queued.deliveryId, state: "acked", movedTo: toOwner }]);
+      } catch (err) {
+        e.state = was;
+        throw err;
+      }
+      moved++;
     }
-    return pending.length;
+    return moved;
   }
+
 }
 
 /** The outbox file as entries: the first `queued` record of each id, with the latest state. */
@@ -236,7 +267,7 @@ function boxOf(records: OutboxRecord[]): Map<string, BoxEntry> {
   // Finished ones are kept by id only, so a delivery id is never queued twice.
   for (const r of records) {
     if (typeof r?.deliveryId === "string" && !box.has(r.deliveryId) && r.state === "queued") {
-      box.set(r.deliveryId, { queued: r, state: "acked", durable: true });
+      box.set(r.deliveryId, { queued: { deliveryId: r.deliveryId, state: "queued", ts: r.ts }, state: "acked", durable: true });
     }
   }
   return box;

@@ -18,6 +18,7 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
   const { rec } = live;
   try {
     const { queuedMs } = await slot;
+    if (sup.stopped) return; // admitted as the daemon stopped: the next daemon's recovery starts it
     rec.timing.queuedMs = queuedMs;
     if (queuedMs > 0) knownRepo.delete(live);
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;

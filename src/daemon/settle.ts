@@ -132,24 +132,56 @@ function deferSnapshot(sup: Supervisor, live: Live): void {
  * result: the owner already heard it, so the write is tried again with backoff until space is back (or a newer
  * harvest, a close or a daemon stop makes it moot).
  */
-async function persist(sup: Supervisor, live: Live, result: AgentResult, sync: boolean, ev: Record<string, unknown> & { type: string } | undefined, attempt = 0): Promise<void> {
+type StatusEvent = Record<string, unknown> & { type: string; cycle?: unknown };
+
+/** A status record that could not be written (HOME_UNWRITABLE), waiting for its retry. */
+interface Unsaved {
+  ev: StatusEvent;
+  sync: boolean;
+  attempt: number;
+}
+const unsaved = new WeakMap<Live, Unsaved>();
+
+async function persist(sup: Supervisor, live: Live, result: AgentResult, sync: boolean, ev: StatusEvent | undefined): Promise<void> {
   try {
     await sup.deps.store.saveTask(live.rec, result, { sync });
     if (ev) await sup.journal(live, sync ? ev : unsynced(ev));
   } catch (e) {
     if (!(e instanceof DshError) || e.code !== "HOME_UNWRITABLE" || !ev) throw e;
-    const delay = Math.min(30_000, 500 * 2 ** attempt);
-    sup.deps.log.warn({ taskId: live.rec.taskId, status: result.status, retryInMs: delay, err: e.message }, "task record not saved; trying again");
-    const t = setTimeout(() => {
-      if (sup.stopped || live.result !== result || live.rec.lifecycle === "closed") return;
-      // On the task's chain, so a newer harvest's write cannot be overtaken by this older one.
-      live.chain = live.chain
-        .then(() => (live.result === result ? persist(sup, live, result, sync, ev, attempt + 1) : undefined))
-        .catch((err: unknown) => sup.deps.log.error({ taskId: live.rec.taskId, err: String(err) }, "task record still not saved"));
-    }, delay);
-    t.unref();
+    retryLater(sup, live, { ev, sync, attempt: 0 });
     throw e;
   }
+  // A newer status of the same or a later cycle is on disk: an older one still waiting is moot.
+  const u = unsaved.get(live);
+  if (ev && u && Number(u.ev.cycle) <= Number(ev.cycle)) unsaved.delete(live);
+}
+
+/**
+ * The owner already heard this status; the record must follow once the disk has room again. Retried with backoff
+ * (0.5 s doubling to 30 s) on the task's chain, with whatever result is current then, until it is written, a newer
+ * status is written, the task is closed or the daemon stops.
+ */
+function retryLater(sup: Supervisor, live: Live, u: Unsaved): void {
+  unsaved.set(live, u);
+  const delay = Math.min(30_000, 500 * 2 ** u.attempt);
+  sup.deps.log.warn({ taskId: live.rec.taskId, status: u.ev.status, retryInMs: delay }, "task record not saved; trying again");
+  const t = setTimeout(() => {
+    if (sup.stopped || live.rec.lifecycle === "closed" || unsaved.get(live) !== u) return;
+    live.chain = live.chain
+      .then(async () => {
+        if (unsaved.get(live) !== u || !live.result) return;
+        try {
+          await sup.deps.store.saveTask(live.rec, live.result, { sync: u.sync });
+          await sup.journal(live, u.sync ? u.ev : unsynced(u.ev));
+          if (unsaved.get(live) === u) unsaved.delete(live);
+        } catch (e) {
+          if (e instanceof DshError && e.code === "HOME_UNWRITABLE") retryLater(sup, live, { ...u, attempt: u.attempt + 1 });
+          else throw e;
+        }
+      })
+      .catch((err: unknown) => sup.deps.log.error({ taskId: live.rec.taskId, err: String(err) }, "task record still not saved"));
+  }, delay);
+  t.unref();
 }
 
 /**

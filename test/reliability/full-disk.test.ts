@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { DshError } from "../../src/core/errors.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { connect } from "../../src/client/index.js";
 import { killUnder, processesUnder } from "../helpers/procs.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 
@@ -144,8 +145,13 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
   const repo = makeRepo(shared.dir, "repo-mid");
   const d = await startDaemonProc(home, shared.childEnv);
   const cli = await cliClient(home);
+  // A pi-session owner: its delivery of the settled cycle cannot be written while the disk is full.
+  const owner = await connect(home, { kind: "owner", ownerId: "sess-disk-full", timeoutMs: 120_000 });
+  const pushed: string[] = [];
+  owner.onPush("owner.delivery", (p: { taskId?: string; deliveryId: string }) => pushed.push(p.deliveryId));
+  await owner.request("owner.attach", {});
   try {
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK-SLOW go" });
+    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK-SLOW go" });
     await until("running", async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000);
     const filler = join(home, "filler");
     fill(filler);
@@ -162,7 +168,10 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
     assert.notEqual(stored().status, "gone", "the settled record could not be written on the full disk");
     rmSync(filler);
     // Space back: the settled record is written without any new event (the daemon retries the save).
+    assert.equal(pushed.length, 0, "nothing delivered while the outbox cannot be written");
     await until("the settled result.json after space is back", () => (stored().status === "gone" ? true : undefined), 60_000);
+    // And the owner hears the settled cycle once space is back (the delivery is retried, not dropped).
+    await until("the delivery after space is back", () => (pushed.some((id) => id.startsWith(`${taskId}-c1-`)) ? true : undefined), 60_000);
     assert.ok(readFileSync(join(home, "tasks", taskId, "events.jsonl"), "utf8").includes('"status":"gone"'), "the settled status is journaled");
     // Space back: the close is recorded durably.
     const closed = await cli.request<AgentResult>("task.close", { taskId, closePane: true });
@@ -171,6 +180,7 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
     await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
   } finally {
     cli.close();
+    owner.close();
     d.proc.kill("SIGTERM");
     await d.exited;
   }

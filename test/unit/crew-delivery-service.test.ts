@@ -139,3 +139,17 @@ test("group commit: 60 deliveries settling at once share a few outbox writes, ea
     assert.deepEqual(await again.attach(conn("owner-g")), { pending: 0 });
     assert.equal(await again.enqueue("owner-g", payload("g00")), false);
   }));
+
+test("moveQueued also moves a delivery still being written, and each moved delivery reaches the new owner once", () =>
+  withHome(async (home) => {
+    const svc = new DeliveryService({ home, log });
+    await svc.enqueue("old-owner", payload("m1"));
+    const writing = svc.enqueue("old-owner", payload("m2")); // not awaited: its write is in flight
+    assert.equal(await svc.moveQueued("old-owner", "new-owner"), 2);
+    assert.equal(await writing, true);
+    const c = conn("new-owner");
+    assert.deepEqual(await svc.attach(c), { pending: 2 });
+    assert.deepEqual(c.pushes.map((p) => p.params.deliveryId).sort(), ["m1", "m2"]);
+    assert.deepEqual(await svc.attach(conn("old-owner")), { pending: 0 }, "nothing left with the old owner");
+    assert.equal(await svc.moveQueued("old-owner", "new-owner"), 0, "moving again moves nothing");
+  }));
