@@ -38,13 +38,18 @@ export interface Replay {
   baseline?: { head: string | null; dirty: number; dirtyAtStart?: string[] };
   /** Launch attempts that stalled (the next launch is attempt stalled + 1). */
   stalled: number;
+  /** The last launch stalled and no launch was journaled after it: any handle task.json holds is that dead one. */
+  handleStalled?: boolean;
 }
 
 export function replayJournal(events: TaskEvent[]): Replay {
   const r: Replay = { prompted: new Map(), accepted: new Set(), cycle: 1, settling: new Set(), settled: new Set(), stalled: 0 };
   for (const e of events) {
     const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
-    if (e.type === "launched" && e.handle) r.handle = e.handle as RuntimeHandle;
+    if (e.type === "launched" && e.handle) {
+      r.handle = e.handle as RuntimeHandle;
+      delete r.handleStalled;
+    }
     else if (e.type === "worktree" && typeof e.path === "string") {
       r.worktree = e.path;
       if (typeof e.branch === "string") r.worktreeBranch = e.branch;
@@ -52,7 +57,11 @@ export function replayJournal(events: TaskEvent[]): Replay {
       const list = Array.isArray(e.dirtyAtStart) && e.dirtyAtStart.every((x) => typeof x === "string") ? (e.dirtyAtStart as string[]) : undefined;
       r.baseline = { head: e.head, dirty: typeof e.dirty === "number" ? e.dirty : 0, ...(list ? { dirtyAtStart: list } : {}) };
     }
-    else if (e.type === "stalled") r.stalled++;
+    else if (e.type === "stalled") {
+      r.stalled++;
+      delete r.handle; // that launch's child was closed; a later launch may not have been journaled
+      r.handleStalled = true;
+    }
     else if (e.type === "prompt_sent" && cycle !== undefined) {
       if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
       r.cycle = Math.max(r.cycle, cycle);
@@ -86,6 +95,7 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
   const rec = await store.readTask<TaskRecord>(taskId);
   if (rec.lifecycle !== undefined || rec.token === undefined) return;
   const j = replayJournal(await store.readEvents(taskId));
+  if (j.handleStalled) delete rec.handle; // a retry's child may run unjournaled: find it below, never reuse the dead one
   rec.handle ??= j.handle;
   const runtime = runtimes.get(rec.runtime);
 

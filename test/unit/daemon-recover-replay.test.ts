@@ -18,7 +18,6 @@ test("replay: launch handle, worktree, baseline with its dirty list, prompts, se
     ev("status", { status: "completed", cycle: 1, settled: true }),
     ev("respond", { cycle: 2 }),
     ev("prompt_sent", { cycle: 2, via: "runtime" }),
-    ev("stalled", { attempt: 1 }),
     ev("interrupted", { code: "TIMEOUT" }),
     ev("closed", { closePane: true }),
   ]);
@@ -41,4 +40,21 @@ test("replay: a baseline journaled as a count only (a long dirty list, or an old
   assert.deepEqual(junk.baseline, { head: "abc", dirty: 1 }, "a non-string dirty list is not trusted");
   assert.equal(junk.handle, undefined);
   assert.equal(junk.prompted.size, 0);
+});
+
+test("replay: a stalled launch's handle is dead; a later launch journaled after it is the live one", () => {
+  const stalledLast = replayJournal([
+    ev("launched", { handle: { runtime: "headless", pid: 1 } }),
+    ev("stalled", { attempt: 1 }),
+  ]);
+  assert.equal(stalledLast.handle, undefined, "recovery must ask the runtime (a retry may run unjournaled)");
+  assert.equal(stalledLast.handleStalled, true);
+  assert.equal(stalledLast.stalled, 1);
+  const relaunched = replayJournal([
+    ev("launched", { handle: { runtime: "headless", pid: 1 } }),
+    ev("stalled", { attempt: 1 }),
+    ev("launched", { handle: { runtime: "headless", pid: 2 } }),
+  ]);
+  assert.deepEqual(relaunched.handle, { runtime: "headless", pid: 2 });
+  assert.equal(relaunched.handleStalled, undefined);
 });
