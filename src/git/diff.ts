@@ -1,9 +1,8 @@
 // Diff harvest: everything that changed since the baseline commit (commits, working tree, untracked files) as one
 // patch, computed with a throwaway index so the user's index and staging are never touched.
 import { randomBytes } from "node:crypto";
-import { appendFile, copyFile, lstat, mkdtemp, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { appendFile, copyFile, lstat, mkdtemp, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { DiffEvidence } from "../core/types.js";
 import { DshError } from "../core/errors.js";
 import { emptyTree } from "./repo.js";
@@ -23,11 +22,23 @@ export interface HarvestOptions {
   capBytes?: number;
 }
 
+const HARVEST_WORK_PREFIX = ".harvest-";
+
+/** Work dirs of earlier harvests in this dir that never finished (one harvest runs per task at a time). */
+async function removeStaleWork(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  await Promise.all(names.filter((n) => n.startsWith(HARVEST_WORK_PREFIX)).map((n) => rm(join(dir, n), { recursive: true, force: true })));
+}
+
 export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
   const { root, userIndex, emptyBlob } = await locate(opts.cwd);
   const cap = opts.capBytes ?? DEFAULT_PATCH_CAP;
   const base = opts.baselineHead ?? (await emptyTree(root));
-  const work = await mkdtemp(join(tmpdir(), "dsh-harvest-"));
+  // Beside the patch (the task dir), not in /tmp: a harvest killed mid-way (the daemon SIGKILLed) leaves its index
+  // copy where the next harvest of the task removes it, and gc removes it with the task.
+  const dir = dirname(opts.patchPath);
+  await removeStaleWork(dir);
+  const work = await mkdtemp(join(dir, HARVEST_WORK_PREFIX));
   const tmpPatch = `${opts.patchPath}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   try {
     // A copy of the user's index keeps its stat cache (fast) while every change we make lands in the copy.

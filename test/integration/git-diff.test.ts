@@ -1,7 +1,7 @@
 // Baseline and diff harvest on real git repositories in temp dirs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { captureBaseline } from "../../src/git/baseline.js";
 import { harvestDiff } from "../../src/git/diff.js";
@@ -56,6 +56,22 @@ test("the user's index is byte-identical before and after a harvest", async () =
     assert.deepEqual(gitBytes(r.dir, "diff", "--cached"), cachedBefore);
     assert.deepEqual(readFileSync(join(r.dir, ".git", "index")), indexBefore);
     assert.equal(git(r.dir, "status", "--porcelain"), statusBefore);
+  } finally {
+    r.cleanup();
+  }
+});
+
+test("the throwaway index lives beside the patch and is gone after a harvest; one a killed harvest left is removed by the next", async () => {
+  const r = makeRepo({ "a.txt": "1\n" });
+  try {
+    const head = git(r.dir, "rev-parse", "HEAD").trim();
+    write(r.dir, "a.txt", "2\n");
+    const taskDir = join(r.base, "task");
+    mkdirSync(join(taskDir, ".harvest-killed"), { recursive: true });
+    writeFileSync(join(taskDir, ".harvest-killed", "index"), "a copy of the user's index");
+    const d = await harvestDiff({ cwd: r.dir, baselineHead: head, patchPath: join(taskDir, "diff.patch") });
+    assert.deepEqual(d.files, ["a.txt"]);
+    assert.deepEqual(readdirSync(taskDir), ["diff.patch"], "no work dir left, the stale one removed");
   } finally {
     r.cleanup();
   }
