@@ -205,7 +205,11 @@ export class DeliveryService {
     set.add(conn);
     conn.onClose(() => {
       set!.delete(conn);
-      if (set!.size === 0 && this.attached.get(owner) === set) this.attached.delete(owner);
+      if (set!.size > 0 || this.attached.get(owner) !== set) return;
+      this.attached.delete(owner);
+      // The session left: its outbox leaves memory too (read again from disk when it or a delivery comes back),
+      // so a long-running daemon does not hold every session's deliveries ever queued.
+      if (!this.writing(owner)) this.boxes.delete(owner);
     });
     return { pending: await this.pushTo(owner, pendingOf(await this.box(owner))) };
   }

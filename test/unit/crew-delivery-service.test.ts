@@ -153,3 +153,21 @@ test("moveQueued also moves a delivery still being written, and each moved deliv
     assert.deepEqual(await svc.attach(conn("old-owner")), { pending: 0 }, "nothing left with the old owner");
     assert.equal(await svc.moveQueued("old-owner", "new-owner"), 0, "moving again moves nothing");
   }));
+
+test("an owner that leaves is dropped from memory; when it returns its state is read back whole (pending, no id twice)", () =>
+  withHome(async (home) => {
+    const svc = new DeliveryService({ home, log });
+    const c1 = conn("owner-away");
+    await svc.attach(c1);
+    assert.equal(await svc.enqueue("owner-away", payload("a1")), true);
+    assert.equal(await svc.enqueue("owner-away", payload("a2")), true);
+    assert.deepEqual(await svc.ack(c1, ["a1"]), { acked: 1 });
+    c1.close();
+    assert.equal((svc as unknown as { boxes: Map<string, unknown> }).boxes.has("owner-away"), false, "evicted");
+    assert.equal(await svc.enqueue("owner-away", payload("a1")), false, "an acked id is still known");
+    assert.equal(await svc.enqueue("owner-away", payload("a2")), false, "a pending id is still known");
+    const c2 = conn("owner-away");
+    assert.deepEqual(await svc.attach(c2), { pending: 1 });
+    assert.deepEqual(c2.pushes.map((p) => p.params.deliveryId), ["a2"]);
+    assert.equal(c2.pushes[0]!.params.card.report, "r", "the payload came back from disk");
+  }));
