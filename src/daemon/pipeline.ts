@@ -103,6 +103,11 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     delete live.runtimeState;
     await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
     if (sup.stopped) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
+    if (rec.lifecycle) {
+      // Closed or aborted while the launch call ran: that close could not reach this child, so end it here.
+      await runtime.close(handle).catch(() => undefined);
+      return;
+    }
     sup.watchRuntime(live, runtime);
     if (live.promptPending === undefined) {
       // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being

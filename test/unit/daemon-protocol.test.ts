@@ -9,6 +9,7 @@ import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
 import { gitRepo } from "../e2e/daemon-harness.js";
+import { killUnder } from "../helpers/procs.js";
 
 let dir: string;
 let d: RunningDaemon;
@@ -38,6 +39,7 @@ after(async () => {
   cli?.close();
   for (const live of d.supervisor.tasks.values()) await d.supervisor.close(live, true);
   await d?.stop();
+  killUnder(dir); // a backstop: nothing of this test's may outlive it
   rmSync(dir, { recursive: true, force: true });
 });
 
