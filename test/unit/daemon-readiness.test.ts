@@ -84,3 +84,44 @@ test("a child that finishes its whole cycle before the launch call returns: comp
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a task closed while its launch call runs: the child that call started is ended, not left running", { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-ready-"));
+  const home = join(dir, "home");
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const launched: number[] = [];
+  const closed: number[] = [];
+  let next = 1000;
+  const runtime: Runtime = {
+    kind: "headless",
+    async launch() {
+      const pid = next++;
+      launched.push(pid);
+      await gate;
+      return { runtime: "headless", pid };
+    },
+    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
+    sendText: async () => undefined, sendKeys: async () => undefined,
+    close: async (h) => void closed.push(h.pid!),
+    watch: () => () => undefined,
+  };
+  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 1500 } });
+  try {
+    const cli = await connect(home, { kind: "cli" });
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless" });
+    for (let i = 0; i < 1000 && launched.length === 0; i++) await sleep(10);
+    assert.equal(launched.length, 1);
+    const r = await cli.request<{ status: string }>("task.close", { taskId }); // the launch call is still running
+    assert.equal(r.status, "closed");
+    open();
+    for (let i = 0; i < 500 && !closed.includes(launched[0]!); i++) await sleep(10);
+    assert.ok(closed.includes(launched[0]!), `the late child ${launched[0]} was ended (closed: ${JSON.stringify(closed)})`);
+    assert.equal(launched.length, 1, "and not launched again");
+    cli.close();
+  } finally {
+    open();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
