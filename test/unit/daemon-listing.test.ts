@@ -13,18 +13,11 @@ import { runDaemon } from "../../src/daemon/daemon.js";
 import { assemble } from "../../src/daemon/harvest.js";
 import { LIST_DEFAULT_LIMIT } from "../../src/daemon/listing.js";
 import type { TaskRecord } from "../../src/daemon/record.js";
-import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
+import type { LaunchSpec } from "../../src/runtime/types.js";
+import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
 
-function stub(launches: LaunchSpec[]): Runtime {
-  return {
-    kind: "headless",
-    launch: async (spec) => (launches.push(spec), { runtime: "headless", pid: process.pid }),
-    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
-    sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
-    watch: () => () => undefined,
-  };
-}
+const stub = (launches: LaunchSpec[]) => stubRuntime({ launch: async (spec) => (launches.push(spec), { runtime: "headless", pid: process.pid }) });
 
 /** `count` closed tasks written as the daemon writes them (task.json, result.json, an index line with a row). */
 async function addClosed(home: string, count: number, work: string): Promise<string[]> {

@@ -10,13 +10,13 @@ import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
+import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function fastChildRuntime(home: string, launches: LaunchSpec[], children: DaemonClient[], finish: boolean): Runtime {
-  return {
-    kind: "headless",
+  return stubRuntime({
     async launch(spec) {
       launches.push(spec);
       const child = await connect(home, { kind: "child", taskId: spec.env.DSH_HERDR_TASK_ID!, token: spec.env.DSH_HERDR_TASK_TOKEN! });
@@ -30,10 +30,7 @@ function fastChildRuntime(home: string, launches: LaunchSpec[], children: Daemon
       }
       return { runtime: "headless", pid: process.pid };
     },
-    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
-    sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
-    watch: () => () => undefined,
-  };
+  });
 }
 
 test("a child that takes its prompt before the launch call returns is ready: no stall, one launch", async () => {
@@ -93,19 +90,15 @@ test("a task closed while its launch call runs: the child that call started is e
   const launched: number[] = [];
   const closed: number[] = [];
   let next = 1000;
-  const runtime: Runtime = {
-    kind: "headless",
+  const runtime = stubRuntime({
     async launch() {
       const pid = next++;
       launched.push(pid);
       await gate;
       return { runtime: "headless", pid };
     },
-    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
-    sendText: async () => undefined, sendKeys: async () => undefined,
     close: async (h) => void closed.push(h.pid!),
-    watch: () => () => undefined,
-  };
+  });
   const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 1500 } });
   try {
     const cli = await connect(home, { kind: "cli" });

@@ -10,18 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "../../src/client/index.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
-import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
+import type { LaunchSpec } from "../../src/runtime/types.js";
+import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
 
-function stub(launches: LaunchSpec[], gate?: Promise<void>): Runtime {
-  return {
-    kind: "headless",
-    launch: async (spec) => (launches.push(spec), await gate, { runtime: "headless", pid: process.pid }),
-    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
-    sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
-    watch: () => () => undefined,
-  };
-}
+const stub = (launches: LaunchSpec[], gate?: Promise<void>) =>
+  stubRuntime({ launch: async (spec) => (launches.push(spec), await gate, { runtime: "headless", pid: process.pid }) });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Timers that keep this process alive (unref'd ones are not listed). */
