@@ -70,13 +70,14 @@ export function deliveryIdFor(taskId: string, cycle: number, status: CrewStatus)
 }
 
 /**
- * The report of a settled cycle when the child's crew_report is not at hand (result.md written by hand):
- * result.md's body, else the final message, else the summary. Never invents an outcome the status lacks.
+ * The report of a settled cycle without a crew_report (result.md written by hand, a child without our extension):
+ * result.md's body, else the final message, verbatim. Nothing is made up: with neither there is no report.
  */
-export function fallbackReport(result: AgentResult): CrewReport {
+export function fallbackReport(result: AgentResult): CrewReport | undefined {
   const body = result.result?.text.replace(/^---[\s\S]*?\n---\s*\n?/, "").trim();
-  const report = body || result.finalMessage?.trim() || result.summary || "(no report)";
-  if (result.status === "blocked") return { outcome: "needs_input", report, needs: result.result?.meta.summary?.trim() || result.summary || report };
+  const report = body || result.finalMessage?.trim();
+  if (!report) return undefined;
+  if (result.status === "blocked") return { outcome: "needs_input", report, needs: result.result?.meta.summary?.trim() || report };
   return { outcome: "completed", report };
 }
 
@@ -85,19 +86,27 @@ export function deliveryFor(result: AgentResult, cycle: number, report?: CrewRep
   const status = crewStatusOf(result.status);
   const subagent_id = result.taskId;
   const brief = result.brief ?? "";
-  const base = { deliveryId: deliveryIdFor(subagent_id, cycle, status), taskId: subagent_id, cycle };
+  const base = (s: CrewStatus) => ({ deliveryId: deliveryIdFor(subagent_id, cycle, s), taskId: subagent_id, cycle });
+  const errorDelivery = (error: string): DeliveryPayload => ({
+    ...base("error"),
+    model: { subagent_id, brief, status: "error", error },
+    card: { status: "error", subagent_id, brief, error },
+  });
   if (status === "completed" || status === "needs_input") {
     const r = report && report.outcome === status ? report : fallbackReport(result);
+    if (!r) {
+      return errorDelivery(`NO_REPORT: the subagent ended its cycle without a report (no crew_report, no result.md, no final message); inspect its session${result.sessionPath ? ` (${result.sessionPath})` : ""}, then respond or spawn again`);
+    }
     const card: CardData = { status, subagent_id, brief, report: r.report, ...(r.needs !== undefined ? { needs: r.needs } : {}) };
-    return { ...base, model: { subagent_id, brief, result: r }, card };
+    return { ...base(status), model: { subagent_id, brief, result: r }, card };
   }
   if (status === "error") {
-    const error = result.error ? `${result.error.code}: ${result.error.message}` : result.summary || `the subagent ended as ${result.status}`;
-    return { ...base, model: { subagent_id, brief, status: "error", error }, card: { status, subagent_id, brief, error } };
+    return errorDelivery(result.error ? `${result.error.code}: ${result.error.message}` : result.summary || `the subagent ended as ${result.status}`);
   }
   if (status === "aborted") {
-    const reason = result.error?.message ?? "aborted";
-    return { ...base, model: null, card: { status, subagent_id, brief, reason } };
+    // Only an abort the owner asked for is TUI-only (it knows); a timeout or another unrequested stop is an error.
+    if (result.error) return errorDelivery(`${result.error.code}: ${result.error.message}`);
+    return { ...base(status), model: null, card: { status, subagent_id, brief, reason: "aborted" } };
   }
   return null;
 }

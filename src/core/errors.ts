@@ -39,6 +39,10 @@ export const ERROR_CODES = [
   "HERDR_REJECTED",
   "PI_NOT_FOUND",
   "AGENT_ERROR",
+  "AGENT_ABORTED",
+  "PROMPT_FAILED",
+  "RECORD_LOST",
+  "MACHINE_UNKNOWN",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -192,6 +192,14 @@ export class SessionFactsBuilder {
     if (f.cycleSettled) {
       f.retryableErrors = 0; // pi counts retry attempts per settled prompt
       if (this.cycleHasAssistant) this.resetCycle();
+      // A new prompt after a settled cycle: nothing of the last one (its report, stop, error, text) may speak
+      // for the next; the totals (usage) stay.
+      f.lastToolCalls = [];
+      f.lastToolResults = [];
+      f.terminatedBy = undefined;
+      f.lastStopReason = undefined;
+      f.lastErrorMessage = undefined;
+      f.finalText = undefined;
     }
     f.lastMessageRole = role;
     f.cycleSettled = false;

@@ -9,7 +9,7 @@ import type { Connection, Logger } from "./server.js";
 import type { Live } from "./supervisor.js";
 
 export interface DeliverySource {
-  onStatus(fn: (live: Live, result: AgentResult) => void): () => void;
+  onStatus(fn: (live: Live, result: AgentResult, info: { settled: boolean }) => void): () => void;
 }
 
 export interface DeliveryServiceOptions {
@@ -66,8 +66,9 @@ export class DeliveryService {
 
   /** Enqueue a delivery for every settled cycle the source reports. Returns an unsubscribe. */
   watch(source: DeliverySource): () => void {
-    return source.onStatus((live, result) => {
-      if (live.cycleRunning || live.promptPending || !deliversTo(live.rec.owner)) return;
+    return source.onStatus((live, result, info) => {
+      // Exactly one outcome per settled cycle: its settled harvest. Live snapshots and closes owe the owner nothing.
+      if (!info.settled || !deliversTo(live.rec.owner)) return;
       const payload = deliveryFor(result, live.rec.cycle, this.opts.reportOf?.(live));
       if (payload) this.enqueueOrRetry(live.rec.owner, payload, 0);
     });

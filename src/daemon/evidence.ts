@@ -1,12 +1,12 @@
 // Evidence in: the child extension's connection, events and crew_report, changes to the task's files, and the
-// runtime's state. Each either settles the cycle or asks for a fresh derivation.
-import { DshError } from "../core/errors.js";
+// runtime's state. Each becomes a lifecycle event (src/core/task-cycle.ts); the machine decides what it means.
 import { CONTRACT_ERROR_MESSAGE } from "../core/crew-cycle.js";
 import type { RuntimeEvent } from "../runtime/types.js";
 import type { Live } from "./live.js";
 import type { Connection } from "./server.js";
 import { freshSession } from "./settle.js";
 import type { Supervisor } from "./supervisor.js";
+import { dispatch } from "./task-runner.js";
 
 export type ChildEvent = { type: string; cycle?: number; stopReason?: string; errorMessage?: string; willRetry?: boolean; why?: string };
 export type ChildReport = { cycle?: number; outcome: "completed" | "needs_input"; report: string; needs?: string };
@@ -16,44 +16,67 @@ export function childConnected(sup: Supervisor, conn: Connection): void {
   if (!live) return;
   live.child = conn;
   conn.onClose(() => {
-    if (live.child === conn) delete live.child;
+    if (live.child !== conn) return;
+    delete live.child;
+    void dispatch(sup, live, { type: "child_left" });
   });
-  if (live.promptPending) sup.sendPrompt(live);
+  void dispatch(sup, live, { type: "child_hello" });
 }
 
 export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEvent): Promise<{ ok: true }> {
   const live = sup.tasks.get(conn.taskId ?? "");
-  if (!live || live.rec.lifecycle) return { ok: true };
-  if (ev.type === "prompt_accepted" && live.promptPending && ev.cycle === live.promptPending.cycle) {
-    // Confirms the push: recovery re-pushes only unconfirmed prompts (the extension runs a cycle once).
-    void sup.journal(live, { type: "prompt_accepted", cycle: ev.cycle });
-    delete live.promptPending;
-    live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
-    live.cycleRunning = true;
-    live.readiness?.resolve();
-    delete live.readiness;
-    sup.refresh(live);
-  } else if (ev.type === "agent_end" && live.cycleRunning && live.promptPending === undefined) {
+  if (!live || live.state.phase.name === "closed") return { ok: true };
+  const cycle = ev.cycle ?? live.rec.cycle;
+  if (ev.type === "prompt_accepted") {
+    if (ev.cycle === undefined) return { ok: true };
+    if (live.state.phase.name === "launching" || live.state.phase.name === "awaiting_prompt") live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
+    await dispatch(sup, live, { type: "prompt_accepted", cycle: ev.cycle });
+  } else if (ev.type === "agent_end") {
     if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
     if (ev.errorMessage !== undefined) live.lastErrorMessage = ev.errorMessage;
     await live.files?.readSession();
     await live.files?.readResult();
     // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
     // the child's retry settings; without it, the session's own guess stands.
-    if (ev.willRetry ?? live.files?.facts()?.retryMayFollow) return { ok: true };
-    sup.settleCycle(live, `agent_end ${ev.stopReason ?? ""}`.trim());
+    const willRetry = ev.willRetry ?? live.files?.facts()?.retryMayFollow ?? false;
+    await dispatch(sup, live, { type: "agent_end", cycle, willRetry, ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) });
   } else if (ev.type === "prompt_failed") {
-    void sup.journal(live, { type: "prompt_failed", cycle: ev.cycle, error: ev.errorMessage });
+    const words = await piWords(sup, live, ev.errorMessage ?? "pi did not start the prompt");
+    await dispatch(sup, live, { type: "prompt_failed", cycle, message: words });
   } else if (ev.type === "finalize_prompt") {
     // A reportless normal ending: the child sent itself the one finalization follow-up; the cycle goes on.
     void sup.journal(live, { type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
-  } else if (ev.type === "contract_error" && live.cycleRunning && live.promptPending === undefined) {
+  } else if (ev.type === "contract_error" && live.state.phase.name === "running") {
     live.rec.error = { code: "CONTRACT_ERROR", message: CONTRACT_ERROR_MESSAGE };
     void sup.journal(live, { type: "contract_error", cycle: ev.cycle, why: ev.why });
     await live.files?.readSession();
-    sup.settleCycle(live, "contract error", { failed: true });
+    await dispatch(sup, live, { type: "contract_error" });
   }
   return { ok: true };
+}
+
+/**
+ * pi's own words for a prompt it did not run: the extension_error it printed (headless: a JSON line on stdout; a
+ * TUI: a line of the screen), else what the extension saw. Only the first line: the rest is pi's help text.
+ */
+async function piWords(sup: Supervisor, live: Live, fromExtension: string): Promise<string> {
+  const first = fromExtension.split("\n")[0]!.trim();
+  const handle = live.rec.handle;
+  if (!handle) return first;
+  const out = await sup.deps.runtimeFor(live.rec.runtime).readOutput(handle, { lines: 40 }).catch(() => "");
+  for (const line of out.split("\n").reverse()) {
+    if (line.startsWith("{") && line.includes('"extension_error"')) {
+      try {
+        const e = JSON.parse(line) as { error?: unknown };
+        if (typeof e.error === "string" && e.error.trim()) return e.error.split("\n")[0]!.trim();
+      } catch {
+        /* not a JSON line after all */
+      }
+    }
+  }
+  const key = first.slice(0, 24);
+  const seen = key && out.split("\n").find((l) => l.includes(key));
+  return seen ? seen.trim().replace(/^Error:\s*/, "") : first;
 }
 
 export async function childReport(sup: Supervisor, conn: Connection, p: ChildReport): Promise<{ ok: true }> {
@@ -66,32 +89,29 @@ export async function childReport(sup: Supervisor, conn: Connection, p: ChildRep
   return { ok: true };
 }
 
-export function onFiles(sup: Supervisor, live: Live): void {
-  if (live.rec.lifecycle || live.promptPending) return;
+/** The task's session or result.md changed. */
+export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" = "session"): void {
+  const p = live.state.phase;
+  if (p.name === "closed" || p.name === "queued") return;
+  if (p.name === "launching" || p.name === "awaiting_prompt") return; // the new cycle has not begun
   const f = live.files?.facts();
-  // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
-  if (!live.child && live.cycleRunning && f?.cycleSettled && !f.retryMayFollow && freshSession(live)) {
-    sup.settleCycle(live, "session settled");
+  if (p.name === "running" && !live.child && f?.cycleSettled) {
+    // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
+    void dispatch(sup, live, { type: "session_settled", retryMayFollow: f.retryMayFollow, fresh: freshSession(live), ...(f.lastStopReason !== undefined ? { stopReason: f.lastStopReason } : {}) });
     return;
   }
-  sup.refresh(live);
+  void dispatch(sup, live, { type: "evidence_changed", what });
 }
 
 export function onRuntime(sup: Supervisor, live: Live, e: RuntimeEvent): void {
   if (e.type === "state") {
     live.runtimeState = e.state;
-    sup.refresh(live);
+    void dispatch(sup, live, { type: "evidence_changed", what: "runtime_state" });
     return;
   }
   if (live.runtimeState === "missing") return;
   live.runtimeState = "missing";
   void sup.journal(live, { type: "runtime_" + e.type, ...(e.type === "exited" ? { exit: e.exit } : {}) });
-  if (live.readiness) {
-    live.readiness.reject(new DshError("AGENT_STALLED", `the child exited before it took its prompt (${e.type})`));
-    delete live.readiness;
-    return;
-  }
-  if (live.rec.lifecycle) return;
-  // A child that ends after its cycle settled leaves the settled result as it was.
-  if (live.cycleRunning || live.rec.status === "starting") sup.settleCycle(live, "runtime " + e.type);
+  if (live.childEnded && live.state.phase.name !== "launching") return; // the daemon ended it: expected
+  void dispatch(sup, live, { type: "runtime_gone", how: e.type });
 }

@@ -1,6 +1,7 @@
 // What the supervisor keeps per task while the daemon runs, and what it is built from. Types only: the modules that
 // act on a task (evidence, settle, task-commands) share them without importing each other's behaviour.
 import type { CrewReport } from "../core/crew-cycle.js";
+import type { TaskState } from "../core/task-cycle.js";
 import type { AgentResult, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
@@ -25,8 +26,10 @@ export interface Live {
   rec: TaskRecord;
   files?: TaskFiles;
   child?: Connection;
-  cycleRunning: boolean;
-  promptPending?: { cycle: number; text: string };
+  /** The lifecycle phase (src/core/task-cycle.ts): the one source of truth for where the task is. */
+  state: TaskState;
+  /** The text of the newest cycle's prompt (the task, or a follow-up); pending while the phase says so. */
+  prompt?: { cycle: number; text: string };
   /** The last prompt pushed and to which connection: a prompt goes to each child connection at most once. */
   promptPushed?: { child: Connection; prompt: { cycle: number; text: string } };
   promptSentAt?: number;
@@ -36,11 +39,13 @@ export interface Live {
   runtimeState?: HerdrStatus | "missing";
   unwatch?: () => void;
   timer?: NodeJS.Timeout;
+  /** Ends a settled task's idle child after idleChildMs (parks the task). */
+  idleTimer?: NodeJS.Timeout;
+  /** The child process was ended by the daemon (or found gone): a later exit is expected, not news. */
+  childEnded?: boolean;
   diff?: DiffEvidence;
   result?: AgentResult;
   chain: Promise<void>;
-  /** A settled harvest is queued: live snapshots before it would only repeat it without the diff. */
-  settling?: boolean;
   /** The one refresh waiting behind the running one; later requests join it (it reads the newest evidence). */
   queued?: { settled?: boolean; failed?: boolean; done?: Promise<void> };
   /** The crew_report the child extension accepted, with the cycle it ended. */

@@ -92,9 +92,13 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         }
       }
       const repo = p.isolated ? await requireRepoFacts(cwd) : undefined;
+      const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
+      // Only Herdr can place a child on another machine; anything else would run here under a false label.
+      if (p.machine !== undefined && runtime !== "herdr") {
+        throw new DshError("MACHINE_UNKNOWN", `no runtime here can run a child on machine ${JSON.stringify(p.machine)} (runtime ${runtime} is local only); drop --machine, or use the herdr runtime with a machine Herdr knows`);
+      }
       const modelIn = p.model ?? c.defaultModel;
       const model = c.modelAliases[modelIn] ?? modelIn;
-      const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
       // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
       const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
       const slot = sup.admission.acquire(slotKey);
@@ -147,7 +151,10 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       const done = () => {
         const settled = p.taskIds.filter((id) => {
           const live = sup.tasks.get(id);
-          return !live || isSettledStatus(sup.statusOf(live));
+          if (!live) return true; // closed earlier: its stored result is final
+          // Settled by the machine and harvested: a queued follow-up or a pending settle harvest is not done yet.
+          const ph = live.state.phase.name;
+          return (ph === "settled" || ph === "closed") && isSettledStatus(sup.statusOf(live));
         });
         return mode === "any" ? settled.length > 0 : settled.length === p.taskIds.length;
       };
@@ -173,8 +180,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     "task.respond": async (p: { taskId: string; message: string }, conn: Connection) => {
       const live = owned(conn, p.taskId);
       await live.chain;
-      const cycle = await sup.respond(live, p.message);
-      return { taskId: p.taskId, subagent_id: p.taskId, cycle };
+      const { cycle, queued } = await sup.respond(live, p.message);
+      return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 
     "task.close": async (p: { taskId: string; closePane?: boolean }, conn: Connection) => {
@@ -194,10 +201,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         const live = sup.tasks.get(id);
         if (!live || !sup.isOpen(live)) out.missing_ids.push(id);
         else if (conn.kind === "owner" && live.rec.owner !== conn.ownerId) out.foreign_ids.push(id);
-        else {
-          await sup.interrupt(live);
-          out.aborted_ids.push(id);
-        }
+        else if (await sup.abort(live)) out.aborted_ids.push(id);
+        else out.missing_ids.push(id); // ended on its own meanwhile: nothing to abort
       }
       return out;
     },

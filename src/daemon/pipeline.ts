@@ -10,6 +10,10 @@ import { crashPoint } from "./crash-hook.js";
 import { buildPrompt } from "./prompt.js";
 import type { TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
+import { dispatch } from "./task-runner.js";
+
+/** The phase allows no more launching: closed, aborted or otherwise settled meanwhile. */
+const launchMoot = (live: Live): boolean => live.state.phase.name === "closed" || live.state.phase.name === "settled";
 
 /** The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again). */
 export const knownRepo = new WeakMap<Live, { root: string; head: string | null }>();
@@ -21,19 +25,34 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
     if (sup.stopped) return; // admitted as the daemon stopped: the next daemon's recovery starts it
     rec.timing.queuedMs = queuedMs;
     if (queuedMs > 0) knownRepo.delete(live);
+    void dispatch(sup, live, { type: "admitted" });
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
     // a power cut can only lose a task that never started). The launch itself is journaled durably.
     await sup.journal(live, unsynced({ type: "admitted", queuedMs }));
     await prepare(sup, live);
     await launchWithRetry(sup, live);
   } catch (e) {
-    if (live.rec.lifecycle) return; // aborted meanwhile: already harvested
-    if (sup.stopped) return; // the next daemon's recovery starts or re-attaches it
-    const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
-    rec.error = { code: err.code, message: err.message };
-    sup.deps.log.warn({ taskId: rec.taskId, code: err.code, err: err.message }, "task failed to start");
-    sup.stopWatching(live);
-    sup.settleCycle(live, `start failed: ${err.code}`, { failed: true });
+    await startFailed(sup, live, e);
+  }
+}
+
+async function startFailed(sup: Supervisor, live: Live, e: unknown): Promise<void> {
+  if (launchMoot(live)) return; // aborted or closed meanwhile: already harvested
+  if (sup.stopped) return; // the next daemon's recovery starts or re-attaches it
+  const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
+  live.rec.error = { code: err.code, message: err.message };
+  sup.deps.log.warn({ taskId: live.rec.taskId, code: err.code, err: err.message }, "task failed to start");
+  sup.stopWatching(live);
+  await dispatch(sup, live, { type: "launch_failed", code: err.code, message: err.message });
+}
+
+/** A parked task's follow-up: pi starts again on the task's session file, so the conversation goes on. */
+export async function relaunch(sup: Supervisor, live: Live): Promise<void> {
+  try {
+    sup.startWatching(live);
+    await launchWithRetry(sup, live);
+  } catch (e) {
+    await startFailed(sup, live, e);
   }
 }
 
@@ -68,7 +87,7 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
     ...(rec.task !== undefined ? { task: rec.task } : {}),
   });
   await store.writePrompt(rec.taskId, text, { sync: false });
-  live.promptPending = { cycle: 1, text };
+  live.prompt = { cycle: 1, text };
   sup.startWatching(live);
 }
 
@@ -78,7 +97,7 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
   const runtime = sup.deps.runtimeFor(rec.runtime);
   let lastErr: Error | undefined;
   for (let attempt = 1; attempt <= 2; attempt++) {
-    if (rec.lifecycle || sup.stopped) return;
+    if (launchMoot(live) || sup.stopped) return;
     const argv = buildPiCommand({
       mode: rec.runtime === "headless" ? "rpc" : "interactive",
       model: rec.model,
@@ -101,36 +120,38 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     crashPoint("launch_returned"); // crash tests only: the child runs, its handle is not journaled yet
     rec.handle = handle;
     delete live.runtimeState;
+    delete live.childEnded;
     await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
     if (sup.stopped) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
-    if (rec.lifecycle) {
+    if (live.state.phase.name === "closed" || (live.state.phase.name === "settled" && live.state.phase.reason.kind === "owner_abort")) {
       // Closed or aborted while the launch call ran: that close could not reach this child, so end it here.
       await runtime.close(handle).catch(() => undefined);
       return;
     }
     sup.watchRuntime(live, runtime);
-    if (live.promptPending === undefined) {
+    await dispatch(sup, live, { type: "launch_returned" });
+    const ph = live.state.phase.name;
+    if (ph === "running" || ph === "settled") {
       // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being
       // journaled, before the barrier below exists: it is ready. Waiting would mark it stalled and launch a second
-      // child; a settled cycle must not get a timeout either.
-      if (live.cycleRunning) sup.armTimeout(live);
+      // child; a settled cycle gets no timeout (the machine arms one only for a running cycle).
       await sup.refresh(live);
       return;
     }
-    sup.armTimeout(live);
     try {
       await new Promise<void>((resolve, reject) => {
         const t = setTimeout(() => sup.stopped || reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
         // A stopped daemon neither fails nor retries the launch: the journal says `launched`, and the next
         // daemon's recovery re-attaches the child. So abandon leaves this promise pending, with no timer.
         live.readiness = { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)), abandon: () => clearTimeout(t) };
-        if (live.child && live.promptPending) sup.sendPrompt(live);
+        if (live.child) sup.sendPrompt(live);
       });
       await sup.refresh(live);
       return;
     } catch (e) {
       lastErr = e as Error;
       delete live.readiness;
+      if (launchMoot(live)) return; // settled meanwhile (a prompt pi refused, an abort): not a stall
       live.unwatch?.();
       delete live.unwatch;
       await sup.journal(live, { type: "stalled", attempt, error: lastErr.message });

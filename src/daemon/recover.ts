@@ -4,7 +4,11 @@
 // a settle, an abort, a close. Effects the journal shows are never repeated (a sent prompt is not sent again);
 // effects it does not show are done now (a prompt never sent is sent; a task never launched starts again). A launch
 // the daemon died in before journaling it is asked of the runtime (find): a child it left running is adopted.
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { planRecovery } from "../core/recovery-plan.js";
+import type { TaskSummary } from "../store/task-index.js";
 import { readFile } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
@@ -85,7 +89,9 @@ export async function recoverTasks(sup: Supervisor, runtimes: Runtimes): Promise
     try {
       await recoverOne(sup, runtimes, row.taskId);
     } catch (e) {
-      log.warn({ taskId: row.taskId, err: String(e) }, "task not recovered");
+      const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(sup, row.taskId));
+      log.warn({ taskId: row.taskId, err: String(e), lost }, lost ? "task record lost; failing the task" : "task not recovered");
+      if (lost) await recoverLost(sup, runtimes, row, e).catch((err: unknown) => log.error({ taskId: row.taskId, err: String(err) }, "lost task not settled"));
     }
   }
 }
@@ -98,99 +104,152 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
   if (j.handleStalled) delete rec.handle; // a retry's child may run unjournaled: find it below, never reuse the dead one
   rec.handle ??= j.handle;
   const runtime = runtimes.get(rec.runtime);
+  const live = sup.register(rec);
+  await restoreResult(sup, live);
 
   if (j.closed) {
     // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise.
-    const live = sup.register(rec);
-    await restoreDiff(sup, live);
     await sup.close(live, j.closed.closePane);
     sup.tasks.delete(taskId);
     return;
   }
-  const live = sup.register(rec);
-  await restoreDiff(sup, live);
   // Adopted before an abort is finished too, so the abort ends that child instead of leaving it running.
   const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec, j.worktree) : false;
   if (adopted) await sup.journal(live, { type: "launched", attempt: j.stalled + 1, runtime: rec.runtime, handle: rec.handle, adopted: true });
   if (rec.handle !== undefined) await restorePrelaunch(rec, j);
-  if (j.interrupted) {
-    await sup.resume(live);
-    await sup.journal(live, { type: "recovered", action: "finish abort" });
-    await sup.interrupt(live, j.interrupted.code === "TIMEOUT" ? { code: "TIMEOUT", message: `no result within timeoutMs (${rec.timeoutMs} ms); the child was stopped` } : undefined);
-    return;
-  }
-  if (rec.handle === undefined) {
-    // Never launched: no child ever saw this task, so starting it again repeats nothing. A worktree created
-    // before the crash held no work yet; it is removed so the pipeline can create it afresh.
-    await dropUnusedWorktree(sup, rec, j.worktree);
-    rec.workdir = rec.cwd;
-    delete rec.worktree;
-    rec.status = "starting";
-    await sup.journal(live, { type: "recovered", action: "start again (never launched)" });
-    await sup.refresh(live); // listed and waitable before the socket serves
-    void sup.run(live, sup.admission.acquire(taskId));
-    return;
-  }
-
   // A follow-up journaled after the last task.json: its cycle is the current one.
-  if (j.cycle > rec.cycle) {
+  if (j.cycle > rec.cycle && rec.handle !== undefined) {
     rec.cycle = j.cycle;
     delete rec.timing.settledAt;
     rec.status = "working";
   }
   const promptedAt = j.prompted.get(rec.cycle) ?? (rec.cycle === 1 ? rec.timing.promptedAt : undefined);
   if (promptedAt !== undefined && rec.timing.promptedAt === undefined) rec.timing.promptedAt = promptedAt;
-  await sup.resume(live);
-  live.promptSentAt = promptedAt ?? rec.timing.promptedAt ?? 0;
-  const alive = await runtime.isAlive(rec.handle).catch(() => false);
-  const harvested = j.settled.has(rec.cycle) && isSettledStatus(rec.status);
-  await sup.journal(live, { type: "recovered", alive, status: rec.status, cycle: rec.cycle, ...(adopted ? { action: "adopt the child launched before the crash" } : {}) });
-
-  if (harvested) {
-    // Settled and harvested: nothing in flight. Keep watching a live child (owner may respond later).
-    if (alive) sup.watchRuntime(live, runtime);
-    await sup.refresh(live);
-    return;
+  if (rec.handle !== undefined && !j.interrupted) {
+    await sup.resume(live);
+    live.promptSentAt = promptedAt ?? rec.timing.promptedAt ?? 0;
   }
-  const unconfirmed = promptedAt !== undefined && !j.accepted.has(rec.cycle) && !j.settling.has(rec.cycle);
-  if (promptedAt === undefined || (unconfirmed && alive)) {
-    // Launched, but the prompt never went out, or went out unconfirmed: push it when the child says hello again.
-    // The child extension runs a cycle once: a prompt it already took is acknowledged and its outcome re-sent.
-    if (!alive) {
-      rec.error = { code: "AGENT_STALLED", message: "the child ended before it took its prompt while the daemon was down; spawn the task again" };
-      sup.settleCycle(live, "gone before its prompt", { failed: true });
+  const alive = rec.handle !== undefined ? await runtime.isAlive(rec.handle).catch(() => false) : false;
+  const f = live.files?.facts();
+  const plan = planRecovery({
+    cycle: rec.cycle,
+    harvested: j.settled.has(rec.cycle) && isSettledStatus(rec.status),
+    ...(j.interrupted ? { interrupted: j.interrupted } : {}),
+    launched: rec.handle !== undefined,
+    alive,
+    prompted: promptedAt !== undefined,
+    accepted: j.accepted.has(rec.cycle),
+    settling: j.settling.has(rec.cycle),
+    endedMeanwhile: promptedAt !== undefined && f?.cycleSettled === true && !f.retryMayFollow && (f.lastTimestampMs ?? 0) >= promptedAt - 1000,
+  });
+  await sup.journal(live, { type: "recovered", plan: plan.kind, alive, status: rec.status, cycle: rec.cycle, ...(adopted ? { action: "adopt the child launched before the crash" } : {}) });
+
+  switch (plan.kind) {
+    case "finish_close":
+      return; // handled above (the close needs no evidence)
+    case "finish_abort":
+      await sup.resume(live);
+      live.state = { ...live.state, phase: { name: "running", cycle: rec.cycle } };
+      if (plan.timeout) await sup.dispatch(live, { type: "timeout_fired", ms: rec.timeoutMs });
+      else await sup.dispatch(live, { type: "abort" });
       await live.chain;
       return;
+    case "start_again":
+      // Never launched: no child ever saw this task. A worktree created before the crash held no work yet; it is
+      // removed so the pipeline can create it afresh.
+      await dropUnusedWorktree(sup, rec, j.worktree);
+      rec.workdir = rec.cwd;
+      delete rec.worktree;
+      rec.status = "starting";
+      await sup.refresh(live); // listed and waitable before the socket serves
+      void sup.run(live, sup.admission.acquire(taskId));
+      return;
+    case "keep_settled":
+      live.state = { ...live.state, phase: plan.phase };
+      if (alive) sup.watchRuntime(live, runtime);
+      else live.childEnded = true;
+      if (!live.result) await sup.refresh(live);
+      return;
+    case "failed_before_prompt":
+      rec.error = { code: "AGENT_STALLED", message: "the child ended before it took its prompt while the daemon was down; spawn the task again" };
+      live.state = { ...live.state, phase: { name: "awaiting_prompt", cycle: rec.cycle } };
+      live.childEnded = true;
+      await sup.dispatch(live, { type: "launch_failed", code: "AGENT_STALLED", message: rec.error.message });
+      await live.chain;
+      return;
+    case "push_prompt": {
+      const text = rec.cycle > 1
+        ? await readFile(followUpPath(store.taskPaths(taskId).dir, rec.cycle), "utf8").catch(() => "")
+        : ((await store.readPrompt(taskId)) ?? "");
+      live.prompt = { cycle: rec.cycle, text };
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      sup.watchRuntime(live, runtime);
+      sup.armTimeout(live);
+      await sup.refresh(live);
+      return;
     }
-    const text = rec.cycle > 1
-      ? await readFile(followUpPath(store.taskPaths(taskId).dir, rec.cycle), "utf8").catch(() => "")
-      : ((await store.readPrompt(taskId)) ?? "");
-    live.promptPending = { cycle: rec.cycle, text };
-    holdSlot(sup, taskId);
-    sup.watchRuntime(live, runtime);
-    sup.armTimeout(live);
-    await sup.refresh(live);
-    return;
+    case "settle":
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      if (alive) sup.watchRuntime(live, runtime);
+      await sup.dispatch(live, { type: "settle_recovered", reason: plan.reason });
+      await live.chain;
+      return;
+    case "gone":
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      await sup.markGone(live);
+      await live.chain;
+      return;
+    case "resume_running":
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      sup.armTimeout(live);
+      sup.watchRuntime(live, runtime);
+      await sup.refresh(live);
+      return;
   }
-  // The cycle's prompt went out: it runs (or ran while the daemon was away). Never prompt it again.
-  live.cycleRunning = true;
-  holdSlot(sup, taskId);
-  const f = live.files?.facts();
-  const endedMeanwhile = f?.cycleSettled === true && !f.retryMayFollow && (f.lastTimestampMs ?? 0) >= promptedAt - 1000;
-  if (j.settling.has(rec.cycle) || endedMeanwhile) {
-    if (alive) sup.watchRuntime(live, runtime);
-    sup.settleCycle(live, j.settling.has(rec.cycle) ? "settled before the crash" : "settled while the daemon was away");
-    await live.chain;
-    return;
-  }
-  if (!alive) {
-    sup.markGone(live);
-    await live.chain;
-    return;
-  }
-  sup.armTimeout(live);
-  sup.watchRuntime(live, runtime);
-  await sup.refresh(live);
+}
+
+/**
+ * task.json is gone or unreadable (deleted, corrupted) while the daemon was down. The child cannot prove itself
+ * any more (its token lived there), so the task cannot go on: its child (from the journal, or found in the
+ * runtime) is ended and the task settles failed with RECORD_LOST, rebuilt from result.json and the index, so
+ * its owner hears it and `wait` ends.
+ */
+async function recoverLost(sup: Supervisor, runtimes: Runtimes, row: TaskSummary, cause: unknown): Promise<void> {
+  const { store } = sup.deps;
+  const taskId = row.taskId;
+  const paths = store.taskPaths(taskId);
+  const stored = await store.readResult(taskId).catch(() => undefined);
+  const j = replayJournal(await store.readEvents(taskId).catch(() => []));
+  const agent = stored?.agent ?? row.row?.agent;
+  const createdAt = stored?.timing.createdAt ?? row.createdAt;
+  const runtime = (agent?.runtime ?? "headless") as TaskRecord["runtime"];
+  const cwd = stored?.cwd ?? row.cwd ?? paths.dir;
+  const rec: TaskRecord = {
+    taskId, owner: row.owner || stored?.owner || "cli", status: "running", createdAt, cwd, kind: "pi",
+    role: stored?.role ?? row.row?.role ?? "worker", model: agent?.model ?? "unknown", thinking: agent?.thinking ?? "off",
+    isolated: stored?.worktree !== undefined, timeoutMs: sup.deps.config().defaultTimeoutMs, runtime,
+    name: agent?.name ?? taskId, token: randomBytes(24).toString("hex"),
+    workdir: stored?.worktree?.path ?? cwd, sessionPath: join(paths.dir, "session.jsonl"), resultPath: paths.resultMd,
+    cycle: Math.max(j.cycle, 1), timing: { ...(stored?.timing ?? {}), createdAt },
+    ...(stored?.brief ?? row.brief ? { brief: stored?.brief ?? row.brief } : {}),
+    ...(stored?.worktree ? { worktree: stored.worktree } : {}),
+    ...(j.handle ? { handle: j.handle } : {}),
+  };
+  delete rec.timing.settledAt;
+  const live = sup.register(rec);
+  if (stored?.diff) live.diff = stored.diff;
+  live.state = { ...live.state, phase: { name: "running", cycle: rec.cycle } };
+  const rt = runtimes.get(runtime);
+  rec.handle ??= await adopt(sup, rt, rec, undefined).then((ok) => (ok ? rec.handle : undefined));
+  await sup.resume(live);
+  const why = cause instanceof Error ? cause.message : String(cause);
+  await sup.journal(live, { type: "recovered", plan: "record_lost", error: why });
+  await sup.dispatch(live, { type: "record_lost", message: `task.json of task ${taskId} was lost or unreadable while the daemon was down (${why.slice(0, 200)}); its child was ended. Inspect ${paths.dir}, then spawn the task again` });
+  await live.chain;
 }
 
 /**
@@ -256,10 +315,17 @@ async function dropUnusedWorktree(sup: Supervisor, rec: TaskRecord, journaled?: 
 export type { Live };
 
 /**
- * The last harvested diff lives in memory between settles; after a restart it comes back from result.json, or the
- * next live result (and the close) would drop the diff of a cycle that settled before the crash.
+ * The last harvested result and diff live in memory between settles; after a restart they come back from
+ * result.json, or the next live result (and the close) would drop the diff of a cycle that settled before the
+ * crash, and a settled cycle would be judged again.
  */
-async function restoreDiff(sup: Supervisor, live: Live): Promise<void> {
+async function restoreResult(sup: Supervisor, live: Live): Promise<void> {
   const stored = await sup.deps.store.readResult(live.rec.taskId).catch(() => undefined);
   if (stored?.diff && !live.diff) live.diff = stored.diff;
+  if (stored && stored.status === live.rec.status) live.result = stored;
+}
+
+/** task.json exists and parses (the task failed to recover for another reason). */
+async function validRecord(sup: Supervisor, taskId: string): Promise<boolean> {
+  return sup.deps.store.readTask(taskId).then((r) => typeof (r as { token?: unknown }).token === "string", () => false);
 }

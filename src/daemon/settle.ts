@@ -3,11 +3,13 @@
 import { sessionReport, withReportAsFinalText, type CrewReport } from "../core/crew-cycle.js";
 import { statfs } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
+import { isInFlight, settleVerdict, type SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, HerdrStatus } from "../core/types.js";
 import { unsynced } from "../store/task-store.js";
 import { assemble, diffFor } from "./harvest.js";
 import type { Live } from "./live.js";
 import type { Supervisor } from "./supervisor.js";
+import { endChild } from "./task-runner.js";
 
 /** The session moved after the prompt was sent (a second of slack for the child's clock). */
 export function freshSession(live: Live): boolean {
@@ -20,7 +22,7 @@ export function freshSession(live: Live): boolean {
 function runtimeRaw(live: Live): HerdrStatus | "missing" {
   if (live.runtimeState === "missing") return "missing";
   if (live.runtimeState === "blocked") return "blocked";
-  return live.cycleRunning || live.promptPending ? "working" : "idle";
+  return isInFlight(live.state.phase) || live.state.phase.name === "queued" ? "working" : "idle";
 }
 
 /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
@@ -52,8 +54,8 @@ export function refresh(sup: Supervisor, live: Live, opts: { settled?: boolean; 
 
 async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; failed?: boolean }): Promise<void> {
   const { rec } = live;
-  if (live.settling && !opts.settled) return;
-  if (opts.settled) delete live.settling;
+  // A settled cycle is final: only its own settled harvest (or a close) writes its result.
+  if (live.state.phase.name === "settled" && !opts.settled && live.result) return;
   const { store } = sup.deps;
   if (opts.settled && rec.error && (rec.error.code === "PANE_GONE" || rec.error.code === "AGENT_ERROR") && !rec.error.message.includes("is full (")) {
     const note = await diskFullNote(live, sup.deps.home);
@@ -88,7 +90,7 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   if (live.files) rec.sessionOffset = live.files.sessionOffset;
   // Owners hear first; then the record. fsync only on a transition (a live snapshot is rebuilt from the session
   // and journal after a crash), and not for `starting`: nothing runs before the launch, which is journaled durably.
-  if (changed) sup.notifyStatus(live, result);
+  if (changed) sup.notifyStatus(live, result, { settled: opts.settled === true });
   const sync = changed && result.status !== "starting";
   if (!changed && !live.rec.lifecycle) {
     // Same status, newer details (a session line): owners read it from memory (task.get, pushes), so the record
@@ -199,22 +201,28 @@ async function diskFullNote(live: Live, home: string): Promise<string | undefine
   return undefined;
 }
 
-export function settleCycle(sup: Supervisor, live: Live, why: string, opts: { failed?: boolean } = {}): void {
-  live.cycleRunning = false;
-  delete live.promptPending;
-  if (live.timer) clearTimeout(live.timer);
-  delete live.timer;
-  live.rec.timing.settledAt = Date.now();
-  const failure = live.rec.error || live.rec.lifecycle ? undefined : failureOf(live, why);
-  if (failure) live.rec.error = failure;
-  live.settling = true;
-  sup.admission.release(live.rec.taskId);
-  void sup.journal(live, { type: "settle", why, cycle: live.rec.cycle });
-  void sup.refresh(live, { settled: true, ...opts });
+/**
+ * The settled harvest of a cycle the machine settled: the reason fixes the status where it can (timeout and abort
+ * interrupt, a prompt pi did not run fails, ...), else the evidence decides. A failed ending ends the child too.
+ */
+export async function settleHarvest(sup: Supervisor, live: Live, reason: SettleReason): Promise<void> {
+  const { rec } = live;
+  rec.timing.settledAt = Date.now();
+  const verdict = settleVerdict(reason, `the session (${rec.sessionPath})`);
+  if (verdict.status === "interrupted") rec.lifecycle = "interrupted";
+  if (verdict.error && (!rec.error || reason.kind === "timeout")) rec.error = verdict.error;
+  else if (!rec.error && !rec.lifecycle) {
+    const failure = failureOf(live, reason);
+    if (failure) rec.error = failure;
+  }
+  if (verdict.status === "failed") rec.error ??= { code: "AGENT_ERROR", message: `the cycle failed (${reason.kind}); inspect the session (${rec.sessionPath})` };
+  await refresh(sup, live, { settled: true, ...(verdict.status === "failed" ? { failed: true } : {}) });
+  const status = live.result?.status;
+  if (status === "failed" || status === "interrupted") await endChild(sup, live, status);
 }
 
 /** Why a cycle that settles without a report failed, so the owner's error delivery and the card can say so. */
-function failureOf(live: Live, why: string): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
+function failureOf(live: Live, reason: SettleReason): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
   if (reportOf(live)) return undefined;
   const f = live.files?.facts();
   const where = `inspect the session (${live.rec.sessionPath})`;
@@ -222,8 +230,9 @@ function failureOf(live: Live, why: string): { code: "AGENT_ERROR" | "PANE_GONE"
     const msg = f?.lastErrorMessage ?? live.lastErrorMessage ?? "no error message";
     return { code: "AGENT_ERROR", message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again` };
   }
-  if (why.startsWith("runtime ") || why.startsWith("gone ")) {
-    return { code: "PANE_GONE", message: `the child's process or pane ended before its cycle finished (${why}); ${where}, then spawn again` };
+  if (reason.kind === "runtime_gone") {
+    const how = reason.how === "away" ? "gone while the daemon was away" : `runtime ${reason.how}`;
+    return { code: "PANE_GONE", message: `the child's process or pane ended before its cycle finished (${how}); ${where}, then spawn again` };
   }
   return undefined;
 }

@@ -16,13 +16,17 @@ import type { Live, SupervisorDeps } from "./live.js";
 import { runPipeline } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
 import type { Connection } from "./server.js";
-import { refresh, reportOf, settleCycle } from "./settle.js";
-import { close, interrupt, respond } from "./task-commands.js";
+import { refresh, reportOf } from "./settle.js";
+import { abort, close, respond, timeOut } from "./task-commands.js";
+import { dispatch } from "./task-runner.js";
+import type { CycleEvent } from "../core/task-cycle.js";
 import { TaskFiles } from "./watcher.js";
 
 export type { Live, SupervisorDeps } from "./live.js";
 
-type Listener = (live: Live, result: AgentResult) => void;
+/** `settled`: this result is a cycle's settled harvest (the one owner outcome of that cycle). */
+export type StatusInfo = { settled: boolean };
+type Listener = (live: Live, result: AgentResult, info: StatusInfo) => void;
 
 export class Supervisor {
   readonly tasks = new Map<string, Live>();
@@ -41,8 +45,8 @@ export class Supervisor {
   }
 
   /** A status change (or a settled harvest) reaches every listener before it is recorded. */
-  notifyStatus(live: Live, result: AgentResult): void {
-    for (const fn of this.listeners) fn(live, result);
+  notifyStatus(live: Live, result: AgentResult, info: StatusInfo = { settled: false }): void {
+    for (const fn of this.listeners) fn(live, result, info);
   }
 
   authenticate(taskId: string, token: string): boolean {
@@ -80,8 +84,9 @@ export class Supervisor {
     return refresh(this, live, opts);
   }
 
-  settleCycle(live: Live, why: string, opts: { failed?: boolean } = {}): void {
-    settleCycle(this, live, why, opts);
+  /** Feed a lifecycle event to the task's machine (src/core/task-cycle.ts). */
+  dispatch(live: Live, ev: CycleEvent): Promise<void> {
+    return dispatch(this, live, ev);
   }
 
   journal(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
@@ -93,7 +98,7 @@ export class Supervisor {
   // ---- spawn pipeline ----
 
   register(rec: TaskRecord): Live {
-    const live: Live = { rec, cycleRunning: false, chain: Promise.resolve() };
+    const live: Live = { rec, state: { phase: { name: "queued", cycle: rec.cycle }, childConnected: false }, chain: Promise.resolve() };
     this.tasks.set(rec.taskId, live);
     return live;
   }
@@ -112,9 +117,10 @@ export class Supervisor {
   }
 
   /** A recovered cycle that cannot finish: the child is gone. */
-  markGone(live: Live): void {
+  markGone(live: Live): Promise<void> {
     live.runtimeState = "missing";
-    this.settleCycle(live, "gone while the daemon was away");
+    live.childEnded = true;
+    return this.dispatch(live, { type: "runtime_gone", how: "gone" });
   }
 
   // ---- watches and the timeout ----
@@ -126,7 +132,7 @@ export class Supervisor {
       taskDir: this.deps.store.taskPaths(rec.taskId).dir,
       sessionPath: rec.sessionPath,
       resultPath: rec.resultPath,
-      onChange: () => onFiles(this, live),
+      onChange: (what) => onFiles(this, live, what),
     });
     live.files.start();
   }
@@ -137,6 +143,8 @@ export class Supervisor {
     void live.files?.stop();
     if (live.timer) clearTimeout(live.timer);
     delete live.timer;
+    if (live.idleTimer) clearTimeout(live.idleTimer);
+    delete live.idleTimer;
   }
 
   watchRuntime(live: Live, runtime: Runtime): void {
@@ -155,19 +163,20 @@ export class Supervisor {
 
   armTimeout(live: Live): void {
     if (live.timer) clearTimeout(live.timer);
-    const ms = live.rec.timeoutMs;
     live.timer = setTimeout(() => {
-      void this.interrupt(live, { code: "TIMEOUT", message: `no result within timeoutMs (${ms} ms); the child was stopped. Inspect the session, then spawn again with a larger timeoutMs or a smaller task` });
-    }, ms);
+      delete live.timer;
+      if (!this.stopped) void timeOut(this, live);
+    }, live.rec.timeoutMs);
   }
 
   // ---- owner commands (task-commands.ts) ----
 
-  interrupt(live: Live, error?: { code: string; message: string }): Promise<void> {
-    return interrupt(this, live, error);
+  /** Abort a task; false when nothing is left to abort (closed, or ended on its own). */
+  abort(live: Live): Promise<boolean> {
+    return abort(this, live);
   }
 
-  respond(live: Live, message: string): Promise<number> {
+  respond(live: Live, message: string): Promise<{ cycle: number; queued: boolean }> {
     return respond(this, live, message);
   }
 
@@ -180,7 +189,7 @@ export class Supervisor {
   }
 
   isOpen(live: Live): boolean {
-    return live.rec.lifecycle === undefined;
+    return live.state.phase.name !== "closed" && live.rec.lifecycle === undefined;
   }
 
   newRecord(input: Omit<TaskRecord, "token" | "name" | "sessionPath" | "resultPath" | "workdir" | "cycle" | "status" | "timing" | "createdAt"> & { createdAt: number }, taskId: string): TaskRecord {

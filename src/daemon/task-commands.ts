@@ -1,4 +1,5 @@
-// The owner's commands on a task: interrupt (abort or timeout), respond (the next cycle) and close.
+// The owner's commands on a task: interrupt (abort or timeout), respond (the next cycle) and close. Each is a
+// lifecycle event; the files a command needs (a follow-up's text) are durable before the event is fed.
 import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
@@ -8,68 +9,87 @@ import { typeFollowUpLater } from "./child-prompt.js";
 import type { Live } from "./live.js";
 import { followUpPath } from "./record.js";
 import type { Supervisor } from "./supervisor.js";
+import { dispatch } from "./task-runner.js";
 
-export async function interrupt(sup: Supervisor, live: Live, error?: { code: string; message: string }): Promise<void> {
-  const { rec } = live;
-  if (rec.lifecycle) return;
-  rec.lifecycle = "interrupted";
-  if (error) rec.error = error;
-  sup.admission.cancel(rec.taskId, new DshError("BAD_STATE", "aborted while queued"));
-  live.readiness?.reject(new DshError("BAD_STATE", "aborted"));
-  live.child?.push("child.abort", { reason: error?.code ?? "aborted" });
-  if (rec.handle) await sup.deps.runtimeFor(rec.runtime).close(rec.handle).catch(() => undefined);
+/** Statuses with nothing left to abort: the cycle ended on its own and its child is ended. */
+const TERMINAL = new Set(["failed", "gone", "interrupted", "closed"]);
+
+/** Abort (the owner's or a person's). False when there is nothing to abort. */
+export async function abort(sup: Supervisor, live: Live): Promise<boolean> {
+  const p = live.state.phase;
+  if (p.name === "closed" || (p.name === "settled" && TERMINAL.has(live.result?.status ?? ""))) return false;
   sup.stopWatching(live);
-  await sup.journal(live, { type: "interrupted", ...(error ? { code: error.code } : {}) });
-  sup.settleCycle(live, error?.code ?? "aborted");
+  await dispatch(sup, live, { type: "abort" });
+  await live.chain;
+  return true;
+}
+
+/** The task's timeout fired. */
+export async function timeOut(sup: Supervisor, live: Live): Promise<void> {
+  await dispatch(sup, live, { type: "timeout_fired", ms: live.rec.timeoutMs });
   await live.chain;
 }
 
-export async function respond(sup: Supervisor, live: Live, message: string): Promise<number> {
+/**
+ * A follow-up for a completed or blocked task: durable first (its text and the respond record), then the next
+ * cycle starts, at once when a slot is free, else when one frees (the cycle is queued meanwhile). Returns at once.
+ */
+export async function respond(sup: Supervisor, live: Live, message: string): Promise<{ cycle: number; queued: boolean }> {
   const { rec } = live;
-  if (rec.status !== "completed" && rec.status !== "blocked") {
-    throw new DshError("BAD_STATE", `task ${rec.taskId} is ${rec.status}; task.respond needs a completed or blocked task (wait for it with task.wait, or spawn a new task)`);
+  const status = live.result?.status ?? rec.status;
+  if (live.state.phase.name !== "settled" || (status !== "completed" && status !== "blocked")) {
+    const what = live.state.phase.name === "queued" ? "queued (a follow-up waits for a slot)" : status;
+    throw new DshError("BAD_STATE", `task ${rec.taskId} is ${what}; respond needs a completed or blocked task (wait for it, or spawn a new task)`);
   }
-  await sup.admission.acquire(rec.taskId);
-  rec.cycle += 1;
+  const cycle = live.state.phase.cycle + 1;
+  rec.cycle = cycle;
   delete rec.timing.settledAt;
+  delete rec.error;
   delete live.lastStopReason;
   delete live.lastErrorMessage;
-  // Pending before result.md moves: a harvest the move triggers must read "working", not a settled cycle.
-  const pending = { cycle: rec.cycle, text: message };
-  live.promptPending = pending;
+  const pending = { cycle, text: message };
+  live.prompt = pending;
+  const slot = sup.admission.acquire(rec.taskId);
+  const slotFree = sup.admission.holds(rec.taskId);
+  // The phase moves before result.md does: a harvest the move triggers must read "working", not a settled cycle.
+  const started = dispatch(sup, live, { type: "respond" });
   const dir = sup.deps.store.taskPaths(rec.taskId).dir;
   // The new cycle must earn its own result.md: keep the old one beside it for the record.
-  await rename(rec.resultPath, join(dir, `result.cycle${rec.cycle - 1}.md`)).catch(() => undefined);
+  await rename(rec.resultPath, join(dir, `result.cycle${cycle - 1}.md`)).catch(() => undefined);
   await live.files?.readResult();
   // The follow-up and its record are durable before any child sees it: a restarted daemon sends it (once) if no
   // prompt_sent follows, and never a second time if one does.
-  await writeAtomic(followUpPath(dir, rec.cycle), message);
-  await sup.journal(live, { type: "respond", cycle: rec.cycle, bytes: message.length });
-  sup.armTimeout(live);
-  // With the extension away (a daemon restart), wait for it to reconnect: hello pushes the pending prompt.
-  if (live.child) sup.sendPrompt(live);
-  else typeFollowUpLater(sup, live, pending);
-  await sup.refresh(live);
-  return rec.cycle;
+  await writeAtomic(followUpPath(dir, cycle), message);
+  await sup.journal(live, { type: "respond", cycle, bytes: message.length });
+  await started;
+  const begin = () => {
+    void dispatch(sup, live, { type: "slot_granted" }).then(() => {
+      // With the extension away (a daemon restart), wait for it to reconnect: hello pushes the pending prompt.
+      if (live.state.phase.name === "awaiting_prompt" && !live.child) typeFollowUpLater(sup, live, pending);
+      return sup.refresh(live);
+    });
+  };
+  if (slotFree) {
+    await slot;
+    begin();
+    await sup.refresh(live);
+  } else {
+    void slot.then(begin, (e: unknown) => {
+      const err = e instanceof DshError ? e : new DshError("CONCURRENCY_LIMIT", String(e));
+      void dispatch(sup, live, { type: "launch_failed", code: err.code, message: err.message });
+    });
+    await sup.refresh(live);
+  }
+  return { cycle, queued: !slotFree };
 }
 
 export async function close(sup: Supervisor, live: Live, closePane: boolean): Promise<AgentResult> {
   const { rec } = live;
   if (rec.lifecycle !== "closed") {
-    const wasRunning = live.cycleRunning || live.promptPending !== undefined;
     rec.lifecycle = "closed";
-    sup.admission.cancel(rec.taskId, new DshError("BAD_STATE", "closed while queued"));
-    if (wasRunning) live.child?.push("child.abort", { reason: "closed" });
-    // A pane stays for the person to read unless asked; a headless process has nothing to show (its output is in
-    // the task dir), so a closed task never leaves one running.
-    const endChild = closePane || wasRunning || rec.runtime === "headless";
-    if (rec.handle && endChild) await sup.deps.runtimeFor(rec.runtime).close(rec.handle).catch(() => undefined);
     sup.stopWatching(live);
-    live.child?.push("child.abort", { reason: "closed" });
-    sup.admission.release(rec.taskId);
-    live.cycleRunning = false;
     await sup.journal(live, { type: "closed", closePane });
-    await sup.refresh(live);
+    await dispatch(sup, live, { type: "close", closePane, headless: rec.runtime === "headless" });
   }
   await live.chain;
   return live.result!;

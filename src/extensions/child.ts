@@ -69,6 +69,22 @@ export default function childExtension(pi: ExtensionAPI): void {
     if (env.resultPath) writeResultMd(env.resultPath, resultMdFor(report));
     sendEnd("child.report", { cycle, ...report, ...(env.resultPath ? { resultPath: env.resultPath } : {}) });
   };
+  // pi reports a prompt it refuses (no API key, no model) to its own error listeners, not to the caller of
+  // sendUserMessage: a prompt that has not started a run shortly after it was sent, with pi idle, did not run.
+  let started = 0;
+  const checkStarted = (forCycle: number, waitedMs = 0) =>
+    setTimeout(() => {
+      if (started >= forCycle || cycle !== forCycle || shuttingDown) return;
+      const ctx = ctxRef;
+      if (ctx && !ctx.isIdle()) return checkStarted(forCycle, waitedMs + 500); // compacting or queued: it runs
+      const why = promptRefusal(ctx);
+      // Without a known reason, give pi a generous while before calling it refused.
+      if (why === undefined && waitedMs < 10_000) return checkStarted(forCycle, waitedMs + 500);
+      send("child.event", { type: "prompt_failed", cycle: forCycle, errorMessage: why ?? "pi did not start the prompt" });
+    }, 500).unref();
+  pi.on("before_agent_start", async () => {
+    started = Math.max(started, cycle);
+  });
   // Sent from a later macrotask: inside agent_end pi may still count as streaming.
   const sendPrompt = (text: string, onSent?: () => void) =>
     setTimeout(() => {
@@ -125,7 +141,10 @@ export default function childExtension(pi: ExtensionAPI): void {
     cycle = p.cycle;
     guard.newCycle();
     reports.clear();
-    sendPrompt(p.text, () => send("child.event", { type: "prompt_accepted", cycle: p.cycle }));
+    sendPrompt(p.text, () => {
+      send("child.event", { type: "prompt_accepted", cycle: p.cycle });
+      checkStarted(p.cycle);
+    });
   };
 
   const attach = async (): Promise<void> => {
@@ -163,7 +182,10 @@ export default function childExtension(pi: ExtensionAPI): void {
     ctxRef = ctx;
     if (!client) await attach();
   });
-  pi.on("agent_start", async () => send("child.event", { type: "agent_start", cycle }));
+  pi.on("agent_start", async () => {
+    started = Math.max(started, cycle);
+    send("child.event", { type: "agent_start", cycle });
+  });
   pi.on("session_shutdown", async () => {
     shuttingDown = true;
     if (client && !client.closed) {
@@ -171,4 +193,14 @@ export default function childExtension(pi: ExtensionAPI): void {
       client.close();
     }
   });
+}
+
+/** Why pi will not run a prompt, in pi's own words where it has them (its model registry), else undefined. */
+function promptRefusal(ctx: ExtensionContext | undefined): string | undefined {
+  const c = ctx as unknown as { model?: { provider?: string; id?: string }; modelRegistry?: { hasConfiguredAuth?(m: unknown): boolean } } | undefined;
+  if (!c) return undefined;
+  if (!c.model) return "No model selected.";
+  const auth = c.modelRegistry?.hasConfiguredAuth;
+  if (typeof auth === "function" && !auth.call(c.modelRegistry, c.model)) return `No API key found for ${c.model.provider ?? "the model's provider"}.`;
+  return undefined;
 }

@@ -30,6 +30,8 @@ export interface Config {
   workspaceLabel: string;
   topology: "auto" | "split" | "workspace";
   closePaneOnDone: boolean;
+  /** A settled task's idle child is ended after this long without a follow-up (0: never); respond relaunches it. */
+  idleChildMs: number;
   deliveryTtlMs: number;
 }
 
@@ -51,6 +53,7 @@ export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
   workspaceLabel: "DSH · {repo}",
   topology: "auto",
   closePaneOnDone: false,
+  idleChildMs: 600_000,
   deliveryTtlMs: 24 * 60 * 60 * 1000,
 });
 

@@ -80,18 +80,18 @@ test("deliveries older than 24 h are dropped when the owner returns", () =>
     assert.ok((await readOutbox(home, "owner-3")).some((r) => r.deliveryId === "old" && r.state === "expired"));
   }));
 
-test("watch turns settled cycles of pi owners into deliveries; running cycles and the CLI owner get none", () =>
+test("watch turns settled harvests of pi owners into deliveries; live snapshots and the CLI owner get none", () =>
   withHome(async (home) => {
-    let listener: ((live: Live, r: AgentResult) => void) | undefined;
+    let listener: ((live: Live, r: AgentResult, info: { settled: boolean }) => void) | undefined;
     const svc = new DeliveryService({ home, log, reportOf: (l) => (l as unknown as { report?: any }).report });
     svc.watch({ onStatus: (fn) => ((listener = fn), () => undefined) });
     const c = conn("owner-4");
     await svc.attach(c);
     const res = (status: AgentResult["status"]) => ({ schemaVersion: 1, taskId: "tabc123456789", status, brief: "b", summary: "s" }) as AgentResult;
-    const live = (owner: string, running: boolean) => ({ rec: { owner, cycle: 3 }, cycleRunning: running, report: { outcome: "completed", report: "exact report" } }) as unknown as Live;
-    listener!(live("owner-4", true), res("completed"));
-    listener!(live("cli", false), res("completed"));
-    listener!(live("owner-4", false), res("completed"));
+    const live = (owner: string) => ({ rec: { owner, cycle: 3 }, report: { outcome: "completed", report: "exact report" } }) as unknown as Live;
+    listener!(live("owner-4"), res("completed"), { settled: false });
+    listener!(live("cli"), res("completed"), { settled: true });
+    listener!(live("owner-4"), res("completed"), { settled: true });
     // The enqueue runs in the background (a durable write first): wait for it, then make sure no second one comes.
     for (let i = 0; i < 500 && c.pushes.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));

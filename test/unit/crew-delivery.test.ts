@@ -26,13 +26,18 @@ test("completed and needs_input deliveries carry the validated crew_report uncha
   assert.deepEqual(c.model, { subagent_id: "tabc123456789", brief: "label", result: { outcome: "completed", report: "done" } });
 });
 
-test("errors use status/error, never a fabricated result; aborts are TUI-only; running and closed owe nothing", () => {
+test("errors use status/error, never a fabricated result; only the owner's abort is TUI-only; running and closed owe nothing", () => {
   const e = deliveryFor(result("failed", { error: { code: "CONTRACT_ERROR", message: "no crew_report twice" } }), 1)!;
   assert.deepEqual(e.model, { subagent_id: "tabc123456789", brief: "label", status: "error", error: "CONTRACT_ERROR: no crew_report twice" });
   assert.equal(validPush({ ...e, queuedAt: 5 }), true);
-  const a = deliveryFor(result("interrupted", { error: { code: "TIMEOUT", message: "too slow" } }), 1)!;
+  // A timeout is no abort the owner asked for: its model hears it as an error.
+  const t = deliveryFor(result("interrupted", { error: { code: "TIMEOUT", message: "too slow" } }), 1)!;
+  assert.deepEqual(t.model, { subagent_id: "tabc123456789", brief: "label", status: "error", error: "TIMEOUT: too slow" });
+  assert.equal(t.deliveryId, "tabc123456789-c1-error");
+  assert.equal(validPush({ ...t, queuedAt: 5 }), true);
+  const a = deliveryFor(result("interrupted"), 1)!;
   assert.equal(a.model, null);
-  assert.deepEqual(a.card, { status: "aborted", subagent_id: "tabc123456789", brief: "label", reason: "too slow" });
+  assert.deepEqual(a.card, { status: "aborted", subagent_id: "tabc123456789", brief: "label", reason: "aborted" });
   assert.equal(validPush({ ...a, queuedAt: 5 }), true);
   for (const s of ["working", "running", "starting", "closed"] as const) assert.equal(deliveryFor(result(s), 1), null);
 });
@@ -42,6 +47,13 @@ test("without the child's report the result.md body stands in; a report of anoth
   assert.deepEqual((deliveryFor(r, 1)!.model as { result: unknown }).result, { outcome: "completed", report: "Body text" });
   const mism = deliveryFor(r, 1, { outcome: "needs_input", report: "x", needs: "y" })!;
   assert.equal((mism.model as { result: { outcome: string } }).result.outcome, "completed");
+  // The final message verbatim when there is no result.md; with neither, an error, never a made-up report.
+  const fm = deliveryFor(result("completed", { finalMessage: "  All done, see the diff.  " }), 1)!;
+  assert.deepEqual((fm.model as { result: unknown }).result, { outcome: "completed", report: "All done, see the diff." });
+  const none = deliveryFor(result("completed", { summary: "completed" }), 1)!;
+  assert.equal((none.model as { status: string }).status, "error");
+  assert.match((none.model as { error: string }).error, /^NO_REPORT: /);
+  assert.equal(none.deliveryId, "tabc123456789-c1-error");
 });
 
 test("status mapping and the 24 h expiry", () => {

@@ -1,0 +1,62 @@
+// What a restarted daemon does with each open task, decided from what it finds: task.json, the journal replayed
+// (events.jsonl) and the evidence (is a child alive, did the session end its cycle meanwhile). Pure: the daemon
+// gathers the inputs (src/daemon/recover.ts) and carries the plan out. Effects the journal shows are never
+// repeated (a sent prompt is not sent again); effects it does not show are done now.
+import type { Phase, SettleReason } from "./task-cycle.js";
+
+export interface RecoveryInput {
+  /** The record's cycle after the journal's follow-ups are applied. */
+  cycle: number;
+  /** The record's status is a settled one and the journal has that cycle's settled harvest. */
+  harvested: boolean;
+  closed?: { closePane: boolean };
+  interrupted?: { code?: string };
+  /** A child was launched (journaled handle, or found and adopted). */
+  launched: boolean;
+  /** The launched child still runs (meaningless when !launched). */
+  alive: boolean;
+  /** The cycle's prompt went out (prompt_sent, or the record's promptedAt for cycle 1). */
+  prompted: boolean;
+  /** The child confirmed the cycle's prompt (prompt_accepted, or typed into the runtime). */
+  accepted: boolean;
+  /** The journal has this cycle's settle (its harvest may not have run). */
+  settling: boolean;
+  /** The session shows the cycle ended after its prompt, with no retry to come. */
+  endedMeanwhile: boolean;
+}
+
+export type RecoveryPlan =
+  | { kind: "finish_close"; closePane: boolean }
+  | { kind: "finish_abort"; timeout: boolean }
+  /** Never launched: nothing ran, so starting it again repeats nothing. */
+  | { kind: "start_again" }
+  /** Settled and harvested: the stored result stands; a live child is watched (the owner may respond). */
+  | { kind: "keep_settled"; phase: Phase }
+  /** Launched, prompt not (confirmed) out and the child lives: push it on hello (the child runs a cycle once). */
+  | { kind: "push_prompt"; phase: Phase }
+  /** The child ended before it took its prompt. */
+  | { kind: "failed_before_prompt" }
+  /** The cycle ran and ended (before the crash, or while the daemon was away): settle it now. */
+  | { kind: "settle"; phase: Phase; reason: SettleReason }
+  /** The cycle ran and its child is gone. */
+  | { kind: "gone"; phase: Phase }
+  /** The cycle runs on: watch it again. */
+  | { kind: "resume_running"; phase: Phase };
+
+export function planRecovery(i: RecoveryInput): RecoveryPlan {
+  if (i.closed) return { kind: "finish_close", closePane: i.closed.closePane };
+  if (i.interrupted) return { kind: "finish_abort", timeout: i.interrupted.code === "TIMEOUT" };
+  if (!i.launched) return { kind: "start_again" };
+  const cycle = i.cycle;
+  if (i.harvested) return { kind: "keep_settled", phase: { name: "settled", cycle, reason: { kind: "settled_before_crash" }, ...(i.alive ? {} : { parked: true }) } };
+  const unconfirmed = i.prompted && !i.accepted && !i.settling;
+  if (!i.prompted || (unconfirmed && i.alive)) {
+    if (!i.alive) return { kind: "failed_before_prompt" };
+    return { kind: "push_prompt", phase: { name: "awaiting_prompt", cycle } };
+  }
+  // The cycle's prompt went out: it runs (or ran while the daemon was away). Never prompt it again.
+  const running: Phase = { name: "running", cycle };
+  if (i.settling || i.endedMeanwhile) return { kind: "settle", phase: running, reason: { kind: "settled_before_crash" } };
+  if (!i.alive) return { kind: "gone", phase: running };
+  return { kind: "resume_running", phase: running };
+}
