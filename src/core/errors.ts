@@ -43,6 +43,7 @@ export const ERROR_CODES = [
   "PROMPT_FAILED",
   "RECORD_LOST",
   "MACHINE_UNKNOWN",
+  "NO_REPORT",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -51,8 +52,8 @@ export class DshError extends Error {
   readonly code: ErrorCode;
   readonly details?: Record<string, unknown>;
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
-    super(message);
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = "DshError";
     this.code = code;
     if (details !== undefined) this.details = details;
@@ -71,5 +72,6 @@ export function isDshError(e: unknown): e is DshError {
 export function asDshError(e: unknown, fallback: ErrorCode = "INTERNAL"): DshError {
   if (e instanceof DshError) return e;
   const message = e instanceof Error ? e.message : String(e);
-  return new DshError(fallback, message);
+  // The original stays reachable for logs and debugging (its stack names where it came from).
+  return new DshError(fallback, message, undefined, { cause: e });
 }

@@ -1,0 +1,168 @@
+// The lifecycle machine (src/core/task-cycle.ts) and the recovery plan, table-driven: no timers, no socket.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { settleVerdict, step, type CycleEvent, type Effect, type Phase, type TaskState } from "../../src/core/task-cycle.js";
+import { planRecovery, type RecoveryInput } from "../../src/core/recovery-plan.js";
+import { deliveryFor } from "../../src/core/crew-delivery.js";
+import type { AgentResult } from "../../src/core/types.js";
+
+const st = (phase: Phase, childConnected = true): TaskState => ({ phase, childConnected });
+const run = (s: TaskState, ...evs: CycleEvent[]) => {
+  const effects: Effect[] = [];
+  for (const e of evs) {
+    const r = step(s, e);
+    s = r.state;
+    effects.push(...r.effects);
+  }
+  return { state: s, effects };
+};
+const kinds = (effects: Effect[]) => effects.map((e) => e.type);
+const settles = (effects: Effect[]) => effects.filter((e) => e.type === "harvest_settled").length;
+const running: Phase = { name: "running", cycle: 1 };
+
+test("every way a running cycle ends is exactly one settle, journaled before anything it records is done", () => {
+  const endings: [string, CycleEvent, string][] = [
+    ["agent_end", { type: "agent_end", willRetry: false, stopReason: "stop" }, "agent_end"],
+    ["contract error", { type: "contract_error" }, "contract_error"],
+    ["prompt pi refused", { type: "prompt_failed", cycle: 1, message: "No API key found for anthropic." }, "prompt_failed"],
+    ["pane gone", { type: "runtime_gone", how: "gone" }, "runtime_gone"],
+    ["timeout", { type: "timeout_fired", ms: 1000 }, "timeout"],
+    ["owner abort", { type: "abort" }, "owner_abort"],
+    ["launch failed", { type: "launch_failed", code: "AGENT_STALLED", message: "x" }, "start_failed"],
+    ["record lost", { type: "record_lost", message: "gone" }, "record_lost"],
+  ];
+  for (const [what, ev, kind] of endings) {
+    const { state, effects } = run(st(running), ev);
+    assert.equal(state.phase.name, "settled", what);
+    assert.equal((state.phase as { reason: { kind: string } }).reason.kind, kind, what);
+    assert.equal(settles(effects), 1, what);
+    const k = kinds(effects);
+    const settleJournal = effects.findIndex((e) => e.type === "journal" && e.entry.type === "settle");
+    assert.ok(settleJournal >= 0 && settleJournal < k.indexOf("harvest_settled"), `${what}: settle journaled first`);
+    assert.ok(k.indexOf("release_slot") < k.indexOf("harvest_settled"), `${what}: the slot frees with the settle`);
+    // A settled cycle is final: nothing that arrives later settles it again.
+    // (An owner's abort is the one command that may still end a finished cycle: tested below.)
+    for (const late of endings.filter((e) => e[1].type !== "abort")) assert.equal(settles(step(state, late[1]).effects), 0, `${what} then ${late[0]}`);
+  }
+});
+
+test("a settled cycle is final: late evidence is journaled, never re-judged; only respond starts a new cycle", () => {
+  const settled = run(st(running), { type: "agent_end", willRetry: false }).state;
+  const late = step(settled, { type: "evidence_changed", what: "result" });
+  assert.equal(late.state, settled);
+  assert.deepEqual(kinds(late.effects), ["journal"]);
+  assert.equal((late.effects[0] as { entry: { type: string } }).entry.type, "late_evidence");
+  for (const ev of [{ type: "agent_end", willRetry: false }, { type: "session_settled", retryMayFollow: false, fresh: true }, { type: "contract_error" }, { type: "prompt_accepted", cycle: 1 }, { type: "timeout_fired", ms: 1 }] as CycleEvent[]) {
+    assert.equal(step(settled, ev).state.phase, settled.phase, ev.type);
+    assert.equal(settles(step(settled, ev).effects), 0, ev.type);
+  }
+  const next = run(settled, { type: "respond" }, { type: "slot_granted" });
+  assert.deepEqual(next.state.phase, { name: "awaiting_prompt", cycle: 2 });
+  assert.ok(kinds(next.effects).includes("push_prompt"));
+});
+
+test("a retry pi will make keeps the cycle running; only the final agent_end settles it", () => {
+  const r = run(st(running), { type: "agent_end", willRetry: true, stopReason: "error" });
+  assert.equal(r.state.phase.name, "running");
+  assert.equal(settles(r.effects), 0);
+  assert.equal(run(r.state, { type: "agent_end", willRetry: false, stopReason: "error" }).state.phase.name, "settled");
+});
+
+test("races fixed earlier: prompt accepted before the launch returned; a cycle finished while the launch was journaled; close while launching", () => {
+  // The child said hello and took its prompt during the launch call.
+  const early = run(st({ name: "launching", cycle: 1, attempt: 1 }, false), { type: "child_hello" }, { type: "prompt_accepted", cycle: 1 }, { type: "launch_returned" });
+  assert.equal(early.state.phase.name, "running");
+  assert.deepEqual(kinds(early.effects).filter((k) => k === "arm_timeout"), ["arm_timeout"]); // armed once, for the running cycle
+  // ...and even finished it: the late launch_returned arms no timeout for a settled cycle.
+  const done = run(st({ name: "launching", cycle: 1, attempt: 1 }), { type: "prompt_accepted", cycle: 1 }, { type: "agent_end", willRetry: false });
+  const after = step(done.state, { type: "launch_returned" });
+  assert.equal(after.state.phase.name, "settled");
+  assert.deepEqual(after.effects, []);
+  // Closed while launching: closed is final, the launch's later return changes nothing.
+  const closed = run(st({ name: "launching", cycle: 1, attempt: 1 }), { type: "close", closePane: false, headless: true });
+  assert.deepEqual(closed.state.phase, { name: "closed" });
+  assert.deepEqual(step(closed.state, { type: "launch_returned" }).effects, []);
+  assert.deepEqual(step(closed.state, { type: "prompt_accepted", cycle: 1 }).effects, []);
+});
+
+test("a prompt pi did not run fails the cycle with pi's words; a timeout is TIMEOUT; an unrequested abort is never completed", () => {
+  assert.deepEqual(settleVerdict({ kind: "prompt_failed", message: "No API key found for anthropic." }).status, "failed");
+  assert.match(settleVerdict({ kind: "prompt_failed", message: "No API key found for anthropic." }).error!.message, /^pi did not run the prompt: No API key found for anthropic; /);
+  assert.deepEqual([settleVerdict({ kind: "timeout", ms: 5 }).status, settleVerdict({ kind: "timeout", ms: 5 }).error?.code], ["interrupted", "TIMEOUT"]);
+  assert.equal(settleVerdict({ kind: "agent_end", stopReason: "aborted" }).status, "failed");
+  assert.equal(settleVerdict({ kind: "agent_end", stopReason: "aborted" }).error?.code, "AGENT_ABORTED");
+  assert.equal(settleVerdict({ kind: "session_settled", stopReason: "aborted" }).status, "failed");
+  assert.equal(settleVerdict({ kind: "agent_end", stopReason: "stop" }).status, undefined); // the evidence decides
+  assert.equal(settleVerdict({ kind: "owner_abort" }).error, undefined);
+});
+
+test("failed and interrupted endings end the child; a normal one leaves it for a follow-up (parked after idleChildMs)", () => {
+  const ends = (ev: CycleEvent) => kinds(step(st(running), ev).effects).includes("end_child");
+  assert.equal(ends({ type: "prompt_failed", cycle: 1, message: "x" }), true);
+  assert.equal(ends({ type: "timeout_fired", ms: 1 }), true);
+  assert.equal(ends({ type: "abort" }), true);
+  assert.equal(ends({ type: "contract_error" }), true);
+  assert.equal(ends({ type: "agent_end", willRetry: false, stopReason: "aborted" }), true);
+  const normal = step(st(running), { type: "agent_end", willRetry: false, stopReason: "stop" });
+  assert.equal(kinds(normal.effects).includes("end_child"), false);
+  assert.ok(kinds(normal.effects).includes("arm_idle"));
+  const parked = step(normal.state, { type: "idle_expired" });
+  assert.equal((parked.state.phase as { parked?: boolean }).parked, true);
+  assert.ok(kinds(parked.effects).includes("end_child"));
+  // respond on a parked task relaunches pi (on its session file) instead of pushing to a child that is gone.
+  const again = run(parked.state, { type: "respond" }, { type: "slot_granted" });
+  assert.deepEqual(again.state.phase, { name: "launching", cycle: 2, attempt: 1 });
+  assert.ok(kinds(again.effects).includes("relaunch"));
+});
+
+test("respond is a queued cycle until a slot frees; a queue failure settles that cycle", () => {
+  const settled = run(st(running), { type: "agent_end", willRetry: false }).state;
+  const q = step(settled, { type: "respond" });
+  assert.deepEqual(q.state.phase, { name: "queued", cycle: 2 });
+  assert.equal(kinds(q.effects).includes("push_prompt"), false);
+  const failed = step(q.state, { type: "launch_failed", code: "CONCURRENCY_LIMIT", message: "queueTimeoutMs" });
+  assert.deepEqual([failed.state.phase.name, (failed.state.phase as { cycle: number }).cycle], ["settled", 2]);
+});
+
+test("every settle yields exactly one owner outcome; only the owner's abort is TUI-only", () => {
+  const base = { schemaVersion: 1, taskId: "tabc123456789", role: "worker", brief: "b", summary: "s", agent: {}, herdrStatus: "unknown", timing: { createdAt: 1 }, nextAction: "inspect" } as unknown as AgentResult;
+  const cases: [AgentResult, "model" | "tui"][] = [
+    [{ ...base, status: "completed", finalMessage: "done" }, "model"],
+    [{ ...base, status: "blocked", finalMessage: "need a colour" }, "model"],
+    [{ ...base, status: "failed", error: { code: "PROMPT_FAILED", message: "x" } }, "model"],
+    [{ ...base, status: "gone" }, "model"],
+    [{ ...base, status: "interrupted", error: { code: "TIMEOUT", message: "x" } }, "model"],
+    [{ ...base, status: "interrupted" }, "tui"],
+  ];
+  for (const [r, where] of cases) {
+    const d = deliveryFor(r, 1);
+    assert.ok(d, r.status);
+    assert.equal(d!.model === null ? "tui" : "model", where, `${r.status} ${r.error?.code ?? ""}`);
+  }
+});
+
+test("planRecovery: what a restarted daemon does with each open task", () => {
+  const base: RecoveryInput = { cycle: 1, harvested: false, launched: true, alive: true, prompted: true, accepted: true, settling: false, endedMeanwhile: false };
+  const rows: [string, Partial<RecoveryInput>, string][] = [
+    ["closed before the crash", { closed: { closePane: true } }, "finish_close"],
+    ["aborted before the crash", { interrupted: {} }, "finish_abort"],
+    ["never launched", { launched: false, prompted: false, accepted: false }, "start_again"],
+    ["settled and harvested", { harvested: true }, "keep_settled"],
+    ["launched, prompt never sent", { prompted: false, accepted: false }, "push_prompt"],
+    ["prompt sent unconfirmed, child alive", { accepted: false }, "push_prompt"],
+    ["prompt never sent, child gone", { prompted: false, accepted: false, alive: false }, "failed_before_prompt"],
+    // It may have run the prompt before it died: gone, never prompted a second time.
+    ["prompt sent unconfirmed, child gone", { accepted: false, alive: false }, "gone"],
+    ["settle journaled, not harvested", { settling: true }, "settle"],
+    ["cycle ended while the daemon was away", { endedMeanwhile: true, alive: false }, "settle"],
+    ["running, child gone", { alive: false }, "gone"],
+    ["running, child alive", {}, "resume_running"],
+  ];
+  for (const [what, patch, kind] of rows) assert.equal(planRecovery({ ...base, ...patch }).kind, kind, what);
+  // A prompt already sent is never planned to be sent again.
+  assert.notEqual(planRecovery({ ...base, accepted: true }).kind, "push_prompt");
+  const t = planRecovery({ ...base, interrupted: { code: "TIMEOUT" } });
+  assert.deepEqual(t, { kind: "finish_abort", timeout: true });
+  const kept = planRecovery({ ...base, harvested: true, alive: false });
+  assert.deepEqual(kept.kind === "keep_settled" && kept.phase, { name: "settled", cycle: 1, reason: { kind: "settled_before_crash" }, parked: true });
+});
