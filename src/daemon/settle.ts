@@ -207,7 +207,7 @@ async function diskFullNote(live: Live, home: string): Promise<string | undefine
  */
 export async function settleHarvest(sup: Supervisor, live: Live, reason: SettleReason): Promise<void> {
   const { rec } = live;
-  rec.timing.settledAt = Date.now();
+  rec.timing.settledAt ??= Date.now();
   const verdict = settleVerdict(reason, `the session (${rec.sessionPath})`);
   if (verdict.status === "interrupted") rec.lifecycle = "interrupted";
   if (verdict.error && (!rec.error || reason.kind === "timeout")) rec.error = verdict.error;

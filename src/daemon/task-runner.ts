@@ -14,6 +14,8 @@ export function dispatch(sup: Supervisor, live: Live, ev: CycleEvent): Promise<v
   const before = live.state.phase;
   const { state, effects } = step(live.state, ev);
   live.state = state;
+  // The settle's moment, before its slot is released: the next task admitted cannot start before it.
+  if (effects.some((e) => e.type === "harvest_settled")) live.rec.timing.settledAt = Date.now();
   if (state.phase !== before) sup.deps.log.debug({ taskId: live.rec.taskId, event: ev.type, from: before.name, to: state.phase.name }, "phase");
   return run(sup, live, effects);
 }
