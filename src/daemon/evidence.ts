@@ -76,7 +76,8 @@ async function piWords(sup: Supervisor, live: Live, fromExtension: string): Prom
   }
   const key = first.slice(0, 24);
   const seen = key && out.split("\n").find((l) => l.includes(key));
-  return seen ? seen.trim().replace(/^Error:\s*/, "") : first;
+  // The TUI frames it as `Extension "<runtime>" error: <pi's message>`: the message is pi's words.
+  return seen ? seen.trim().replace(/^Error:\s*/, "").replace(/^Extension "[^"]*" error:\s*/, "") : first;
 }
 
 export async function childReport(sup: Supervisor, conn: Connection, p: ChildReport): Promise<{ ok: true }> {

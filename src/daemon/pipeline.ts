@@ -173,6 +173,8 @@ function childEnv(sup: Supervisor, rec: TaskRecord): Record<string, string> {
     DSH_HERDR_TASK_ID: rec.taskId,
     DSH_HERDR_TASK_TOKEN: rec.token,
     DSH_HERDR_RESULT_PATH: rec.resultPath,
+    // An idle child that loses its daemon for this long ends itself (the daemon parks idle children after it too).
+    DSH_HERDR_IDLE_MS: String(sup.deps.config().idleChildMs),
   };
 }
 

@@ -3,6 +3,8 @@
 // daemon pushes (a new cycle each), reports lifecycle events, and provides crew_report.
 // It imports only types from pi, so it loads on pi 0.73.1 and 1.x alike.
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { existsSync } from "node:fs";
+import { dirname } from "node:path";
 import { connect, type DaemonClient } from "../client/index.js";
 import { isRetryableError } from "../core/session-reader.js";
 import { CycleGuard, FINALIZE_PROMPT, checkCrewReport, judgeCycle, type CrewReport } from "../core/crew-cycle.js";
@@ -97,6 +99,7 @@ export default function childExtension(pi: ExtensionAPI): void {
   let retryErrors = 0;
   pi.on("agent_end", async (ev, ctx) => {
     ctxRef = ctx;
+    busy = false;
     const messages = ev.messages as unknown as Record<string, unknown>[];
     const last = [...messages].reverse().find((m) => m.role === "assistant");
     const params: Record<string, unknown> = { type: "agent_end", cycle, sessionFile: ctx.sessionManager.getSessionFile() ?? null };
@@ -163,6 +166,7 @@ export default function childExtension(pi: ExtensionAPI): void {
         },
       });
       client = c;
+      disconnectedAt = undefined;
       c.onClose(() => {
         client = undefined;
         retry();
@@ -174,8 +178,28 @@ export default function childExtension(pi: ExtensionAPI): void {
       retry();
     }
   };
+  // A child must not outlive its supervisor: idle and cut off from its daemon (home deleted, or the daemon gone
+  // for longer than it would have kept this child idle), it ends pi. A running cycle is never cut short.
+  const idleMs = Number(process.env.DSH_HERDR_IDLE_MS ?? "600000");
+  let disconnectedAt: number | undefined;
+  let busy = false;
+  const orphaned = (): boolean => {
+    if (busy || !(ctxRef?.isIdle() ?? true)) return false;
+    if (!existsSync(dirname(env.socket!))) return true;
+    return idleMs > 0 && disconnectedAt !== undefined && Date.now() - disconnectedAt > idleMs;
+  };
   const retry = () => {
-    if (!shuttingDown) setTimeout(() => void attach(), 1000).unref();
+    if (shuttingDown) return;
+    disconnectedAt ??= Date.now();
+    if (orphaned()) {
+      shuttingDown = true;
+      ctxRef?.shutdown();
+      // pi's RPC mode acts on a shutdown request only after its next command, and none will come: SIGTERM runs
+      // the same graceful exit (pi handles it) if the request has not ended the process by then.
+      setTimeout(() => process.kill(process.pid, "SIGTERM"), 2000).unref();
+      return;
+    }
+    setTimeout(() => void attach(), 1000).unref();
   };
 
   pi.on("session_start", async (_ev, ctx) => {
@@ -183,6 +207,7 @@ export default function childExtension(pi: ExtensionAPI): void {
     if (!client) await attach();
   });
   pi.on("agent_start", async () => {
+    busy = true;
     started = Math.max(started, cycle);
     send("child.event", { type: "agent_start", cycle });
   });
