@@ -39,6 +39,9 @@ export const ERROR_CODES = [
   "HERDR_REJECTED",
   "PI_NOT_FOUND",
   "AGENT_ERROR",
+  // other machines (src/remote)
+  "MACHINE_UNKNOWN",
+  "MACHINE_UNREACHABLE",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
