@@ -131,7 +131,7 @@ function unreachable(label: string, m: MachineSpec, stderr: string, exitCode: nu
   const fix =
     exitCode === 255
       ? `check the address, the key and known_hosts with \`ssh -o BatchMode=yes${m.port !== undefined ? ` -p ${m.port}` : ""} ${m.ssh} true\``
-      : `check that \`${m.command ?? "dsh-herdr"} daemon connect\` runs on that machine (\`dsh-herdr machine check ${label}\`)`;
+      : `the remote command \`${m.command ?? "dsh-herdr"} daemon connect\` failed there (exit ${exitCode ?? "?"}); fix it on that machine, or remove the machine and add it again with the right --command`;
   return new DshError("MACHINE_UNREACHABLE", `machine ${label} (${machineTarget(m)}) is unreachable: ${why}; ${fix}`, {
     label,
     target: machineTarget(m),
