@@ -184,6 +184,11 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     return this.current?.client.hello;
   }
 
+  /** The protocol client of the current connection while up (its pushes also come as "push" events). */
+  get client(): DaemonClient | undefined {
+    return this._state === "up" ? this.current?.client : undefined;
+  }
+
   /** The ssh process of the current connection (tests kill it to cut the link). */
   get sshPid(): number | undefined {
     return this.current?.ssh.pid;

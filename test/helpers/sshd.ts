@@ -159,7 +159,8 @@ function copyApp(dest: string, node: string, needNode: boolean): { root: string;
   mkdirSync(root, { recursive: true });
   for (const part of ["bin", "dist", "schema", "package.json", "node_modules", "agents", "skills"]) {
     const from = join(repoRoot, part);
-    if (existsSync(from)) cpSync(from, join(root, part), { recursive: true, verbatimSymlinks: true });
+    // cp -a: several times faster than fs.cpSync on node_modules, and keeps its .bin symlinks as they are.
+    if (existsSync(from)) execFileSync("cp", ["-a", from, join(root, part)]);
   }
   let nodeOut = node;
   if (needNode) {

@@ -43,7 +43,8 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     await sshd?.close();
   });
 
-  test("connects to the second user's daemon, which daemon connect started, and gets daemon.status", async () => {
+  test("connects to the second user's daemon, which daemon connect started, and gets daemon.status", async (t) => {
+    if (sshd.copied) t.diagnostic(`the checkout is not readable by ${sshd.user.name}: it runs a copy in ${sshd.appRoot}`);
     assert.equal(sshd.userPids().length, 0, "no process of the user before the link");
     const link = newLink().start();
     const up = await link.ready();
@@ -53,7 +54,10 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     assert.equal(uidOf(s.pid), sshd.user.uid, "the remote daemon runs as the second user");
     assert.equal(s.pid, up.hello.pid);
     assert.equal(s.openTasks, 0);
+    // The same connection as a plain protocol client (what a relay will use).
+    assert.equal((await link.client!.request<Status>("daemon.status")).pid, s.pid);
     await link.close();
+    assert.equal(link.client, undefined);
     assert.equal(link.state, "closed");
     await assert.rejects(link.request("daemon.status"), (e: DshError) => e.code === "MACHINE_UNREACHABLE");
   });
