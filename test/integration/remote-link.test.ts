@@ -58,6 +58,11 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     assert.equal((await link.client!.request<Status>("daemon.status")).pid, s.pid);
     await link.close();
     assert.equal(link.client, undefined);
+    // The bridge ends with its ssh session (stdin closed); only the daemon stays, as it would locally.
+    await waitFor("only the remote daemon left", async () => {
+      const left = sshd.userPids();
+      return left.length === 1 && left[0] === s.pid;
+    }, 20_000);
     assert.equal(link.state, "closed");
     await assert.rejects(link.request("daemon.status"), (e: DshError) => e.code === "MACHINE_UNREACHABLE");
   });
