@@ -13,6 +13,7 @@ import { registerPaneCommands } from "./commands/panes.js";
 import { registerAdminCommands } from "./commands/admin.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerGcCommand } from "./commands/gc.js";
+import { registerMachineCommands } from "./commands/machines.js";
 import { registerDemoCommand } from "./demo.js";
 import { connectDaemon } from "./connect.js";
 
@@ -49,6 +50,7 @@ Examples:
   registerWatchCommand(program, ctx);
   registerAdminCommands(program, ctx);
   registerGcCommand(program, ctx);
+  registerMachineCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerDemoCommand(program, ctx);
   return program;

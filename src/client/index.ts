@@ -1,6 +1,7 @@
 // The socket client used by the CLI and both pi extensions: hello, request/response with timeouts, pushes.
 import { createConnection, type Socket } from "node:net";
 import { join } from "node:path";
+import type { Duplex } from "node:stream";
 import { DshError, ERROR_CODES, type ErrorCode } from "../core/errors.js";
 import { FrameReader, encodeFrame } from "./frames.js";
 
@@ -67,7 +68,14 @@ export async function connect(target: string, opts: ConnectOptions): Promise<Dae
       reject(new DshError("DAEMON_UNAVAILABLE", `cannot connect to ${socketPath} (${err.code ?? err.message}); start the daemon with \`dsh-herdr daemon start\``));
     });
   });
+  return clientOver(socket, opts);
+}
 
+/**
+ * The protocol client over any byte stream to a daemon: a Unix socket here, or an ssh process's stdio bridged to a
+ * remote daemon's socket (src/remote/link.ts). The stream's "close" ends the client.
+ */
+export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<DaemonClient> {
   let nextId = 1;
   let closed = false;
   const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout }>();

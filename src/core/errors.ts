@@ -42,8 +42,10 @@ export const ERROR_CODES = [
   "AGENT_ABORTED",
   "PROMPT_FAILED",
   "RECORD_LOST",
-  "MACHINE_UNKNOWN",
   "NO_REPORT",
+  // other machines (src/remote)
+  "MACHINE_UNKNOWN",
+  "MACHINE_UNREACHABLE",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { DshError } from "../core/errors.js";
+import type { MachineSpec } from "../core/machines.js";
 import { fsError, readIfExists, writeAtomic } from "./fsio.js";
 import { expandHome } from "./home.js";
 
@@ -26,7 +27,8 @@ export interface Config {
   herdrBin?: string;
   herdrSession?: string;
   patchCapBytes: number;
-  machines: string[];
+  /** Other machines by label (`dsh-herdr machine add`), reached over ssh (src/remote/link.ts). */
+  machines: Record<string, MachineSpec>;
   workspaceLabel: string;
   topology: "auto" | "split" | "workspace";
   closePaneOnDone: boolean;
@@ -49,7 +51,7 @@ export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
   runtime: "auto",
   tmuxSocket: "dsh-herdr",
   patchCapBytes: 8 * 1024 * 1024,
-  machines: [],
+  machines: {},
   workspaceLabel: "DSH · {repo}",
   topology: "auto",
   closePaneOnDone: false,

@@ -6,6 +6,7 @@ import { EXIT } from "../exit-codes.js";
 import { printJson } from "../io.js";
 import { runDaemonForeground, startDaemonFor, stopDaemonFor } from "../daemon-control.js";
 import { examples, jsonOption } from "./shared.js";
+import { registerDaemonConnect } from "./daemon-connect.js";
 
 interface DaemonStatus {
   pid: number; version: string; protocol: number; home: string; socketPath: string; startedAt: number; uptimeMs: number;
@@ -54,4 +55,6 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
   run.action(async () => {
     ctx.exitCode = (await runDaemonForeground(ctx.home, ctx.signal, ctx.io.env)) === 0 ? EXIT.ok : EXIT.failed;
   });
+
+  registerDaemonConnect(daemon, ctx);
 }
