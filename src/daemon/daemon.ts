@@ -19,6 +19,7 @@ import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
 import { startSocketServer, type Logger } from "./server.js";
 import { flushSnapshot } from "./settle.js";
 import { Supervisor } from "./supervisor.js";
+import { Relay } from "../remote/relay.js";
 import type { TaskRecord } from "./record.js";
 import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 
@@ -36,6 +37,8 @@ export interface RunningDaemon {
   home: string;
   socketPath: string;
   supervisor: Supervisor;
+  /** Tasks on other machines (tests reach its links to cut them). */
+  relay: Relay;
   /** Resolves when the daemon has stopped. */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -116,8 +119,10 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   // Owner delivery watches settles from the start, so a cycle recovery settles is queued, never dropped.
   const delivery = new DeliveryService({ home, log, reportOf: (l) => sup.reportOf(l) });
   delivery.watch(sup);
-  // Reconcile every open task before the socket is served.
-  await recoverTasks(sup, runtimes);
+  // Tasks on other machines go through their links (src/remote/relay.ts).
+  const relay = new Relay(sup, { version });
+  // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
+  await recoverTasks(sup, runtimes, relay);
 
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
@@ -132,6 +137,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       sup,
       defaultRuntime: () => runtimes.pick(),
       stop: () => void stop(),
+      relay,
       externalAgents: () => externalAgents(sup, config),
       status: () => ({
         pid: process.pid, version, protocol: PROTOCOL_VERSION, home, socketPath: paths.socket, startedAt,
@@ -150,6 +156,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       sup.stopped = true;
       delivery.stop();
       await server.close();
+      await relay.stop(); // remote tasks keep running there; the next daemon reattaches
       sup.admission.stop();
       for (const live of sup.tasks.values()) {
         sup.stopWatching(live);
@@ -163,7 +170,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     })();
     return stopping;
   }
-  return { home, socketPath: homePaths(home).socket, supervisor: sup, done, stop };
+  return { home, socketPath: homePaths(home).socket, supervisor: sup, relay, done, stop };
 }
 
 /** Herdr agents the daemon did not spawn, derived observationally (contract: idle/done → idle, ...); never touched. */
