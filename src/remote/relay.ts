@@ -11,14 +11,83 @@
 import { randomBytes } from "node:crypto";
 import { DshError, isDshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
-import type { AgentResult } from "../core/types.js";
-import type { MachineSpec } from "../core/machines.js";
+import type { AgentResult, AgentStatus, Role, RuntimeKind, Timing, WorktreeInfo } from "../core/types.js";
+import type { BackoffPolicy, MachineSpec } from "../core/machines.js";
+import type { TaskState } from "../core/task-cycle.js";
+import type { Config } from "../store/config.js";
 import { writeAtomic } from "../store/fsio.js";
-import type { TaskRecord } from "../daemon/record.js";
-import type { Live, Supervisor } from "../daemon/supervisor.js";
-import type { SpawnParams } from "../daemon/methods.js";
+import type { TaskStore } from "../store/task-store.js";
 import { MachineLink, type LinkDown } from "./link.js";
-import type { BackoffPolicy } from "../core/machines.js";
+
+// What the relay needs of the daemon, structurally (nothing outside src/daemon imports it; the Supervisor, its
+// Live and RemoteRecord fit these shapes).
+
+/** The fields of a task record (src/daemon/record.ts) the relay writes or reads. */
+export interface RemoteRecord {
+  taskId: string;
+  owner: string;
+  status: AgentStatus;
+  createdAt: number;
+  updatedAt?: number;
+  brief?: string;
+  cwd: string;
+  kind: "pi";
+  role: Role;
+  model: string;
+  thinking: string;
+  isolated: boolean;
+  timeoutMs: number;
+  machine?: string;
+  remote?: { label: string; taskId: string };
+  runtime: RuntimeKind;
+  name: string;
+  token: string;
+  workdir: string;
+  sessionPath: string;
+  resultPath: string;
+  worktree?: WorktreeInfo;
+  cycle: number;
+  timing: Timing;
+  lifecycle?: "closed" | "interrupted";
+}
+
+export interface RelayLive {
+  rec: RemoteRecord;
+  state: TaskState;
+  result?: AgentResult;
+}
+type Live = RelayLive;
+
+interface RelayLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** The supervisor as the relay uses it: its task map, store, config, journal and status listeners. */
+export interface RelayHost {
+  readonly tasks: ReadonlyMap<string, RelayLive>;
+  readonly deps: { store: TaskStore; config(): Config; log: RelayLogger };
+  register(rec: RemoteRecord): RelayLive;
+  journal(live: RelayLive, event: { type: string; [k: string]: unknown }): Promise<void>;
+  notifyStatus(live: RelayLive, result: AgentResult, info: { settled: boolean }): void;
+  statusOf(live: RelayLive): AgentStatus;
+}
+
+/** task.spawn params the relay forwards (src/daemon/methods.ts SpawnParams). */
+export interface RemoteSpawnParams {
+  machine?: string;
+  cwd: string;
+  model?: string;
+  thinking?: string;
+  role?: Role;
+  prompt?: string;
+  task?: unknown;
+  brief?: string;
+  isolated?: boolean;
+  timeoutMs?: number;
+  runtime?: RuntimeKind;
+}
 
 export interface RelayOptions {
   version: string;
@@ -45,7 +114,7 @@ export class Relay {
   private stopped = false;
 
   constructor(
-    private readonly sup: Supervisor,
+    private readonly sup: RelayHost,
     private readonly opts: RelayOptions,
   ) {}
 
@@ -106,7 +175,7 @@ export class Relay {
 
   // ---- spawn ----
 
-  async spawn(p: SpawnParams, owner: string): Promise<{ taskId: string; subagent_id: string; name: string; status: string; queued: boolean }> {
+  async spawn(p: RemoteSpawnParams, owner: string): Promise<{ taskId: string; subagent_id: string; name: string; status: string; queued: boolean }> {
     const label = p.machine!;
     const link = await this.ready(label);
     const params: Record<string, unknown> = { cwd: p.cwd };
@@ -118,7 +187,7 @@ export class Relay {
     const remote = await link.request<AgentResult>("task.get", { taskId: spawned.taskId });
     const { store } = this.sup.deps;
     const createdAt = Date.now();
-    const rec = await store.createTask<TaskRecord>((taskId) => ({
+    const rec = await store.createTask<RemoteRecord>((taskId) => ({
       taskId, owner, status: remote.status, createdAt, cwd: p.cwd, kind: "pi", role: remote.role,
       model: remote.agent.model, thinking: remote.agent.thinking, isolated: p.isolated ?? false,
       timeoutMs: p.timeoutMs ?? this.sup.deps.config().defaultTimeoutMs, machine: label,
@@ -318,7 +387,7 @@ export class Relay {
    * awaited (bounded): once up, open cycles are followed again. An unreachable machine leaves the task with its
    * last status and a warning; the link keeps trying.
    */
-  async recover(rec: TaskRecord, settledCycles: Set<number>): Promise<void> {
+  async recover(rec: RemoteRecord, settledCycles: Set<number>): Promise<void> {
     const live = this.sup.register(rec);
     const stored = await this.sup.deps.store.readResult(rec.taskId).catch(() => undefined);
     if (stored) live.result = stored;

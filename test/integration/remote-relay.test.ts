@@ -68,6 +68,11 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
   let cli: DaemonClient;
   let remoteRepo: string;
   let deadPort: number;
+  let workerId: string;
+  const localConfig = () => ({
+    runtime: "headless" as const,
+    machines: { builder: sshd.machine, nowhere: { ssh: "nobody@127.0.0.1", port: deadPort, identity: sshd.clientKey, knownHosts: sshd.knownHosts } },
+  });
 
   const spawn = (params: Record<string, unknown>) =>
     cli.request<{ taskId: string }>("task.spawn", { machine: "builder", cwd: remoteRepo, model: "scripted/scripted-model", runtime: "headless", owner: OWNER, ...params });
@@ -92,12 +97,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.equal(agent.model, "scripted/scripted-model");
     deadPort = await freePort();
     home = join(dir, "home-dsh");
-    daemon = await runDaemon(home, {
-      config: {
-        runtime: "headless",
-        machines: { builder: sshd.machine, nowhere: { ssh: "nobody@127.0.0.1", port: deadPort, identity: sshd.clientKey, knownHosts: sshd.knownHosts } },
-      },
-    });
+    daemon = await runDaemon(home, { config: localConfig() });
     cli = await connect(home, { kind: "cli", timeoutMs: 120_000 });
   });
   after(async () => {
@@ -125,6 +125,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
 
   test("an isolated remote worker completes with its diff; show and diff work here; one delivery", async () => {
     const { taskId } = await spawn({ prompt: "MARK-WORKER add the feature", isolated: true, brief: "remote worker" });
+    workerId = taskId;
     const r = await wait(taskId);
     assert.equal(r.status, "completed", JSON.stringify(r));
     assert.equal(r.taskId, taskId);
@@ -209,5 +210,30 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     const remoteResult = JSON.parse(readFileSync(join(sshd.user.dshHome, "tasks", remoteId, "result.json"), "utf8")) as AgentResult;
     assert.equal(remoteResult.status, "closed");
     assert.equal((JSON.parse(cliRun(["show", taskId, "--json"])) as AgentResult).status, "closed");
+  });
+
+  test("the local daemon stopped mid-task: on restart it reattaches before serving; settles once, nothing delivered twice", async () => {
+    const { taskId } = await spawn({ prompt: "MARK-SLOWREPORT across a restart" });
+    const remoteId = daemon.supervisor.tasks.get(taskId)!.rec.remote!.taskId;
+    await waitFor("the remote cycle running", async () => {
+      const r = await cli.request<AgentResult>("task.get", { taskId });
+      return r.status === "working" || r.status === "running";
+    }, 60_000, 200);
+    cli.close();
+    await daemon.stop();
+    // The remote cycle ends while nobody here listens.
+    const remoteResult = join(sshd.user.dshHome, "tasks", remoteId, "result.json");
+    await waitFor("the remote settle", async () => (JSON.parse(readFileSync(remoteResult, "utf8")) as AgentResult).status === "completed", 60_000, 200);
+    daemon = await runDaemon(home, { config: localConfig() });
+    cli = await connect(home, { kind: "cli", timeoutMs: 120_000 });
+    const r = await wait(taskId);
+    assert.equal(r.status, "completed", JSON.stringify(r));
+    assert.equal(r.agent.machine, "builder");
+    await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
+    assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
+    assert.equal(settledStatuses(home, taskId), 1, "settled once");
+    // The worker settled before the restart: recovery fed it to delivery again, the delivery id dropped the repeat.
+    assert.deepEqual(deliveriesOf(home, workerId), [`${workerId}-c1-completed`]);
+    assert.equal((await cli.request<AgentResult>("task.get", { taskId: workerId })).status, "completed");
   });
 });
