@@ -98,7 +98,7 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     .option("--isolated", "work in a new git worktree on branch dsh/<taskId>")
     .option("--owner <id>", "deliver the result to this owner (default: cli)")
     .option("--timeout <dur>", "run bound: 90s, 5m, 1h or ms")
-    .option("--machine <label>", "Herdr --machine label for a remote child")
+    .option("--machine <label>", "run on this machine (from `machine add`; --cwd is a path there), or a Herdr --machine label")
     .addOption(choice("--runtime <runtime>", "where the child runs", ["herdr", "tmux", "headless"]))
     .option("--prompt <text>", "the task text")
     .option("--prompt-file <file>", "read the task from a file; - reads stdin")
