@@ -4,7 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
@@ -170,6 +170,36 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     // A few more rounds over the new link must not deliver it again.
     await new Promise((res) => setTimeout(res, 1500));
+    assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
+    assert.equal(settledStatuses(home, taskId), 1, "settled once");
+  });
+
+  test("the machine unreachable mid-task: the task keeps its last status with a warning; back up, it settles once", async () => {
+    const { taskId } = await spawn({ prompt: "MARK-SLOWREPORT through an outage" });
+    const link = daemon.relay.linkOf("builder")!;
+    await waitFor("the remote cycle running", async () => {
+      const r = await cli.request<AgentResult>("task.get", { taskId });
+      return r.status === "working" || r.status === "running";
+    }, 60_000, 200);
+    // Every reconnect attempt now fails (Permission denied): the outage lasts until the key is back.
+    const keys = join(sshd.user.home, ".ssh", "authorized_keys");
+    renameSync(keys, `${keys}.off`);
+    try {
+      process.kill(link.sshPid!, "SIGKILL");
+      const during = await waitFor("the unreachable warning", async () => {
+        const r = await cli.request<AgentResult>("task.get", { taskId });
+        return (r.warnings ?? []).some((w) => w.startsWith("machine builder unreachable since ")) ? r : undefined;
+      }, 30_000, 100);
+      assert.ok(during.status === "working" || during.status === "running", `kept its last status: ${during.status}`);
+      const stored = JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
+      assert.ok((stored.warnings ?? []).some((w) => w.includes("unreachable since")), "the warning is in result.json too");
+    } finally {
+      renameSync(`${keys}.off`, keys);
+    }
+    const r = await wait(taskId);
+    assert.equal(r.status, "completed", JSON.stringify(r));
+    assert.ok(!(r.warnings ?? []).some((w) => w.includes("unreachable since")), "the warning left with the outage");
+    await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
     assert.equal(settledStatuses(home, taskId), 1, "settled once");
   });
