@@ -151,6 +151,8 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.match(diff.patch, /\+feature done/);
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
+    // logs: the output is on the other machine; a clear error says where, not "not launched yet".
+    assert.throws(() => cliRun(["logs", taskId]), (e: { stderr?: string }) => /runs on machine builder/.test(String(e.stderr)));
   });
 
   test("the ssh process killed mid-task: the task settles once, one delivery", async () => {
