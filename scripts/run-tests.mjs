@@ -4,6 +4,7 @@
 import { readdirSync, statSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
+import { reportLeftovers } from "./leftovers.mjs";
 
 const root = join(import.meta.dirname, "..", "dist", "test");
 if (!existsSync(root)) {
@@ -33,4 +34,6 @@ const r = spawnSync(
   ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
   { stdio: "inherit" },
 );
-process.exit(r.status ?? 1);
+// Every test ends what it started: a pi child or wrapper still running now is a leak, and fails the run.
+const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-tests");
+process.exit(leaked > 0 ? 1 : (r.status ?? 1));
