@@ -39,6 +39,9 @@ export const ERROR_CODES = [
   "HERDR_REJECTED",
   "PI_NOT_FOUND",
   "AGENT_ERROR",
+  "CONNECTION_LIMIT",
+  "SLOW_READER",
+  "HOME_NOT_YOURS",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
