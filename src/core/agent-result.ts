@@ -93,6 +93,7 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
     hasFinalMessage: finalMessage !== undefined,
     changedFiles: input.diff ? [...input.diff.files, ...input.diff.untracked] : [],
     dirtyAtStart: input.diff?.dirtyAtStart ?? [],
+    ...(input.diff?.dirtyChanged ? { dirtyChanged: input.diff.dirtyChanged } : {}),
     settled: input.settled ?? (nextActionFor(status) !== "wait" && !input.raw.external),
     extra,
   });
