@@ -44,7 +44,7 @@ export interface RunningDaemon {
 }
 
 /** Log fields whose values are secrets (child env, task tokens, keys). */
-const SECRET_KEYS = ["env", "token", "apiKey", "authorization"];
+const SECRET_KEYS = ["env", "token", "apiKey", "authorization", "secret"];
 
 /**
  * daemon.log, best effort. pino's sync destination throws a write error (ENOSPC on a full disk) out of log.info into
