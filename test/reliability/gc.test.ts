@@ -13,6 +13,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { commitAll, git, write } from "../helpers/git.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
+import { killUnder } from "../helpers/procs.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const cliBin = join(root, "bin", "dsh-herdr");
@@ -38,6 +39,8 @@ before(async () => {
   shared = await startShared(SCRIPT, "dsh-gcrel-");
 });
 after(async () => {
+  // Backstop: children a failed test left running (only processes inside its own temp dir).
+  if (shared) killUnder(shared.dir);
   await shared?.close();
 });
 

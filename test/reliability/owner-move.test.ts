@@ -9,6 +9,7 @@ import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
+import { killUnder } from "../helpers/procs.js";
 
 const SCRIPT: Script = { conversations: [{ name: "slow", match: "MARK-MOVE", steps: [{ text: "still thinking", delayMs: 120_000 }] }] };
 
@@ -17,6 +18,8 @@ before(async () => {
   shared = await startShared(SCRIPT, "dsh-move-");
 });
 after(async () => {
+  // Backstop: children a failed test left running (only processes inside its own temp dir).
+  if (shared) killUnder(shared.dir);
   await shared?.close();
 });
 
@@ -36,9 +39,7 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
   try {
     const a = await owner(idA);
     const first = await a.request<{ pending: number; secret?: string }>("owner.attach", {});
-    assert.match(first.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the secret");
     const again = await (await owner(idA)).request<{ secret?: string }>("owner.attach", {});
-    assert.equal(again.secret, undefined, "a later attach (anyone saying hello as A) does not get it");
 
     const cli = await cliClient(home);
     clients.push(cli);
@@ -51,6 +52,9 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
     // An owner that was never issued a secret cannot be moved either.
     await assert.rejects(thief.request("owner.move", { fromOwnerId: "never-attached", secret: first.secret }), notOwner);
     assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, idA, "nothing moved");
+
+    assert.match(first.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the secret");
+    assert.equal(again.secret, undefined, "a later attach (anyone saying hello as A) does not get it");
 
     const fork = await owner("0c0c0c0c-fork-of-a");
     const moved = await fork.request<{ moved_ids: string[] }>("owner.move", { fromOwnerId: idA, secret: first.secret });

@@ -7,6 +7,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { commitAll, git, write } from "../helpers/git.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, type Shared } from "./proc-harness.js";
+import { killUnder } from "../helpers/procs.js";
 
 const SCRIPT: Script = {
   conversations: [
@@ -28,6 +29,8 @@ before(async () => {
   shared = await startShared(SCRIPT, "dsh-review-");
 });
 after(async () => {
+  // Backstop: children a failed test left running (only processes inside its own temp dir).
+  if (shared) killUnder(shared.dir);
   await shared?.close();
 });
 

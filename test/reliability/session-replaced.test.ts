@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
+import { killUnder } from "../helpers/procs.js";
 
 const conversation = (mark: string) => ({
   name: mark,
@@ -27,6 +28,8 @@ before(async () => {
   shared = await startShared(SCRIPT, "dsh-sessrepl-");
 });
 after(async () => {
+  // Backstop: children a failed test left running (only processes inside its own temp dir).
+  if (shared) killUnder(shared.dir);
   await shared?.close();
 });
 
