@@ -4,6 +4,7 @@
 // base stay reachable under refs/dsh/archive/<id>, and gitignored files a removal would delete are named in the plan
 // (and --yes deletes only ignored files a dry run named, passed back in as `announced`).
 import { randomBytes } from "node:crypto";
+import { realpathSync } from "node:fs";
 import { lstat, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -74,7 +75,7 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
     const branches = (await git(repo, ["for-each-ref", "--format=%(refname)", PREFIX])).split("\n").filter((b) => b !== "");
     const seen = new Set<string>();
     for (const wt of worktrees.slice(1)) {
-      const known = opts.tasks.find((t) => t.worktree !== undefined && t.worktree.repo === repo && t.worktree.path === wt.path);
+      const known = opts.tasks.find((t) => t.worktree !== undefined && t.worktree.repo === repo && samePath(t.worktree.path, wt.path));
       if (wt.branch === undefined || !wt.branch.startsWith(PREFIX)) {
         // A task's worktree that left its dsh/ branch (detached, or switched): listed, never removed blindly.
         if (known?.worktree) {
@@ -154,6 +155,16 @@ async function judgeWork(repo: string, taskId: string, path: string | null, bran
     return item("keep", `could not compare with a fresh harvest: ${(e as Error).message}`);
   } finally {
     await rm(fresh, { force: true });
+  }
+}
+
+/** git prints real paths; a recorded path may go through a symlink (a home under /tmp on macOS). */
+function samePath(recorded: string, listed: string): boolean {
+  if (recorded === listed) return true;
+  try {
+    return realpathSync(recorded) === listed;
+  } catch {
+    return false;
   }
 }
 

@@ -19,7 +19,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "dsh-abuse-"));
   home = join(dir, "home");
   // The default cap (1024) is lowered so the test stays far below any fd limit; the other bounds are the defaults.
-  d = await startDaemonProc(home, {}, { config: { enabled: false }, env: { DSH_TEST_LIMITS: JSON.stringify({ maxConnections: MAX_CONNECTIONS, partialFrameTimeoutMs: 5000 }) } });
+  d = await startDaemonProc(home, {}, { config: { enabled: false }, env: { DSH_TEST_LIMITS: JSON.stringify({ maxConnections: MAX_CONNECTIONS, partialFrameTimeoutMs: 15_000 }) } });
 });
 after(async () => {
   d.proc.kill("SIGTERM");
@@ -92,7 +92,7 @@ test("300 connections holding a 1 MB unfinished frame each: the daemon holds at 
   const seen = conns.map((c) => received(c));
   try {
     for (const c of conns) c.write(partial);
-    // Refused at once with CONNECTION_LIMIT, or held within the budget until the partial-frame timeout (5 s here)
+    // Refused at once with CONNECTION_LIMIT, or held within the budget until the partial-frame timeout (15 s here)
     // closes it with TIMEOUT: each connection ends with exactly one of the two.
     const refusedNow = await until("the first refusals", () => {
       const n = seen.filter((r) => r.text().includes('"CONNECTION_LIMIT"')).length;
@@ -126,7 +126,7 @@ test("a connection that never completes its frame is closed with TIMEOUT", async
   const s = await openSocket();
   const r = received(s);
   s.write('{"id":1,"method":"daemon.sta');
-  // partialFrameTimeoutMs is 5 s for this daemon; generous wait.
+  // partialFrameTimeoutMs is 15 s for this daemon; generous wait.
   await Promise.race([r.closed, sleep(60_000).then(() => assert.fail("the connection was never closed"))]);
   assert.match(r.text(), /"TIMEOUT".*no complete frame/);
   await stillServes();

@@ -64,9 +64,10 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
       const done = ["COMMIT", "IGNORED", "DETACHED", "NOBRANCH"].map((k) => ids[k]!);
       const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: done, timeoutMs: 120_000 }, { timeoutMs: 125_000 });
       for (const r of w.results) assert.equal(r.status, "completed", JSON.stringify(r));
-      for (const [k, id] of Object.entries(ids)) wt[k] = (await cli.request<AgentResult>("task.get", { taskId: id })).worktree!.path;
       for (const id of done) await cli.request("task.close", { taskId: id });
+      // The fifth task may wait for a slot (maxParallelAgents): its worktree exists once it runs.
       await until("the open task running", async () => ((await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "running" ? true : undefined), 60_000);
+      for (const [k, id] of Object.entries(ids)) wt[k] = (await cli.request<AgentResult>("task.get", { taskId: id })).worktree!.path;
       await cli.request("task.abort", { taskIds: [ids.OPEN!] });
       await until("the open task interrupted", async () => ((await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "interrupted" ? true : undefined), 60_000);
     } finally {
