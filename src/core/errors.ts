@@ -46,6 +46,9 @@ export const ERROR_CODES = [
   // other machines (src/remote)
   "MACHINE_UNKNOWN",
   "MACHINE_UNREACHABLE",
+  "CONNECTION_LIMIT",
+  "SLOW_READER",
+  "HOME_NOT_YOURS",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -58,6 +58,8 @@ export interface DiffEvidence {
   patchBytes: number;
   truncated: boolean;
   dirtyAtStart: string[];
+  /** Paths dirty at spawn whose content changed since (absent when they were not hashed: too many, or recovered). */
+  dirtyChanged?: string[];
 }
 
 export interface WorktreeInfo {

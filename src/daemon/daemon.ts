@@ -16,7 +16,7 @@ import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
 import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
-import { startSocketServer, type Logger } from "./server.js";
+import { startSocketServer, type ConnectionLimits, type Logger } from "./server.js";
 import { flushSnapshot } from "./settle.js";
 import { Supervisor } from "./supervisor.js";
 import type { TaskRecord } from "./record.js";
@@ -30,6 +30,8 @@ export interface RunDaemonOptions {
   logLevel?: string;
   /** Build these runtime kinds with other factories (benches: a stub runtime that only records the launch). */
   runtimeFactories?: RuntimeFactories;
+  /** Per-connection bounds of the socket server (tests lower them; defaults in server.ts DEFAULT_LIMITS). */
+  limits?: Partial<ConnectionLimits>;
 }
 
 export interface RunningDaemon {
@@ -42,7 +44,7 @@ export interface RunningDaemon {
 }
 
 /** Log fields whose values are secrets (child env, task tokens, keys). */
-const SECRET_KEYS = ["env", "token", "apiKey", "authorization"];
+const SECRET_KEYS = ["env", "token", "apiKey", "authorization", "secret"];
 
 /**
  * daemon.log, best effort. pino's sync destination throws a write error (ENOSPC on a full disk) out of log.info into
@@ -123,6 +125,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const done = new Promise<void>((r) => (resolveDone = r));
   const server = await startSocketServer({
     socketPath: paths.socket,
+    ...(opts.limits ? { limits: opts.limits } : {}),
     schemas: new ProtocolSchemas(),
     version,
     log,

@@ -94,7 +94,10 @@ export async function diffFor(rec: TaskRecord, patchPath: string, capBytes: numb
   if (!rec.baseline?.isRepo) return {};
   try {
     return {
-      diff: await harvestDiff({ cwd: rec.workdir, baselineHead: rec.baseline.head, dirtyAtStart: rec.baseline.dirtyAtStart, patchPath, capBytes }),
+      diff: await harvestDiff({
+        cwd: rec.workdir, baselineHead: rec.baseline.head, dirtyAtStart: rec.baseline.dirtyAtStart, patchPath, capBytes,
+        ...(rec.baseline.dirtyHashes ? { dirtyHashes: rec.baseline.dirtyHashes } : {}),
+      }),
     };
   } catch (e) {
     return { warning: `diff not harvested: ${(e as Error).message}` };

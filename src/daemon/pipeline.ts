@@ -65,7 +65,7 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const known = knownRepo.get(live);
   knownRepo.delete(live);
   const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated, ...(known ? { known } : {}) });
-  rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, warnings: base.warnings };
+  rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, ...(base.dirtyHashes ? { dirtyHashes: base.dirtyHashes } : {}), warnings: base.warnings };
   if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
   if (rec.isolated) {
     rec.worktree = await createWorktree({

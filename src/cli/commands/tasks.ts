@@ -162,7 +162,8 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   show.action((id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     if (o.json) return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
-    ctx.io.out(renderCard(readResult(ctx.home, taskId)));
+    const r = readResult(ctx.home, taskId);
+    ctx.io.out(renderCard(r, undefined, r.worktree ? { worktreeExists: existsSync(r.worktree.path) } : {}));
   });
 
   const result = program.command("result").description("a task's result.json, exactly as the daemon wrote it").argument("<id>", "task id or unique prefix");

@@ -30,7 +30,7 @@ export function diffLine(r: AgentResult): string | undefined {
 }
 
 /** The full human card for one AgentResult. */
-export function renderCard(r: AgentResult, home?: string): string {
+export function renderCard(r: AgentResult, home?: string, opts: { worktreeExists?: boolean } = {}): string {
   const a = r.agent;
   const sh = (p: string) => shortenHome(p, home);
   const runtime = a.runtime ?? "herdr";
@@ -43,7 +43,11 @@ export function renderCard(r: AgentResult, home?: string): string {
   const diff = diffLine(r);
   if (diff) lines.push(diff);
   if (r.diff && r.diff.patchBytes > 0) lines.push(`patch: ${sh(r.diff.patchPath)}`);
-  if (r.worktree) lines.push(`worktree: ${sh(r.worktree.path)} (branch ${r.worktree.branch})`);
+  if (r.worktree) {
+    // gc removes worktrees after the result was written: say so rather than print a path that is not there.
+    if (opts.worktreeExists === false) lines.push(`worktree: removed (was ${sh(r.worktree.path)}, branch ${r.worktree.branch}; see \`dsh-herdr gc\`)`);
+    else lines.push(`worktree: ${sh(r.worktree.path)} (branch ${r.worktree.branch})`);
+  }
   if (r.tests) lines.push(`tests: ${r.tests}`);
   if (r.sessionPath) lines.push(`session: ${sh(r.sessionPath)}`);
   const t = r.timing;
