@@ -11,7 +11,13 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 
 /** Repo root from a compiled helper: dist/test/helpers → root. */
 export const repoRoot = join(import.meta.dirname, "..", "..", "..");
-export const piBin = join(repoRoot, "node_modules", ".bin", "pi");
+/** The devDependency pi (0.73.1), whatever DSH_HERDR_PI_BIN says. */
+export const bundledPiBin = join(repoRoot, "node_modules", ".bin", "pi");
+/**
+ * The pi every test launches: DSH_HERDR_PI_BIN when set (CI's second pass points it at a pi 1.x wrapper, see
+ * .ci/run), else the devDependency. The daemons the tests start read the same variable (src/pi/launch.ts).
+ */
+export const piBin = process.env.DSH_HERDR_PI_BIN || bundledPiBin;
 
 export interface PiHarness {
   /** The temp dir holding everything below. */
