@@ -39,6 +39,8 @@ export const ERROR_CODES = [
   "HERDR_REJECTED",
   "PI_NOT_FOUND",
   "AGENT_ERROR",
+  "MODEL_UNKNOWN",
+  "MODEL_NOT_FOUND",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

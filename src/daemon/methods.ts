@@ -3,6 +3,7 @@ import { realpath, stat } from "node:fs/promises";
 import { sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
+import { resolveSpawnModel } from "../core/model-choice.js";
 import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
 import { assertOwnerId } from "../store/outbox.js";
 import { requireRepoFacts } from "../git/repo.js";
@@ -92,8 +93,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         }
       }
       const repo = p.isolated ? await requireRepoFacts(cwd) : undefined;
-      const modelIn = p.model ?? c.defaultModel;
-      const model = c.modelAliases[modelIn] ?? modelIn;
+      const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
       const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
       // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
       const slotKey = `pending-${Math.random().toString(36).slice(2)}`;

@@ -10,9 +10,10 @@ export type RuntimeChoice = "auto" | "herdr" | "tmux" | "headless";
 
 export interface Config {
   enabled: boolean;
-  defaultModel: string;
+  /** Absent: a spawn without a model lets pi use its own default. */
+  defaultModel?: string;
   modelAliases: Record<string, string>;
-  defaultThinking: "off" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  defaultThinking: "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
   maxParallelAgents: number;
   maxQueuedAgents: number;
   queueTimeoutMs: number;
@@ -35,7 +36,6 @@ export interface Config {
 
 export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
   enabled: true,
-  defaultModel: "flash",
   modelAliases: {},
   defaultThinking: "medium",
   maxParallelAgents: 3,
