@@ -121,9 +121,13 @@ let slowId = "";
 
 test("compaction: a kept snapshot is not appended again; a dropped one is followed by a fresh snapshot of the open child that reaches the next model request", async () => {
   // pi 1.x compacts only a session with something to summarize ("Nothing to compact (session too small)"), where
-  // 0.73.1 also compacts one it keeps whole: on 1.x a big first exchange is what the first compaction summarizes.
+  // 0.73.1 also compacts one it keeps whole: on 1.x two big first exchanges come first. The cut lands on the second
+  // (the newest KEEP tokens reach back into it), so the first is what the first compaction summarizes.
   const line = testPiLine();
-  if (line === "1.x") await prompt("OWNER-PRE " + "filler ".repeat(KEEP));
+  if (line === "1.x") {
+    await prompt("OWNER-PRE " + "filler ".repeat(KEEP));
+    await prompt("OWNER-PRE2 " + "filler ".repeat(KEEP));
+  }
   slowId = (await prompt("OWNER-COMPACT: one slow worker"))!;
   assert.match(slowId, /^t[0-9a-z]{11}$/);
   await h.waitFor(slowId, (r) => r.status === "running", "the slow child running");
