@@ -1,4 +1,5 @@
 // config.json in the home: validated against schema/config.schema.json, merged over the defaults, rewritten atomically.
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
@@ -175,4 +176,10 @@ export async function setConfigValue(home: string, key: string, value: unknown):
 
 function exampleFor(type: string): string {
   return type === "integer" || type === "number" ? "3" : type === "boolean" ? "true" : type === "array" ? '\'["~/code"]\'' : "'{}'";
+}
+
+/** sha256 of config.json as it is on disk ("" text when absent): which version of the file a daemon runs on. */
+export async function configFileDigest(home: string): Promise<string> {
+  const text = (await readIfExists(configPath(home))) ?? "";
+  return createHash("sha256").update(text).digest("hex");
 }
