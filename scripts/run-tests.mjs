@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs the compiled tests with node's own test runner. Optional args pick folders under test/
-// (unit, integration, e2e, reliability); with none, every folder runs.
+// (unit, integration, e2e, reliability) or single files (integration/pi-retry); with none, every folder runs.
 import { readdirSync, statSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
@@ -23,6 +23,11 @@ const walk = (dir) => {
 for (const f of folders.length ? folders : ["unit", "integration", "e2e", "reliability"]) {
   const dir = join(root, f);
   if (existsSync(dir)) walk(dir);
+  else if (existsSync(`${dir}.test.js`)) files.push(`${dir}.test.js`);
+  else {
+    console.error(`run-tests: ${f} is neither a folder nor a test file under dist/test`);
+    process.exit(2);
+  }
 }
 if (files.length === 0) {
   console.error("run-tests: no test files found");

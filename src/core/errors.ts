@@ -49,6 +49,8 @@ export const ERROR_CODES = [
   "CONNECTION_LIMIT",
   "SLOW_READER",
   "HOME_NOT_YOURS",
+  "MODEL_UNKNOWN",
+  "MODEL_NOT_FOUND",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -5,7 +5,9 @@ import { DshError } from "../core/errors.js";
 import type { HerdrStatus, RuntimeKind } from "../core/types.js";
 import { deriveStatus } from "../core/derive.js";
 import { HerdrClient, createTransport, herdrPing } from "../runtime/herdr/index.js";
-import { loadConfig, type Config } from "../store/config.js";
+import { configFileDigest, loadConfig, type Config } from "../store/config.js";
+import { resolvePiBin } from "../pi/launch.js";
+import { watchConfig } from "./config-watch.js";
 import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
@@ -91,7 +93,9 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     throw e;
   });
   let config: Config;
+  let loadedDigest: string;
   try {
+    loadedDigest = await configFileDigest(home);
     config = { ...(await loadConfig(home)), ...(opts.config ?? {}) };
   } catch (e) {
     await lock.release();
@@ -120,6 +124,18 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   delivery.watch(sup);
   // Reconcile every open task before the socket is served.
   await recoverTasks(sup, runtimes);
+  const configWatch = await watchConfig(home, { initialDigest: loadedDigest, overrides: opts.config ?? {}, apply: (c) => (config = c), log });
+  // What every child gets and which pi runs it: `doctor` compares these with the CLI's own.
+  const childEnvAll = { ...process.env, ...(opts.childEnv ?? {}) };
+  const envFacts = () => {
+    let piBin: string | null = null;
+    try {
+      piBin = resolvePiBin(childEnvAll);
+    } catch {
+      // reported as null: doctor says pi is not found for the daemon
+    }
+    return { piBin, piDir: childEnvAll.PI_CODING_AGENT_DIR ?? null, path: childEnvAll.PATH ?? "" };
+  };
 
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
@@ -142,6 +158,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
         openTasks: [...sup.tasks.values()].filter((l) => sup.isOpen(l)).length,
         maxParallelAgents: config.maxParallelAgents, maxQueuedAgents: config.maxQueuedAgents,
         runtime: config.runtime, enabled: config.enabled,
+        configDigest: configWatch.digest(), env: envFacts(),
       }),
     })),
   });
@@ -151,6 +168,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     stopping ??= (async () => {
       log.info({}, "daemon stopping; open tasks keep running in their runtimes");
       sup.stopped = true;
+      configWatch.close();
       delivery.stop();
       await server.close();
       sup.admission.stop();

@@ -20,7 +20,8 @@ export interface TaskRecord extends TaskRecordBase {
   cwd: string;
   kind: "pi";
   role: Role;
-  model: string;
+  /** provider/id as passed to pi; absent: pi's own default model (no --model). */
+  model?: string;
   thinking: string;
   isolated: boolean;
   timeoutMs: number;

@@ -49,6 +49,12 @@ function daemonError(e: unknown, id?: string): ToolError {
   return new ToolError(msg);
 }
 
+/** The owner session's current model as provider/id (pi's ctx.model), when it has one. */
+function ownerModel(ctx: ExtensionContext): string | undefined {
+  const m = ctx.model as { provider?: unknown; id?: unknown } | undefined;
+  return typeof m?.provider === "string" && typeof m.id === "string" && m.provider && m.id ? `${m.provider}/${m.id}` : undefined;
+}
+
 /** The owner's open sessions (running, completed, needs_input), oldest first. */
 export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView[]> {
   const owner = link.ownerId;
@@ -112,7 +118,8 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       try {
         r = await link.request<{ subagent_id: string }>("task.spawn", {
           cwd: ctx.cwd, brief: args.brief, task: spawnTask(agent, args.task), role: agent.role, isolated: agent.isolated,
-          ...(agent.model ? { model: agent.model } : {}), ...(agent.thinking ? { thinking: agent.thinking } : {}),
+          // Like pi-crew: a definition without a model runs on the owner session's current model.
+          ...(agent.model ?? ownerModel(ctx) ? { model: agent.model ?? ownerModel(ctx) } : {}), ...(agent.thinking ? { thinking: agent.thinking } : {}),
         });
       } catch (e) {
         throw daemonError(e);

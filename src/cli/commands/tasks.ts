@@ -91,7 +91,7 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     .description("delegate a task to a new child pi agent; prints the task id")
     .argument("[prompt...]", "the task, as words (or use --prompt / --prompt-file)")
     .option("--model <model>", "provider/model id or a config alias")
-    .addOption(choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh"]))
+    .addOption(choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh", "max"]))
     .addOption(choice("--role <role>", "worker changes files; reviewer only reads", ["worker", "reviewer"]))
     .option("--cwd <dir>", "git repository to work in (default: current directory)")
     .option("--brief <text>", "a short label shown in lists and cards")
