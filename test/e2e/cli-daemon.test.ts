@@ -75,7 +75,7 @@ test("spawn prints the id; wait --json settles it completed; show/result/diff/li
   assert.equal((JSON.parse((await h.cli(["diff", quick, "--json"])).out) as { patch: string }).patch, diff.out);
 
   const list = await h.cli(["list"]);
-  assert.match(list.out, /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+CWD$/m);
+  assert.match(list.out, /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+BRIEF\s+CWD$/m);
   assert.match(list.out, new RegExp(`^${quick}\\s+\\S+\\s+worker\\s+completed\\s+\\d+[smh]\\s+headless\\s+\\S*repo-${quick}$`, "m"));
   const lj = JSON.parse((await h.cli(["list", "--json", "--status", "completed"])).out) as { tasks: AgentResult[] };
   assert.ok(lj.tasks.some((t) => t.taskId === quick));

@@ -7,6 +7,7 @@ import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { exitCodeForStatus, EXIT } from "../exit-codes.js";
 import { renderCard } from "../format/card.js";
+import { colorEnabled } from "../format/color.js";
 import { renderTable, type TaskRow } from "../format/table.js";
 import { printJson } from "../io.js";
 import { isDshError } from "../../core/errors.js";
@@ -93,7 +94,7 @@ export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "an
   }
   if (json) printJson(ctx.io, res);
   else {
-    ctx.io.out(res.results.map((r) => renderCard(r)).join("\n"));
+    ctx.io.out(res.results.map((r) => renderCard(r, undefined, colorEnabled(ctx.io.env, ctx.io.isTTY))).join("\n"));
     if (res.timedOut) ctx.io.err(`dsh-herdr: TIMEOUT: not settled in time; the tasks keep running (dsh-herdr wait ${taskIds.join(" ")})\n`);
   }
   const settled = res.results.filter((r) => !["starting", "working", "running"].includes(r.status));
@@ -179,7 +180,7 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     if (offline && !o.json) ctx.io.err(`daemon not running: listed from the task index (statuses as last recorded${o.external ? "; --external needs the daemon" : ""})\n`);
     if (o.json) return printJson(ctx.io, { tasks, ...(res.external ? { external: res.external } : {}), ...(offline ? { offline: true } : {}) });
     if (tasks.length === 0 && !res.external?.length) return ctx.io.out(o.all ? "no tasks\n" : "no open tasks (dsh-herdr list --all shows closed ones)\n");
-    ctx.io.out(renderTable(tasks, Date.now(), ctx.io.isTTY ? ctx.io.columns : 400).join("\n") + "\n");
+    ctx.io.out(renderTable(tasks, Date.now(), ctx.io.isTTY ? ctx.io.columns : 400, undefined, colorEnabled(ctx.io.env, ctx.io.isTTY)).join("\n") + "\n");
     for (const x of res.external ?? []) ctx.io.out(`external  ${String(x["name"] ?? "-")}  ${String(x["paneId"] ?? "-")}  ${String(x["status"])}\n`);
   });
 
@@ -189,7 +190,7 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   show.action((id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     if (o.json) return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
-    ctx.io.out(renderCard(readResult(ctx.home, taskId)));
+    ctx.io.out(renderCard(readResult(ctx.home, taskId), undefined, colorEnabled(ctx.io.env, ctx.io.isTTY)));
   });
 
   const result = program.command("result").description("a task's result.json, exactly as the daemon wrote it").argument("<id>", "task id or unique prefix");
