@@ -14,6 +14,7 @@ import { registerAdminCommands } from "./commands/admin.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerGcCommand } from "./commands/gc.js";
 import { registerDemoCommand } from "./demo.js";
+import { registerCompletionCommand } from "./commands/completion.js";
 import { connectDaemon } from "./connect.js";
 
 export { packageVersion };
@@ -78,6 +79,7 @@ Examples:
   registerGcCommand(program, ctx);
   registerDoctorCommand(program, ctx);
   registerDemoCommand(program, ctx);
+  registerCompletionCommand(program, ctx);
   return program;
 }
 
