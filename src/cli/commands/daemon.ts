@@ -6,6 +6,7 @@ import { EXIT } from "../exit-codes.js";
 import { printJson } from "../io.js";
 import { runDaemonForeground, startDaemonFor, stopDaemonFor } from "../daemon-control.js";
 import { examples, jsonOption } from "./shared.js";
+import { registerDaemonExtras } from "./daemon-extras.js";
 
 interface DaemonStatus {
   pid: number; version: string; protocol: number; home: string; socketPath: string; startedAt: number; uptimeMs: number;
@@ -49,6 +50,8 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       ].join("\n") + "\n",
     );
   });
+
+  registerDaemonExtras(daemon, ctx);
 
   const run = daemon.command("run").description("run the daemon in the foreground (logs to daemon.log; Ctrl+C stops it)");
   run.action(async () => {
