@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import type { AgentResult } from "../../src/core/types.js";
 import { formatDuration, parseDuration } from "../../src/cli/duration.js";
 import { closestIds, resolveTaskId } from "../../src/cli/ids.js";
+import { inCliWords } from "../../src/cli/main.js";
 import { exitCodeForError, exitCodeForStatus } from "../../src/cli/exit-codes.js";
 import { renderCard } from "../../src/cli/format/card.js";
 import { renderTable } from "../../src/cli/format/table.js";
@@ -148,4 +149,28 @@ test("renderTable measures wide briefs in terminal columns and colours statuses 
   assert.match(colored[2] ?? "", /\x1b\[31mfailed\x1b\[39m/);
   assert.equal(stringWidth(colored[2] ?? ""), stringWidth(lines[2] ?? ""), "colour codes take no columns");
   assert.ok(renderTable(rows, now, 50, home, true).every((l) => stringWidth(l) <= 50));
+});
+
+test("resolveTaskId: a unique suffix, the agent name, and an ambiguous input listing candidates with briefs", () => {
+  const known = [
+    { taskId: "tmx4irfk41hs", name: "worker-flash-41hs", brief: "retry with jitter" },
+    { taskId: "tmx4irfkvzzn", name: "review-grok-vzzn", brief: "重试" },
+    { taskId: "tmx4irfkaazn" },
+  ];
+  assert.equal(resolveTaskId("41hs", known), "tmx4irfk41hs");
+  assert.equal(resolveTaskId("VZZN", known), "tmx4irfkvzzn");
+  assert.equal(resolveTaskId("review-grok-vzzn", known), "tmx4irfkvzzn");
+  // A name whose task has no recorded name still resolves by its trailing suffix.
+  assert.equal(resolveTaskId("worker-model-aazn", known), "tmx4irfkaazn");
+  assert.throws(() => resolveTaskId("zn", known), (e: DshError) =>
+    e.code === "BAD_TASK_ID" && /matches 2 tasks/.test(e.message) && /tmx4irfkvzzn {2}review-grok-vzzn {2}重试/.test(e.message) && /tmx4irfkaazn/.test(e.message) && !/41hs/.test(e.message));
+  assert.throws(() => resolveTaskId("qqqq", known), (e: DshError) => e.code === "TASK_NOT_FOUND");
+});
+
+test("inCliWords: a daemon's params.x message names the CLI flag and is a usage error", () => {
+  const e = inCliWords(new DshError("BAD_PARAMS", "task.spawn: params.timeoutMs must be >= 1000; fix the request (see docs/socket-protocol.md#taskspawn)"));
+  assert.equal(e.message, "--timeout must be at least 1000 ms; see `dsh-herdr <command> --help`");
+  assert.equal(e.details?.["usage"], true);
+  const other = new DshError("BAD_PARAMS", "something else");
+  assert.equal(inCliWords(other), other);
 });
