@@ -162,7 +162,7 @@ test("completion: bash, zsh and fish scripts complete commands, flags, choices a
 test("daemon log: readable lines, --level filters, --task narrows to one task, -f follows new lines", async () => {
   const all = await h.cli(["daemon", "log"]);
   assert.equal(all.code, 0, all.err);
-  assert.match(all.out, /^\d\d:\d\d:\d\d\.\d{3} INFO  daemon started home=\S+/m);
+  assert.match(all.out, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}daemon started home=\S+/m);
   assert.doesNotMatch(all.out, /^\{"level"/m, "pino JSON is formatted, not printed raw");
   const warn = await h.cli(["daemon", "log", "--level", "warn"]);
   assert.equal(warn.code, 0, warn.err);
@@ -192,7 +192,7 @@ test("daemon log: readable lines, --level filters, --task narrows to one task, -
     // A new line after -f started: the daemon logs its stop.
     await new Promise((r) => setTimeout(r, 500));
     assert.equal((await h.cli(["daemon", "stop"])).code, 0);
-    await waitFor("-f printed the stop", async () => /INFO  daemon stop/.test(seen), 20_000, 100);
+    await waitFor("-f printed the stop", async () => /INFO {2}daemon stop/.test(seen), 20_000, 100);
   } finally {
     follow.kill("SIGINT");
   }

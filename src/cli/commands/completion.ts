@@ -1,6 +1,6 @@
 // completion bash|zsh|fish: a shell completion script for commands, flags and flag choices, generated from the
 // command tree itself; open task ids come from the task index at completion time (`dsh-herdr __complete ids`).
-import { type Command, Option } from "commander";
+import type { Command, Option } from "commander";
 import type { CliContext } from "../context.js";
 import { offlineRows } from "../task-files.js";
 import { examples, usage } from "./shared.js";

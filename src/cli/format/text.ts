@@ -29,10 +29,6 @@ export function truncate(s: string, width: number): string {
   return out + "…";
 }
 
-function padEnd(s: string, width: number): string {
-  return s + " ".repeat(Math.max(0, width - stringWidth(s)));
-}
-
 /**
  * Render rows as left-aligned columns separated by two spaces, measured in terminal columns; the last column is not
  * padded. With `width` each line is cut to it; `style` colours a cell after it is measured and cut.
