@@ -3,7 +3,7 @@
 // session id. It imports only types from pi, so it loads on pi 0.73.1 and 1.x alike.
 import { closeSync, openSync, readSync } from "node:fs";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { renderCrewCard } from "./cards.js";
+import { type CardTheme, loadPiMarkdown, renderCrewCard } from "./cards.js";
 import { ABORT_TYPE, DeliveryInjector, RESULT_TYPE } from "./owner-delivery.js";
 import { OwnerLink, ownerSocketPath } from "./owner-link.js";
 import { OwnerStatus } from "./owner-status.js";
@@ -39,7 +39,8 @@ export function ownerSecretIn(entries: readonly unknown[], ownerId: string): str
   return undefined;
 }
 
-export default function ownerExtension(pi: ExtensionAPI): void {
+export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
+  const markdown = await loadPiMarkdown();
   let ctxRef: ExtensionContext | undefined;
   /** Secrets issued to this process's sessions (a session switch inside one extension instance). */
   const secrets = new Map<string, string>();
@@ -64,8 +65,9 @@ export default function ownerExtension(pi: ExtensionAPI): void {
   const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef, beforeRun: () => status.appendIdle() });
 
   registerOwnerTools(pi, { link, changed: () => status.markChanged() });
-  pi.registerMessageRenderer(RESULT_TYPE, renderCrewCard as never);
-  pi.registerMessageRenderer(ABORT_TYPE, renderCrewCard as never);
+  const card = (m: { details?: unknown }, o: { expanded: boolean }, theme: CardTheme) => renderCrewCard(m, o, theme, markdown);
+  pi.registerMessageRenderer(RESULT_TYPE, card as never);
+  pi.registerMessageRenderer(ABORT_TYPE, card as never);
 
   pi.on("session_start", async (ev, ctx) => {
     // pi builds a fresh extension instance per session, so the session forked from is named by its file.

@@ -52,6 +52,11 @@ export async function ensureHome(home: string): Promise<HomePaths> {
   try {
     await mkdir(home, { recursive: true, mode: 0o700 });
   } catch (e) {
+    // A file where a folder of the path should be: nothing can be written there, and the path is the fix.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOTDIR" || code === "EEXIST") {
+      throw new DshError("HOME_UNWRITABLE", `cannot create the home ${home}: a part of that path is a file (${code}). Set DSH_HERDR_HOME to a writable directory.`);
+    }
     throw fsError(e, `create the home ${home}`);
   }
   await assertHomeSafe(home);

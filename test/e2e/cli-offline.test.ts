@@ -45,7 +45,7 @@ test("config set/get/path round-trip through config.json; a bad value changes no
   assert.equal(JSON.parse(readFileSync(join(home, "dsh", "config.json"), "utf8")).maxParallelAgents, 5);
 
   const bad = cli(home, ["config", "set", "maxParallelAgents", "lots"]);
-  assert.equal(bad.code, 1);
+  assert.equal(bad.code, 2, "a bad value is a usage error");
   assert.equal(bad.err.trim().split("\n").length, 1, "one clear line");
   assert.match(bad.err, /CONFIG_INVALID/);
   const unknown = cli(home, ["config", "get", "nope"]);
@@ -113,7 +113,7 @@ test("without a daemon: one clear line, exit 1; --json puts the error on stderr 
   assert.equal(r.out, "");
   assert.equal(r.err.trim().split("\n").length, 1);
   assert.match(r.err, /^dsh-herdr: DAEMON_UNAVAILABLE: .*dsh-herdr daemon start/);
-  const j = cli(home, ["list", "--json"]);
+  const j = cli(home, ["daemon", "status", "--json"]);
   assert.equal(j.code, 1);
   assert.equal((JSON.parse(j.err) as { error: { code: string } }).error.code, "DAEMON_UNAVAILABLE");
 }));

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DshError } from "../../core/errors.js";
+import { DshError, isDshError } from "../../core/errors.js";
 import { daemonStatus } from "../../client/daemon-control.js";
 import { configFileDigest, configPath, loadConfig, setConfigValue } from "../../store/config.js";
 import { ensureHome } from "../../store/home.js";
@@ -60,7 +60,10 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
   examples(set, ["dsh-herdr config set maxParallelAgents 5", "dsh-herdr config set modelAliases.flash openai/gpt-5-mini", `dsh-herdr config set allowCwd '["~/code"]'`]);
   set.action(async (key: string, value: string, o: { json?: boolean }) => {
     await ensureHome(ctx.home);
-    const cfg = (await setConfigValue(ctx.home, key, value)) as unknown as Record<string, unknown>;
+    const cfg = (await setConfigValue(ctx.home, key, value).catch((e: unknown) => {
+      // A value or key the config refuses is a usage error (exit 2), as docs/cli.md says.
+      throw isDshError(e) && e.code === "CONFIG_INVALID" ? new DshError("CONFIG_INVALID", e.message, { usage: true }) : e;
+    })) as unknown as Record<string, unknown>;
     const v = configValue(cfg, key);
     const daemon = await daemonTook(ctx.home);
     if (o.json) printJson(ctx.io, { key, value: v, daemon });

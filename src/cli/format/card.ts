@@ -1,6 +1,7 @@
 // The AgentResult card: the layout of the original plugin's result card (shared/reference/dsh.md §5.3).
 import type { AgentResult } from "../../core/types.js";
 import { formatDuration } from "../duration.js";
+import { painter, statusStyle } from "./color.js";
 import { shortenHome } from "./text.js";
 
 /** Where the child runs, as one short phrase: `pane wV:p12 · tab wV:t6`, `tmux %3`, `pid 4242`. */
@@ -30,16 +31,19 @@ export function diffLine(r: AgentResult): string | undefined {
 }
 
 /** The full human card for one AgentResult. */
-export function renderCard(r: AgentResult, home?: string, opts: { worktreeExists?: boolean } = {}): string {
+export function renderCard(r: AgentResult, home?: string, opts: { worktreeExists?: boolean; color?: boolean } = {}): string {
+  const color = opts.color === true;
   const a = r.agent;
+  const paint = painter(color);
+  const st = statusStyle(r.status);
   const sh = (p: string) => shortenHome(p, home);
   const runtime = a.runtime ?? "herdr";
-  const lines = [`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${r.status}`];
+  const lines = [`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${st ? paint(st, r.status) : r.status}`];
   const place = placeOf(r);
   lines.push(`agent: ${a.name} · task ${r.taskId}${place ? ` · ${place}` : ""}`);
   if (r.brief) lines.push(`brief: ${r.brief}`);
   lines.push(`summary: ${r.summary}`);
-  if (r.error) lines.push(`error: ${r.error.code}: ${r.error.message}`);
+  if (r.error) lines.push(`${paint("red", "error:")} ${r.error.code}: ${r.error.message}`);
   const diff = diffLine(r);
   if (diff) lines.push(diff);
   if (r.diff && r.diff.patchBytes > 0) lines.push(`patch: ${sh(r.diff.patchPath)}`);
