@@ -4,6 +4,7 @@
 import { readdirSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
+import { reportLeftovers } from "./leftovers.mjs";
 
 const dir = join(import.meta.dirname, "..", "dist", "bench");
 if (!existsSync(dir)) {
@@ -23,4 +24,5 @@ for (const b of benches) {
 }
 // Said last, so a script that died mid-way is not lost in the figures above it.
 if (failed.length) console.error(`\nrun-bench: ${failed.length} script(s) failed: ${failed.join(", ")} (their figures above are incomplete)`);
-process.exit(failed.length ? 1 : 0);
+const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-bench");
+process.exit(failed.length || leaked ? 1 : 0);

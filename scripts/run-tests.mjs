@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Runs the compiled tests with node's own test runner. Optional args pick folders under test/
-// (unit, integration, e2e, reliability); with none, every folder runs.
+// (unit, integration, e2e, reliability) or single files (integration/pi-retry); with none, every folder runs.
 import { readdirSync, statSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
+import { reportLeftovers } from "./leftovers.mjs";
 
 const root = join(import.meta.dirname, "..", "dist", "test");
 if (!existsSync(root)) {
@@ -22,6 +23,11 @@ const walk = (dir) => {
 for (const f of folders.length ? folders : ["unit", "integration", "e2e", "reliability"]) {
   const dir = join(root, f);
   if (existsSync(dir)) walk(dir);
+  else if (existsSync(`${dir}.test.js`)) files.push(`${dir}.test.js`);
+  else {
+    console.error(`run-tests: ${f} is neither a folder nor a test file under dist/test`);
+    process.exit(2);
+  }
 }
 if (files.length === 0) {
   console.error("run-tests: no test files found");
@@ -33,4 +39,6 @@ const r = spawnSync(
   ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
   { stdio: "inherit" },
 );
-process.exit(r.status ?? 1);
+// Every test ends what it started: a pi child or wrapper still running now is a leak, and fails the run.
+const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-tests");
+process.exit(leaked > 0 ? 1 : (r.status ?? 1));

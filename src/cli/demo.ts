@@ -2,7 +2,7 @@
 // workers and one reviewer running real pi; watch while they run, then the cards and the diffs; clean up.
 import type { Command } from "commander";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -38,6 +38,41 @@ function makeRepo(dir: string): void {
   git(dir, ["config", "user.email", "demo@dsh-herdr.invalid"]);
   git(dir, ["add", "-A"]);
   git(dir, ["commit", "-q", "-m", "demo app"]);
+}
+
+/** Processes (other than zombies) whose command line names `dir`: the demo's pi children all do (--session). */
+function processesNaming(dir: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${name}/stat`, "utf8"))) continue;
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(dir)) out.push(Number(name));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+/** The demo leaves nothing running: what is still there a few seconds after the close is named and ended. */
+async function endLeftovers(dir: string, say: (s: string) => void): Promise<number> {
+  if (!existsSync("/proc")) return 0;
+  let left = processesNaming(dir);
+  for (let i = 0; i < 50 && left.length > 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    left = processesNaming(dir);
+  }
+  if (left.length === 0) return 0;
+  say(`demo: ${left.length} process(es) still running after the close (${left.join(", ")}); ending them`);
+  for (const pid of left) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+  }
+  return left.length;
 }
 
 /** Start fixtures/scripted-model as a process; resolves with its URL once it prints it. */
@@ -112,7 +147,8 @@ export async function runDemo(ctx: CliContext, o: DemoOpts): Promise<number> {
         say(ok ? "\ndemo: ok: three AgentResults, both workers with a diff" : "\ndemo: FAILED: see the cards above");
       }
       for (const id of ids) await conn.request("task.close", { taskId: id, closePane: true }).catch(() => undefined);
-      return ok ? EXIT.ok : EXIT.failed;
+      const leftovers = await endLeftovers(join(home, "tasks"), say);
+      return ok && leftovers === 0 ? EXIT.ok : EXIT.failed;
     } finally {
       conn.close();
     }

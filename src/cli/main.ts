@@ -1,6 +1,6 @@
 // The dsh-herdr command line: builds the commander tree, runs one command, maps errors to exit codes.
 import { Command, CommanderError } from "commander";
-import { asDshError } from "../core/errors.js";
+import { asDshError, DshError } from "../core/errors.js";
 import type { CliContext, DaemonConnection } from "./context.js";
 import { EXIT, exitCodeForError } from "./exit-codes.js";
 import { cliHome } from "./home.js";
@@ -15,6 +15,7 @@ import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerGcCommand } from "./commands/gc.js";
 import { registerMachineCommands } from "./commands/machines.js";
 import { registerDemoCommand } from "./demo.js";
+import { registerCompletionCommand } from "./commands/completion.js";
 import { connectDaemon } from "./connect.js";
 
 export { packageVersion };
@@ -25,12 +26,39 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-export function buildProgram(ctx: CliContext): Command {
+/** Socket protocol fields as the CLI's flags, so a message the daemon words for a request names what a person typed. */
+const FIELD_FLAGS: Record<string, string> = {
+  timeoutMs: "--timeout", cwd: "--cwd", model: "--model", thinking: "--thinking", role: "--role", brief: "--brief",
+  owner: "--owner", machine: "--machine", runtime: "--runtime", prompt: "the prompt", message: "the message",
+  taskIds: "the task ids", taskId: "the task id", status: "--status",
+};
+
+/** A daemon BAD_PARAMS about `params.x` (`task.spawn: params.timeoutMs must be >= 1000; fix the request …`) in CLI words. */
+export function inCliWords(err: DshError): DshError {
+  if (err.code !== "BAD_PARAMS") return err;
+  const m = /^[a-z]+\.[a-zA-Z.]+: params\.([a-zA-Z]+)(?:\.\S+)? (.*?)(?:; fix the request.*)?$/s.exec(err.message);
+  const flag = m ? FIELD_FLAGS[m[1] ?? ""] : undefined;
+  if (!m || !flag) return err;
+  const rest = (m[2] ?? "").replace(/^must be >= (\d+)$/, (_all, n: string) => (flag === "--timeout" ? `must be at least ${n} ms` : `must be >= ${n}`));
+  return new DshError("BAD_PARAMS", `${flag} ${rest}; see \`dsh-herdr <command> --help\``, { usage: true });
+}
+
+/** Commander's own usage errors (`error: unknown option '--x'`) as the JSON error --json promises. */
+function usageErrorJson(text: string): string {
+  const message = text.replace(/^error: /, "").trim().replace(/\s*\n\s*/g, " ");
+  return JSON.stringify({ error: { code: "BAD_PARAMS", message } }) + "\n";
+}
+
+export function buildProgram(ctx: CliContext, opts: { json?: boolean } = {}): Command {
   const program = new Command("dsh-herdr")
     .description("Supervisor daemon for pi coding agents: delegate tasks to child pi agents and collect one AgentResult each")
     .version(packageVersion(), "-V, --version")
     .exitOverride()
-    .configureOutput({ writeOut: (s) => ctx.io.out(s), writeErr: (s) => ctx.io.err(s) })
+    .configureOutput({
+      writeOut: (s) => ctx.io.out(s),
+      writeErr: (s) => ctx.io.err(s),
+      outputError: (s, write) => write(opts.json ? usageErrorJson(s) : s),
+    })
     .showSuggestionAfterError(true)
     .addHelpText(
       "after",
@@ -53,6 +81,7 @@ Examples:
   registerMachineCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerDemoCommand(program, ctx);
+  registerCompletionCommand(program, ctx);
   return program;
 }
 
@@ -88,11 +117,11 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
   };
   const wantsJson = argv.includes("--json");
   try {
-    await buildProgram(ctx).parseAsync(argv);
+    await buildProgram(ctx, { json: wantsJson }).parseAsync(argv);
     return ctx.exitCode;
   } catch (e) {
     if (e instanceof CommanderError) return commanderExit(e);
-    const err = asDshError(e);
+    const err = inCliWords(asDshError(e));
     if (wantsJson) io.err(JSON.stringify({ error: err.toJSON() }) + "\n");
     else io.err(`dsh-herdr: ${err.code}: ${err.message}\n`);
     return exitCodeForError(err);

@@ -5,7 +5,9 @@ import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
-import { resolveTaskId } from "./ids.js";
+import { parseJsonLines } from "../store/fsio.js";
+import { storedResultRow, type TaskRow, type TaskSummary } from "../store/task-index.js";
+import { type KnownTask, resolveTaskId } from "./ids.js";
 
 export function tasksDir(home: string): string {
   return join(home, "tasks");
@@ -22,9 +24,61 @@ export function knownTaskIds(home: string): string[] {
   return readdirSync(dir).filter((n) => isValidTaskId(n)).sort();
 }
 
-/** Resolve a typed id or prefix to a task id of this home. */
+/**
+ * The task index (tasks/index.jsonl) as the daemon last wrote it, latest line per task, for tasks that still have a
+ * directory. Read-only: the daemon alone repairs and compacts it.
+ */
+export function readIndex(home: string): Map<string, TaskSummary> {
+  const out = new Map<string, TaskSummary>();
+  let text = "";
+  try {
+    text = readFileSync(join(tasksDir(home), "index.jsonl"), "utf8");
+  } catch {
+    return out; // no index yet (no task was ever recorded, or an old home): directories still resolve
+  }
+  const present = new Set(knownTaskIds(home));
+  for (const l of parseJsonLines<TaskSummary>(text)) if (isValidTaskId(l?.taskId) && present.has(l.taskId)) out.set(l.taskId, l);
+  return out;
+}
+
+/** Every task of this home with its agent name and brief where the index has them. */
+export function knownTasks(home: string): KnownTask[] {
+  const index = readIndex(home);
+  return knownTaskIds(home).map((taskId) => {
+    const s = index.get(taskId);
+    const t: KnownTask = { taskId };
+    const name = s?.row?.agent?.name;
+    if (typeof name === "string") t.name = name;
+    const brief = s?.row?.brief ?? s?.brief;
+    if (typeof brief === "string" && brief !== "") t.brief = brief;
+    return t;
+  });
+}
+
+/** Resolve a typed id, prefix, suffix or agent name to a task id of this home. */
 export function resolveId(home: string, input: string): string {
-  return resolveTaskId(input, knownTaskIds(home));
+  return resolveTaskId(input, knownTasks(home));
+}
+
+/**
+ * Listing rows without a daemon: the index's row per task, else the task's result.json; newest first. Statuses are
+ * as last recorded (a task whose child moved on since the daemon stopped shows its old status).
+ */
+export function offlineRows(home: string): TaskRow[] {
+  const index = readIndex(home);
+  const rows: TaskRow[] = [];
+  for (const taskId of knownTaskIds(home).reverse()) {
+    let row = index.get(taskId)?.row;
+    if (row === undefined) {
+      try {
+        row = storedResultRow(JSON.parse(readFileSync(join(taskDir(home, taskId), "result.json"), "utf8")));
+      } catch {
+        row = undefined; // still being set up, or unreadable: `dsh-herdr show` names the problem
+      }
+    }
+    if (row !== undefined) rows.push(row);
+  }
+  return rows;
 }
 
 /** The exact text of result.json (the latest AgentResult). */

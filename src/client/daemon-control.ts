@@ -1,9 +1,10 @@
 // Starting, stopping and asking after the daemon of a home from outside it (CLI, extensions, tests).
 import { spawn } from "node:child_process";
-import { openSync, closeSync, mkdirSync, readFileSync } from "node:fs";
+import { openSync, closeSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { call, connect, socketPathFor, type DaemonClient } from "./index.js";
+import { pidAlive } from "./liveness.js";
 
 const packageRoot = join(import.meta.dirname, "..", "..", "..");
 export const daemonMain = join(packageRoot, "dist", "src", "daemon", "main.js");
@@ -35,6 +36,8 @@ export async function startDaemon(home: string, opts: { timeoutMs?: number; env?
   if (before.running) return { pid: before.pid!, alreadyRunning: true };
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const logPath = join(home, "daemon.log");
+  // A failed start quotes only what this start wrote, never an older run's lines.
+  const logStart = statSync(logPath, { throwIfNoEntry: false })?.size ?? 0;
   const out = openSync(logPath, "a", 0o600);
   const child = spawn(process.execPath, [daemonMain, "run", "--home", home], {
     detached: true,
@@ -50,7 +53,7 @@ export async function startDaemon(home: string, opts: { timeoutMs?: number; env?
     if (exited !== undefined) {
       const s = await daemonStatus(home);
       if (s.running) return { pid: s.pid!, alreadyRunning: true }; // another start won the race
-      throw new DshError("DAEMON_UNAVAILABLE", `the daemon exited at start (code ${exited}): ${lastLines(logPath)}; fix that and run \`dsh-herdr daemon start\` again`);
+      throw new DshError("DAEMON_UNAVAILABLE", `the daemon exited at start (code ${exited}): ${lastLines(logPath, logStart)}; fix that and run \`dsh-herdr daemon start\` again`);
     }
     const s = await daemonStatus(home);
     if (s.running) return { pid: s.pid!, alreadyRunning: s.pid !== child.pid };
@@ -59,9 +62,10 @@ export async function startDaemon(home: string, opts: { timeoutMs?: number; env?
   throw new DshError("DAEMON_UNAVAILABLE", `the daemon did not answer on ${socketPathFor(home)} within ${opts.timeoutMs ?? 20_000} ms; see ${logPath}`);
 }
 
-function lastLines(path: string): string {
+function lastLines(path: string, from: number): string {
   try {
-    return readFileSync(path, "utf8").trim().split("\n").slice(-3).join(" | ").slice(-500);
+    const text = readFileSync(path).subarray(from).toString("utf8").trim();
+    return text === "" ? "it logged nothing" : text.split("\n").slice(-3).join(" | ").slice(-500);
   } catch {
     return "no log";
   }
@@ -81,12 +85,7 @@ export async function stopDaemon(home: string, opts: { timeoutMs?: number } = {}
 }
 
 function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return pidAlive(pid);
 }
 
 /** A connection to the home's daemon, starting it on demand. */

@@ -58,6 +58,11 @@ export class FrameReader {
     return out;
   }
 
+  /** Bytes of the unfinished frame held now (what the daemon counts against its partial-frame budget). */
+  get buffered(): number {
+    return this.size;
+  }
+
   /** True when an oversized frame is being discarded (no newline seen yet). */
   get discarding(): boolean {
     return this.skipping;

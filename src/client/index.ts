@@ -1,6 +1,7 @@
 // The socket client used by the CLI and both pi extensions: hello, request/response with timeouts, pushes.
 import { createConnection, type Socket } from "node:net";
-import { join } from "node:path";
+import { statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Duplex } from "node:stream";
 import { DshError, ERROR_CODES, type ErrorCode } from "../core/errors.js";
 import { FrameReader, encodeFrame } from "./frames.js";
@@ -51,6 +52,20 @@ function toError(e: { code?: unknown; message?: unknown }): DshError {
   return new DshError(code, typeof e.message === "string" ? e.message : "daemon error");
 }
 
+/** The socket refused us: its home belongs to another user (whose daemon serves only them), or its mode is off. */
+function notYours(socketPath: string): DshError {
+  const home = dirname(socketPath);
+  const owner = statSync(home, { throwIfNoEntry: false })?.uid;
+  const me = process.getuid?.();
+  if (owner !== undefined && me !== undefined && owner !== me) {
+    return new DshError(
+      "HOME_NOT_YOURS",
+      `${home} belongs to uid ${owner}, not to you (uid ${me}); its daemon serves only its owner. Use a home of your own: unset DSH_HERDR_HOME (default ~/.dsh/herdr) or set it to a directory you own.`,
+    );
+  }
+  return new DshError("HOME_UNSAFE", `permission denied on ${socketPath}; fix with \`chmod 700 ${home} && chmod 600 ${socketPath}\``);
+}
+
 export async function connect(target: string, opts: ConnectOptions): Promise<DaemonClient> {
   const socketPath = socketPathFor(target);
   const socket: Socket = await new Promise((resolve, reject) => {
@@ -65,6 +80,7 @@ export async function connect(target: string, opts: ConnectOptions): Promise<Dae
     });
     s.once("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
+      if (err.code === "EACCES" || err.code === "EPERM") return reject(notYours(socketPath));
       reject(new DshError("DAEMON_UNAVAILABLE", `cannot connect to ${socketPath} (${err.code ?? err.message}); start the daemon with \`dsh-herdr daemon start\``));
     });
   });

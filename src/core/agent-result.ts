@@ -85,6 +85,10 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
   if (statusWarning !== undefined) extra.push(statusWarning);
   const invalid = input.session?.invalidLines ?? 0;
   if (invalid > 0) extra.push(`session: ${invalid} invalid line(s) skipped`);
+  const restarts = input.session?.restarts ?? 0;
+  if (restarts > 0) {
+    extra.push(`session file was truncated or replaced mid-task (${restarts} time(s)): it was read again from the start and usage recomputed from what it holds now`);
+  }
   extra.push(...(input.warnings ?? []));
   const warnings = collectWarnings({
     role: input.role,
@@ -93,6 +97,7 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
     hasFinalMessage: finalMessage !== undefined,
     changedFiles: input.diff ? [...input.diff.files, ...input.diff.untracked] : [],
     dirtyAtStart: input.diff?.dirtyAtStart ?? [],
+    ...(input.diff?.dirtyChanged ? { dirtyChanged: input.diff.dirtyChanged } : {}),
     settled: input.settled ?? (nextActionFor(status) !== "wait" && !input.raw.external),
     extra,
   });

@@ -8,7 +8,7 @@ export type AgentSource = "project" | "user" | "bundled";
 export interface AgentDefinition {
   name: string;
   description: string;
-  /** provider/model-id; absent = the daemon's default model. */
+  /** provider/model-id; absent = the owner session's current model (like pi-crew). */
   model?: string;
   thinking?: ThinkingLevel;
   /** Absent = all built-in tools; [] = none. Recorded for the child; the daemon decides what it can honour. */
@@ -27,7 +27,7 @@ export interface AgentWarning {
   message: string;
 }
 
-const THINKING: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+const THINKING: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
 const FIELDS = ["name", "description", "model", "thinking", "tools", "role", "isolated", "interactive"];
 
 /** Split `---\n<yaml>\n---\n<body>`; null when the text has no frontmatter block. */
@@ -79,7 +79,7 @@ export function parseAgentDefinition(text: string, file: string, source: AgentSo
   };
   if (f.model !== undefined) {
     if (typeof f.model === "string" && /^[^/\s]+\/\S+$/.test(f.model.trim())) agent.model = f.model.trim();
-    else warn(`model must be provider/model-id, got ${JSON.stringify(f.model)}; the default model is used`);
+    else warn(`model must be provider/model-id, got ${JSON.stringify(f.model)}; the owner session's model is used`);
   }
   if (f.thinking !== undefined) {
     if (THINKING.includes(f.thinking as ThinkingLevel)) agent.thinking = f.thinking as ThinkingLevel;

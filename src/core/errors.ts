@@ -46,6 +46,11 @@ export const ERROR_CODES = [
   // other machines (src/remote)
   "MACHINE_UNKNOWN",
   "MACHINE_UNREACHABLE",
+  "CONNECTION_LIMIT",
+  "SLOW_READER",
+  "HOME_NOT_YOURS",
+  "MODEL_UNKNOWN",
+  "MODEL_NOT_FOUND",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -1,5 +1,6 @@
 // Running facts of a pi session (reference/pi.md §1), fed one parsed entry at a time: totals, the current cycle,
 // the leaf's stop reason, pi's auto-retry outlook and terminal tools. The byte/line framing is SessionReader's.
+import { errorEndingOutlook, isRetryableError073, isRetryOmission, piLineOfEntry, type PiLine } from "./retry-outlook.js";
 
 /** One session line. Only `type` is guaranteed; everything else is read defensively. */
 export interface SessionEntry {
@@ -69,13 +70,8 @@ export interface SessionFacts {
   cycle: CycleFacts;
 }
 
-/** pi 0.73.1 `_isRetryableError` (agent-session.js): errors matching this are retried automatically. */
-export const PI_RETRYABLE_ERROR =
-  /overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay/i;
-
-export function isRetryableError(errorMessage: string | undefined): boolean {
-  return errorMessage !== undefined && errorMessage !== "" && PI_RETRYABLE_ERROR.test(errorMessage);
-}
+// The retry outlook per pi line lives in retry-outlook.ts; these names stay for the reader's callers.
+export { PI_073_RETRYABLE_ERROR as PI_RETRYABLE_ERROR, isRetryableError073 as isRetryableError } from "./retry-outlook.js";
 
 const SETTLING_STOPS = new Set(["stop", "length", "aborted"]);
 
@@ -100,6 +96,8 @@ const zeroUsage = (): UsageFacts => ({ assistant: 0, toolCalls: 0, outputTokens:
 export interface SessionFactsOptions {
   /** pi's auto-retry maxRetries (settings retry.maxRetries, default 3). */
   maxRetries?: number;
+  /** The pi line that writes the session; by default read from the session (1.x-only entries), else 0.73. */
+  piLine?: PiLine;
   /**
    * Tools that end the cycle with `terminate: true` (pi then makes no further model call, so the file ends on the
    * toolResult). Default ["crew_report"].
@@ -112,9 +110,12 @@ export class SessionFactsBuilder {
   private readonly terminalTools: Set<string>;
   private f: SessionFacts;
   private cycleHasAssistant = false;
+  private line: PiLine | undefined;
+  private lastAssistantId: string | undefined;
 
   constructor(opts: SessionFactsOptions = {}) {
     this.maxRetries = opts.maxRetries ?? 3;
+    this.line = opts.piLine;
     this.terminalTools = new Set(opts.terminalTools ?? ["crew_report"]);
     this.f = {
       entries: 0, invalidLines: 0, usage: zeroUsage(), retryMayFollow: false, retryableErrors: 0,
@@ -156,11 +157,17 @@ export class SessionFactsBuilder {
       if (id !== undefined) f.sessionId = id;
       return;
     }
+    this.line ??= piLineOfEntry(e);
+    if (isRetryOmission(e, this.lastAssistantId)) return this.onRetry();
     if (e.type === "custom_message") return this.onPrompt("custom");
     if (e.type !== "message" || !isRecord(e.message)) return; // metadata entries do not move the conversation
     const m = e.message;
     const role = str(m.role) ?? "unknown";
-    if (role === "assistant") return this.onAssistant(m);
+    if (role === "assistant") {
+      this.lastAssistantId = str(e.id);
+      return this.onAssistant(m);
+    }
+    if (role === "system") return; // pi 1.x records each run's system prompt: context, not a prompt
     if (role === "toolResult") {
       f.lastMessageRole = role;
       f.cycleSettled = false;
@@ -231,10 +238,22 @@ export class SessionFactsBuilder {
     f.lastToolCalls = calls;
     f.lastToolResults = [];
     f.terminatedBy = undefined;
-    const retryable = stop === "error" && isRetryableError(err);
-    f.retryableErrors = retryable ? f.retryableErrors + 1 : 0;
-    f.retryMayFollow = retryable && f.retryableErrors <= this.maxRetries;
+    const line = this.line ?? "0.73";
+    // 0.73 writes no retry marker: its rule decides now. 1.x marks a retry with the omission that follows
+    // (onRetry); until then its error ending stands as final.
+    if (line === "0.73") f.retryableErrors = stop === "error" && isRetryableError073(err) ? f.retryableErrors + 1 : 0;
+    else if (stop !== "error") f.retryableErrors = 0;
+    const settings = { enabled: true, maxRetries: this.maxRetries };
+    f.retryMayFollow = stop === "error" && errorEndingOutlook(line, { errorMessage: err, settings, retryableInARow: f.retryableErrors }) === "retry";
     f.cycleSettled = (stop !== undefined && SETTLING_STOPS.has(stop)) || (stop === "error" && !f.retryMayFollow);
+  }
+
+  /** pi 1.x omitted the leaf's failed attempt from the context: it is retrying (or compacting and re-running). */
+  private onRetry(): void {
+    const f = this.f;
+    f.retryableErrors++;
+    f.retryMayFollow = true;
+    f.cycleSettled = false;
   }
 }
 

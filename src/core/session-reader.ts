@@ -1,12 +1,17 @@
 // Incremental reader of a pi session JSONL (reference/pi.md §1). Fed raw bytes as the file grows; keeps only a byte
 // offset, a partial-line buffer and running facts (session-facts.ts). Splits on "\n" bytes only (never U+2028), so a
 // multi-byte character split across chunks is decoded whole. Unknown entry types and fields are tolerated (newer pi).
-import { SessionFactsBuilder, type SessionEntry, type SessionFacts, type SessionFactsOptions } from "./session-facts.js";
+import { SessionFactsBuilder, type SessionEntry, type SessionFacts as BuiltFacts, type SessionFactsOptions } from "./session-facts.js";
 
 export {
   isRetryableError, PI_RETRYABLE_ERROR, sessionErrorOf,
-  type CycleFacts, type SessionEntry, type SessionFacts, type ToolCallFact, type ToolResultFact, type UsageFacts,
+  type CycleFacts, type SessionEntry, type ToolCallFact, type ToolResultFact, type UsageFacts,
 } from "./session-facts.js";
+
+export interface SessionFacts extends BuiltFacts {
+  /** Times the file was found truncated or replaced and read again from its start (absent: never). */
+  restarts?: number;
+}
 
 export interface SessionReaderOptions extends SessionFactsOptions {
   /** A line over this many bytes is skipped (and counted invalid) without being held whole. Default 16 MiB. */
@@ -28,11 +33,25 @@ export class SessionReader {
   /** Inside an over-long line: drop bytes until its newline. */
   private skipping = false;
   private consumed = 0;
-  private readonly f: SessionFactsBuilder;
+  private f: SessionFactsBuilder;
+  private restarts = 0;
 
-  constructor(opts: SessionReaderOptions = {}) {
+  constructor(private readonly opts: SessionReaderOptions = {}) {
     this.maxLineBytes = opts.maxLineBytes ?? 16 * 1024 * 1024;
     this.f = new SessionFactsBuilder(opts);
+  }
+
+  /**
+   * The file was truncated or replaced: forget everything read and take the next bytes as the file from offset 0.
+   * Facts (usage, final text, cycle) are then recomputed from the new content, not frozen at the old one's.
+   */
+  restart(): void {
+    this.f = new SessionFactsBuilder(this.opts);
+    this.pending = [];
+    this.lineBytes = 0;
+    this.skipping = false;
+    this.consumed = 0;
+    this.restarts++;
   }
 
   /** Bytes consumed into complete lines: where to resume reading the file. */
@@ -108,6 +127,7 @@ export class SessionReader {
   }
 
   facts(): SessionFacts {
-    return this.f.facts();
+    const f: SessionFacts = this.f.facts();
+    return this.restarts > 0 ? { ...f, restarts: this.restarts } : f;
   }
 }

@@ -57,6 +57,8 @@ export interface WarningInput {
   changedFiles?: string[];
   /** Porcelain lines dirty at spawn: those paths are not blamed on a reviewer. */
   dirtyAtStart?: string[];
+  /** Of those, the paths whose content changed since spawn: they are blamed after all. */
+  dirtyChanged?: string[];
   /** Harvest is final for this cycle: empty-harvest only makes sense then. */
   settled: boolean;
   /** Passed through in order after ours (malformed result.md, invalid session lines, ...). */
@@ -76,8 +78,10 @@ export function collectWarnings(w: WarningInput): string[] {
   if (w.session === "absent" && w.settled) out.push("no session file: pi wrote no assistant message for this task");
   if (w.settled && !w.hasArtifact && !w.hasFinalMessage) out.push("empty harvest: no result.md and no new final message");
   if (w.role === "reviewer") {
-    const dirty = new Set((w.dirtyAtStart ?? []).map(porcelainPath));
-    const changed = (w.changedFiles ?? []).filter((f) => !dirty.has(f));
+    const edited = new Set(w.dirtyChanged ?? []);
+    const dirty = new Set((w.dirtyAtStart ?? []).map(porcelainPath).filter((p) => !edited.has(p)));
+    // A new file is both in the diff and untracked: each name once.
+    const changed = [...new Set(w.changedFiles ?? [])].filter((f) => !dirty.has(f));
     if (changed.length > 0) {
       const shown = changed.slice(0, 5).join(", ") + (changed.length > 5 ? `, +${changed.length - 5} more` : "");
       out.push(`reviewer changed files: ${shown}`);

@@ -17,7 +17,7 @@ export type HerdrStatus = "idle" | "working" | "blocked" | "done" | "unknown";
 export type Role = "worker" | "reviewer";
 export type NextAction = "none" | "wait" | "answer" | "inspect";
 export type RuntimeKind = "herdr" | "tmux" | "headless";
-export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high" | "xhigh";
+export type ThinkingLevel = "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
 
 export interface AgentInfo {
   name: string;
@@ -58,6 +58,8 @@ export interface DiffEvidence {
   patchBytes: number;
   truncated: boolean;
   dirtyAtStart: string[];
+  /** Paths dirty at spawn whose content changed since (absent when they were not hashed: too many, or recovered). */
+  dirtyChanged?: string[];
 }
 
 export interface WorktreeInfo {

@@ -5,7 +5,9 @@ import { DshError } from "../core/errors.js";
 import type { HerdrStatus, RuntimeKind } from "../core/types.js";
 import { deriveStatus } from "../core/derive.js";
 import { HerdrClient, createTransport, herdrPing } from "../runtime/herdr/index.js";
-import { loadConfig, type Config } from "../store/config.js";
+import { configFileDigest, loadConfig, type Config } from "../store/config.js";
+import { resolvePiBin } from "../pi/launch.js";
+import { watchConfig } from "./config-watch.js";
 import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
@@ -16,12 +18,12 @@ import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
 import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
-import { startSocketServer, type Logger } from "./server.js";
+import { startSocketServer, type ConnectionLimits, type Logger } from "./server.js";
 import { flushSnapshot } from "./settle.js";
 import { Supervisor } from "./supervisor.js";
 import { Relay } from "../remote/relay.js";
 import type { TaskRecord } from "./record.js";
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -31,6 +33,8 @@ export interface RunDaemonOptions {
   logLevel?: string;
   /** Build these runtime kinds with other factories (benches: a stub runtime that only records the launch). */
   runtimeFactories?: RuntimeFactories;
+  /** Per-connection bounds of the socket server (tests lower them; defaults in server.ts DEFAULT_LIMITS). */
+  limits?: Partial<ConnectionLimits>;
 }
 
 export interface RunningDaemon {
@@ -45,20 +49,39 @@ export interface RunningDaemon {
 }
 
 /** Log fields whose values are secrets (child env, task tokens, keys). */
-const SECRET_KEYS = ["env", "token", "apiKey", "authorization"];
+const SECRET_KEYS = ["env", "token", "apiKey", "authorization", "secret"];
 
 /**
  * daemon.log, best effort. pino's sync destination throws a write error (ENOSPC on a full disk) out of log.info into
  * whatever was logging, which crashed the daemon mid-stop or in a rejection handler; a lost log line is the lesser harm.
  */
-function logDestination(path: string): { write(line: string): void; close(): void } {
-  const fd = openSync(path, "a", 0o600);
+function logDestination(path: string, maxBytes = logCap()): { write(line: string): void; close(): void } {
+  let fd = openSync(path, "a", 0o600);
+  let size = sizeOf(fd);
   let open = true;
+  let rotatable = true;
+  const rotate = () => {
+    closeSync(fd);
+    try {
+      renameSync(path, `${path}.1`);
+    } catch {
+      rotatable = false; // cannot rename (read-only home): keep appending to the same file
+    }
+    try {
+      fd = openSync(path, "a", 0o600);
+      size = sizeOf(fd);
+    } catch {
+      open = false; // no log from here on; the daemon keeps serving
+    }
+  };
   return {
     write(line) {
       if (!open) return; // never write to a closed fd: its number may belong to another file by now
       try {
-        writeSync(fd, line);
+        // Size cap: past maxBytes the log moves to daemon.log.1 (replacing the previous one) and starts afresh,
+        // so the log never takes more than twice the cap of the home.
+        if (rotatable && size > 0 && size + Buffer.byteLength(line) > maxBytes) rotate();
+        if (open) size += writeSync(fd, line);
       } catch {
         // dropped: the disk is full or read-only; the daemon keeps serving
       }
@@ -68,6 +91,20 @@ function logDestination(path: string): { write(line: string): void; close(): voi
       open = false;
     },
   };
+}
+
+/** daemon.log's size cap: DSH_HERDR_LOG_MAX_BYTES, else 10 MiB. */
+function logCap(): number {
+  const v = Number(process.env.DSH_HERDR_LOG_MAX_BYTES);
+  return Number.isSafeInteger(v) && v >= 4096 ? v : 10 * 1024 * 1024;
+}
+
+function sizeOf(fd: number): number {
+  try {
+    return fstatSync(fd).size;
+  } catch {
+    return 0;
+  }
 }
 
 export function daemonVersion(): string {
@@ -92,7 +129,9 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     throw e;
   });
   let config: Config;
+  let loadedDigest: string;
   try {
+    loadedDigest = await configFileDigest(home);
     config = { ...(await loadConfig(home)), ...(opts.config ?? {}) };
   } catch (e) {
     await lock.release();
@@ -123,11 +162,24 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const relay = new Relay(sup, { version });
   // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
   await recoverTasks(sup, runtimes, relay);
+  const configWatch = await watchConfig(home, { initialDigest: loadedDigest, overrides: opts.config ?? {}, apply: (c) => (config = c), log });
+  // What every child gets and which pi runs it: `doctor` compares these with the CLI's own.
+  const childEnvAll = { ...process.env, ...(opts.childEnv ?? {}) };
+  const envFacts = () => {
+    let piBin: string | null = null;
+    try {
+      piBin = resolvePiBin(childEnvAll);
+    } catch {
+      // reported as null: doctor says pi is not found for the daemon
+    }
+    return { piBin, piDir: childEnvAll.PI_CODING_AGENT_DIR ?? null, path: childEnvAll.PATH ?? "" };
+  };
 
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const server = await startSocketServer({
     socketPath: paths.socket,
+    ...(opts.limits ? { limits: opts.limits } : {}),
     schemas: new ProtocolSchemas(),
     version,
     log,
@@ -145,6 +197,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
         openTasks: [...sup.tasks.values()].filter((l) => sup.isOpen(l)).length,
         maxParallelAgents: config.maxParallelAgents, maxQueuedAgents: config.maxQueuedAgents,
         runtime: config.runtime, enabled: config.enabled,
+        configDigest: configWatch.digest(), env: envFacts(),
       }),
     })),
   });
@@ -154,6 +207,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     stopping ??= (async () => {
       log.info({}, "daemon stopping; open tasks keep running in their runtimes");
       sup.stopped = true;
+      configWatch.close();
       delivery.stop();
       await server.close();
       await relay.stop(); // remote tasks keep running there; the next daemon reattaches

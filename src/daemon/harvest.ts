@@ -6,6 +6,7 @@ import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { buildAgentResult } from "../core/agent-result.js";
 import type { RawState } from "../core/derive.js";
 import { DshError } from "../core/errors.js";
+import { PI_DEFAULT_MODEL } from "../core/model-choice.js";
 import { sessionErrorOf, type SessionFacts } from "../core/session-reader.js";
 import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
 import type { ParsedResultMd } from "../core/result-md.js";
@@ -79,7 +80,7 @@ export function assemble(ev: Evidence): AgentResult {
 
 function agentInfo(rec: TaskRecord): AgentResult["agent"] {
   const h = rec.handle;
-  const a: AgentResult["agent"] = { name: rec.name, kind: rec.kind, model: rec.model, thinking: rec.thinking, runtime: rec.runtime };
+  const a: AgentResult["agent"] = { name: rec.name, kind: rec.kind, model: rec.model ?? PI_DEFAULT_MODEL, thinking: rec.thinking, runtime: rec.runtime };
   if (rec.machine) a.machine = rec.machine;
   if (h?.paneId) a.paneId = h.paneId;
   if (h?.tabId) a.tabId = h.tabId;
@@ -94,7 +95,10 @@ export async function diffFor(rec: TaskRecord, patchPath: string, capBytes: numb
   if (!rec.baseline?.isRepo) return {};
   try {
     return {
-      diff: await harvestDiff({ cwd: rec.workdir, baselineHead: rec.baseline.head, dirtyAtStart: rec.baseline.dirtyAtStart, patchPath, capBytes }),
+      diff: await harvestDiff({
+        cwd: rec.workdir, baselineHead: rec.baseline.head, dirtyAtStart: rec.baseline.dirtyAtStart, patchPath, capBytes,
+        ...(rec.baseline.dirtyHashes ? { dirtyHashes: rec.baseline.dirtyHashes } : {}),
+      }),
     };
   } catch (e) {
     return { warning: `diff not harvested: ${(e as Error).message}` };

@@ -3,6 +3,7 @@ import { open, realpath, stat } from "node:fs/promises";
 import { sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
+import { resolveSpawnModel } from "../core/model-choice.js";
 import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
 import { assertOwnerId } from "../store/outbox.js";
 import { requireRepoFacts } from "../git/repo.js";
@@ -100,13 +101,12 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         }
       }
       const repo = p.isolated ? await requireRepoFacts(cwd) : undefined;
+      const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
       const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
       // Only Herdr can place a child on another machine; anything else would run here under a false label.
       if (p.machine !== undefined && runtime !== "herdr") {
         throw new DshError("MACHINE_UNKNOWN", `machine ${JSON.stringify(p.machine)} is not in config.json machines and runtime ${runtime} is local only; add it with \`dsh-herdr machine add ${p.machine} --ssh USER@HOST\`, drop --machine, or use the herdr runtime with a machine Herdr knows`);
       }
-      const modelIn = p.model ?? c.defaultModel;
-      const model = c.modelAliases[modelIn] ?? modelIn;
       // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
       const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
       const slot = sup.admission.acquire(slotKey);

@@ -2,6 +2,7 @@
 // prompt.md, launch pi in the runtime with the child extension, and hold the readiness barrier (hello + prompt
 // accepted; no sign of life → kill, one retry, then AGENT_STALLED).
 import { DshError } from "../core/errors.js";
+import { classifyPiStartFailure } from "../core/pi-failure.js";
 import { captureBaseline } from "../git/baseline.js";
 import { createWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
@@ -65,7 +66,7 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const known = knownRepo.get(live);
   knownRepo.delete(live);
   const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated, ...(known ? { known } : {}) });
-  rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, warnings: base.warnings };
+  rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, ...(base.dirtyHashes ? { dirtyHashes: base.dirtyHashes } : {}), warnings: base.warnings };
   if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
   if (rec.isolated) {
     rec.worktree = await createWorktree({
@@ -160,9 +161,12 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     }
   }
   const tail = rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "";
+  // pi said why it could not start (e.g. `Model "x" not found`): that, in pi's words, not a stall.
+  const said = classifyPiStartFailure(tail);
+  if (said) throw new DshError(said.code, `pi could not start the child: ${said.line}`);
   throw new DshError(
     "AGENT_STALLED",
-    `the child showed no sign of life twice (${lastErr?.message ?? "stalled"}); check the model (${rec.model}), pi's install and ${sup.deps.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
+    `the child showed no sign of life twice (${lastErr?.message ?? "stalled"}); check the model (${rec.model ?? "pi's default"}), pi's install and ${sup.deps.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
   );
 }
 

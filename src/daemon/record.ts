@@ -20,7 +20,8 @@ export interface TaskRecord extends TaskRecordBase {
   cwd: string;
   kind: "pi";
   role: Role;
-  model: string;
+  /** provider/id as passed to pi; absent: pi's own default model (no --model). */
+  model?: string;
   thinking: string;
   isolated: boolean;
   timeoutMs: number;
@@ -40,7 +41,7 @@ export interface TaskRecord extends TaskRecordBase {
   sessionPath: string;
   resultPath: string;
   worktree?: WorktreeInfo;
-  baseline?: { isRepo: boolean; head: string | null; dirtyAtStart: string[]; warnings: string[] };
+  baseline?: { isRepo: boolean; head: string | null; dirtyAtStart: string[]; dirtyHashes?: Record<string, string>; warnings: string[] };
   handle?: RuntimeHandle;
   cycle: number;
   timing: Timing;

@@ -36,10 +36,32 @@ export interface SocketServerOptions {
   onChildConnected?(conn: Connection): void;
   version: string;
   log: Logger;
+  limits?: Partial<ConnectionLimits>;
 }
+
+/** What one client may cost the daemon; past a bound it is slowed down or closed, never buffered without end. */
+export interface ConnectionLimits {
+  /** Concurrent connections; one more is refused with CONNECTION_LIMIT. */
+  maxConnections: number;
+  /** Bytes of unfinished frames held across all connections; the connection that passes it is closed. */
+  maxPartialBytes: number;
+  /** A connection holding part of a frame this long without completing one is closed (TIMEOUT). */
+  partialFrameTimeoutMs: number;
+  /** Unsent bytes to one connection: past it the daemon stops reading its requests until it reads; pushes past twice it close it. */
+  maxUnsentBytes: number;
+}
+
+export const DEFAULT_LIMITS: ConnectionLimits = {
+  maxConnections: 1024,
+  maxPartialBytes: 32 * 1024 * 1024,
+  partialFrameTimeoutMs: 30_000,
+  maxUnsentBytes: 8 * 1024 * 1024,
+};
 
 export interface SocketServer {
   readonly connections: ReadonlySet<Connection>;
+  /** Bytes of unfinished frames held across all connections now. */
+  readonly partialBytes: number;
   close(): Promise<void>;
 }
 
@@ -67,16 +89,34 @@ const CHILD_METHODS = new Set<string>(["child.event", "child.report"]);
 export async function startSocketServer(opts: SocketServerOptions): Promise<SocketServer> {
   const connections = new Set<Connection>();
   const sockets = new Set<Socket>();
+  const limits: ConnectionLimits = { ...DEFAULT_LIMITS, ...(opts.limits ?? {}) };
+  let partialBytes = 0;
   let nextId = 1;
 
   const server: Server = createServer((socket) => {
+    if (sockets.size >= limits.maxConnections) {
+      socket.on("error", () => socket.destroy());
+      const e = new DshError("CONNECTION_LIMIT", `the daemon already serves ${limits.maxConnections} connections; close idle clients and connect again`);
+      socket.end(encodeFrame({ id: null, error: e.toJSON() }));
+      setTimeout(() => socket.destroy(), 1000).unref();
+      opts.log.warn({ connections: sockets.size }, "connection refused: too many connections");
+      return;
+    }
     sockets.add(socket);
     const closers: (() => void)[] = [];
     const conn: Connection = {
       id: nextId++,
       closed: false,
       push(method, params) {
-        if (!socket.destroyed) socket.write(encodeFrame({ method, params }));
+        if (socket.destroyed) return;
+        if (socket.writableLength > 2 * limits.maxUnsentBytes) {
+          // A subscriber that does not read: its queue cannot grow without end, and an error frame would wait behind it.
+          opts.log.warn({ conn: conn.id, unsent: socket.writableLength }, "connection closed: it does not read its pushes (SLOW_READER)");
+          socket.destroy();
+          return;
+        }
+        socket.write(encodeFrame({ method, params }));
+        throttle();
       },
       onClose(fn) {
         closers.push(fn);
@@ -84,13 +124,72 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
     };
     connections.add(conn);
     const reader = new FrameReader();
+    /** This connection's share of partialBytes. */
+    let held = 0;
+    let paused = false;
+    let refused = false;
+    let partialTimer: NodeJS.Timeout | undefined;
+    // Replies wait in socket.writableLength while the client does not read: stop reading its requests meanwhile.
+    const throttle = () => {
+      if (paused || socket.destroyed || socket.writableLength <= limits.maxUnsentBytes) return;
+      paused = true;
+      socket.pause();
+      socket.once("drain", () => {
+        paused = false;
+        if (!refused) socket.resume();
+      });
+    };
     const reply = (msg: unknown) => {
-      if (!socket.destroyed) socket.write(encodeFrame(msg));
+      if (socket.destroyed) return;
+      socket.write(encodeFrame(msg));
+      throttle();
     };
     const fail = (id: unknown, e: DshError) => reply({ id: id ?? null, error: e.toJSON() });
+    /** Refuse the connection: the error goes out, nothing more is read or buffered from it. */
+    const refuse = (e: DshError) => {
+      if (refused) return;
+      refused = true;
+      socket.pause(); // read no more of it: its bytes stay in the kernel, not in our heap
+      release();
+      fail(null, e);
+      socket.end();
+      // A peer that never reads the refusal would keep the socket open: it goes anyway.
+      setTimeout(() => socket.destroy(), 2000).unref();
+      opts.log.warn({ conn: conn.id, code: e.code }, "connection refused");
+    };
+    const release = () => {
+      partialBytes -= held;
+      held = 0;
+      if (partialTimer) clearTimeout(partialTimer);
+      partialTimer = undefined;
+    };
+    const armPartialTimer = () => {
+      partialTimer = setTimeout(() => {
+        partialTimer = undefined;
+        // Not its fault while we are the ones not reading.
+        if (paused) return armPartialTimer();
+        refuse(new DshError("TIMEOUT", `no complete frame within ${limits.partialFrameTimeoutMs} ms; end each request with a newline`));
+      }, limits.partialFrameTimeoutMs);
+      partialTimer.unref();
+    };
 
     socket.on("data", (chunk: Buffer) => {
-      for (const ev of reader.push(chunk)) {
+      if (refused) return;
+      const events = reader.push(chunk);
+      const now = reader.buffered;
+      partialBytes += now - held;
+      held = now;
+      if (held > 0 || reader.discarding) {
+        if (partialTimer === undefined) armPartialTimer();
+      } else if (partialTimer !== undefined) {
+        clearTimeout(partialTimer);
+        partialTimer = undefined;
+      }
+      if (partialBytes > limits.maxPartialBytes) {
+        refuse(new DshError("CONNECTION_LIMIT", `the daemon holds ${limits.maxPartialBytes} bytes of unfinished frames across its clients; send whole frames (one JSON line each) and connect again`));
+        return;
+      }
+      for (const ev of events) {
         if (ev.kind === "oversized") {
           fail(null, new DshError("FRAME_TOO_LARGE", `frame exceeds 1 MiB (${ev.bytes}+ bytes); send smaller requests (put large prompts in a file)`));
           continue;
@@ -104,6 +203,7 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
     });
     socket.on("error", () => socket.destroy());
     socket.on("close", () => {
+      release();
       sockets.delete(socket);
       connections.delete(conn);
       (conn as { closed: boolean }).closed = true;
@@ -202,6 +302,9 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
 
   return {
     connections,
+    get partialBytes() {
+      return partialBytes;
+    },
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

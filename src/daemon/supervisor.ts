@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { CrewReport } from "../core/crew-cycle.js";
 import { agentName } from "../core/ids.js";
+import { PI_DEFAULT_MODEL } from "../core/model-choice.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
 import { Admission } from "./admission.js";
@@ -198,7 +199,7 @@ export class Supervisor {
       ...input,
       taskId,
       status: "starting",
-      name: agentName(input.role, input.model, taskId),
+      name: agentName(input.role, input.model ?? PI_DEFAULT_MODEL, taskId),
       token: randomBytes(24).toString("hex"),
       workdir: input.cwd,
       sessionPath: join(paths.dir, "session.jsonl"),

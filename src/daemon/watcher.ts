@@ -54,6 +54,8 @@ export class TaskFiles {
   private stopped = false;
   sessionExists = false;
   sessionMtimeMs = 0;
+  /** Inode of the session file last read: another one means the file was replaced (rotation, a tool, a user). */
+  private sessionIno: number | undefined;
 
   constructor(private readonly opts: TaskFilesOptions) {
     this.reader = new SessionReader();
@@ -124,9 +126,17 @@ export class TaskFiles {
       const st = await fh.stat();
       this.sessionExists = true;
       this.sessionMtimeMs = st.mtimeMs;
+      let moved = false;
+      // Shorter than what we read, or another file under the name: read it again from 0 (the result warns).
+      const replaced = this.sessionIno !== undefined && st.ino !== this.sessionIno;
+      if (replaced || st.size < this.reader.offset + this.pendingBytes) {
+        this.reader.restart();
+        this.pendingBytes = 0;
+        moved = true;
+      }
+      this.sessionIno = st.ino;
       // The reader holds an unfinished last line itself: resume after every byte already handed to it.
       let pos = this.reader.offset + this.pendingBytes;
-      let moved = false;
       const buf = Buffer.alloc(Math.min(CHUNK, Math.max(1, st.size - pos)));
       while (pos < st.size) {
         const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, st.size - pos), pos);

@@ -49,6 +49,40 @@ export interface TextComponent {
 /** The part of pi's Theme the cards use (pi passes it to message renderers; nothing is imported from pi). */
 export interface CardTheme {
   bold(text: string): string;
+  fg?(color: string, text: string): string;
+  italic?(text: string): string;
+  underline?(text: string): string;
+}
+
+/** pi-tui's Markdown component, as pi's extension loader hands it to us (see loadPiMarkdown); never bundled. */
+export type MarkdownCtor = new (text: string, paddingX: number, paddingY: number, theme: Record<string, unknown>) => TextComponent;
+
+/**
+ * pi-tui's Markdown class from the pi that loaded this extension: pi's loader aliases the pi-tui specifiers to its own
+ * copy, so this is pi's component, not a dependency of ours. Undefined outside pi (or a pi without it): the cards
+ * then fall back to plain text with bold labels.
+ */
+export async function loadPiMarkdown(): Promise<MarkdownCtor | undefined> {
+  for (const spec of ["@earendil-works/pi-tui", "@mariozechner/pi-tui"]) {
+    try {
+      const mod = (await import(spec)) as { Markdown?: unknown };
+      if (typeof mod.Markdown === "function") return mod.Markdown as MarkdownCtor;
+    } catch {
+      // not this pi's package name
+    }
+  }
+  return undefined;
+}
+
+/** pi's markdown styles from the theme pi passes to renderers (what pi's own getMarkdownTheme builds). */
+export function markdownTheme(theme: CardTheme): Record<string, unknown> {
+  const fg = (color: string) => (t: string) => (theme.fg ? theme.fg(color, t) : t);
+  return {
+    heading: fg("mdHeading"), link: fg("mdLink"), linkUrl: fg("mdLinkUrl"), code: fg("mdCode"), codeBlock: fg("mdCodeBlock"),
+    codeBlockBorder: fg("mdCodeBlockBorder"), quote: fg("mdQuote"), quoteBorder: fg("mdQuoteBorder"), hr: fg("mdHr"),
+    listBullet: fg("mdListBullet"), bold: (t: string) => theme.bold(t), italic: (t: string) => (theme.italic ? theme.italic(t) : t),
+    underline: (t: string) => (theme.underline ? theme.underline(t) : t), strikethrough: (t: string) => `\x1b[9m${t}\x1b[29m`,
+  };
 }
 
 /** One logical line of a card: wrapped to the width, then styled (labels bold, the id in the head line bold). */
@@ -104,8 +138,19 @@ function linesComponent(render: ((width: number) => string[]) | (() => string), 
  * A message renderer for crew-result / crew-abort messages: collapsed cards show the first 12 lines. With pi's
  * theme the id and the Needs/Error labels are bold (markdown markers would show literally in a plain component).
  */
-export function renderCrewCard(message: { details?: unknown; content?: unknown }, options: { expanded: boolean }, theme?: CardTheme): TextComponent | undefined {
+export function renderCrewCard(
+  message: { details?: unknown; content?: unknown },
+  options: { expanded: boolean },
+  theme?: CardTheme,
+  markdown?: MarkdownCtor,
+): TextComponent | undefined {
   const card = (message.details as { card?: CardData } | undefined)?.card;
   if (!card || !(card.status in CARD_ICONS)) return undefined;
-  return linesComponent((width: number) => renderCard(card, width, theme), options.expanded ? undefined : 12);
+  const maxLines = options.expanded ? undefined : 12;
+  // With pi's Markdown the report reads as written (bold, lists, code), not with literal ** markers.
+  if (markdown && theme) {
+    const md = new markdown(cardMarkdown(card), 0, 0, markdownTheme(theme));
+    return linesComponent((width: number) => md.render(width), maxLines);
+  }
+  return linesComponent((width: number) => renderCard(card, width, theme), maxLines);
 }

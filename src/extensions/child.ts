@@ -6,9 +6,9 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { connect, type DaemonClient } from "../client/index.js";
-import { isRetryableError } from "../core/session-reader.js";
+import { errorEndingOutlook, isRetryableError073, piLineOfEntry, piLineOfVersion, type PiLine } from "../core/retry-outlook.js";
 import { CycleGuard, FINALIZE_PROMPT, checkCrewReport, judgeCycle, type CrewReport } from "../core/crew-cycle.js";
-import { readRetrySettings } from "./child-settings.js";
+import { readPiVersion, readRetrySettings } from "./child-settings.js";
 import { CREW_REPORT_DESCRIPTION, CREW_REPORT_PARAMETERS, resultMdFor, writeResultMd } from "./child-report.js";
 
 interface Env {
@@ -97,6 +97,14 @@ export default function childExtension(pi: ExtensionAPI): void {
     }, 0);
 
   let retryErrors = 0;
+  /** The line of the pi this runs in: its package's version, else what the session shows (1.x-only entries). */
+  let line: PiLine | undefined = piLineOfVersion(readPiVersion());
+  const lineOf = (ctx: ExtensionContext): PiLine => {
+    line ??= ctx.sessionManager.getEntries().map((e) => piLineOfEntry(e as { type: string })).find((l) => l !== undefined);
+    return line ?? "0.73";
+  };
+  /** pi 1.x: an error ending whose outlook pi decides after agent_end; sent (final) at agent_settled. */
+  let awaitingSettle: { cycle: number; params: Record<string, unknown> } | undefined;
   pi.on("agent_end", async (ev, ctx) => {
     ctxRef = ctx;
     busy = false;
@@ -105,11 +113,15 @@ export default function childExtension(pi: ExtensionAPI): void {
     const params: Record<string, unknown> = { type: "agent_end", cycle, sessionFile: ctx.sessionManager.getSessionFile() ?? null };
     if (typeof last?.stopReason === "string") params.stopReason = last.stopReason;
     if (typeof last?.errorMessage === "string") params.errorMessage = last.errorMessage;
-    // pi 0.73.1 tells extensions nothing about auto-retry: judge it as pi does, from its retry settings.
-    const retryable = last?.stopReason === "error" && isRetryableError(last.errorMessage as string | undefined);
-    retryErrors = retryable ? retryErrors + 1 : 0;
-    const retry = readRetrySettings(ctx.cwd);
-    params.willRetry = retryable && retry.enabled && retryErrors <= retry.maxRetries;
+    // Will pi retry? Each line's own signal (core/retry-outlook.ts): 0.73's rule now, or 1.x's agent_settled later.
+    awaitingSettle = undefined;
+    const errorMessage = last?.errorMessage as string | undefined;
+    retryErrors = last?.stopReason === "error" && isRetryableError073(errorMessage) ? retryErrors + 1 : 0;
+    const outlook = last?.stopReason === "error"
+      ? errorEndingOutlook(lineOf(ctx), { errorMessage, settings: readRetrySettings(ctx.cwd), retryableInARow: retryErrors })
+      : "final";
+    params.willRetry = outlook !== "final";
+    if (outlook === "await_settle") awaitingSettle = { cycle, params: { ...params, willRetry: false } };
     const verdict = judgeCycle(messages);
     if (verdict.kind === "accepted") {
       const call = (last?.content as { type?: string; id?: string }[]).find((c) => c?.type === "toolCall");
@@ -127,6 +139,14 @@ export default function childExtension(pi: ExtensionAPI): void {
     }
     reports.clear();
     sendEnd("child.event", params);
+  });
+
+  // pi 1.x: no retry, compaction or queued continuation follows, so a held error ending is final.
+  // (0.73's types do not name the event; 0.73 never fires it.)
+  (pi.on as (event: string, handler: () => Promise<void>) => void)("agent_settled", async () => {
+    const held = awaitingSettle;
+    awaitingSettle = undefined;
+    if (held && held.cycle === cycle) sendEnd("child.event", held.params);
   });
 
   if (!supervised) return; // not supervised: an accepted crew_report still writes result.md

@@ -23,6 +23,8 @@ export interface OwnerLinkOptions {
   onDelivery(d: PushedDelivery, ownerId: string): void;
   /** Open sessions changed (a task.status push): the status context re-reads crew_status at its next boundary. */
   onStatusChange?(): void;
+  /** The daemon issued this owner's secret (its first attach): keep it in the session, for owner.move after /fork. */
+  onSecret?(ownerId: string, secret: string): void;
 }
 
 export class OwnerLink {
@@ -90,7 +92,8 @@ export class OwnerLink {
         });
         this.client = c;
         // Attach: the daemon marks this owner active and pushes its pending deliveries; subscribe: status pushes.
-        await c.request("owner.attach", {}, { timeoutMs: 10_000 }).catch(() => undefined);
+        const attached = await c.request<{ secret?: string }>("owner.attach", {}, { timeoutMs: 10_000 }).catch(() => undefined);
+        if (attached?.secret && this.owner === ownerId) this.opts.onSecret?.(ownerId, attached.secret);
         await c.request("task.subscribe", {}, { timeoutMs: 10_000 }).catch(() => undefined);
         return c;
       } finally {

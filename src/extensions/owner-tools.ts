@@ -8,6 +8,7 @@ import {
 } from "../core/crew-tools.js";
 import type { AgentResult } from "../core/types.js";
 import { discoverAgents } from "./crew-agents.js";
+import { crewToolRenderers } from "./tool-render.js";
 import type { OwnerLink } from "./owner-link.js";
 
 /** AgentResult statuses that pi-crew treats as open (running, needs_input, completed until crew_done). */
@@ -49,6 +50,12 @@ function daemonError(e: unknown, id?: string): ToolError {
   return new ToolError(msg);
 }
 
+/** The owner session's current model as provider/id (pi's ctx.model), when it has one. */
+function ownerModel(ctx: ExtensionContext): string | undefined {
+  const m = ctx.model as { provider?: unknown; id?: unknown } | undefined;
+  return typeof m?.provider === "string" && typeof m.id === "string" && m.provider && m.id ? `${m.provider}/${m.id}` : undefined;
+}
+
 /** The owner's open sessions (running, completed, needs_input), oldest first. */
 export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView[]> {
   const owner = link.ownerId;
@@ -78,7 +85,8 @@ function spawnTask(agent: AgentDefinition, task: { goal: string; context: string
 
 export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void {
   const { link } = deps;
-  const reg = (tool: Record<string, unknown>) => pi.registerTool(tool as never);
+  // Every crew tool gets a one-line call and a confirmation in the TUI; the model still gets the JSON.
+  const reg = (tool: Record<string, unknown>) => pi.registerTool({ ...crewToolRenderers(String(tool["name"])), ...tool } as never);
 
   reg({
     name: "crew_list",
@@ -108,17 +116,18 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       const { agents } = discoverAgents(ctx.cwd);
       const args = unwrap(checkSpawnArgs(params, agents.map((a) => a.name)));
       const agent = agents.find((a) => a.name === args.subagent)!;
-      let r: { subagent_id: string };
+      let r: { subagent_id: string; name?: string };
       try {
-        r = await link.request<{ subagent_id: string }>("task.spawn", {
+        r = await link.request<{ subagent_id: string; name?: string }>("task.spawn", {
           cwd: ctx.cwd, brief: args.brief, task: spawnTask(agent, args.task), role: agent.role, isolated: agent.isolated,
-          ...(agent.model ? { model: agent.model } : {}), ...(agent.thinking ? { thinking: agent.thinking } : {}),
+          // Like pi-crew: a definition without a model runs on the owner session's current model.
+          ...(agent.model ?? ownerModel(ctx) ? { model: agent.model ?? ownerModel(ctx) } : {}), ...(agent.thinking ? { thinking: agent.thinking } : {}),
         });
       } catch (e) {
         throw daemonError(e);
       }
       deps.changed();
-      return json({ subagent_id: r.subagent_id }, { subagent: agent.name, brief: args.brief, task: args.task });
+      return json({ subagent_id: r.subagent_id }, { subagent: agent.name, brief: args.brief, task: args.task, ...(r.name ? { name: r.name } : {}) });
     },
   });
 

@@ -3,7 +3,7 @@
 // session id. It imports only types from pi, so it loads on pi 0.73.1 and 1.x alike.
 import { closeSync, openSync, readSync } from "node:fs";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { renderCrewCard } from "./cards.js";
+import { type CardTheme, loadPiMarkdown, renderCrewCard } from "./cards.js";
 import { ABORT_TYPE, DeliveryInjector, RESULT_TYPE } from "./owner-delivery.js";
 import { OwnerLink, ownerSocketPath } from "./owner-link.js";
 import { OwnerStatus } from "./owner-status.js";
@@ -27,8 +27,23 @@ export function sessionIdOfFile(path: string | undefined): string | undefined {
   }
 }
 
-export default function ownerExtension(pi: ExtensionAPI): void {
+/** The custom session entry holding an owner's secret: `{ownerId, secret}`; /fork and /clone copy it along. */
+export const OWNER_SECRET_TYPE = "dsh-herdr-owner";
+
+/** The secret of ownerId from the session's custom entries (the newest one wins). */
+export function ownerSecretIn(entries: readonly unknown[], ownerId: string): string | undefined {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i] as { type?: unknown; customType?: unknown; data?: { ownerId?: unknown; secret?: unknown } };
+    if (e?.type === "custom" && e.customType === OWNER_SECRET_TYPE && e.data?.ownerId === ownerId && typeof e.data.secret === "string") return e.data.secret;
+  }
+  return undefined;
+}
+
+export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
+  const markdown = await loadPiMarkdown();
   let ctxRef: ExtensionContext | undefined;
+  /** Secrets issued to this process's sessions (a session switch inside one extension instance). */
+  const secrets = new Map<string, string>();
   const link: OwnerLink = new OwnerLink({
     socketPath: ownerSocketPath(),
     onDelivery: (d, ownerId) => {
@@ -36,13 +51,23 @@ export default function ownerExtension(pi: ExtensionAPI): void {
       injector.push(d, ownerId);
     },
     onStatusChange: () => status.markChanged(),
+    onSecret: (ownerId, secret) => {
+      secrets.set(ownerId, secret);
+      // Not sent to the model; written with the session, copied by /fork and /clone.
+      try {
+        pi.appendEntry(OWNER_SECRET_TYPE, { ownerId, secret });
+      } catch {
+        // The session is being replaced: the move after a /fork of it then cannot be proven (NOT_OWNER, tasks stay).
+      }
+    },
   });
   const status = new OwnerStatus(pi, link);
   const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef, beforeRun: () => status.appendIdle() });
 
   registerOwnerTools(pi, { link, changed: () => status.markChanged() });
-  pi.registerMessageRenderer(RESULT_TYPE, renderCrewCard as never);
-  pi.registerMessageRenderer(ABORT_TYPE, renderCrewCard as never);
+  const card = (m: { details?: unknown }, o: { expanded: boolean }, theme: CardTheme) => renderCrewCard(m, o, theme, markdown);
+  pi.registerMessageRenderer(RESULT_TYPE, card as never);
+  pi.registerMessageRenderer(ABORT_TYPE, card as never);
 
   pi.on("session_start", async (ev, ctx) => {
     // pi builds a fresh extension instance per session, so the session forked from is named by its file.
@@ -53,7 +78,9 @@ export default function ownerExtension(pi: ExtensionAPI): void {
     await link.setOwner(owner);
     // /fork and /clone: open subagents and their queued results follow the conversation into the new session.
     if (ev.reason === "fork" && previous && previous !== owner) {
-      await link.request("owner.move", { fromOwnerId: previous }, 10_000).then(
+      // The proof that this session descends from the previous one: its secret, copied into this session's entries.
+      const secret = secrets.get(previous) ?? ownerSecretIn(ctx.sessionManager.getEntries(), previous);
+      await link.request("owner.move", { fromOwnerId: previous, ...(secret ? { secret } : {}) }, 10_000).then(
         () => status.markChanged(),
         () => undefined,
       );

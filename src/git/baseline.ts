@@ -1,4 +1,10 @@
-// The git baseline recorded at spawn: HEAD (or null before the first commit) and what was already dirty.
+// The git baseline recorded at spawn: HEAD (or null before the first commit), what was already dirty, and a hash of
+// each dirty file's content (so a later edit of an already-dirty file is still seen).
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { lstat } from "node:fs/promises";
+import { join } from "node:path";
+import { porcelainPath } from "../core/summary.js";
 import { repoFacts } from "./repo.js";
 import { git, gitMaybe, splitZ } from "./run.js";
 
@@ -9,7 +15,42 @@ export interface Baseline {
   baselineHead: string | null;
   /** `git status --porcelain` lines (`XY path`, renames `XY old -> new`), names exact (not quoted). */
   dirtyAtStart: string[];
+  /** Path (relative to repoRoot) → content hash of each file dirty at spawn (up to DIRTY_HASH_MAX files). */
+  dirtyHashes?: Record<string, string>;
   warnings: string[];
+}
+
+/** Past this many dirty files none is hashed: the dirty-at-spawn paths are then only subtracted (as before). */
+export const DIRTY_HASH_MAX = 2000;
+
+/** sha256 of a regular file's bytes; "missing" when absent, "link:"/"other:" for what is not a regular file. */
+export async function contentHash(path: string): Promise<string> {
+  const st = await lstat(path).catch(() => undefined);
+  if (st === undefined) return "missing";
+  if (!st.isFile()) return st.isSymbolicLink() ? `link:${st.size}:${st.mtimeMs}` : "other";
+  const h = createHash("sha256");
+  await new Promise<void>((resolve, reject) => {
+    createReadStream(path).on("data", (b) => h.update(b)).on("end", () => resolve()).on("error", reject);
+  });
+  return h.digest("hex");
+}
+
+/** Content hashes of the paths of porcelain lines, or undefined when there are too many to hash. */
+export async function hashDirty(root: string, lines: string[]): Promise<Record<string, string> | undefined> {
+  if (lines.length > DIRTY_HASH_MAX) return undefined;
+  const paths = [...new Set(lines.map(porcelainPath))];
+  const out: Record<string, string> = {};
+  for (const p of paths) out[p] = await contentHash(join(root, p)).catch(() => "unreadable");
+  return out;
+}
+
+/** Paths dirty at spawn whose content is no longer what it was then. */
+export async function changedSinceBaseline(root: string, hashes: Record<string, string>): Promise<string[]> {
+  const changed: string[] = [];
+  for (const [p, h] of Object.entries(hashes)) {
+    if ((await contentHash(join(root, p)).catch(() => "unreadable")) !== h) changed.push(p);
+  }
+  return changed;
 }
 
 export interface CaptureOptions {
@@ -36,7 +77,9 @@ export async function captureBaseline(cwd: string, opts: CaptureOptions = {}): P
   }
   // A status that failed in a repo is a real problem (not "nothing dirty"): ask again and let it throw.
   const dirty = status ?? (await git(facts.root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]));
-  return { isRepo: true, repoRoot: facts.root, baselineHead: facts.head, dirtyAtStart: porcelainLines(dirty), warnings: [] };
+  const dirtyAtStart = porcelainLines(dirty);
+  const dirtyHashes = dirtyAtStart.length > 0 ? await hashDirty(facts.root, dirtyAtStart) : undefined;
+  return { isRepo: true, repoRoot: facts.root, baselineHead: facts.head, dirtyAtStart, ...(dirtyHashes ? { dirtyHashes } : {}), warnings: [] };
 }
 
 /** `git status --porcelain -z` → lines; a rename/copy entry carries its source path as the next field. */

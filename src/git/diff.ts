@@ -8,6 +8,7 @@ import { DshError } from "../core/errors.js";
 import { emptyTree } from "./repo.js";
 import { git, gitEnv, gitStdinFile, splitZ, CONFIG_ARGS } from "./run.js";
 import { shortstat, streamDiff } from "./patch-stream.js";
+import { changedSinceBaseline } from "./baseline.js";
 
 export const DEFAULT_PATCH_CAP = 8 * 1024 * 1024;
 
@@ -17,6 +18,8 @@ export interface HarvestOptions {
   /** The commit recorded at spawn; null = the repo had no commits (diff against the empty tree). */
   baselineHead: string | null;
   dirtyAtStart?: string[];
+  /** Content hashes of the dirty-at-start files (baseline.ts): those whose content changed are named in dirtyChanged. */
+  dirtyHashes?: Record<string, string>;
   /** Where diff.patch goes (tasks/<id>/diff.patch); replaced atomically. */
   patchPath: string;
   capBytes?: number;
@@ -75,6 +78,7 @@ export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
       if (e.from !== undefined) files.push(e.from);
       files.push(e.path);
     }
+    const dirtyChanged = opts.dirtyHashes ? await changedSinceBaseline(root, opts.dirtyHashes) : undefined;
     return {
       baselineHead: opts.baselineHead,
       stat: shortstat(streamed.entries.length, streamed.insertions, streamed.deletions),
@@ -84,6 +88,7 @@ export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
       patchBytes,
       truncated: streamed.truncated,
       dirtyAtStart: opts.dirtyAtStart ?? [],
+      ...(dirtyChanged ? { dirtyChanged } : {}),
     };
   } finally {
     await unlink(tmpPatch).catch(() => undefined);

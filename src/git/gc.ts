@@ -1,14 +1,17 @@
 // gc: remove the worktrees and dsh/* branches of closed tasks, but only when their work is captured: the saved
 // patch is complete and equals a fresh harvest, or the branch is merged into its base with a clean worktree.
-// Dry-run by default; every kept item says why.
+// Dry-run by default; every kept item says why. Nothing is lost unannounced: a removed branch's commits not in its
+// base stay reachable under refs/dsh/archive/<id>, and gitignored files a removal would delete are named in the plan
+// (and --yes deletes only ignored files a dry run named, passed back in as `announced`).
 import { randomBytes } from "node:crypto";
-import { readFile, rm, stat } from "node:fs/promises";
+import { realpathSync } from "node:fs";
+import { lstat, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isValidTaskId } from "../core/ids.js";
 import type { WorktreeInfo } from "../core/types.js";
 import { harvestDiff } from "./diff.js";
-import { git, gitMaybe, gitSucceeds } from "./run.js";
+import { git, gitMaybe, gitSucceeds, splitZ } from "./run.js";
 import { listWorktrees } from "./worktree.js";
 
 export interface GcTask {
@@ -27,17 +30,38 @@ export interface GcPlanItem {
   branch: string;
   action: "remove" | "keep";
   reason: string;
+  /** Gitignored files in the worktree that removing it deletes (they are in no patch). */
+  ignored?: IgnoredFiles;
+  /** The branch has commits not in its base: they are kept at this ref when the branch is deleted. */
+  archiveRef?: string;
   /** With yes:true: whether the removal happened (or the error). */
   done?: boolean;
   error?: string;
 }
+
+export interface IgnoredFiles {
+  count: number;
+  bytes: number;
+  /** The first few paths (relative to the worktree), for the plan. */
+  first: string[];
+  /** Every path → its size, to check against a dry run's announcement. */
+  all: Record<string, number>;
+}
+
+/** What a dry run named: worktree path → ignored file → size. */
+export type Announced = Record<string, Record<string, number>>;
 
 export interface GcOptions {
   tasks: GcTask[];
   /** Act; without it the plan is only computed. */
   yes?: boolean;
   capBytes?: number;
+  /** With yes: the ignored files the last dry run named; a worktree holding any other ignored file is kept. */
+  announced?: Announced;
 }
+
+export const ARCHIVE_PREFIX = "refs/dsh/archive/";
+const SHOWN_IGNORED = 5;
 
 const PREFIX = "refs/heads/dsh/";
 
@@ -50,16 +74,42 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
     const worktrees = await listWorktrees(repo);
     const branches = (await git(repo, ["for-each-ref", "--format=%(refname)", PREFIX])).split("\n").filter((b) => b !== "");
     const seen = new Set<string>();
-    for (const wt of worktrees) {
-      if (wt.branch === undefined || !wt.branch.startsWith(PREFIX)) continue;
+    for (const wt of worktrees.slice(1)) {
+      const known = opts.tasks.find((t) => t.worktree !== undefined && t.worktree.repo === repo && samePath(t.worktree.path, wt.path));
+      if (wt.branch === undefined || !wt.branch.startsWith(PREFIX)) {
+        // A task's worktree that left its dsh/ branch (detached, or switched): listed, never removed blindly.
+        if (known?.worktree) {
+          const where = wt.branch === undefined ? `detached at ${wt.head?.slice(0, 12) ?? "?"}` : `on ${wt.branch.replace("refs/heads/", "")}`;
+          plan.push({
+            taskId: known.taskId, repo, path: wt.path, branch: known.worktree.branch, action: "keep",
+            reason: `the worktree is ${where}, not on ${known.worktree.branch}: commits made there may be on no branch; inspect it, then \`git worktree remove\` it by hand`,
+          });
+        }
+        continue;
+      }
       seen.add(wt.branch);
-      plan.push(await judge(repo, wt.branch.slice(PREFIX.length), wt.path, byId, opts.capBytes));
+      const taskId = wt.branch.slice(PREFIX.length);
+      if (!branches.includes(wt.branch)) {
+        plan.push({
+          taskId, repo, path: wt.path, branch: `dsh/${taskId}`, action: "keep",
+          reason: `its branch dsh/${taskId} was deleted while the worktree was on it: commits made there may be unreachable; inspect it, then \`git worktree remove\` it by hand`,
+        });
+        continue;
+      }
+      plan.push(await judge(repo, taskId, wt.path, byId, opts.capBytes));
     }
     for (const ref of branches) {
       if (!seen.has(ref)) plan.push(await judge(repo, ref.slice(PREFIX.length), null, byId, opts.capBytes));
     }
   }
+  for (const item of plan) if (item.action === "remove" && item.path !== null) await noteIgnored(item);
   if (opts.yes === true) {
+    for (const item of plan) {
+      if (item.action === "remove" && item.ignored && !announcedAll(item.ignored, opts.announced?.[item.path!])) {
+        item.action = "keep";
+        item.reason = `${item.ignored.count} ignored file(s) (${item.ignored.first.join(", ")}${item.ignored.count > item.ignored.first.length ? ", ..." : ""}) would be deleted that no dry run named; run \`dsh-herdr gc\` to see them, then \`gc --yes\``;
+      }
+    }
     for (const item of plan) if (item.action === "remove") await removeItem(item);
     for (const repo of repos) await gitMaybe(repo, ["worktree", "prune"]);
   }
@@ -71,9 +121,20 @@ async function judge(repo: string, taskId: string, path: string | null, byId: Ma
   const item = (action: "remove" | "keep", reason: string): GcPlanItem => ({ taskId, repo, path, branch, action, reason });
   const task = isValidTaskId(taskId) ? byId.get(taskId) : undefined;
   if (task === undefined) return item("keep", "no task record for this branch; not removed (delete it by hand if it is yours)");
-  if (task.open) return item("keep", "the task is still open; close it first (dsh-herdr done)");
+  if (task.open) return item("keep", `the task is still open (\`dsh-herdr list\` shows it); close it first (dsh-herdr done ${taskId})`);
   const base = task.worktree?.base ?? "HEAD";
   const merged = await gitSucceeds(repo, ["merge-base", "--is-ancestor", branch, base]);
+  const judged = await judgeWork(repo, taskId, path, branch, base, merged, task, capBytes);
+  if (judged.action === "remove" && !merged) {
+    // Captured in the saved patch, but the commits themselves must not become unreachable.
+    judged.archiveRef = `${ARCHIVE_PREFIX}${taskId}`;
+    judged.reason += `; its commits not in ${base} are kept at ${judged.archiveRef}`;
+  }
+  return judged;
+}
+
+async function judgeWork(repo: string, taskId: string, path: string | null, branch: string, base: string, merged: boolean, task: GcTask, capBytes?: number): Promise<GcPlanItem> {
+  const item = (action: "remove" | "keep", reason: string): GcPlanItem => ({ taskId, repo, path, branch, action, reason });
   if (path === null || (await stat(path).catch(() => undefined)) === undefined) {
     // Without a worktree only a merge proves the branch's commits are kept elsewhere.
     return merged ? item("remove", `branch merged into ${base}`) : item("keep", `branch has commits not merged into ${base}, and no worktree to compare with the saved patch`);
@@ -97,13 +158,65 @@ async function judge(repo: string, taskId: string, path: string | null, byId: Ma
   }
 }
 
+/** git prints real paths; a recorded path may go through a symlink (a home under /tmp on macOS). */
+function samePath(recorded: string, listed: string): boolean {
+  if (recorded === listed) return true;
+  try {
+    return realpathSync(recorded) === listed;
+  } catch {
+    return false;
+  }
+}
+
+/** Gitignored files of a worktree: the removal deletes them and no patch holds them, so the plan names them. */
+async function listIgnored(path: string): Promise<IgnoredFiles | undefined> {
+  const out = await gitMaybe(path, ["ls-files", "-z", "--others", "--ignored", "--exclude-standard"]);
+  const files = splitZ(out ?? "").filter((f) => f !== "" && !f.endsWith("/"));
+  if (files.length === 0) return undefined;
+  const all: Record<string, number> = {};
+  let bytes = 0;
+  for (const f of files) {
+    const size = (await lstat(join(path, f)).catch(() => undefined))?.size ?? 0;
+    all[f] = size;
+    bytes += size;
+  }
+  return { count: files.length, bytes, first: files.slice(0, SHOWN_IGNORED), all };
+}
+
+async function noteIgnored(item: GcPlanItem): Promise<void> {
+  const ignored = await listIgnored(item.path!);
+  if (ignored === undefined) return;
+  item.ignored = ignored;
+  const more = ignored.count > ignored.first.length ? `, +${ignored.count - ignored.first.length} more` : "";
+  item.reason += `; also deletes ${ignored.count} ignored file(s), ${formatBytes(ignored.bytes)}: ${ignored.first.join(", ")}${more}`;
+}
+
+function announcedAll(ignored: IgnoredFiles, announced: Record<string, number> | undefined): boolean {
+  if (announced === undefined) return false;
+  return Object.entries(ignored.all).every(([f, size]) => announced[f] === size);
+}
+
+function formatBytes(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
 async function removeItem(item: GcPlanItem): Promise<void> {
   try {
+    // What was named is what goes: an ignored file that appeared since the plan keeps the worktree.
+    if (item.path !== null && (await stat(item.path).catch(() => undefined)) !== undefined) {
+      const now = await listIgnored(item.path);
+      if (now !== undefined && !announcedAll(now, item.ignored?.all)) {
+        item.done = false;
+        item.error = "ignored files appeared since the plan was made; run `dsh-herdr gc` again";
+        return;
+      }
+    }
     // --force: untracked and modified files are in the saved patch (checked above), so removing them loses nothing.
     if (item.path !== null && (await stat(item.path).catch(() => undefined)) !== undefined) {
       await git(item.repo, ["worktree", "remove", "--force", item.path]);
     }
     await gitMaybe(item.repo, ["worktree", "prune"]);
+    if (item.archiveRef) await git(item.repo, ["update-ref", item.archiveRef, `refs/heads/${item.branch}`]);
     await git(item.repo, ["branch", "-D", item.branch]);
     item.done = true;
   } catch (e) {

@@ -4,7 +4,7 @@ import { delimiter, isAbsolute, join } from "node:path";
 import { execa } from "execa";
 import { DshError } from "../core/errors.js";
 
-export const THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;
+export const THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"] as const;
 
 export interface PiCommandOptions {
   /** "interactive" for a terminal pane (needs a TTY stdin), "rpc" for a headless child driven over stdin. */
@@ -25,6 +25,10 @@ export interface PiCommandOptions {
   /** Environment for pi resolution (DSH_HERDR_PI_BIN, PATH); defaults to process.env. */
   env?: Record<string, string | undefined>;
 }
+
+/** Both pi lines dsh-herdr is tested on, and the Node each needs. */
+export const PI_INSTALL_HINT =
+  "npm i -g @earendil-works/pi-coding-agent for pi 1.x on Node >= 22.19, or npm i -g @mariozechner/pi-coding-agent@0.73.1 on Node 20";
 
 /** Package root from the compiled file: dist/src/pi → root. */
 const packageRoot = join(import.meta.dirname, "..", "..", "..");
@@ -60,7 +64,7 @@ export function resolvePiBin(env: Record<string, string | undefined> = process.e
   if (isExecutableFile(found)) return found;
   throw new DshError(
     "PI_NOT_FOUND",
-    "pi was not found: install it (npm i -g @mariozechner/pi-coding-agent) or set DSH_HERDR_PI_BIN to its path",
+    `pi was not found: install it (${PI_INSTALL_HINT}) or set DSH_HERDR_PI_BIN to its path`,
   );
 }
 

@@ -33,7 +33,7 @@ export interface RemoteRecord {
   cwd: string;
   kind: "pi";
   role: Role;
-  model: string;
+  model?: string;
   thinking: string;
   isolated: boolean;
   timeoutMs: number;

@@ -1,4 +1,5 @@
 // config.json in the home: validated against schema/config.schema.json, merged over the defaults, rewritten atomically.
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
@@ -11,9 +12,10 @@ export type RuntimeChoice = "auto" | "herdr" | "tmux" | "headless";
 
 export interface Config {
   enabled: boolean;
-  defaultModel: string;
+  /** Absent: a spawn without a model lets pi use its own default. */
+  defaultModel?: string;
   modelAliases: Record<string, string>;
-  defaultThinking: "off" | "minimal" | "low" | "medium" | "high" | "xhigh";
+  defaultThinking: "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
   maxParallelAgents: number;
   maxQueuedAgents: number;
   queueTimeoutMs: number;
@@ -39,7 +41,6 @@ export interface Config {
 
 export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
   enabled: true,
-  defaultModel: "flash",
   modelAliases: {},
   defaultThinking: "medium",
   maxParallelAgents: 3,
@@ -180,4 +181,10 @@ export async function setConfigValue(home: string, key: string, value: unknown):
 
 function exampleFor(type: string): string {
   return type === "integer" || type === "number" ? "3" : type === "boolean" ? "true" : type === "array" ? '\'["~/code"]\'' : "'{}'";
+}
+
+/** sha256 of config.json as it is on disk ("" text when absent): which version of the file a daemon runs on. */
+export async function configFileDigest(home: string): Promise<string> {
+  const text = (await readIfExists(configPath(home))) ?? "";
+  return createHash("sha256").update(text).digest("hex");
 }

@@ -1,5 +1,5 @@
 // The daemon's home directory (~/.dsh/herdr): where it is, and refusing one other users could tamper with.
-import { mkdir, stat } from "node:fs/promises";
+import { chmod, mkdir, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
@@ -52,9 +52,15 @@ export async function ensureHome(home: string): Promise<HomePaths> {
   try {
     await mkdir(home, { recursive: true, mode: 0o700 });
   } catch (e) {
+    // A file where a folder of the path should be: nothing can be written there, and the path is the fix.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOTDIR" || code === "EEXIST") {
+      throw new DshError("HOME_UNWRITABLE", `cannot create the home ${home}: a part of that path is a file (${code}). Set DSH_HERDR_HOME to a writable directory.`);
+    }
     throw fsError(e, `create the home ${home}`);
   }
   await assertHomeSafe(home);
+  await tightenHome(home);
   for (const dir of [paths.tasks, paths.worktrees, paths.owners]) {
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -65,6 +71,17 @@ export async function ensureHome(home: string): Promise<HomePaths> {
   return paths;
 }
 
+/** A home others may read or enter (e.g. 0755 from an older version or a hand-made dir) becomes 0700. */
+async function tightenHome(home: string): Promise<void> {
+  const st = await stat(home);
+  if ((st.mode & 0o077) === 0) return;
+  try {
+    await chmod(home, 0o700);
+  } catch (e) {
+    throw fsError(e, `make the home ${home} private (chmod 700)`);
+  }
+}
+
 export async function assertHomeSafe(home: string): Promise<void> {
   const st = await stat(home);
   if (!st.isDirectory()) {
@@ -73,7 +90,7 @@ export async function assertHomeSafe(home: string): Promise<void> {
   const uid = process.getuid?.();
   if (uid !== undefined && st.uid !== uid) {
     throw new DshError(
-      "HOME_UNSAFE",
+      "HOME_NOT_YOURS",
       `${home} is owned by uid ${st.uid}, not by you (uid ${uid}); fix with \`chown -R ${uid} ${home}\` or set DSH_HERDR_HOME to a directory you own.`,
     );
   }

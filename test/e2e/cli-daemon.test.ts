@@ -75,8 +75,8 @@ test("spawn prints the id; wait --json settles it completed; show/result/diff/li
   assert.equal((JSON.parse((await h.cli(["diff", quick, "--json"])).out) as { patch: string }).patch, diff.out);
 
   const list = await h.cli(["list"]);
-  assert.match(list.out, /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+CWD$/m);
-  assert.match(list.out, new RegExp(`^${quick}\\s+\\S+\\s+worker\\s+completed\\s+\\d+[smh]\\s+headless\\s+\\S*repo-${quick}$`, "m"));
+  assert.match(list.out, /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+BRIEF\s+CWD$/m);
+  assert.match(list.out, new RegExp(`^${quick}\\s+\\S+\\s+worker\\s+completed\\s+\\d+[smh]\\s+headless\\s+quick one\\s+\\S*repo-${quick}$`, "m"));
   const lj = JSON.parse((await h.cli(["list", "--json", "--status", "completed"])).out) as { tasks: AgentResult[] };
   assert.ok(lj.tasks.some((t) => t.taskId === quick));
   const none = JSON.parse((await h.cli(["list", "--json", "--status", "failed"])).out) as { tasks: AgentResult[] };
@@ -153,9 +153,12 @@ test("daemon stop, then commands that need it say so in one line", async () => {
   const s = await h.cli(["daemon", "stop"]);
   assert.equal(s.code, 0, s.err);
   assert.equal(s.out, "daemon stopped\n");
-  const l = await h.cli(["list"]);
+  const l = await h.cli(["respond", quick, "more"]);
   assert.equal(l.code, 1);
   assert.match(l.err, /^dsh-herdr: DAEMON_UNAVAILABLE: .*daemon start`\n$/);
+  const list = await h.cli(["list", "--all"]);
+  assert.equal(list.code, 0, "list reads the task index without a daemon");
+  assert.match(list.out, new RegExp(quick));
   const show = await h.cli(["show", quick]);
   assert.equal(show.code, 0, "show reads result.json without a daemon");
 });

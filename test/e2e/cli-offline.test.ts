@@ -5,6 +5,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const bin = join(root, "bin", "dsh-herdr");
@@ -44,7 +45,7 @@ test("config set/get/path round-trip through config.json; a bad value changes no
   assert.equal(JSON.parse(readFileSync(join(home, "dsh", "config.json"), "utf8")).maxParallelAgents, 5);
 
   const bad = cli(home, ["config", "set", "maxParallelAgents", "lots"]);
-  assert.equal(bad.code, 1);
+  assert.equal(bad.code, 2, "a bad value is a usage error");
   assert.equal(bad.err.trim().split("\n").length, 1, "one clear line");
   assert.match(bad.err, /CONFIG_INVALID/);
   const unknown = cli(home, ["config", "get", "nope"]);
@@ -58,11 +59,14 @@ test("config set/get/path round-trip through config.json; a bad value changes no
 }));
 
 test("doctor passes on a sane machine and fails with a fix on a broken config and an open home", () => withHome((home) => {
-  const good = cli(home, ["doctor", "--json"]);
+  // A sane machine has a pi that knows a model with credentials: the scripted provider (never contacted here).
+  const pi = preparePiAgentDir(join(home, "pi"), "http://127.0.0.1:9/v1").env;
+  const piEnv = { PI_CODING_AGENT_DIR: pi.PI_CODING_AGENT_DIR!, PI_OFFLINE: "1" };
+  const good = cli(home, ["doctor", "--json"], piEnv);
   const report = JSON.parse(good.out) as { ok: boolean; checks: { name: string; level: string }[] };
   assert.equal(good.code, 0, good.out);
   assert.equal(report.ok, true);
-  for (const name of ["node", "git", "pi", "tmux", "herdr", "home", "config", "disk"]) {
+  for (const name of ["node", "git", "pi", "model", "tmux", "herdr", "home", "config", "daemon", "disk"]) {
     assert.ok(report.checks.some((c) => c.name === name), `checks ${name}`);
   }
   assert.equal(report.checks.find((c) => c.name === "herdr")?.level, "warn", "no Herdr here: a warning, not a failure");
@@ -70,10 +74,11 @@ test("doctor passes on a sane machine and fails with a fix on a broken config an
   mkdirSync(join(home, "dsh"), { mode: 0o700 });
   writeFileSync(join(home, "dsh", "config.json"), '{"maxParallelAgents": "many"}');
   chmodSync(join(home, "dsh"), 0o777);
-  const bad = cli(home, ["doctor"]);
+  const bad = cli(home, ["doctor"], piEnv);
   assert.equal(bad.code, 1);
   assert.match(bad.out, /^FAIL\s+home\s+.*mode 777.*fix: chmod 700 /m);
-  assert.match(bad.out, /^FAIL\s+config\s+.*maxParallelAgents.*fix: /m);
+  // Not "config set": it would fail on the same broken file.
+  assert.match(bad.out, /^FAIL\s+config\s+.*maxParallelAgents.*fix: edit or delete .*config\.json$/m);
   assert.match(bad.out, /^2 check\(s\) failed$/m);
 }));
 
@@ -108,7 +113,7 @@ test("without a daemon: one clear line, exit 1; --json puts the error on stderr 
   assert.equal(r.out, "");
   assert.equal(r.err.trim().split("\n").length, 1);
   assert.match(r.err, /^dsh-herdr: DAEMON_UNAVAILABLE: .*dsh-herdr daemon start/);
-  const j = cli(home, ["list", "--json"]);
+  const j = cli(home, ["daemon", "status", "--json"]);
   assert.equal(j.code, 1);
   assert.equal((JSON.parse(j.err) as { error: { code: string } }).error.code, "DAEMON_UNAVAILABLE");
 }));

@@ -87,7 +87,8 @@ function startOwner(name: string): void {
 }
 
 before(async () => {
-  h = await startHarness(SCRIPT, { runtime: "headless", defaultModel: "scripted/scripted-model", maxParallelAgents: 6 });
+  // No defaultModel: a crew_spawn of a definition without a model (the built-in worker) runs on the owner's model.
+  h = await startHarness(SCRIPT, { runtime: "headless", maxParallelAgents: 6 });
   startOwner("owner");
 });
 after(async () => {
@@ -160,6 +161,8 @@ test("two crew_spawn calls → {subagent_id} each; both results arrive as JSON c
   const briefOf = async (id: string) => (await h.cli.request<AgentResult>("task.get", { taskId: id })).brief;
   const briefs = await Promise.all(ids.map(briefOf));
   assert.deepEqual([...briefs].sort(), ["first", "second"]);
+  // The worker definition names no model and the daemon has no defaultModel: the owner session's model it is.
+  for (const id of ids) assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: id })).agent.model, h.modelName);
   const idA = ids[briefs.indexOf("first")]!;
   const idB = ids[briefs.indexOf("second")]!;
   const seen = await until("both deliveries in the model's requests", () => {

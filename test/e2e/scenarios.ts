@@ -100,14 +100,15 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     }
   });
 
-  test(`${runtime}: the child killed mid-run → gone`, async () => {
+  test(`${runtime}: the child killed mid-run → gone (or failed as an abort nobody asked for), never completed`, async () => {
     const { taskId } = await h().spawn({ prompt: "MARK-SLOW take your time", runtime });
     await h().waitFor(taskId, (r) => r.status === "running", "running");
     await kill(h(), taskId);
     const r = await h().wait(taskId);
-    assert.equal(r.status, "gone");
+    // pi 0.73 just dies; pi 1.x, on a signal it handles, first writes an `aborted` ending and fires agent_end.
+    const how = `${r.status}/${r.error?.code}`;
+    assert.ok(how === "gone/PANE_GONE" || how === "failed/AGENT_ABORTED", `${how}: a child death explains itself (the owner gets it as an error delivery)`);
     assert.equal(r.nextAction, "inspect");
-    assert.equal(r.error?.code, "PANE_GONE", "a child death explains itself (the owner gets it as an error delivery)");
   });
 
   test(`${runtime}: timeout → interrupted; abort → interrupted with the spec's abort result`, async () => {

@@ -1,11 +1,11 @@
-// Herdr's own JSON Schema (shared/reference/herdr-api.schema.json, protocol 20) compiled with ajv 2020-12:
+// Herdr's own JSON Schema (vendored: fixtures/herdr/herdr-api.schema.json, protocol 20; see its NOTICE.md) compiled with ajv 2020-12:
 // five schemas under `schemas`, each with refs `#/schemas/<name>/$defs/...` rewritten to `#/$defs/...`, and the
 // Rust number formats declared so they are checked.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 
-export const herdrSchemaPath = join(import.meta.dirname, "..", "..", "..", "..", "shared", "reference", "herdr-api.schema.json");
+export const herdrSchemaPath = join(import.meta.dirname, "..", "..", "..", "fixtures", "herdr", "herdr-api.schema.json");
 
 export type HerdrSchemaName = "request" | "success_response" | "error_response" | "event" | "subscription_event";
 

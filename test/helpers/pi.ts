@@ -2,16 +2,40 @@
 //   const h = await startPiHarness({ script }); ... run h.piBin with env {...process.env, ...h.env} ...
 //   await h.cleanup();
 import { execa, type ResultPromise } from "execa";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { piLineOfVersion, type PiLine } from "../../src/core/retry-outlook.js";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 
 /** Repo root from a compiled helper: dist/test/helpers → root. */
 export const repoRoot = join(import.meta.dirname, "..", "..", "..");
-export const piBin = join(repoRoot, "node_modules", ".bin", "pi");
+/** The devDependency pi (0.73.1), whatever DSH_HERDR_PI_BIN says. */
+export const bundledPiBin = join(repoRoot, "node_modules", ".bin", "pi");
+/**
+ * The pi every test launches: DSH_HERDR_PI_BIN when set (CI's second pass points it at a pi 1.x wrapper, see
+ * .ci/run), else the devDependency. The daemons the tests start read the same variable (src/pi/launch.ts).
+ */
+export const piBin = process.env.DSH_HERDR_PI_BIN || bundledPiBin;
+
+let version: string | undefined;
+/** `piBin --version` (asked once per test process). */
+export function testPiVersion(): string {
+  if (version === undefined) {
+    const r = spawnSync(piBin, ["--version"], { encoding: "utf8", env: { ...process.env, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1" }, timeout: 30_000 });
+    const v = /\d+\.\d+\.\d+\S*/.exec(`${r.stdout}\n${r.stderr}`)?.[0];
+    if (!v) throw new Error(`${piBin} --version printed no version: ${r.stderr || r.stdout}`);
+    version = v;
+  }
+  return version;
+}
+/** The line of the pi under test: where 0.73.1 and 1.x word or record things differently, tests ask this. */
+export function testPiLine(): PiLine {
+  return piLineOfVersion(testPiVersion()) ?? "0.73";
+}
 
 export interface PiHarness {
   /** The temp dir holding everything below. */

@@ -75,7 +75,10 @@ test("spawn path: a baseline without status for isolated tasks; the worktree bra
     assert.equal(none.baselineHead, null);
     assert.equal(none.repoRoot, empty.dir);
     const lean = await captureBaseline(r.dir, { dirty: false });
-    assert.deepEqual({ ...lean, dirtyAtStart: [] }, { ...full, dirtyAtStart: [] });
+    const { dirtyHashes: _hashes, ...fullButHashes } = full;
+    assert.deepEqual({ ...lean, dirtyAtStart: [] }, { ...fullButHashes, dirtyAtStart: [] });
+    assert.deepEqual(Object.keys(full.dirtyHashes ?? {}), ["dirty.txt"], "a hash per dirty file; none without status");
+    assert.equal(lean.dirtyHashes, undefined);
     assert.deepEqual(lean.dirtyAtStart, []);
     // A commit lands after the baseline: the worktree still starts from the baseline's HEAD.
     write(r.dir, "later.txt", "later\n");

@@ -1,8 +1,10 @@
+import stringWidth from "string-width";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { AgentResult } from "../../src/core/types.js";
 import { formatDuration, parseDuration } from "../../src/cli/duration.js";
 import { closestIds, resolveTaskId } from "../../src/cli/ids.js";
+import { inCliWords } from "../../src/cli/main.js";
 import { exitCodeForError, exitCodeForStatus } from "../../src/cli/exit-codes.js";
 import { renderCard } from "../../src/cli/format/card.js";
 import { renderTable } from "../../src/cli/format/table.js";
@@ -105,8 +107,8 @@ test("renderCard shows the error, warnings, next action and headless pid", () =>
 test("renderTable aligns columns and cuts lines to the terminal width", () => {
   const now = 1_760_000_000_000 + 5 * 60_000;
   const lines = renderTable([result(), result({ taskId: "tk81aaaaaaaa", status: "running", worktree: { path: "/home/u/.dsh/herdr/worktrees/api-tk81", branch: "dsh/tk81", repo: "/r", base: "HEAD" } })], now, 200, home);
-  assert.match(lines[0] ?? "", /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+CWD$/);
-  assert.match(lines[1] ?? "", /^tmg3k2a1b2c3\s+review-grok4-7-a1b2\s+reviewer\s+completed\s+5m\s+herdr\s+-$/);
+  assert.match(lines[0] ?? "", /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+BRIEF\s+CWD$/);
+  assert.match(lines[1] ?? "", /^tmg3k2a1b2c3\s+review-grok4-7-a1b2\s+reviewer\s+completed\s+5m\s+herdr\s+-\s+-$/);
   assert.match(lines[2] ?? "", /running .*~\/\.dsh\/herdr\/worktrees\/api-tk81$/);
   assert.equal((lines[1] ?? "").indexOf("reviewer"), (lines[0] ?? "").indexOf("ROLE"));
   assert.ok(renderTable([result()], now, 30, home).every((l) => l.length <= 30));
@@ -133,4 +135,42 @@ test("renderCard prints the crew_report report, and the final message only when 
   const reported = renderCard(result({ result: { path: "/r/result.md", text: "Done.", meta: { status: "completed" } }, finalMessage: "Done." }), home);
   assert.equal(reported.match(/^--- /gm)?.length, 1, "one section for a reported cycle");
   assert.match(reported, /^--- report ---\nDone\.$/m);
+});
+
+test("renderTable measures wide briefs in terminal columns and colours statuses only when asked", () => {
+  const now = 1_760_000_000_000 + 5 * 60_000;
+  const rows = [result({ brief: "重试与抖动" }), result({ taskId: "tk81aaaaaaaa", brief: "emoji 🚀 ok", status: "failed" }), result({ taskId: "tk82aaaaaaaa", brief: "plain" })];
+  const lines = renderTable(rows, now, 200, home);
+  // The CWD column starts at the same terminal column on every line, whatever the brief's characters.
+  const cwdCol = (l: string) => stringWidth(l.slice(0, l.lastIndexOf(" -") + 1));
+  assert.equal(new Set(lines.slice(1).map(cwdCol)).size, 1, lines.join("\n"));
+  assert.doesNotMatch(lines.join("\n"), /\x1b\[/);
+  const colored = renderTable(rows, now, 200, home, true);
+  assert.match(colored[2] ?? "", /\x1b\[31mfailed\x1b\[39m/);
+  assert.equal(stringWidth(colored[2] ?? ""), stringWidth(lines[2] ?? ""), "colour codes take no columns");
+  assert.ok(renderTable(rows, now, 50, home, true).every((l) => stringWidth(l) <= 50));
+});
+
+test("resolveTaskId: a unique suffix, the agent name, and an ambiguous input listing candidates with briefs", () => {
+  const known = [
+    { taskId: "tmx4irfk41hs", name: "worker-flash-41hs", brief: "retry with jitter" },
+    { taskId: "tmx4irfkvzzn", name: "review-grok-vzzn", brief: "重试" },
+    { taskId: "tmx4irfkaazn" },
+  ];
+  assert.equal(resolveTaskId("41hs", known), "tmx4irfk41hs");
+  assert.equal(resolveTaskId("VZZN", known), "tmx4irfkvzzn");
+  assert.equal(resolveTaskId("review-grok-vzzn", known), "tmx4irfkvzzn");
+  // A name whose task has no recorded name still resolves by its trailing suffix.
+  assert.equal(resolveTaskId("worker-model-aazn", known), "tmx4irfkaazn");
+  assert.throws(() => resolveTaskId("zn", known), (e: DshError) =>
+    e.code === "BAD_TASK_ID" && /matches 2 tasks/.test(e.message) && /tmx4irfkvzzn {2}review-grok-vzzn {2}重试/.test(e.message) && /tmx4irfkaazn/.test(e.message) && !/41hs/.test(e.message));
+  assert.throws(() => resolveTaskId("qqqq", known), (e: DshError) => e.code === "TASK_NOT_FOUND");
+});
+
+test("inCliWords: a daemon's params.x message names the CLI flag and is a usage error", () => {
+  const e = inCliWords(new DshError("BAD_PARAMS", "task.spawn: params.timeoutMs must be >= 1000; fix the request (see docs/socket-protocol.md#taskspawn)"));
+  assert.equal(e.message, "--timeout must be at least 1000 ms; see `dsh-herdr <command> --help`");
+  assert.equal(e.details?.["usage"], true);
+  const other = new DshError("BAD_PARAMS", "something else");
+  assert.equal(inCliWords(other), other);
 });

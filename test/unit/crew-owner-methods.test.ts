@@ -51,7 +51,9 @@ test("attach pushes queued deliveries (then marks them sent); ack acks once; bad
   const owner = await open({ kind: "owner", ownerId: "sess-a" });
   const pushed: DeliveryPayload[] = [];
   owner.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p));
-  assert.deepEqual(await owner.request("owner.attach", {}), { pending: 1 });
+  const attached = await owner.request<{ pending: number; secret?: string }>("owner.attach", {});
+  assert.equal(attached.pending, 1);
+  assert.match(attached.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the owner secret");
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(pushed.map((p) => p.deliveryId), ["d-a1"]);
   assert.deepEqual((await readOutbox(daemon.home, "sess-a")).map((r) => r.state), ["queued", "sent"]);
@@ -65,17 +67,23 @@ test("owner.move: the previous session's unacked deliveries go to the new sessio
   await queue("sess-old", "d-o1");
   await queue("sess-old", "d-o2");
   await appendOutbox(daemon.home, "sess-old", { deliveryId: "d-o2", state: "acked" });
+  // The old session attached once and kept its secret (the owner extension keeps it in the session); then it left.
+  const before = await open({ kind: "owner", ownerId: "sess-old" });
+  const { secret } = await before.request<{ secret: string }>("owner.attach", {});
+  before.close();
+  await new Promise((r) => setTimeout(r, 50));
   const fresh = await open({ kind: "owner", ownerId: "sess-new" });
   const pushed: string[] = [];
   fresh.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p.deliveryId));
   await fresh.request("owner.attach", {});
-  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old" }), { moved_ids: [], deliveries: 1 });
+  await assert.rejects(fresh.request("owner.move", { fromOwnerId: "sess-old" }), (e: DshError) => e.code === "NOT_OWNER");
+  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old", secret }), { moved_ids: [], deliveries: 1 });
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(pushed, ["d-o1"], "only the unacked one moves");
   const old = await readOutbox(daemon.home, "sess-old");
   assert.equal(old.filter((r) => r.deliveryId === "d-o1").at(-1)?.state, "acked");
   assert.equal(old.filter((r) => r.deliveryId === "d-o1").at(-1)?.movedTo, "sess-new");
   // Moving again finds nothing left; moving from oneself is a no-op.
-  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old" }), { moved_ids: [], deliveries: 0 });
+  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old", secret }), { moved_ids: [], deliveries: 0 });
   assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-new" }), { moved_ids: [], deliveries: 0 });
 });

@@ -1,4 +1,5 @@
-// The committed recordings (fixtures/sessions, made by real pi 0.73.1) have the shapes their README promises.
+// The committed recordings (fixtures/sessions by real pi 0.73.1, fixtures/sessions/pi1 by pi 1.x) have the shapes
+// their README promises.
 // Guards re-recordings: a pi or script change that alters them fails here, not in a distant consumer.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -7,13 +8,13 @@ import { join } from "node:path";
 
 const dir = join(import.meta.dirname, "..", "..", "..", "fixtures", "sessions");
 
-function load(name: string): { lines: Record<string, any>[]; raw: string } {
-  const raw = readFileSync(join(dir, `${name}.jsonl`), "utf8");
+function load(name: string, sub = ""): { lines: Record<string, any>[]; raw: string } {
+  const raw = readFileSync(join(dir, sub, `${name}.jsonl`), "utf8");
   return { raw, lines: raw.trim().split("\n").map((l) => JSON.parse(l)) };
 }
-/** role[:stopReason] of each message entry, in order. */
+/** role[:stopReason] of each message entry, in order (pi 1.x's per-run `system` entry left out). */
 function shape(lines: Record<string, any>[]): string[] {
-  return lines.filter((e) => e.type === "message").map((e) => e.message.role + (e.message.stopReason ? `:${e.message.stopReason}` : ""));
+  return lines.filter((e) => e.type === "message" && e.message.role !== "system").map((e) => e.message.role + (e.message.stopReason ? `:${e.message.stopReason}` : ""));
 }
 
 const expected: Record<string, string[]> = {
@@ -26,9 +27,9 @@ const expected: Record<string, string[]> = {
   "crew-report": ["user", "assistant:toolUse", "toolResult", "assistant:toolUse", "toolResult"],
 };
 
-for (const [name, roles] of Object.entries(expected)) {
-  test(`recording ${name}: header, placeholder cwd, message sequence`, () => {
-    const { lines, raw } = load(name);
+for (const [name, roles] of Object.entries(expected)) for (const sub of ["", "pi1"]) {
+  test(`recording ${sub || "pi 0.73"} ${name}: header, placeholder cwd, message sequence`, () => {
+    const { lines, raw } = load(name, sub);
     assert.deepEqual(lines.slice(0, 3).map((e) => e.type), ["session", "model_change", "thinking_level_change"]);
     assert.equal(lines[0]!.version, 3);
     assert.equal(lines[0]!.cwd, `/tmp/dsh-fixture/${name}/work`);
@@ -36,6 +37,14 @@ for (const [name, roles] of Object.entries(expected)) {
     assert.deepEqual(shape(lines), roles);
     // Every entry after the header chains to its predecessor (a linear branch).
     for (let i = 2; i < lines.length; i++) assert.equal(lines[i]!.parentId, lines[i - 1]!.id);
+    if (sub === "pi1") {
+      // 1.x records each run's system prompt before its user message.
+      assert.equal(lines.filter((e) => e.type === "message")[0]!.message.role, "system");
+      // ...and marks each retried attempt with a context_edit that omits it; only the retry recording has one.
+      const edits = lines.filter((e) => e.type === "context_edit");
+      assert.equal(edits.length, name === "http-500-with-retry" ? 1 : 0);
+      if (edits[0]) assert.equal(lines[lines.indexOf(edits[0]) - 1]!.id, edits[0].targetId);
+    }
   });
 }
 

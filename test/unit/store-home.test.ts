@@ -38,7 +38,7 @@ test("a group/world-writable or foreign-owned home is refused with the chmod/cho
     await ensureHome(home);
     if (process.getuid?.() === 0) {
       chownSync(home, 65534, 65534);
-      await assert.rejects(ensureHome(home), (e: Error & { code?: string }) => e.code === "HOME_UNSAFE" && /owned by uid 65534/.test(e.message) && /chown/.test(e.message));
+      await assert.rejects(ensureHome(home), (e: Error & { code?: string }) => e.code === "HOME_NOT_YOURS" && /owned by uid 65534/.test(e.message) && /chown/.test(e.message));
     }
   } finally {
     rmSync(base, { recursive: true, force: true });

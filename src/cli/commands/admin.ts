@@ -2,8 +2,9 @@
 import type { Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DshError } from "../../core/errors.js";
-import { configPath, loadConfig, setConfigValue } from "../../store/config.js";
+import { DshError, isDshError } from "../../core/errors.js";
+import { daemonStatus } from "../../client/daemon-control.js";
+import { configFileDigest, configPath, loadConfig, setConfigValue } from "../../store/config.js";
 import { ensureHome } from "../../store/home.js";
 import type { CliContext } from "../context.js";
 import { packageRoot } from "../home.js";
@@ -53,16 +54,24 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     else ctx.io.out(show(v) + "\n");
   });
 
-  const set = config.command("set").description("set one key (validated before writing; a running daemon reads it on restart)")
+  const set = config.command("set").description("set one key (validated before writing; a running daemon reloads it and this says whether it did)")
     .argument("<key>", "config key").argument("<value>", "a string, or JSON for numbers, booleans, arrays");
   jsonOption(set);
   examples(set, ["dsh-herdr config set maxParallelAgents 5", "dsh-herdr config set modelAliases.flash openai/gpt-5-mini", `dsh-herdr config set allowCwd '["~/code"]'`]);
   set.action(async (key: string, value: string, o: { json?: boolean }) => {
     await ensureHome(ctx.home);
-    const cfg = (await setConfigValue(ctx.home, key, value)) as unknown as Record<string, unknown>;
+    const cfg = (await setConfigValue(ctx.home, key, value).catch((e: unknown) => {
+      // A value or key the config refuses is a usage error (exit 2), as docs/cli.md says.
+      throw isDshError(e) && e.code === "CONFIG_INVALID" ? new DshError("CONFIG_INVALID", e.message, { usage: true }) : e;
+    })) as unknown as Record<string, unknown>;
     const v = configValue(cfg, key);
-    if (o.json) printJson(ctx.io, { key, value: v });
-    else ctx.io.out(`${key} = ${show(v)}\n`);
+    const daemon = await daemonTook(ctx.home);
+    if (o.json) printJson(ctx.io, { key, value: v, daemon });
+    else {
+      ctx.io.out(`${key} = ${show(v)}\n`);
+      if (daemon === "took") ctx.io.err("the running daemon took it: it applies to the next spawn\n");
+      if (daemon === "not_taken") ctx.io.err(`the running daemon did not take it (see ${join(ctx.home, "daemon.log")}); restart it: dsh-herdr daemon stop && dsh-herdr daemon start\n`);
+    }
   });
 
   const unset = config.command("unset").description("remove one key (back to its default)").argument("<key>", "config key");
@@ -83,4 +92,17 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
   });
 
   registerDaemonCommands(program, ctx);
+}
+
+/** Whether the running daemon now runs on config.json as written: its daemon.status digest catches up in a moment. */
+async function daemonTook(home: string): Promise<"took" | "not_taken" | "not_running"> {
+  const want = await configFileDigest(home);
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const s = await daemonStatus(home).catch(() => ({ running: false }) as Record<string, unknown>);
+    if (!s.running) return "not_running";
+    if (s.configDigest === want) return "took";
+    if (Date.now() > deadline) return "not_taken";
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

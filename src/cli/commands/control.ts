@@ -5,6 +5,7 @@ import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { EXIT } from "../exit-codes.js";
 import { renderCard } from "../format/card.js";
+import { colorEnabled } from "../format/color.js";
 import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
 import { examples, jsonOption, readStdin, usage } from "./shared.js";
@@ -80,6 +81,6 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
     const conn = await ctx.connect();
     const res = await conn.request<AgentResult>("task.close", { taskId, ...(o.closePane ? { closePane: true } : {}) });
     if (o.json) printJson(ctx.io, res);
-    else ctx.io.out(renderCard(res));
+    else ctx.io.out(renderCard(res, undefined, { color: colorEnabled(ctx.io.env, ctx.io.isTTY) }));
   });
 }

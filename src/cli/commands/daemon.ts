@@ -7,6 +7,7 @@ import { printJson } from "../io.js";
 import { runDaemonForeground, startDaemonFor, stopDaemonFor } from "../daemon-control.js";
 import { examples, jsonOption } from "./shared.js";
 import { registerDaemonConnect } from "./daemon-connect.js";
+import { registerDaemonExtras } from "./daemon-extras.js";
 
 interface DaemonStatus {
   pid: number; version: string; protocol: number; home: string; socketPath: string; startedAt: number; uptimeMs: number;
@@ -50,6 +51,8 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       ].join("\n") + "\n",
     );
   });
+
+  registerDaemonExtras(daemon, ctx);
 
   const run = daemon.command("run").description("run the daemon in the foreground (logs to daemon.log; Ctrl+C stops it)");
   run.action(async () => {

@@ -27,6 +27,7 @@ export function registerDoctorCommand(program: Command, ctx: CliContext): void {
       home: ctx.home,
       packageRoot,
       validateConfig: async (home) => void (await loadConfig(home, ctx.io.env)),
+      loadConfig: (home) => loadConfig(home, ctx.io.env),
     });
     const ok = checks.every((c) => c.level !== "fail");
     if (o.json) printJson(ctx.io, { ok, checks });

@@ -1,9 +1,9 @@
 // gc: remove worktrees and dsh/* branches whose work is captured (src/git/gc.ts decides; dry run unless --yes).
 import type { Command } from "commander";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentResult } from "../../core/types.js";
-import { gc, type GcTask } from "../../git/gc.js";
+import { gc, type Announced, type GcPlanItem, type GcTask } from "../../git/gc.js";
 import { loadConfig } from "../../store/config.js";
 import type { CliContext } from "../context.js";
 import { columns, shortenHome } from "../format/text.js";
@@ -11,15 +11,33 @@ import { printJson } from "../io.js";
 import { knownTaskIds, taskDir } from "../task-files.js";
 import { examples, jsonOption } from "./shared.js";
 
-/** Tasks that may still be answered keep their worktree: only closed or finished-badly tasks are candidates. */
-const FINISHED = new Set(["closed", "failed", "gone", "interrupted"]);
+/** Where a dry run records the ignored files it named: `gc --yes` deletes no other. */
+export function announcedPath(home: string): string {
+  return join(home, "gc-dry-run.json");
+}
+
+function readAnnounced(home: string): Announced | undefined {
+  try {
+    return (JSON.parse(readFileSync(announcedPath(home), "utf8")) as { announced?: Announced }).announced;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The plan as printed: ignored files summed up, not listed whole. */
+function shown(p: GcPlanItem): object {
+  if (!p.ignored) return p;
+  const { all: _all, ...ignored } = p.ignored;
+  return { ...p, ignored };
+}
 
 export function gcTasks(home: string): GcTask[] {
   return knownTaskIds(home).map((taskId) => {
     const file = join(taskDir(home, taskId), "result.json");
     if (!existsSync(file)) return { taskId, open: true };
     const r = JSON.parse(readFileSync(file, "utf8")) as AgentResult;
-    const t: GcTask = { taskId, open: !FINISHED.has(r.status) };
+    // Open as long as `list` shows it (anything not closed, failed and interrupted ones included): done closes it.
+    const t: GcTask = { taskId, open: r.status !== "closed" };
     if (r.worktree) t.worktree = r.worktree;
     if (r.diff) t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
     return t;
@@ -35,8 +53,14 @@ export function registerGcCommand(program: Command, ctx: CliContext): void {
   examples(cmd, ["dsh-herdr gc", "dsh-herdr gc --yes"]);
   cmd.action(async (o: { yes?: boolean; json?: boolean }) => {
     const cfg = await loadConfig(ctx.home, ctx.io.env);
-    const plan = await gc({ tasks: gcTasks(ctx.home), yes: o.yes === true, capBytes: cfg.patchCapBytes });
-    if (o.json) return printJson(ctx.io, { dryRun: o.yes !== true, plan });
+    const announced = o.yes === true ? readAnnounced(ctx.home) : undefined;
+    const plan = await gc({ tasks: gcTasks(ctx.home), yes: o.yes === true, capBytes: cfg.patchCapBytes, ...(announced ? { announced } : {}) });
+    if (o.yes !== true && existsSync(ctx.home)) {
+      const named: Announced = {};
+      for (const p of plan) if (p.action === "remove" && p.path !== null && p.ignored) named[p.path] = p.ignored.all;
+      writeFileSync(announcedPath(ctx.home), JSON.stringify({ at: new Date().toISOString(), announced: named }) + "\n", { mode: 0o600 });
+    }
+    if (o.json) return printJson(ctx.io, { dryRun: o.yes !== true, plan: plan.map(shown) });
     if (plan.length === 0) return ctx.io.out("nothing to collect: no dsh/* worktrees or branches\n");
     const rows = plan.map((p) => [o.yes && p.action === "remove" ? (p.done ? "removed" : "FAILED") : p.action, p.taskId, p.path ? shortenHome(p.path) : p.branch, p.error ?? p.reason]);
     ctx.io.out(columns([["ACTION", "TASK", "WORKTREE/BRANCH", "WHY"], ...rows]).join("\n") + "\n");

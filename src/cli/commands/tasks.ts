@@ -1,15 +1,17 @@
 // spawn, list, show, result, diff: delegating a task and reading what came back.
 import type { Command } from "commander";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import type { AgentResult } from "../../core/types.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { exitCodeForStatus, EXIT } from "../exit-codes.js";
 import { renderCard } from "../format/card.js";
+import { colorEnabled } from "../format/color.js";
 import { renderTable, type TaskRow } from "../format/table.js";
 import { printJson } from "../io.js";
-import { readResult, readResultText, resolveId, taskDir } from "../task-files.js";
+import { isDshError } from "../../core/errors.js";
+import { offlineRows, readResult, readResultText, resolveId, taskDir } from "../task-files.js";
 import { pageText } from "../pager.js";
 import { spinner } from "../spinner.js";
 import { choice, examples, jsonOption, readStdin, STATUSES, usage } from "./shared.js";
@@ -18,6 +20,14 @@ interface SpawnOpts {
   model?: string; thinking?: string; role?: string; cwd?: string; brief?: string; isolated?: boolean;
   owner?: string; timeout?: string; machine?: string; runtime?: string; prompt?: string; promptFile?: string;
   wait?: boolean; json?: boolean;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
@@ -35,10 +45,16 @@ async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
 }
 
 export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record<string, unknown>> {
-  const p: Record<string, unknown> = { cwd: resolve(o.cwd ?? process.cwd()), prompt: await promptOf(o, words) };
+  const cwd = resolve(o.cwd ?? process.cwd());
+  if (o.cwd !== undefined && !isDirectory(cwd)) throw usage(`--cwd ${o.cwd}: no such directory; pass the repository to work in`);
+  const p: Record<string, unknown> = { cwd, prompt: await promptOf(o, words) };
   for (const k of ["model", "thinking", "role", "brief", "owner", "machine", "runtime"] as const) if (o[k] !== undefined) p[k] = o[k];
   if (o.isolated) p["isolated"] = true;
-  if (o.timeout !== undefined) p["timeoutMs"] = parseDuration(o.timeout, "--timeout");
+  if (o.timeout !== undefined) {
+    const ms = parseDuration(o.timeout, "--timeout");
+    if (ms < 1000) throw usage(`--timeout ${o.timeout}: a task needs at least 1s to run`);
+    p["timeoutMs"] = ms;
+  }
   return p;
 }
 
@@ -78,7 +94,7 @@ export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "an
   }
   if (json) printJson(ctx.io, res);
   else {
-    ctx.io.out(res.results.map((r) => renderCard(r)).join("\n"));
+    ctx.io.out(res.results.map((r) => renderCard(r, undefined, { color: colorEnabled(ctx.io.env, ctx.io.isTTY) })).join("\n"));
     if (res.timedOut) ctx.io.err(`dsh-herdr: TIMEOUT: not settled in time; the tasks keep running (dsh-herdr wait ${taskIds.join(" ")})\n`);
   }
   const settled = res.results.filter((r) => !["starting", "working", "running"].includes(r.status));
@@ -91,7 +107,7 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     .description("delegate a task to a new child pi agent; prints the task id")
     .argument("[prompt...]", "the task, as words (or use --prompt / --prompt-file)")
     .option("--model <model>", "provider/model id or a config alias")
-    .addOption(choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh"]))
+    .addOption(choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh", "max"]))
     .addOption(choice("--role <role>", "worker changes files; reviewer only reads", ["worker", "reviewer"]))
     .option("--cwd <dir>", "git repository to work in (default: current directory)")
     .option("--brief <text>", "a short label shown in lists and cards")
@@ -141,18 +157,30 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     if (o.external) params["external"] = true;
     // Without --all or --status, ask only for tasks that are not closed, so a long history is not paged through.
     if (!o.all && params["status"] === undefined) params["status"] = STATUSES.filter((s) => s !== "closed");
-    const conn = await ctx.connect();
     type Page = { tasks: TaskRow[]; nextCursor?: string; external?: Record<string, unknown>[] };
-    const res = await conn.request<Page>("task.list", params);
-    // The daemon answers in pages (newest first): follow the cursor to the end.
-    for (let page = res; page.nextCursor !== undefined; ) {
-      page = await conn.request<Page>("task.list", { ...params, external: false, cursor: page.nextCursor });
-      res.tasks.push(...page.tasks);
+    let res: Page;
+    let offline = false;
+    try {
+      const conn = await ctx.connect();
+      res = await conn.request<Page>("task.list", params);
+      // The daemon answers in pages (newest first): follow the cursor to the end.
+      for (let page = res; page.nextCursor !== undefined; ) {
+        page = await conn.request<Page>("task.list", { ...params, external: false, cursor: page.nextCursor });
+        res.tasks.push(...page.tasks);
+      }
+    } catch (e) {
+      if (!isDshError(e) || e.code !== "DAEMON_UNAVAILABLE") throw e;
+      // No daemon: the task index on disk answers, as show/diff/result read their files.
+      const statuses = params["status"] === undefined ? undefined : new Set(params["status"] as string[]);
+      const rows = offlineRows(ctx.home).filter((t) => (!statuses || statuses.has(t.status)) && (o.owner === undefined || t.owner === o.owner));
+      res = { tasks: rows as TaskRow[] };
+      offline = true;
     }
     const tasks = res.tasks;
-    if (o.json) return printJson(ctx.io, { tasks, ...(res.external ? { external: res.external } : {}) });
+    if (offline && !o.json) ctx.io.err(`daemon not running: listed from the task index (statuses as last recorded${o.external ? "; --external needs the daemon" : ""})\n`);
+    if (o.json) return printJson(ctx.io, { tasks, ...(res.external ? { external: res.external } : {}), ...(offline ? { offline: true } : {}) });
     if (tasks.length === 0 && !res.external?.length) return ctx.io.out(o.all ? "no tasks\n" : "no open tasks (dsh-herdr list --all shows closed ones)\n");
-    ctx.io.out(renderTable(tasks, Date.now(), ctx.io.isTTY ? ctx.io.columns : 400).join("\n") + "\n");
+    ctx.io.out(renderTable(tasks, Date.now(), ctx.io.isTTY ? ctx.io.columns : 400, undefined, colorEnabled(ctx.io.env, ctx.io.isTTY)).join("\n") + "\n");
     for (const x of res.external ?? []) ctx.io.out(`external  ${String(x["name"] ?? "-")}  ${String(x["paneId"] ?? "-")}  ${String(x["status"])}\n`);
   });
 
@@ -162,7 +190,8 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   show.action((id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     if (o.json) return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
-    ctx.io.out(renderCard(readResult(ctx.home, taskId)));
+    const r = readResult(ctx.home, taskId);
+    ctx.io.out(renderCard(r, undefined, { color: colorEnabled(ctx.io.env, ctx.io.isTTY), ...(r.worktree ? { worktreeExists: existsSync(r.worktree.path) } : {}) }));
   });
 
   const result = program.command("result").description("a task's result.json, exactly as the daemon wrote it").argument("<id>", "task id or unique prefix");

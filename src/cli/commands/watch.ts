@@ -4,6 +4,7 @@ import { DshError } from "../../core/errors.js";
 import type { AgentResult } from "../../core/types.js";
 import type { CliContext } from "../context.js";
 import { ANSI, LiveBlock } from "../format/live.js";
+import { colorEnabled, painter, statusStyle } from "../format/color.js";
 import { renderTable, type TaskRow } from "../format/table.js";
 import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
@@ -35,10 +36,13 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
   const wanted = o.taskIds ? new Set(o.taskIds) : undefined;
   const keep = (r: AgentResult) => (!wanted || wanted.has(r.taskId)) && (!o.owner || r.owner === o.owner);
   const live = ctx.io.isTTY && !o.json ? new LiveBlock() : undefined;
+  const color = colorEnabled(ctx.io.env, ctx.io.isTTY);
+  const paint = painter(color);
+  const st = (s: string) => (statusStyle(s) ? paint(statusStyle(s)!, s) : s);
   const draw = () => {
     if (!live) return;
     const tasks = [...rows.values()].sort((a, b) => a.timing.createdAt - b.timing.createdAt);
-    const body = tasks.length > 0 ? renderTable(tasks, Date.now(), ctx.io.columns - 1) : ["no tasks yet (waiting for spawns)"];
+    const body = tasks.length > 0 ? renderTable(tasks, Date.now(), ctx.io.columns - 1, undefined, color) : ["no tasks yet (waiting for spawns)"];
     ctx.io.out(live.frame([...body, "", `watching ${tasks.length} task(s) · ${clock(Date.now())} · Ctrl+C to stop`]));
   };
   const allSettled = () => rows.size > 0 && [...rows.values()].every((r) => !SETTLING.has(r.status));
@@ -68,7 +72,7 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
       if (o.json) printJson(ctx.io, p);
       else if (live) draw();
       else if (before !== p.result.status) {
-        ctx.io.out(`${clock(Date.now())}  ${p.taskId}  ${p.result.agent.name}  ${before ?? "new"} → ${p.result.status}  ${p.result.summary}\n`);
+        ctx.io.out(`${clock(Date.now())}  ${p.taskId}  ${p.result.agent.name}  ${before ? st(before) : "new"} → ${st(p.result.status)}  ${p.result.summary}\n`);
       }
       if (o.untilSettled && allSettled()) finish();
     });
@@ -88,7 +92,7 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
         draw();
         timer = setInterval(draw, 1000); // ages and the clock tick even without pushes
       } else if (!o.json) {
-        for (const t of rows.values()) ctx.io.out(`${clock(Date.now())}  ${t.taskId}  ${t.agent.name}  ${t.status}  ${t.summary}\n`);
+        for (const t of rows.values()) ctx.io.out(`${clock(Date.now())}  ${t.taskId}  ${t.agent.name}  ${st(t.status)}  ${t.summary}\n`);
       }
       if (o.untilSettled && allSettled()) finish();
     };

@@ -1,6 +1,7 @@
 // The AgentResult card: the layout of the original plugin's result card (shared/reference/dsh.md §5.3).
 import type { AgentResult } from "../../core/types.js";
 import { formatDuration } from "../duration.js";
+import { painter, statusStyle } from "./color.js";
 import { shortenHome } from "./text.js";
 
 /** Where the child runs, as one short phrase: `pane wV:p12 · tab wV:t6`, `tmux %3`, `pid 4242`. */
@@ -30,20 +31,27 @@ export function diffLine(r: AgentResult): string | undefined {
 }
 
 /** The full human card for one AgentResult. */
-export function renderCard(r: AgentResult, home?: string): string {
+export function renderCard(r: AgentResult, home?: string, opts: { worktreeExists?: boolean; color?: boolean } = {}): string {
+  const color = opts.color === true;
   const a = r.agent;
+  const paint = painter(color);
+  const st = statusStyle(r.status);
   const sh = (p: string) => shortenHome(p, home);
   const runtime = a.runtime ?? "herdr";
-  const lines = [`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${r.status}`];
+  const lines = [`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${st ? paint(st, r.status) : r.status}`];
   const place = placeOf(r);
   lines.push(`agent: ${a.name} · task ${r.taskId}${place ? ` · ${place}` : ""}`);
   if (r.brief) lines.push(`brief: ${r.brief}`);
   lines.push(`summary: ${r.summary}`);
-  if (r.error) lines.push(`error: ${r.error.code}: ${r.error.message}`);
+  if (r.error) lines.push(`${paint("red", "error:")} ${r.error.code}: ${r.error.message}`);
   const diff = diffLine(r);
   if (diff) lines.push(diff);
   if (r.diff && r.diff.patchBytes > 0) lines.push(`patch: ${sh(r.diff.patchPath)}`);
-  if (r.worktree) lines.push(`worktree: ${sh(r.worktree.path)} (branch ${r.worktree.branch})`);
+  if (r.worktree) {
+    // gc removes worktrees after the result was written: say so rather than print a path that is not there.
+    if (opts.worktreeExists === false) lines.push(`worktree: removed (was ${sh(r.worktree.path)}, branch ${r.worktree.branch}; see \`dsh-herdr gc\`)`);
+    else lines.push(`worktree: ${sh(r.worktree.path)} (branch ${r.worktree.branch})`);
+  }
   if (r.tests) lines.push(`tests: ${r.tests}`);
   if (r.sessionPath) lines.push(`session: ${sh(r.sessionPath)}`);
   const t = r.timing;

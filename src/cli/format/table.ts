@@ -1,11 +1,17 @@
 // The task table of `list` and `watch`: id, agent, role, status, age, runtime, cwd.
 import type { AgentResult } from "../../core/types.js";
+import { painter, statusStyle } from "./color.js";
 import { columns, formatAge, shortenHome, truncate } from "./text.js";
 
 /** What the table needs from a task: an AgentResult (which carries cwd), and whether it is an external record. */
 export type TaskRow = AgentResult & { external?: boolean };
 
-export const TABLE_HEADER = ["ID", "AGENT", "ROLE", "STATUS", "AGE", "RUNTIME", "CWD"] as const;
+export const TABLE_HEADER = ["ID", "AGENT", "ROLE", "STATUS", "AGE", "RUNTIME", "BRIEF", "CWD"] as const;
+
+const STATUS_COL = TABLE_HEADER.indexOf("STATUS");
+
+/** Terminal columns a brief may take in the table (briefs can be 200 characters). */
+const BRIEF_MAX = 32;
 
 export function cwdOf(t: TaskRow): string {
   return t.worktree?.path ?? t.cwd ?? "-";
@@ -19,12 +25,21 @@ export function rowCells(t: TaskRow, now: number, home?: string): string[] {
     t.external ? `${t.status} (external)` : t.status,
     formatAge(t.timing.createdAt, now),
     t.agent.runtime ?? "-",
+    truncate((t.brief ?? "").replace(/\s+/g, " ").trim(), BRIEF_MAX) || "-",
     shortenHome(cwdOf(t), home),
   ];
 }
 
 /** Table lines (header first), each cut to `width` columns so a terminal never wraps them. */
-export function renderTable(tasks: readonly TaskRow[], now: number, width = 200, home?: string): string[] {
+export function renderTable(tasks: readonly TaskRow[], now: number, width = 200, home?: string, color = false): string[] {
   const rows = [[...TABLE_HEADER], ...tasks.map((t) => rowCells(t, now, home))];
-  return columns(rows).map((l) => truncate(l, width));
+  const paint = painter(color);
+  return columns(rows, {
+    width,
+    style: (r, c, cell) => {
+      if (r === 0) return paint("bold", cell);
+      const st = c === STATUS_COL ? statusStyle(cell) : undefined;
+      return st ? paint(st, cell) : cell;
+    },
+  });
 }

@@ -1,0 +1,70 @@
+// Owner moves need proof (issue 13 §2), through a real daemon process with a real pi child: owner A's first attach
+// gets A's secret (once); another session moving A's open task without it, or with a wrong one, is NOT_OWNER and
+// moves nothing; a session presenting A's secret (as the owner extension does after /fork) moves it.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+import type { DshError } from "../../src/core/errors.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
+import { killUnder } from "../helpers/procs.js";
+
+const SCRIPT: Script = { conversations: [{ name: "slow", match: "MARK-MOVE", steps: [{ text: "still thinking", delayMs: 120_000 }] }] };
+
+let shared: Shared;
+before(async () => {
+  shared = await startShared(SCRIPT, "dsh-move-");
+});
+after(async () => {
+  // Backstop: children a failed test left running (only processes inside its own temp dir).
+  if (shared) killUnder(shared.dir);
+  await shared?.close();
+});
+
+const notOwner = (e: DshError) => e.code === "NOT_OWNER" && /secret/.test(e.message);
+
+test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; with it, the open task moves", async () => {
+  const repo = makeRepo(shared.dir);
+  const home = join(shared.dir, "home");
+  const d = await startDaemonProc(home, shared.childEnv);
+  const idA = "0a0a0a0a-owner-a";
+  const clients: DaemonClient[] = [];
+  const owner = async (ownerId: string) => {
+    const c = await connect(home, { kind: "owner", ownerId, timeoutMs: 60_000 });
+    clients.push(c);
+    return c;
+  };
+  try {
+    const a = await owner(idA);
+    const first = await a.request<{ pending: number; secret?: string }>("owner.attach", {});
+    const again = await (await owner(idA)).request<{ secret?: string }>("owner.attach", {});
+
+    const cli = await cliClient(home);
+    clients.push(cli);
+    const { taskId } = await a.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-MOVE wait", isolated: true });
+    await until("A's task running", async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000);
+
+    const thief = await owner("0b0b0b0b-owner-b");
+    await assert.rejects(thief.request("owner.move", { fromOwnerId: idA }), notOwner);
+    await assert.rejects(thief.request("owner.move", { fromOwnerId: idA, secret: "0".repeat(64) }), notOwner);
+    // An owner that was never issued a secret cannot be moved either.
+    await assert.rejects(thief.request("owner.move", { fromOwnerId: "never-attached", secret: first.secret }), notOwner);
+    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, idA, "nothing moved");
+
+    assert.match(first.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the secret");
+    assert.equal(again.secret, undefined, "a later attach (anyone saying hello as A) does not get it");
+
+    const fork = await owner("0c0c0c0c-fork-of-a");
+    const moved = await fork.request<{ moved_ids: string[] }>("owner.move", { fromOwnerId: idA, secret: first.secret });
+    assert.deepEqual(moved.moved_ids, [taskId]);
+    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, "0c0c0c0c-fork-of-a");
+    await cli.request("task.abort", { taskIds: [taskId] });
+    await cli.request("task.close", { taskId });
+  } finally {
+    for (const c of clients) c.close();
+    d.proc.kill("SIGTERM");
+    await d.exited;
+  }
+});
