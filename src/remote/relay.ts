@@ -149,9 +149,16 @@ export class Relay {
     let link = this.links.get(label);
     if (link) return link;
     const machine = this.machines()[label];
-    if (!machine) throw new DshError("MACHINE_UNKNOWN", `no machine "${label}" in config.json; add it with \`dsh-herdr machine add ${label} --ssh USER@HOST\``);
+    if (!machine)
+      throw new DshError(
+        "MACHINE_UNKNOWN",
+        `no machine "${label}" in config.json; add it with \`dsh-herdr machine add ${label} --ssh USER@HOST\``,
+      );
     link = new MachineLink({
-      label, machine, version: this.opts.version, ...(this.opts.env ? { env: this.opts.env } : {}),
+      label,
+      machine,
+      version: this.opts.version,
+      ...(this.opts.env ? { env: this.opts.env } : {}),
       ...(this.opts.backoff ? { backoff: this.opts.backoff } : {}),
     });
     this.links.set(label, link);
@@ -175,11 +182,24 @@ export class Relay {
 
   // ---- spawn ----
 
-  async spawn(p: RemoteSpawnParams, owner: string): Promise<{ taskId: string; subagent_id: string; name: string; status: string; queued: boolean }> {
+  async spawn(
+    p: RemoteSpawnParams,
+    owner: string,
+  ): Promise<{ taskId: string; subagent_id: string; name: string; status: string; queued: boolean }> {
     const label = p.machine!;
     const link = await this.ready(label);
     const params: Record<string, unknown> = { cwd: p.cwd };
-    for (const k of ["model", "thinking", "role", "prompt", "task", "brief", "isolated", "timeoutMs", "runtime"] as const) {
+    for (const k of [
+      "model",
+      "thinking",
+      "role",
+      "prompt",
+      "task",
+      "brief",
+      "isolated",
+      "timeoutMs",
+      "runtime",
+    ] as const) {
       if (p[k] !== undefined) params[k] = p[k];
     }
     // As the CLI: the remote owes nobody a delivery; this daemon delivers to the local owner (docs/architecture.md).
@@ -187,27 +207,56 @@ export class Relay {
     const remote = await link.request<AgentResult>("task.get", { taskId: spawned.taskId });
     const { store } = this.sup.deps;
     const createdAt = Date.now();
-    const rec = await store.createTask<RemoteRecord>((taskId) => ({
-      taskId, owner, status: remote.status, createdAt, cwd: p.cwd, kind: "pi", role: remote.role,
-      model: remote.agent.model, thinking: remote.agent.thinking, isolated: p.isolated ?? false,
-      timeoutMs: p.timeoutMs ?? this.sup.deps.config().defaultTimeoutMs, machine: label,
-      remote: { label, taskId: spawned.taskId }, runtime: remote.agent.runtime ?? "headless",
-      name: remote.agent.name, token: randomBytes(24).toString("hex"), workdir: remote.worktree?.path ?? p.cwd,
-      sessionPath: remote.sessionPath ?? "", resultPath: "", cycle: 1, timing: { createdAt },
-      ...(p.brief !== undefined ? { brief: p.brief } : {}),
-      ...(remote.worktree ? { worktree: remote.worktree } : {}),
-    }), createdAt);
+    const rec = await store.createTask<RemoteRecord>(
+      (taskId) => ({
+        taskId,
+        owner,
+        status: remote.status,
+        createdAt,
+        cwd: p.cwd,
+        kind: "pi",
+        role: remote.role,
+        model: remote.agent.model,
+        thinking: remote.agent.thinking,
+        isolated: p.isolated ?? false,
+        timeoutMs: p.timeoutMs ?? this.sup.deps.config().defaultTimeoutMs,
+        machine: label,
+        remote: { label, taskId: spawned.taskId },
+        runtime: remote.agent.runtime ?? "headless",
+        name: remote.agent.name,
+        token: randomBytes(24).toString("hex"),
+        workdir: remote.worktree?.path ?? p.cwd,
+        sessionPath: remote.sessionPath ?? "",
+        resultPath: "",
+        cycle: 1,
+        timing: { createdAt },
+        ...(p.brief !== undefined ? { brief: p.brief } : {}),
+        ...(remote.worktree ? { worktree: remote.worktree } : {}),
+      }),
+      createdAt,
+    );
     const live = this.sup.register(rec);
     live.state = { ...live.state, phase: { name: "running", cycle: 1 } };
     await this.sup.journal(live, { type: "remote_spawned", label, remoteTaskId: spawned.taskId });
     await this.snapshot(live, remote, true);
     void this.follow(live);
-    return { taskId: rec.taskId, subagent_id: rec.taskId, name: rec.name, status: this.sup.statusOf(live), queued: spawned.queued };
+    return {
+      taskId: rec.taskId,
+      subagent_id: rec.taskId,
+      name: rec.name,
+      status: this.sup.statusOf(live),
+      queued: spawned.queued,
+    };
   }
 
   /** The remote's result as this daemon's: the local id and owner, the machine's label; its paths stay the remote's. */
   private localize(live: Live, r: AgentResult): AgentResult {
-    const out: AgentResult = { ...r, taskId: live.rec.taskId, owner: live.rec.owner, agent: { ...r.agent, machine: live.rec.remote!.label } };
+    const out: AgentResult = {
+      ...r,
+      taskId: live.rec.taskId,
+      owner: live.rec.owner,
+      agent: { ...r.agent, machine: live.rec.remote!.label },
+    };
     const warnings = (r.warnings ?? []).filter((w) => !w.startsWith(UNREACHABLE_PREFIX(live.rec.remote!.label)));
     if (warnings.length > 0) out.warnings = warnings;
     else delete out.warnings;
@@ -225,7 +274,11 @@ export class Relay {
     live.rec.updatedAt = Date.now();
     if (!changed) return;
     this.sup.notifyStatus(live, result, { settled: false });
-    await this.sup.deps.store.saveTask(live.rec, result, { sync: false }).catch((e: unknown) => this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote snapshot not saved"));
+    await this.sup.deps.store
+      .saveTask(live.rec, result, { sync: false })
+      .catch((e: unknown) =>
+        this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote snapshot not saved"),
+      );
   }
 
   /**
@@ -239,10 +292,14 @@ export class Relay {
     try {
       while (!this.stopped && live.state.phase.name === "running" && !live.rec.lifecycle) {
         const link = this.links.get(live.rec.remote!.label);
-        if (!link || link.state !== "up") return;
+        if (link?.state !== "up") return;
         let r: { results: AgentResult[]; timedOut: boolean };
         try {
-          r = await link.request("task.wait", { taskIds: [live.rec.remote!.taskId], timeoutMs: WAIT_ROUND_MS }, { timeoutMs: WAIT_ROUND_MS + 30_000 });
+          r = await link.request(
+            "task.wait",
+            { taskIds: [live.rec.remote!.taskId], timeoutMs: WAIT_ROUND_MS },
+            { timeoutMs: WAIT_ROUND_MS + 30_000 },
+          );
         } catch (e) {
           if (isDshError(e) && e.code === "MACHINE_UNREACHABLE") return;
           this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote task.wait failed; trying again");
@@ -280,12 +337,15 @@ export class Relay {
     const cycle = live.rec.cycle;
     if (remote.diff) {
       const link = this.links.get(live.rec.remote!.label);
-      const p = await link?.request<{ patch: string | null; truncated: boolean }>("task.patch", { taskId: live.rec.remote!.taskId }).catch((e: unknown) => {
-        this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote diff.patch not copied");
-        return undefined;
-      });
+      const p = await link
+        ?.request<{ patch: string | null; truncated: boolean }>("task.patch", { taskId: live.rec.remote!.taskId })
+        .catch((e: unknown) => {
+          this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote diff.patch not copied");
+          return undefined;
+        });
       if (p === undefined) return; // the link dropped meanwhile: the next "up" asks again
-      if (p.patch !== null) await writeAtomic(store.taskPaths(live.rec.taskId).diffPatch, p.patch, 0o600, { sync: true });
+      if (p.patch !== null)
+        await writeAtomic(store.taskPaths(live.rec.taskId).diffPatch, p.patch, 0o600, { sync: true });
     }
     const result = this.localize(live, remote);
     live.result = result;
@@ -296,7 +356,13 @@ export class Relay {
     if (result.sessionPath) live.rec.sessionPath = result.sessionPath;
     live.state = { ...live.state, phase: { name: "settled", cycle, reason: { kind: "agent_end" } } };
     await store.saveTask(live.rec, result, { sync: true });
-    await store.appendEvent(live.rec.taskId, { type: "status", status: result.status, cycle, settled: true, remote: true });
+    await store.appendEvent(live.rec.taskId, {
+      type: "status",
+      status: result.status,
+      cycle,
+      settled: true,
+      remote: true,
+    });
     this.sup.notifyStatus(live, result, { settled: true });
   }
 
@@ -314,7 +380,9 @@ export class Relay {
       if (live.rec.lifecycle) continue;
       if (live.state.phase.name === "running") {
         // The warning goes with the outage; task.get gives the status the remote holds now.
-        const r = await link.request<AgentResult>("task.get", { taskId: live.rec.remote!.taskId }).catch(() => undefined);
+        const r = await link
+          .request<AgentResult>("task.get", { taskId: live.rec.remote!.taskId })
+          .catch(() => undefined);
         if (r) await this.snapshot(live, r, true);
         void this.follow(live);
       }
@@ -345,7 +413,10 @@ export class Relay {
 
   async respond(live: Live, message: string): Promise<{ cycle: number; queued: boolean }> {
     const link = await this.ready(live.rec.remote!.label);
-    const r = await link.request<{ cycle: number; queued?: true }>("task.respond", { taskId: live.rec.remote!.taskId, message });
+    const r = await link.request<{ cycle: number; queued?: true }>("task.respond", {
+      taskId: live.rec.remote!.taskId,
+      message,
+    });
     live.rec.cycle = r.cycle;
     delete live.rec.timing.settledAt;
     live.state = { ...live.state, phase: { name: "running", cycle: r.cycle } };
@@ -392,34 +463,51 @@ export class Relay {
     const stored = await this.sup.deps.store.readResult(rec.taskId).catch(() => undefined);
     if (stored) live.result = stored;
     if (settledCycles.has(rec.cycle) && stored && isSettledStatus(stored.status)) {
-      live.state = { ...live.state, phase: { name: "settled", cycle: rec.cycle, reason: { kind: "settled_before_crash" } } };
+      live.state = {
+        ...live.state,
+        phase: { name: "settled", cycle: rec.cycle, reason: { kind: "settled_before_crash" } },
+      };
       this.sup.notifyStatus(live, stored, { settled: true });
     } else {
       live.state = { ...live.state, phase: { name: "running", cycle: rec.cycle } };
     }
-    await this.sup.journal(live, { type: "recovered", plan: "remote", label: rec.remote!.label, phase: live.state.phase.name });
+    await this.sup.journal(live, {
+      type: "recovered",
+      plan: "remote",
+      label: rec.remote!.label,
+      phase: live.state.phase.name,
+    });
   }
 
   /** After every remote task is registered: reattach to each machine with open ones, before the socket serves. */
   async reattach(): Promise<void> {
-    const labels = new Set([...this.sup.tasks.values()].filter((l) => l.rec.remote && !l.rec.lifecycle).map((l) => l.rec.remote!.label));
-    await Promise.all([...labels].map(async (label) => {
-      if (!this.knows(label)) {
-        this.sup.deps.log.warn({ label }, "remote tasks of a machine no longer in config.json: left as they are");
-        return;
-      }
-      const link = this.link(label);
-      let timer: NodeJS.Timeout | undefined;
-      const up = new Promise<void>((resolve) => {
-        if (link.state === "up") return resolve();
-        link.once("up", () => resolve());
-        timer = setTimeout(resolve, this.opts.reattachTimeoutMs ?? 20_000);
-      });
-      await up;
-      if (timer) clearTimeout(timer);
-      if (link.state === "up") await this.onUp(label); // the "up" listener runs it too; follow() runs once per task
-      else this.sup.deps.log.warn({ label, err: link.error?.message }, "machine unreachable at start-up; its tasks keep their last status");
-    }));
+    const labels = new Set(
+      [...this.sup.tasks.values()].filter((l) => l.rec.remote && !l.rec.lifecycle).map((l) => l.rec.remote!.label),
+    );
+    await Promise.all(
+      [...labels].map(async (label) => {
+        if (!this.knows(label)) {
+          this.sup.deps.log.warn({ label }, "remote tasks of a machine no longer in config.json: left as they are");
+          return;
+        }
+        const link = this.link(label);
+        let timer: NodeJS.Timeout | undefined;
+        const up = new Promise<void>((resolve) => {
+          if (link.state === "up") return resolve();
+          link.once("up", () => resolve());
+          timer = setTimeout(resolve, this.opts.reattachTimeoutMs ?? 20_000);
+        });
+        await up;
+        if (timer) clearTimeout(timer);
+        if (link.state === "up")
+          await this.onUp(label); // the "up" listener runs it too; follow() runs once per task
+        else
+          this.sup.deps.log.warn(
+            { label, err: link.error?.message },
+            "machine unreachable at start-up; its tasks keep their last status",
+          );
+      }),
+    );
   }
 
   async stop(): Promise<void> {

@@ -33,12 +33,28 @@ const SCRIPT: Script = {
       ],
     },
     // Slow enough that the test cuts the link (or kills the remote daemon) while pi waits for the model.
-    { name: "slow", match: "MARK-SLOWREPORT", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "slow one done" } }], delayMs: 8000 }] },
+    {
+      name: "slow",
+      match: "MARK-SLOWREPORT",
+      steps: [
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "slow one done" } }],
+          delayMs: 8000,
+        },
+      ],
+    },
     {
       name: "blocked",
       match: "MARK-BLOCKED",
       steps: [
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color: red or blue?" } }] },
+        {
+          toolCalls: [
+            {
+              name: "crew_report",
+              arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color: red or blue?" },
+            },
+          ],
+        },
         { toolCalls: [{ name: "write", arguments: { path: "color.txt", content: "blue\n" } }] },
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Painted it blue" } }] },
       ],
@@ -50,13 +66,22 @@ const SCRIPT: Script = {
 function deliveriesOf(home: string, taskId: string): string[] {
   const file = join(home, "owners", OWNER, "outbox.jsonl");
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { deliveryId: string; state: string; taskId?: string })
-    .filter((r) => r.state === "queued" && r.taskId === taskId).map((r) => r.deliveryId);
+  return readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { deliveryId: string; state: string; taskId?: string })
+    .filter((r) => r.state === "queued" && r.taskId === taskId)
+    .map((r) => r.deliveryId);
 }
 
 function settledStatuses(home: string, taskId: string): number {
   const file = join(home, "tasks", taskId, "events.jsonl");
-  return readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { type: string; settled?: boolean }).filter((e) => e.type === "status" && e.settled === true).length;
+  return readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { type: string; settled?: boolean })
+    .filter((e) => e.type === "status" && e.settled === true).length;
 }
 
 describe("tasks on another machine through the relay (real ssh, real pi)", { skip, timeout: 600_000 }, () => {
@@ -71,18 +96,35 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
   let workerId: string;
   const localConfig = () => ({
     runtime: "headless" as const,
-    machines: { builder: sshd.machine, nowhere: { ssh: "nobody@127.0.0.1", port: deadPort, identity: sshd.clientKey, knownHosts: sshd.knownHosts } },
+    machines: {
+      builder: sshd.machine,
+      nowhere: { ssh: "nobody@127.0.0.1", port: deadPort, identity: sshd.clientKey, knownHosts: sshd.knownHosts },
+    },
   });
 
   const spawn = (params: Record<string, unknown>) =>
-    cli.request<{ taskId: string }>("task.spawn", { machine: "builder", cwd: remoteRepo, model: "scripted/scripted-model", runtime: "headless", owner: OWNER, ...params });
+    cli.request<{ taskId: string }>("task.spawn", {
+      machine: "builder",
+      cwd: remoteRepo,
+      model: "scripted/scripted-model",
+      runtime: "headless",
+      owner: OWNER,
+      ...params,
+    });
   const wait = async (taskId: string): Promise<AgentResult> => {
-    const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: [taskId], timeoutMs: 150_000 }, { timeoutMs: 160_000 });
+    const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
+      "task.wait",
+      { taskIds: [taskId], timeoutMs: 150_000 },
+      { timeoutMs: 160_000 },
+    );
     assert.equal(r.timedOut, false, `task ${taskId} did not settle: ${JSON.stringify(r.results[0])}`);
     return r.results[0]!;
   };
   const cliRun = (args: string[]) =>
-    execFileSync(process.execPath, [join(repoRoot, "bin", "dsh-herdr"), ...args], { encoding: "utf8", env: { ...process.env, DSH_HERDR_HOME: home } });
+    execFileSync(process.execPath, [join(repoRoot, "bin", "dsh-herdr"), ...args], {
+      encoding: "utf8",
+      env: { ...process.env, DSH_HERDR_HOME: home },
+    });
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), "dsh-relay-"));
@@ -137,12 +179,18 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.ok(r.worktree?.path.startsWith(sshd.user.home), `remote worktree: ${r.worktree?.path}`);
     assert.ok(r.sessionPath?.startsWith(sshd.user.home), `remote session: ${r.sessionPath}`);
     assert.equal(uidOf(process.pid) !== undefined, true);
-    assert.ok(!existsSync(join(home, "worktrees")) || readdirSync(join(home, "worktrees")).length === 0, "no local worktree");
+    assert.ok(
+      !existsSync(join(home, "worktrees")) || readdirSync(join(home, "worktrees")).length === 0,
+      "no local worktree",
+    );
     assert.ok(r.diff?.patchPath?.startsWith(sshd.user.home));
     // The local task dir holds the copies.
     const localPatch = readFileSync(join(home, "tasks", taskId, "diff.patch"), "utf8");
     assert.match(localPatch, /feature\.txt/);
-    assert.equal((JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult).status, "completed");
+    assert.equal(
+      (JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult).status,
+      "completed",
+    );
     // The CLI, reading this home only.
     const shown = JSON.parse(cliRun(["show", taskId, "--json"])) as AgentResult;
     assert.equal(shown.agent.machine, "builder");
@@ -152,23 +200,34 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
     // logs: the output is on the other machine; a clear error says where, not "not launched yet".
-    assert.throws(() => cliRun(["logs", taskId]), (e: { stderr?: string }) => /runs on machine builder/.test(String(e.stderr)));
+    assert.throws(
+      () => cliRun(["logs", taskId]),
+      (e: { stderr?: string }) => /runs on machine builder/.test(String(e.stderr)),
+    );
   });
 
   test("the ssh process killed mid-task: the task settles once, one delivery", async () => {
     const { taskId } = await spawn({ prompt: "MARK-SLOWREPORT go" });
     const link = daemon.relay.linkOf("builder")!;
-    await waitFor("the remote cycle running", async () => {
-      const r = await cli.request<AgentResult>("task.get", { taskId });
-      return r.status === "working" || r.status === "running";
-    }, 60_000, 200);
+    await waitFor(
+      "the remote cycle running",
+      async () => {
+        const r = await cli.request<AgentResult>("task.get", { taskId });
+        return r.status === "working" || r.status === "running";
+      },
+      60_000,
+      200,
+    );
     const sshPid = link.sshPid!;
     process.kill(sshPid, "SIGKILL");
     // Meanwhile the task keeps its last status with a warning (or the link is already back).
     await waitFor("the link back on a new ssh", async () => link.state === "up" && link.sshPid !== sshPid, 60_000, 100);
     const r = await wait(taskId);
     assert.equal(r.status, "completed", JSON.stringify(r));
-    assert.ok(!(r.warnings ?? []).some((w) => w.includes("unreachable since")), "the outage warning left with the outage");
+    assert.ok(
+      !(r.warnings ?? []).some((w) => w.includes("unreachable since")),
+      "the outage warning left with the outage",
+    );
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     // A few more rounds over the new link must not deliver it again.
     await new Promise((res) => setTimeout(res, 1500));
@@ -179,22 +238,35 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
   test("the machine unreachable mid-task: the task keeps its last status with a warning; back up, it settles once", async () => {
     const { taskId } = await spawn({ prompt: "MARK-SLOWREPORT through an outage" });
     const link = daemon.relay.linkOf("builder")!;
-    await waitFor("the remote cycle running", async () => {
-      const r = await cli.request<AgentResult>("task.get", { taskId });
-      return r.status === "working" || r.status === "running";
-    }, 60_000, 200);
+    await waitFor(
+      "the remote cycle running",
+      async () => {
+        const r = await cli.request<AgentResult>("task.get", { taskId });
+        return r.status === "working" || r.status === "running";
+      },
+      60_000,
+      200,
+    );
     // Every reconnect attempt now fails (Permission denied): the outage lasts until the key is back.
     const keys = join(sshd.user.home, ".ssh", "authorized_keys");
     renameSync(keys, `${keys}.off`);
     try {
       process.kill(link.sshPid!, "SIGKILL");
-      const during = await waitFor("the unreachable warning", async () => {
-        const r = await cli.request<AgentResult>("task.get", { taskId });
-        return (r.warnings ?? []).some((w) => w.startsWith("machine builder unreachable since ")) ? r : undefined;
-      }, 30_000, 100);
+      const during = await waitFor(
+        "the unreachable warning",
+        async () => {
+          const r = await cli.request<AgentResult>("task.get", { taskId });
+          return (r.warnings ?? []).some((w) => w.startsWith("machine builder unreachable since ")) ? r : undefined;
+        },
+        30_000,
+        100,
+      );
       assert.ok(during.status === "working" || during.status === "running", `kept its last status: ${during.status}`);
       const stored = JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
-      assert.ok((stored.warnings ?? []).some((w) => w.includes("unreachable since")), "the warning is in result.json too");
+      assert.ok(
+        (stored.warnings ?? []).some((w) => w.includes("unreachable since")),
+        "the warning is in result.json too",
+      );
     } finally {
       renameSync(`${keys}.off`, keys);
     }
@@ -209,10 +281,15 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
   test("the remote daemon SIGKILLed mid-task: the link restarts it, the task settles once", async () => {
     const { taskId } = await spawn({ prompt: "MARK-SLOWREPORT again" });
     const link = daemon.relay.linkOf("builder")!;
-    await waitFor("the remote cycle running", async () => {
-      const r = await cli.request<AgentResult>("task.get", { taskId });
-      return r.status === "working" || r.status === "running";
-    }, 60_000, 200);
+    await waitFor(
+      "the remote cycle running",
+      async () => {
+        const r = await cli.request<AgentResult>("task.get", { taskId });
+        return r.status === "working" || r.status === "running";
+      },
+      60_000,
+      200,
+    );
     const oldPid = link.hello!.pid;
     process.kill(oldPid, "SIGKILL");
     await waitFor("a new remote daemon", async () => link.state === "up" && link.hello!.pid !== oldPid, 90_000, 100);
@@ -239,7 +316,9 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.equal(closed.status, "closed");
     assert.equal(daemon.supervisor.tasks.has(taskId), false);
     // Closed there too: the remote's own record says so.
-    const remoteResult = JSON.parse(readFileSync(join(sshd.user.dshHome, "tasks", remoteId, "result.json"), "utf8")) as AgentResult;
+    const remoteResult = JSON.parse(
+      readFileSync(join(sshd.user.dshHome, "tasks", remoteId, "result.json"), "utf8"),
+    ) as AgentResult;
     assert.equal(remoteResult.status, "closed");
     assert.equal((JSON.parse(cliRun(["show", taskId, "--json"])) as AgentResult).status, "closed");
   });
@@ -247,15 +326,25 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
   test("the local daemon stopped mid-task: on restart it reattaches before serving; settles once, nothing delivered twice", async () => {
     const { taskId } = await spawn({ prompt: "MARK-SLOWREPORT across a restart" });
     const remoteId = daemon.supervisor.tasks.get(taskId)!.rec.remote!.taskId;
-    await waitFor("the remote cycle running", async () => {
-      const r = await cli.request<AgentResult>("task.get", { taskId });
-      return r.status === "working" || r.status === "running";
-    }, 60_000, 200);
+    await waitFor(
+      "the remote cycle running",
+      async () => {
+        const r = await cli.request<AgentResult>("task.get", { taskId });
+        return r.status === "working" || r.status === "running";
+      },
+      60_000,
+      200,
+    );
     cli.close();
     await daemon.stop();
     // The remote cycle ends while nobody here listens.
     const remoteResult = join(sshd.user.dshHome, "tasks", remoteId, "result.json");
-    await waitFor("the remote settle", async () => (JSON.parse(readFileSync(remoteResult, "utf8")) as AgentResult).status === "completed", 60_000, 200);
+    await waitFor(
+      "the remote settle",
+      async () => (JSON.parse(readFileSync(remoteResult, "utf8")) as AgentResult).status === "completed",
+      60_000,
+      200,
+    );
     daemon = await runDaemon(home, { config: localConfig() });
     cli = await connect(home, { kind: "cli", timeoutMs: 120_000 });
     const r = await wait(taskId);
