@@ -302,6 +302,14 @@ export class Relay {
           );
         } catch (e) {
           if (isDshError(e) && e.code === "MACHINE_UNREACHABLE") return;
+          // The remote lost the task (its home wiped, or gc'd there): asking again every second would only spin.
+          if (isDshError(e) && e.code === "TASK_NOT_FOUND") {
+            this.sup.deps.log.error(
+              { taskId: live.rec.taskId, remoteTaskId: live.rec.remote!.taskId, label: live.rec.remote!.label },
+              "the remote daemon has no such task; not followed any more",
+            );
+            return;
+          }
           this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote task.wait failed; trying again");
           await new Promise((res) => setTimeout(res, 1000));
           continue;
