@@ -21,6 +21,7 @@ import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
 import { startSocketServer, type ConnectionLimits, type Logger } from "./server.js";
 import { flushSnapshot } from "./settle.js";
 import { Supervisor } from "./supervisor.js";
+import { Relay } from "../remote/relay.js";
 import type { TaskRecord } from "./record.js";
 import { closeSync, fstatSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 
@@ -40,6 +41,8 @@ export interface RunningDaemon {
   home: string;
   socketPath: string;
   supervisor: Supervisor;
+  /** Tasks on other machines (tests reach its links to cut them). */
+  relay: Relay;
   /** Resolves when the daemon has stopped. */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -155,8 +158,10 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   // Owner delivery watches settles from the start, so a cycle recovery settles is queued, never dropped.
   const delivery = new DeliveryService({ home, log, reportOf: (l) => sup.reportOf(l) });
   delivery.watch(sup);
-  // Reconcile every open task before the socket is served.
-  await recoverTasks(sup, runtimes);
+  // Tasks on other machines go through their links (src/remote/relay.ts).
+  const relay = new Relay(sup, { version });
+  // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
+  await recoverTasks(sup, runtimes, relay);
   const configWatch = await watchConfig(home, { initialDigest: loadedDigest, overrides: opts.config ?? {}, apply: (c) => (config = c), log });
   // What every child gets and which pi runs it: `doctor` compares these with the CLI's own.
   const childEnvAll = { ...process.env, ...(opts.childEnv ?? {}) };
@@ -184,6 +189,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       sup,
       defaultRuntime: () => runtimes.pick(),
       stop: () => void stop(),
+      relay,
       externalAgents: () => externalAgents(sup, config),
       status: () => ({
         pid: process.pid, version, protocol: PROTOCOL_VERSION, home, socketPath: paths.socket, startedAt,
@@ -204,6 +210,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       configWatch.close();
       delivery.stop();
       await server.close();
+      await relay.stop(); // remote tasks keep running there; the next daemon reattaches
       sup.admission.stop();
       for (const live of sup.tasks.values()) {
         sup.stopWatching(live);
@@ -217,7 +224,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     })();
     return stopping;
   }
-  return { home, socketPath: homePaths(home).socket, supervisor: sup, done, stop };
+  return { home, socketPath: homePaths(home).socket, supervisor: sup, relay, done, stop };
 }
 
 /** Herdr agents the daemon did not spawn, derived observationally (contract: idle/done → idle, ...); never touched. */

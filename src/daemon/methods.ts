@@ -1,5 +1,5 @@
 // Socket method handlers: params are already schema-checked; here live the domain rules (ownership, states).
-import { realpath, stat } from "node:fs/promises";
+import { open, realpath, stat } from "node:fs/promises";
 import { sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
@@ -13,6 +13,7 @@ import type { TaskPrompt } from "./prompt.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live, Supervisor } from "./supervisor.js";
 import type { RequestMethod } from "./protocol.js";
+import type { Relay } from "../remote/relay.js";
 
 export interface SpawnParams {
   kind?: "pi";
@@ -37,7 +38,12 @@ export interface MethodContext {
   status(): Record<string, unknown>;
   stop(): void;
   externalAgents?(): Promise<Record<string, unknown>[]>;
+  /** Tasks on other machines (src/remote/relay.ts); absent in tests that build handlers without one. */
+  relay?: Relay;
 }
+
+/** task.patch answers at most this much of a diff.patch, so the reply fits one frame. */
+const PATCH_REPLY_CAP = 512 * 1024;
 
 const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
 
@@ -83,6 +89,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       if (!c.enabled) throw new DshError("SPAWN_REFUSED", "spawning is disabled (enabled:false in config.json); set it with `dsh-herdr config set enabled true`");
       const owner = assertOwnerId(ownerOf(conn, p.owner));
       if (conn.kind === "owner" && owner !== conn.ownerId) throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
+      // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).
+      if (p.machine !== undefined && ctx.relay?.knows(p.machine)) return ctx.relay.spawn(p, owner);
       const st = await stat(p.cwd).catch(() => undefined);
       if (!st?.isDirectory()) throw new DshError("BAD_PARAMS", `cwd ${p.cwd} is not an existing directory; pass the absolute path of the repository to work in`);
       const cwd = await realpath(p.cwd);
@@ -97,7 +105,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
       // Only Herdr can place a child on another machine; anything else would run here under a false label.
       if (p.machine !== undefined && runtime !== "herdr") {
-        throw new DshError("MACHINE_UNKNOWN", `no runtime here can run a child on machine ${JSON.stringify(p.machine)} (runtime ${runtime} is local only); drop --machine, or use the herdr runtime with a machine Herdr knows`);
+        throw new DshError("MACHINE_UNKNOWN", `machine ${JSON.stringify(p.machine)} is not in config.json machines and runtime ${runtime} is local only; add it with \`dsh-herdr machine add ${p.machine} --ssh USER@HOST\`, drop --machine, or use the herdr runtime with a machine Herdr knows`);
       }
       // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
       const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
@@ -180,7 +188,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     "task.respond": async (p: { taskId: string; message: string }, conn: Connection) => {
       const live = owned(conn, p.taskId);
       await live.chain;
-      const { cycle, queued } = await sup.respond(live, p.message);
+      // Relay: a remote task's follow-up goes to its machine's daemon.
+      const { cycle, queued } = ctx.relay?.owns(live) ? await ctx.relay.respond(live, p.message) : await sup.respond(live, p.message);
       return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 
@@ -188,7 +197,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       const live = sup.tasks.get(p.taskId);
       if (!live) return resultOf(p.taskId); // already closed earlier: the stored record answers
       if (!mayAct(conn, live)) throw new DshError("NOT_OWNER", `task ${p.taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may close it`);
-      const result = await sup.close(live, p.closePane ?? cfg().closePaneOnDone);
+      const closePane = p.closePane ?? cfg().closePaneOnDone;
+      const result = ctx.relay?.owns(live) ? await ctx.relay.close(live, closePane) : await sup.close(live, closePane);
       sup.tasks.delete(p.taskId);
       return result;
     },
@@ -201,7 +211,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         const live = sup.tasks.get(id);
         if (!live || !sup.isOpen(live)) out.missing_ids.push(id);
         else if (conn.kind === "owner" && live.rec.owner !== conn.ownerId) out.foreign_ids.push(id);
-        else if (await sup.abort(live)) out.aborted_ids.push(id);
+        else if (await (ctx.relay?.owns(live) ? ctx.relay.abort(live) : sup.abort(live))) out.aborted_ids.push(id);
         else out.missing_ids.push(id); // ended on its own meanwhile: nothing to abort
       }
       return out;
@@ -217,6 +227,21 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       });
       conn.onClose(off);
       return { subscribed: true };
+    },
+
+    // The settled diff.patch's text, for a daemon that relays this task and keeps a copy (src/remote/relay.ts).
+    "task.patch": async (p: { taskId: string }) => {
+      await resultOf(p.taskId);
+      const fh = await open(sup.deps.store.taskPaths(p.taskId).diffPatch, "r").catch(() => undefined);
+      if (!fh) return { taskId: p.taskId, patch: null, truncated: false };
+      try {
+        const size = (await fh.stat()).size;
+        const buf = Buffer.alloc(Math.min(size, PATCH_REPLY_CAP));
+        await fh.read(buf, 0, buf.length, 0);
+        return { taskId: p.taskId, patch: buf.toString("utf8"), truncated: size > PATCH_REPLY_CAP };
+      } finally {
+        await fh.close();
+      }
     },
 
     "child.event": (p: { type: string }, conn: Connection) => sup.childEvent(conn, p),

@@ -19,6 +19,7 @@ export const REQUEST_METHODS = [
   "task.close",
   "task.abort",
   "task.subscribe",
+  "task.patch",
   "child.event",
   "child.report",
   "owner.attach",

@@ -26,6 +26,8 @@ export interface TaskRecord extends TaskRecordBase {
   isolated: boolean;
   timeoutMs: number;
   machine?: string;
+  /** A task relayed to another machine's daemon (src/remote/relay.ts): the machine's label and its task id there. */
+  remote?: { label: string; taskId: string };
   runtime: RuntimeKind;
   ownerPaneId?: string;
   prompt?: string;

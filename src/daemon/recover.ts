@@ -19,6 +19,7 @@ import { gitMaybe } from "../git/run.js";
 import type { Runtimes } from "./runtimes.js";
 import { followUpPath, type TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
+import type { Relay } from "../remote/relay.js";
 
 /** What the journal says happened to a task, beyond its last task.json. */
 export interface Replay {
@@ -82,11 +83,17 @@ export function replayJournal(events: TaskEvent[]): Replay {
   return r;
 }
 
-export async function recoverTasks(sup: Supervisor, runtimes: Runtimes): Promise<void> {
+export async function recoverTasks(sup: Supervisor, runtimes: Runtimes, relay?: Relay): Promise<void> {
   const { store, log } = sup.deps;
   for (const row of store.listTasks({})) {
     if (row.status === "closed") continue;
     try {
+      // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
+      const rec = relay ? await store.readTask<TaskRecord>(row.taskId).catch(() => undefined) : undefined;
+      if (rec?.remote && rec.lifecycle === undefined) {
+        await relay!.recover(rec, replayJournal(await store.readEvents(row.taskId)).settled);
+        continue;
+      }
       await recoverOne(sup, runtimes, row.taskId);
     } catch (e) {
       const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(sup, row.taskId));
@@ -94,6 +101,8 @@ export async function recoverTasks(sup: Supervisor, runtimes: Runtimes): Promise
       if (lost) await recoverLost(sup, runtimes, row, e).catch((err: unknown) => log.error({ taskId: row.taskId, err: String(err) }, "lost task not settled"));
     }
   }
+  // Before serving: every machine with open remote tasks is reattached (bounded wait per machine).
+  await relay?.reattach();
 }
 
 async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): Promise<void> {

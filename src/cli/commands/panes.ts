@@ -16,12 +16,14 @@ import { printJson } from "../io.js";
 import { resolveId, taskDir } from "../task-files.js";
 import { examples, jsonOption } from "./shared.js";
 
-interface TaskJson { taskId: string; name?: string; runtime?: string; handle?: RuntimeHandle; machine?: string }
+interface TaskJson { taskId: string; name?: string; runtime?: string; handle?: RuntimeHandle; machine?: string; remote?: { label: string; taskId: string } }
 
 function readTaskJson(home: string, taskId: string): TaskJson & { handle: RuntimeHandle } {
   const file = join(taskDir(home, taskId), "task.json");
   if (!existsSync(file)) throw new DshError("TASK_NOT_FOUND", `${file} is missing; the task record is gone (dsh-herdr list --all)`);
   const rec = JSON.parse(readFileSync(file, "utf8")) as TaskJson;
+  // A task relayed to another machine (src/remote/relay.ts): its child, pane and output are there, not here.
+  if (rec.remote) throw new DshError("BAD_STATE", `task ${taskId} runs on machine ${rec.remote.label} (task ${rec.remote.taskId} there); its output is on that machine: run \`dsh-herdr logs ${rec.remote.taskId}\` there, or read it with \`dsh-herdr show ${taskId}\` here`);
   if (!rec.handle) throw new DshError("BAD_STATE", `task ${taskId} has not been launched yet (still queued or starting); try again shortly`);
   return rec as TaskJson & { handle: RuntimeHandle };
 }

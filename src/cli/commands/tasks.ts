@@ -114,7 +114,7 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     .option("--isolated", "work in a new git worktree on branch dsh/<taskId>")
     .option("--owner <id>", "deliver the result to this owner (default: cli)")
     .option("--timeout <dur>", "run bound: 90s, 5m, 1h or ms")
-    .option("--machine <label>", "Herdr --machine label for a remote child")
+    .option("--machine <label>", "run on this machine (from `machine add`; --cwd is a path there), or a Herdr --machine label")
     .addOption(choice("--runtime <runtime>", "where the child runs", ["herdr", "tmux", "headless"]))
     .option("--prompt <text>", "the task text")
     .option("--prompt-file <file>", "read the task from a file; - reads stdin")
@@ -207,7 +207,9 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   diff.action(async (id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     const r = readResult(ctx.home, taskId);
-    const path = r.diff?.patchPath && isAbsolute(r.diff.patchPath) ? r.diff.patchPath : join(taskDir(ctx.home, taskId), "diff.patch");
+    const local = join(taskDir(ctx.home, taskId), "diff.patch");
+    // A task relayed to another machine: patchPath is the remote's; the local task dir holds its copy.
+    const path = r.agent.machine !== undefined && existsSync(local) ? local : r.diff?.patchPath && isAbsolute(r.diff.patchPath) ? r.diff.patchPath : local;
     const patch = existsSync(path) ? readFileSync(path, "utf8") : "";
     if (o.json) return printJson(ctx.io, { taskId, patchPath: path, truncated: r.diff?.truncated ?? false, patch });
     if (patch === "") return ctx.io.err(`task ${taskId} has no diff (no changes since its baseline${r.diff ? "" : ", or not harvested yet"})\n`);
