@@ -5,7 +5,7 @@ import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
 import { assertOwnerId } from "../store/outbox.js";
-import { requireRepoFacts } from "../git/repo.js";
+import { requireRepo } from "../git/repo.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import { knownRepo } from "./pipeline.js";
 import type { TaskPrompt } from "./prompt.js";
@@ -91,7 +91,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
           throw new DshError("CWD_NOT_ALLOWED", `cwd ${cwd} is outside allowCwd (${allowed.join(", ")}); add it with \`dsh-herdr config set allowCwd ...\` or work in an allowed directory`);
         }
       }
-      const repo = p.isolated ? await requireRepoFacts(cwd) : undefined;
+      const repo = p.isolated ? await requireRepo(cwd) : undefined; // no git process: the worktree add is the one
       const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
       // Only Herdr can place a child on another machine; anything else would run here under a false label.
       if (p.machine !== undefined && runtime !== "herdr") {

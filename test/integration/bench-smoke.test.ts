@@ -30,6 +30,13 @@ for (const path of ["extension", "file"])
       for (const signal of ["owner\\.delivery", "task\\.wait returns"]) STATUS.push(fig(`status ${path} N=${n} p${p} append→${signal}`, "ms", "500 ms poll"));
 
 const FIGURES: Record<string, Expected[]> = {
+  "live-tasks": [
+    fig("daemon RSS, [\\d,]+ open tasks streaming", "MB", "idle daemon, empty home"),
+    fig("task\\.list of [\\d,]+ open tasks, one page \\(p99 of \\d+\\)", "ms", "directory scan"),
+    fig("status with [\\d,]+ open tasks streaming, \\d+ settling, p50 append→owner\\.delivery", "ms", "500 ms poll"),
+    fig("status with [\\d,]+ open tasks streaming, \\d+ settling, p99 append→owner\\.delivery", "ms", "500 ms poll"),
+    fig("daemon start recovering [\\d,]+ open tasks", "ms", "start on an empty home"),
+  ],
   "memory-history": [
     fig("idle daemon RSS, [\\d,]+ closed \\+ \\d+ open tasks", "MB", "idle daemon, empty home"),
     fig("daemon start with \\d+ records \\(index repaired from task\\.json\\)", "ms", "start on an empty home"),
@@ -62,7 +69,7 @@ const DIFF_LINES = [
   /^ratio: (\S+)x \(target <= [\d.]+x\)/gm,
 ];
 
-const SCRIPTS = ["diff-harvest", "memory-history", "session-read", "spawn-overhead", "status-latency"];
+const SCRIPTS = ["diff-harvest", "live-tasks", "memory-history", "session-read", "spawn-overhead", "status-latency"];
 
 /**
  * Pids of processes whose command line mentions `dir` (the bench daemons take their home under it) or whose working
