@@ -4,6 +4,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { readFile, readdir } from "node:fs/promises";
+import { createConnection } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { connect, type DaemonClient } from "../src/client/index.js";
@@ -134,3 +136,46 @@ export async function spawnTask(home: string, owner: Owner, o: SpawnOptions): Pr
   if (o.keepChild) t.child = child;
   return t;
 }
+
+/** One task.list request over a raw socket. Returns ms and reply bytes. */
+export function rawList(home: string, params: Record<string, unknown>): Promise<{ ms: number; bytes: number; count: number }> {
+  return new Promise((resolve, reject) => {
+    const s = createConnection(join(home, "daemon.sock"));
+    let buf = "";
+    let t0 = 0;
+    s.on("connect", () => s.write(JSON.stringify({ id: 1, method: "hello", params: { kind: "cli" } }) + "\n"));
+    s.on("data", (d) => {
+      buf += d.toString("utf8");
+      for (let nl; (nl = buf.indexOf("\n")) >= 0; ) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const msg = JSON.parse(line) as { id?: number; result?: { tasks: unknown[] }; error?: { message: string } };
+        if (msg.id === 1) {
+          t0 = epochMs();
+          s.write(JSON.stringify({ id: 2, method: "task.list", params }) + "\n");
+        } else if (msg.id === 2) {
+          const ms = epochMs() - t0;
+          s.destroy();
+          if (msg.error) reject(new Error(msg.error.message));
+          else resolve({ ms, bytes: Buffer.byteLength(line), count: msg.result!.tasks.length });
+        }
+      }
+    });
+    s.on("error", reject);
+  });
+}
+
+/** What an index-less daemon does per list: read the directory and every task.json. */
+export async function scanListMs(home: string): Promise<number> {
+  const t = performance.now();
+  const tasks = join(home, "tasks");
+  const rows = [];
+  for (const id of await readdir(tasks)) {
+    if (!id.startsWith("t")) continue;
+    const rec = JSON.parse(await readFile(join(tasks, id, "task.json"), "utf8")) as { taskId: string; createdAt: number };
+    rows.push(rec);
+  }
+  rows.sort((a, b) => b.createdAt - a.createdAt);
+  return performance.now() - t;
+}
+

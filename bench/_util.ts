@@ -1,7 +1,7 @@
 // Shared bench helpers (the leading "_" keeps run-bench from running this file): a clock comparable across
 // processes, percentiles, one printed line per figure, RSS from /proc, temp dirs, git repos, pi-shaped lines.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -79,9 +79,56 @@ export function rssOf(pid: number): { rssMb: number; peakMb: number } {
 export function tempDir(prefix: string): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), `dsh-bench-${prefix}-`));
   // BENCH_KEEP=1 keeps it for a post-mortem (daemon.log, journals).
-  const cleanup = () => (process.env.BENCH_KEEP ? console.error(`kept ${dir}`) : rmSync(dir, { recursive: true, force: true }));
+  let done = false;
+  const cleanup = () => {
+    if (done) return;
+    done = true;
+    if (process.env.BENCH_KEEP) console.error(`kept ${dir}`);
+    else removeDir(dir);
+  };
   process.once("exit", cleanup);
   return { dir, cleanup };
+}
+
+/**
+ * No background git in a bench repo: git's automatic gc and maintenance detach a child after a commit that keeps
+ * writing into .git, so removing the temp dir failed with ENOTEMPTY (and the timings shared the CPU with it).
+ * Repo-level config, so it wins over whatever the machine's global config says.
+ */
+export function quietRepo(repo: string): void {
+  for (const [k, v] of [["gc.auto", "0"], ["gc.autoDetach", "false"], ["maintenance.auto", "false"]] as const) {
+    execFileSync("git", ["config", k, v], { cwd: repo, stdio: "pipe" });
+  }
+}
+
+/** Pids of processes (other than this one) whose working directory is `dir` or below it: git children, daemons. */
+export function processesIn(dir: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      const cwd = readlinkSync(`/proc/${name}/cwd`);
+      if (cwd === dir || cwd.startsWith(dir + "/")) out.push(Number(name));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
+}
+
+/**
+ * Remove a bench temp dir once nothing runs in it any more (up to 30 s), retrying busy removals; a failure is said
+ * on stderr and fails the script (exit code 1) instead of passing as a clean run.
+ */
+export function removeDir(dir: string): void {
+  const deadline = Date.now() + 30_000;
+  while (processesIn(dir).length > 0 && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  } catch (e) {
+    console.error(`bench: cleanup failed: ${(e as Error).message} (still running there: ${processesIn(dir).join(", ") || "nothing"})`);
+    process.exitCode = 1;
+  }
 }
 
 export function gitRepo(parent: string, name = "repo"): string {
@@ -89,6 +136,7 @@ export function gitRepo(parent: string, name = "repo"): string {
   mkdirSync(repo, { recursive: true });
   const g = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
   g("init", "-q", "-b", "main");
+  quietRepo(repo);
   g("config", "user.email", "bench@example.invalid");
   g("config", "user.name", "bench");
   for (let i = 0; i < 20; i++) writeFileSync(join(repo, `file${i}.txt`), `line ${i}\n`.repeat(50));

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { newTaskId } from "../src/core/ids.js";
-import { attachOwner, spawnTask, startDaemon, type BenchDaemon } from "./_harness.js";
+import { attachOwner, rawList, scanListMs, spawnTask, startDaemon, type BenchDaemon } from "./_harness.js";
 import { epochMs, fixtureEntries, median, percentile, printFigure, rssOf, sizes, sleep, stamped, tempDir } from "./_util.js";
 
 /** Closed records for the RSS figure (the template is one more), open tasks, records added for the list figures,
@@ -63,34 +63,6 @@ function addHistory(home: string, tpl: Template, count: number): void {
   }
 }
 
-/** One task.list request over a raw socket. Returns ms and reply bytes. */
-function rawList(home: string, params: Record<string, unknown>): Promise<{ ms: number; bytes: number; count: number }> {
-  return new Promise((resolve, reject) => {
-    const s = createConnection(join(home, "daemon.sock"));
-    let buf = "";
-    let t0 = 0;
-    s.on("connect", () => s.write(JSON.stringify({ id: 1, method: "hello", params: { kind: "cli" } }) + "\n"));
-    s.on("data", (d) => {
-      buf += d.toString("utf8");
-      for (let nl; (nl = buf.indexOf("\n")) >= 0; ) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        const msg = JSON.parse(line) as { id?: number; result?: { tasks: unknown[] }; error?: { message: string } };
-        if (msg.id === 1) {
-          t0 = epochMs();
-          s.write(JSON.stringify({ id: 2, method: "task.list", params }) + "\n");
-        } else if (msg.id === 2) {
-          const ms = epochMs() - t0;
-          s.destroy();
-          if (msg.error) reject(new Error(msg.error.message));
-          else resolve({ ms, bytes: Buffer.byteLength(line), count: msg.result!.tasks.length });
-        }
-      }
-    });
-    s.on("error", reject);
-  });
-}
-
 /** Every page of task.list over one raw connection, following nextCursor; total ms from the first request. */
 function rawPages(home: string, params: Record<string, unknown>): Promise<{ ms: number; pages: number; count: number; maxBytes: number }> {
   return new Promise((resolve, reject) => {
@@ -126,20 +98,6 @@ function rawPages(home: string, params: Record<string, unknown>): Promise<{ ms: 
     });
     s.on("error", reject);
   });
-}
-
-/** What an index-less daemon does per list: read the directory and every task.json. */
-async function scanListMs(home: string): Promise<number> {
-  const t = performance.now();
-  const tasks = join(home, "tasks");
-  const rows = [];
-  for (const id of await readdir(tasks)) {
-    if (!id.startsWith("t")) continue;
-    const rec = JSON.parse(await readFile(join(tasks, id, "task.json"), "utf8")) as { taskId: string; createdAt: number };
-    rows.push(rec);
-  }
-  rows.sort((a, b) => b.createdAt - a.createdAt);
-  return performance.now() - t;
 }
 
 async function timedStart(home: string, config: Record<string, unknown> = {}): Promise<{ d: BenchDaemon; ms: number }> {

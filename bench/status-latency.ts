@@ -13,7 +13,9 @@ import { attachOwner, spawnTask, startDaemon, type BenchTask, type Owner } from 
 import { epochMs, fixtureEntries, percentile, printFigure, sizes, sleep, stamped, tempDir } from "./_util.js";
 
 const POLL_MS = 500;
-const TARGET_P99_MS = 50;
+/** Issue 15: p99 at the largest N, append → owner push and append → task.wait returning. */
+const TARGET_P99_MS = 20;
+const TARGET_WAIT_P99_MS = 25;
 /** pi writes the entries up to the first assistant message at once, then one line per message as it ends. */
 const FIRST_BURST = 5;
 /** [path, N, rounds] to measure; the target applies to the largest N. */
@@ -117,11 +119,11 @@ function report(channel: string, path: Path, n: number, s: Samples): void {
   const total = s.push.length + s.lost;
   for (const p of [50, 99]) {
     const isTarget = n === TARGET_N && p === 99;
-    const met = s.lost === 0 && percentile(s.push, 99) < TARGET_P99_MS && percentile(s.wait, 99) < TARGET_P99_MS;
-    const target = isTarget ? { target: `< ${TARGET_P99_MS} ms, none lost`, met } : {};
-    const base = { unit: "ms", baselineName: `${POLL_MS} ms poll`, baseline: percentile(s.poll, p), better: "lower" as const, ...target };
-    printFigure({ name: `status ${path} N=${n} p${p} append→${channel}`, value: percentile(s.push, p), ...base });
-    printFigure({ name: `status ${path} N=${n} p${p} append→task.wait returns`, value: percentile(s.wait, p), ...base });
+    const pushMet = s.lost === 0 && percentile(s.push, 99) <= TARGET_P99_MS;
+    const waitMet = s.lost === 0 && percentile(s.wait, 99) <= TARGET_WAIT_P99_MS;
+    const base = { unit: "ms", baselineName: `${POLL_MS} ms poll`, baseline: percentile(s.poll, p), better: "lower" as const };
+    printFigure({ name: `status ${path} N=${n} p${p} append→${channel}`, value: percentile(s.push, p), ...base, ...(isTarget ? { target: `≤ ${TARGET_P99_MS} ms, none lost`, met: pushMet } : {}) });
+    printFigure({ name: `status ${path} N=${n} p${p} append→task.wait returns`, value: percentile(s.wait, p), ...base, ...(isTarget ? { target: `≤ ${TARGET_WAIT_P99_MS} ms, none lost`, met: waitMet } : {}) });
   }
   if (s.lost > 0) console.log(`status ${path} N=${n}: ${s.lost} of ${total} settles never reached the owner within ${GRACE_MS} ms (the percentiles above leave them out)`);
 }

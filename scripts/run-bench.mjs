@@ -5,6 +5,7 @@ import { readdirSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { reportLeftovers } from "./leftovers.mjs";
+import { cpus, loadavg } from "node:os";
 
 const dir = join(import.meta.dirname, "..", "dist", "bench");
 if (!existsSync(dir)) {
@@ -16,6 +17,8 @@ const benches = readdirSync(dir)
   .filter((f) => f.endsWith(".js") && !f.startsWith("_"))
   .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
   .sort();
+// The machine's load first: figures from a loaded machine must never pass for quiet ones.
+console.log(`run-bench: ${new Date().toISOString()}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")} (1, 5, 15 min), node ${process.version}`);
 const failed = [];
 for (const b of benches) {
   console.log(`\n## ${b.replace(/\.js$/, "")}`);

@@ -1,10 +1,9 @@
-// task.list: one page of tasks, newest first, answered from memory. Open tasks show their live result; every
-// other task shows the row its last harvest left in the index (no result.json is read, except for an index line
+// task.list: one page of tasks, newest first, answered from memory, one row per task (task.get has the whole
+// result). Open tasks show the row of their live result; every other task shows the row its last harvest left in the index (no result.json is read, except for an index line
 // written before rows existed). Pages are cut by a cursor (the last task id of the previous page).
 import { DshError } from "../core/errors.js";
 import { isValidTaskId } from "../core/ids.js";
-import type { AgentResult } from "../core/types.js";
-import { storedResultRow, type TaskRow } from "../store/task-index.js";
+import { rowOf, storedResultRow, type TaskRow } from "../store/task-index.js";
 import type { Supervisor } from "./supervisor.js";
 
 /** Rows per page without a limit, and the most one page may hold (keeps a reply far below the 1 MiB frame cap). */
@@ -19,7 +18,7 @@ export interface ListParams {
 }
 
 export interface ListPage {
-  tasks: (AgentResult | TaskRow)[];
+  tasks: TaskRow[];
   /** Present when more tasks match: pass it back as `cursor` for the next page. */
   nextCursor?: string;
 }
@@ -32,14 +31,15 @@ export async function listTasks(sup: Supervisor, p: ListParams): Promise<ListPag
   const wanted = p.status ? new Set(p.status) : undefined;
   const { store } = sup.deps;
   const candidates = store.listTasks({ ...(p.owner !== undefined ? { owner: p.owner } : {}), ...(p.cursor !== undefined ? { before: p.cursor } : {}) });
-  const tasks: (AgentResult | TaskRow)[] = [];
+  const tasks: TaskRow[] = [];
   for (const s of candidates) {
     // The index may trail a harvest by a few ms: an open task's status is its live one.
     const live = sup.tasks.get(s.taskId);
     const status = live?.result?.status ?? s.row?.status ?? s.status;
     if (wanted && !wanted.has(status)) continue;
     if (tasks.length === limit) return { tasks, nextCursor: tasks[tasks.length - 1]!.taskId };
-    const row = live?.result ?? s.row ?? (await legacyRow(sup, s.taskId));
+    // A row, not the whole live result: 1,000 open tasks' results made a reply of several hundred ms to build.
+    const row = (live?.result && rowOf(live.result)) ?? s.row ?? (await legacyRow(sup, s.taskId));
     if (row) tasks.push(row);
   }
   return { tasks };

@@ -6,7 +6,7 @@ import { isSettledStatus } from "../core/derive.js";
 import { resolveSpawnModel } from "../core/model-choice.js";
 import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
 import { assertOwnerId } from "../store/outbox.js";
-import { requireRepoFacts } from "../git/repo.js";
+import { requireRepo } from "../git/repo.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import { knownRepo } from "./pipeline.js";
 import type { TaskPrompt } from "./prompt.js";
@@ -100,7 +100,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
           throw new DshError("CWD_NOT_ALLOWED", `cwd ${cwd} is outside allowCwd (${allowed.join(", ")}); add it with \`dsh-herdr config set allowCwd ...\` or work in an allowed directory`);
         }
       }
-      const repo = p.isolated ? await requireRepoFacts(cwd) : undefined;
+      const repo = p.isolated ? await requireRepo(cwd) : undefined; // no git process: the worktree add is the one
       const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
       const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
       // Only Herdr can place a child on another machine; anything else would run here under a false label.

@@ -17,7 +17,7 @@ import { dispatch } from "./task-runner.js";
 const launchMoot = (live: Live): boolean => live.state.phase.name === "closed" || live.state.phase.name === "settled";
 
 /** The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again). */
-export const knownRepo = new WeakMap<Live, { root: string; head: string | null }>();
+export const knownRepo = new WeakMap<Live, { root: string; head?: string | null }>();
 
 export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
   const { rec } = live;
@@ -65,18 +65,28 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const { store, home } = sup.deps;
   const known = knownRepo.get(live);
   knownRepo.delete(live);
-  const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated, ...(known ? { known } : {}) });
-  rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, ...(base.dirtyHashes ? { dirtyHashes: base.dirtyHashes } : {}), warnings: base.warnings };
-  if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
-  if (rec.isolated) {
-    rec.worktree = await createWorktree({
-      repoCwd: rec.cwd, home, taskId: rec.taskId,
-      ...(base.repoRoot ? { known: { repoRoot: base.repoRoot, head: base.baselineHead } } : {}),
-    });
-    rec.workdir = rec.worktree.path;
-    // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
-    rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
-    await sup.journal(live, unsynced({ type: "worktree", path: rec.worktree.path, branch: rec.worktree.branch }));
+  if (rec.isolated && known && known.head === undefined) {
+    // The request found the repo without git: the worktree is the one git call, and its branch gives the baseline.
+    const { head, ...wt } = await createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId, known: { repoRoot: known.root } });
+    rec.baseline = { isRepo: true, head, dirtyAtStart: [], warnings: [] };
+    rec.worktree = wt;
+    rec.workdir = wt.path;
+    await sup.journal(live, unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
+  } else {
+    const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated, ...(known?.head !== undefined ? { known: { root: known.root, head: known.head } } : {}) });
+    rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, ...(base.dirtyHashes ? { dirtyHashes: base.dirtyHashes } : {}), warnings: base.warnings };
+    if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
+    if (rec.isolated) {
+      const { head: _head, ...wt } = await createWorktree({
+        repoCwd: rec.cwd, home, taskId: rec.taskId,
+        ...(base.repoRoot ? { known: { repoRoot: base.repoRoot, head: base.baselineHead } } : {}),
+      });
+      rec.worktree = wt;
+      rec.workdir = wt.path;
+      // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
+      rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
+      await sup.journal(live, unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
+    }
   }
   // The dirty list itself (up to a bound), so a recovery that finds task.json older than this record loses nothing.
   const dirty = rec.baseline.dirtyAtStart;

@@ -83,26 +83,37 @@ export function replayJournal(events: TaskEvent[]): Replay {
   return r;
 }
 
+/** Open tasks recovered at once: each waits mostly on its own reads and journal records, not on the CPU. */
+const RECOVER_CONCURRENCY = 16;
+
 export async function recoverTasks(sup: Supervisor, runtimes: Runtimes, relay?: Relay): Promise<void> {
-  const { store, log } = sup.deps;
-  for (const row of store.listTasks({})) {
-    if (row.status === "closed") continue;
-    try {
-      // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
-      const rec = relay ? await store.readTask<TaskRecord>(row.taskId).catch(() => undefined) : undefined;
-      if (rec?.remote && rec.lifecycle === undefined) {
-        await relay!.recover(rec, replayJournal(await store.readEvents(row.taskId)).settled);
-        continue;
-      }
-      await recoverOne(sup, runtimes, row.taskId);
-    } catch (e) {
-      const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(sup, row.taskId));
-      log.warn({ taskId: row.taskId, err: String(e), lost }, lost ? "task record lost; failing the task" : "task not recovered");
-      if (lost) await recoverLost(sup, runtimes, row, e).catch((err: unknown) => log.error({ taskId: row.taskId, err: String(err) }, "lost task not settled"));
-    }
-  }
+  const rows = sup.deps.store.listTasks({}).filter((row) => row.status !== "closed");
+  // A few at a time instead of one by one: 1,000 open tasks took 12 s to recover in sequence (bench/live-tasks).
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(RECOVER_CONCURRENCY, rows.length) }, async () => {
+      while (next < rows.length) await recoverRow(sup, runtimes, rows[next++]!, relay);
+    }),
+  );
   // Before serving: every machine with open remote tasks is reattached (bounded wait per machine).
   await relay?.reattach();
+}
+
+async function recoverRow(sup: Supervisor, runtimes: Runtimes, row: ReturnType<Supervisor["deps"]["store"]["listTasks"]>[number], relay?: Relay): Promise<void> {
+  const { store, log } = sup.deps;
+  try {
+    // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
+    const rec = relay ? await store.readTask<TaskRecord>(row.taskId).catch(() => undefined) : undefined;
+    if (rec?.remote && rec.lifecycle === undefined) {
+      await relay!.recover(rec, replayJournal(await store.readEvents(row.taskId)).settled);
+      return;
+    }
+    await recoverOne(sup, runtimes, row.taskId);
+  } catch (e) {
+    const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(sup, row.taskId));
+    log.warn({ taskId: row.taskId, err: String(e), lost }, lost ? "task record lost; failing the task" : "task not recovered");
+    if (lost) await recoverLost(sup, runtimes, row, e).catch((err: unknown) => log.error({ taskId: row.taskId, err: String(err) }, "lost task not settled"));
+  }
 }
 
 async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): Promise<void> {

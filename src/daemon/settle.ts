@@ -105,6 +105,12 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
 }
 
 const SNAPSHOT_EVERY_MS = 250;
+/**
+ * With many live tasks the per-task wait grows, so all of them together rewrite at most ~40 records a second:
+ * 1,000 tasks streaming lines otherwise kept the thread pool busy with snapshot writes, and settles waited behind
+ * them (bench/live-tasks). A live snapshot is only a convenience on disk (recovery rebuilds it from the session).
+ */
+const SNAPSHOT_MS_PER_TASK = 25;
 /** Tasks whose latest live result is not yet on disk (a write is scheduled). */
 const snapshotDue = new WeakSet<Live>();
 
@@ -125,7 +131,7 @@ function deferSnapshot(sup: Supervisor, live: Live): void {
   snapshotDue.add(live);
   const t = setTimeout(() => {
     if (!sup.stopped) void flushSnapshot(sup, live);
-  }, SNAPSHOT_EVERY_MS);
+  }, Math.max(SNAPSHOT_EVERY_MS, sup.tasks.size * SNAPSHOT_MS_PER_TASK));
   t.unref();
 }
 

@@ -1,5 +1,6 @@
 // Facts about the repository around a directory: its top level, HEAD (or none yet), the empty tree.
-import { stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import { DshError } from "../core/errors.js";
 import { git, gitMaybe } from "./run.js";
 
@@ -23,6 +24,34 @@ export async function repoFacts(cwd: string): Promise<{ root: string; head: stri
   // No HEAD yet (or not a repo): ask for the top level alone.
   const root = await repoRoot(cwd);
   return root === undefined ? undefined : { root, head: await headCommit(root) };
+}
+
+/**
+ * The work tree around `cwd` found the way git discovers it (the nearest directory with a `.git` entry), without
+ * running git: the spawn request's check for an isolated task, whose `git worktree add` then asks git itself (and
+ * fails with git's words if git disagrees). HEAD is not read here: the new worktree's branch gives it.
+ */
+export async function locateRepo(cwd: string): Promise<{ root: string } | undefined> {
+  const st = await stat(cwd).catch(() => undefined);
+  if (st === undefined || !st.isDirectory()) {
+    throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass an existing working directory.`);
+  }
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    if (basename(dir) === ".git") return undefined; // inside a git dir: not a work tree
+    const dotGit = join(dir, ".git");
+    const g = await stat(dotGit).catch(() => undefined);
+    if (g?.isDirectory() && (await stat(join(dotGit, "HEAD")).catch(() => undefined))) return { root: dir };
+    // A linked worktree or submodule: .git is a file naming the git dir.
+    if (g?.isFile() && (await readFile(dotGit, "utf8").catch(() => "")).startsWith("gitdir:")) return { root: dir };
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** locateRepo, or NOT_A_REPO naming the fix. */
+export async function requireRepo(cwd: string): Promise<{ root: string }> {
+  const found = await locateRepo(cwd);
+  if (found === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);
+  return found;
 }
 
 /** repoFacts, or NOT_A_REPO naming the fix. */

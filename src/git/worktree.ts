@@ -1,6 +1,6 @@
 // Isolated worktrees: one per task at <home>/worktrees/<repo>-<taskId> on branch dsh/<taskId>.
-import { mkdir } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { mkdir, readFile } from "node:fs/promises";
+import { basename, isAbsolute, join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId } from "../core/ids.js";
 import type { WorktreeInfo } from "../core/types.js";
@@ -24,15 +24,23 @@ export interface CreateWorktreeOptions {
   taskId: string;
   /** Commit-ish to branch from; default HEAD. */
   base?: string;
-  /** What captureBaseline already learned (the repo's top level and HEAD): saves asking git again. */
-  known?: { repoRoot: string; head: string | null };
+  /**
+   * What the caller already learned: the repo's top level, and HEAD as captureBaseline saw it. Without `head`
+   * (the spawn request found the repo without git), the worktree branches from HEAD and its new branch says
+   * which commit that was: one git process in all, as by hand.
+   */
+  known?: { repoRoot: string; head?: string | null };
 }
 
-export async function createWorktree(opts: CreateWorktreeOptions): Promise<WorktreeInfo> {
+/** The worktree, and the commit its branch starts at (the task's baseline). */
+export type CreatedWorktree = WorktreeInfo & { head: string };
+
+export async function createWorktree(opts: CreateWorktreeOptions): Promise<CreatedWorktree> {
   const repo = opts.known?.repoRoot ?? (await requireRepoRoot(opts.repoCwd));
   const base = opts.base ?? "HEAD";
   if (base.startsWith("-")) throw new DshError("BAD_PARAMS", `base ${JSON.stringify(base)} is not a commit-ish; pass a branch, tag or sha.`);
-  const head = opts.known ? opts.known.head : await headCommit(repo);
+  if (opts.known && opts.known.head === undefined && base === "HEAD") return addFromHead(opts, repo);
+  const head = opts.known?.head !== undefined ? opts.known.head : await headCommit(repo);
   if (head === null) {
     throw new DshError("GIT_FAILED", `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`);
   }
@@ -45,7 +53,42 @@ export async function createWorktree(opts: CreateWorktreeOptions): Promise<Workt
   const branch = branchFor(opts.taskId);
   await mkdir(join(opts.home, "worktrees"), { recursive: true, mode: 0o700 });
   await git(repo, ["worktree", "add", "-b", branch, path, from]);
-  return { path, branch, repo, base };
+  return { path, branch, repo, base, head: from === head ? head : ((await headCommit(path)) ?? head) };
+}
+
+const NO_COMMITS = (repo: string) =>
+  new DshError("GIT_FAILED", `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`);
+
+/** `git worktree add` from HEAD; the commit it used is read back from the new branch's ref file. */
+async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<CreatedWorktree> {
+  const path = worktreePathFor(opts.home, repo, opts.taskId);
+  const branch = branchFor(opts.taskId);
+  await mkdir(join(opts.home, "worktrees"), { recursive: true, mode: 0o700 });
+  try {
+    await git(repo, ["worktree", "add", "-b", branch, path, "HEAD"]);
+  } catch (e) {
+    if ((await headCommit(repo)) === null) throw NO_COMMITS(repo);
+    throw e;
+  }
+  const head = (await branchTip(path, branch)) ?? (await headCommit(path));
+  if (head === null) throw NO_COMMITS(repo);
+  return { path, branch, repo, base: "HEAD", head };
+}
+
+/**
+ * The sha a branch just created by `git worktree add` points at, from its loose ref file in the common git dir
+ * (no git process); undefined when the layout is not the plain files backend (reftable, packed), then git is asked.
+ */
+async function branchTip(worktree: string, branch: string): Promise<string | undefined> {
+  try {
+    const gitdir = (await readFile(join(worktree, ".git"), "utf8")).match(/^gitdir: (.+)$/m)?.[1]?.trim();
+    if (!gitdir) return undefined;
+    const common = (await readFile(join(gitdir, "commondir"), "utf8").catch(() => "..")).trim();
+    const sha = (await readFile(join(isAbsolute(common) ? common : join(gitdir, common), "refs", "heads", ...branch.split("/")), "utf8")).trim();
+    return /^[0-9a-f]{40,64}$/.test(sha) ? sha : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface ListedWorktree {

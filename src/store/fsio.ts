@@ -102,7 +102,12 @@ export async function appendJsonLine(path: string, value: unknown, opts: SyncOpt
  * Resolves with the file's size after the append (-1 when there was nothing to write).
  */
 export async function appendJsonLines(path: string, values: unknown[], opts: SyncOptions = {}): Promise<number> {
-  if (values.length === 0) return -1;
+  return (await appendJsonLinesAt(path, values, opts)).size;
+}
+
+/** appendJsonLines, also saying where the bytes went and what they were (the commit log records both). */
+export async function appendJsonLinesAt(path: string, values: unknown[], opts: SyncOptions = {}): Promise<{ size: number; at: number; text: string }> {
+  if (values.length === 0) return { size: -1, at: -1, text: "" };
   let lines = values.map((v) => JSON.stringify(v) + "\n").join("");
   let fh;
   try {
@@ -116,7 +121,7 @@ export async function appendJsonLines(path: string, values: unknown[], opts: Syn
     try {
       await fh.appendFile(lines); // loops over short writes; a plain write() would not
       if (opts.sync !== false) await fh.datasync();
-      return size + Buffer.byteLength(lines);
+      return { size: size + Buffer.byteLength(lines), at: size, text: lines };
     } catch (e) {
       // A full disk can take part of the lines: cut it back so no half record stays behind.
       await fh.truncate(size).catch(() => undefined);

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
-import { appendJsonLine, fsError, readIfExists, readJsonLines, writeAtomic, writeAtomicMany, type SyncOptions } from "./fsio.js";
+import { CommitLog } from "./commit-log.js";
+import { appendJsonLinesAt, fsError, readIfExists, readJsonLines, writeAtomic, writeAtomicMany, type SyncOptions } from "./fsio.js";
 import { ensureHome, type HomePaths } from "./home.js";
 import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskRecordBase, type TaskSummary } from "./task-index.js";
 export type { TaskRecordBase } from "./task-index.js";
@@ -38,16 +39,34 @@ export interface TaskPaths {
   diffPatch: string;
 }
 
+export interface StoreOptions {
+  /**
+   * Durable journal records go through one daemon-wide commit log (src/store/commit-log.ts) instead of an fsync
+   * of each task's journal; default true. Only one process may use it: the daemon, under its lock.
+   */
+  groupCommit?: boolean;
+}
+
 export class TaskStore {
+  /** Journal appends per task, one after another: the commit log records each one's byte offset. */
+  private readonly appends = new Map<string, Promise<unknown>>();
+
   private constructor(
     readonly paths: HomePaths,
     private readonly index: TaskIndex,
+    private readonly log: CommitLog | undefined,
   ) {}
 
-  /** Create/check the home (see ensureHome) and load the task index. */
-  static async open(home: string): Promise<TaskStore> {
+  /** Create/check the home (see ensureHome), repair the task journals from the commit log, load the task index. */
+  static async open(home: string, opts: StoreOptions = {}): Promise<TaskStore> {
     const paths = await ensureHome(home);
-    return new TaskStore(paths, await TaskIndex.load(paths.tasks));
+    const log = opts.groupCommit === false ? undefined : await CommitLog.open(paths.home);
+    return new TaskStore(paths, await TaskIndex.load(paths.tasks), log);
+  }
+
+  /** Commit-log writes and the records they carried (undefined without group commit). */
+  get commitStats(): { writes: number; records: number } | undefined {
+    return this.log?.stats;
   }
 
   /** Paths of one task; throws BAD_TASK_ID for anything that is not a task id (`../x`, `/etc`, empty, long). */
@@ -131,10 +150,22 @@ export class TaskStore {
     return (await stat(p.taskJson).catch(() => undefined)) !== undefined;
   }
 
-  /** Append one journal line (fsynced unless marked with unsynced()); `ts` defaults to now. */
+  /**
+   * Append one journal line; `ts` defaults to now. Durable (unless marked with unsynced()) when it resolves: in the
+   * commit log, whose one fsync is shared by every task's record written meanwhile, or fsynced in the journal itself.
+   * Either way the line is in the task's journal before this resolves, so a daemon crash loses nothing.
+   */
   async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
     const p = await this.existing(taskId);
-    await appendJsonLine(p.events, { ts: Date.now(), ...event }, { sync: (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true });
+    const durable = (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true;
+    const line = { ts: Date.now(), ...event };
+    const prev = this.appends.get(p.events) ?? Promise.resolve();
+    const written = prev.then(() => appendJsonLinesAt(p.events, [line], { sync: durable && !this.log }));
+    const tail = written.catch(() => undefined);
+    this.appends.set(p.events, tail);
+    void tail.then(() => this.appends.get(p.events) === tail && this.appends.delete(p.events));
+    const { at, text } = await written;
+    if (durable && this.log) await this.log.commit(p.events, at, text);
   }
 
   /** The journal in order; a torn last line (crash mid-append) is skipped. */

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { captureBaseline } from "../../src/git/baseline.js";
 import { harvestDiff } from "../../src/git/diff.js";
 import { gc, type GcTask } from "../../src/git/gc.js";
+import { locateRepo, requireRepo } from "../../src/git/repo.js";
 import { createWorktree } from "../../src/git/worktree.js";
 import { commitAll, git, makeRepo, write } from "../helpers/git.js";
 
@@ -16,7 +17,7 @@ test("worktree add makes dsh/<taskId> under <home>/worktrees; the diff is comput
   try {
     const home = join(r.base, "home");
     const wt = await createWorktree({ repoCwd: join(r.dir, "src"), home, taskId: IDS[0] });
-    assert.deepEqual(wt, { path: join(home, "worktrees", `repo-${IDS[0]}`), branch: `dsh/${IDS[0]}`, repo: r.dir, base: "HEAD" });
+    assert.deepEqual(wt, { path: join(home, "worktrees", `repo-${IDS[0]}`), branch: `dsh/${IDS[0]}`, repo: r.dir, base: "HEAD", head: git(r.dir, "rev-parse", "HEAD").trim() });
     assert.equal(git(wt.path, "rev-parse", "--abbrev-ref", "HEAD").trim(), `dsh/${IDS[0]}`);
     const b = await captureBaseline(wt.path);
     write(wt.path, "src/a.txt", "a\nin worktree\n");
@@ -106,5 +107,28 @@ test("gc removes a merged branch with a clean worktree, and keeps an unmerged br
     assert.doesNotMatch(git(r.dir, "branch", "--list", "dsh/*"), new RegExp(IDS[0]));
   } finally {
     r.cleanup();
+  }
+});
+
+test("the spawn's git-free path: locateRepo finds the work tree as git does, and the worktree's branch gives the baseline HEAD", async () => {
+  const r = makeRepo({ "src/a.txt": "a\n" });
+  const empty = makeRepo({}, false);
+  try {
+    const home = join(r.base, "home");
+    assert.deepEqual(await locateRepo(join(r.dir, "src")), { root: r.dir });
+    assert.equal(await locateRepo(join(r.dir, ".git")), undefined, "inside the git dir is not a work tree");
+    assert.equal(await locateRepo(r.base), undefined);
+    await assert.rejects(requireRepo(r.base), { code: "NOT_A_REPO" });
+    write(r.dir, "b.txt", "b\n");
+    commitAll(r.dir, "second"); // HEAD moves after the request's check: the worktree branches from HEAD as it is now
+    const wt = await createWorktree({ repoCwd: r.dir, home, taskId: IDS[2], known: { repoRoot: r.dir } });
+    assert.equal(wt.head, git(r.dir, "rev-parse", "HEAD").trim());
+    assert.equal(git(wt.path, "rev-parse", "HEAD").trim(), wt.head);
+    const linked = await locateRepo(wt.path);
+    assert.deepEqual(linked, { root: wt.path }, "a linked worktree (.git is a file) is a work tree too");
+    await assert.rejects(createWorktree({ repoCwd: empty.dir, home, taskId: IDS[3], known: { repoRoot: empty.dir } }), (e: Error & { code?: string }) => e.code === "GIT_FAILED" && /no commits yet/.test(e.message));
+  } finally {
+    r.cleanup();
+    empty.cleanup();
   }
 });

@@ -1,6 +1,6 @@
 // task.list over a real daemon (runDaemon on a temp home, real Unix socket, a stub runtime through
 // RunDaemonOptions.runtimeFactories): pages newest first with a cursor, closed tasks answered from the index
-// (their result.json is gone and they are still listed), open tasks as their live result, a default page size.
+// (their result.json is gone and they are still listed), open tasks as rows of their live result, a default page size.
 // Also: refreshes of one task coalesce (a burst costs at most two harvests).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -39,7 +39,7 @@ async function addClosed(home: string, count: number, work: string): Promise<str
   return ids;
 }
 
-test("task.list: pages by cursor, newest first; closed rows come from the index, open tasks as live results", async () => {
+test("task.list: pages by cursor, newest first; closed rows come from the index, open tasks as rows of their live results", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dsh-list-"));
   const home = join(dir, "home");
   const launches: LaunchSpec[] = [];
@@ -57,7 +57,10 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     const first = await cli.request<Page>("task.list", {});
     assert.equal(first.tasks.length, LIST_DEFAULT_LIMIT, "a default page size");
     assert.equal(first.tasks[0]!.taskId, spawned.taskId, "newest first");
-    assert.equal(first.tasks[0]!.sessionPath, join(home, "tasks", spawned.taskId, "session.jsonl"), "an open task is its full live result");
+    const liveResult = await cli.request<AgentResult>("task.get", { taskId: spawned.taskId });
+    assert.equal(first.tasks[0]!.status, liveResult.status, "an open task's row carries its live status");
+    assert.deepEqual(first.tasks[0]!.agent, liveResult.agent);
+    assert.equal(first.tasks[0]!.sessionPath, undefined, "a row of the live result, not the whole result (task.get has that)");
     assert.ok(first.nextCursor);
 
     const seen: string[] = [];
