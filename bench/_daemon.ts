@@ -15,7 +15,10 @@ export function stubRuntime(kind: RuntimeKind): Runtime {
     async launch(spec: LaunchSpec): Promise<RuntimeHandle> {
       const at = epochMs();
       const file = join(spec.taskDir, "launch.json");
-      writeFileSync(file + ".tmp", JSON.stringify({ at, taskId: spec.taskId, token: spec.env.DSH_HERDR_TASK_TOKEN, argv: spec.argv }));
+      writeFileSync(
+        file + ".tmp",
+        JSON.stringify({ at, taskId: spec.taskId, token: spec.env.DSH_HERDR_TASK_TOKEN, argv: spec.argv }),
+      );
       renameSync(file + ".tmp", file);
       return { runtime: kind, pid: process.pid };
     },
@@ -37,7 +40,11 @@ async function main(): Promise<void> {
   const d = await runDaemon(home, {
     config: { runtime: "headless", ...config },
     logLevel: "warn",
-    runtimeFactories: { herdr: () => stubRuntime("herdr"), tmux: () => stubRuntime("tmux"), headless: () => stubRuntime("headless") },
+    runtimeFactories: {
+      herdr: () => stubRuntime("herdr"),
+      tmux: () => stubRuntime("tmux"),
+      headless: () => stubRuntime("headless"),
+    },
   });
   process.once("SIGTERM", () => void d.stop());
   process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, socket: d.socketPath }) + "\n");

@@ -87,7 +87,12 @@ export async function attachOwner(home: string): Promise<Owner> {
   }
   await client.request("task.subscribe", {});
   const nextSettle = (taskId: string, afterMs: number, timeoutMs = 30_000) =>
-    until(() => settles.find((e) => e.taskId === taskId && e.at > afterMs)?.at, `a settled push for ${taskId}`, timeoutMs, 2);
+    until(
+      () => settles.find((e) => e.taskId === taskId && e.at > afterMs)?.at,
+      `a settled push for ${taskId}`,
+      timeoutMs,
+      2,
+    );
   return { id, client, channel, settledAt, settles, nextSettle, close: () => client.close() };
 }
 
@@ -109,10 +114,18 @@ export interface SpawnOptions {
 }
 
 /** Spawn through the socket, then play the child until the daemon counts the prompt as taken. */
-export async function spawnTask(home: string, owner: Owner, o: SpawnOptions): Promise<BenchTask & { child?: DaemonClient }> {
+export async function spawnTask(
+  home: string,
+  owner: Owner,
+  o: SpawnOptions,
+): Promise<BenchTask & { child?: DaemonClient }> {
   const spawnAt = epochMs();
   const r = await owner.client.request<{ taskId: string }>("task.spawn", {
-    cwd: o.cwd, prompt: "bench task", model: "bench/model", runtime: "headless", isolated: o.isolated ?? false,
+    cwd: o.cwd,
+    prompt: "bench task",
+    model: "bench/model",
+    runtime: "headless",
+    isolated: o.isolated ?? false,
   });
   const dir = join(home, "tasks", r.taskId);
   const launch = await until(() => {
@@ -125,20 +138,33 @@ export async function spawnTask(home: string, owner: Owner, o: SpawnOptions): Pr
   const child = await connect(home, { kind: "child", taskId: r.taskId, token: launch.token });
   await child.request("child.event", { type: "prompt_accepted", cycle: 1 });
   // The readiness barrier resolves on that event; wait until the task reads as working.
-  await until(async () => {
-    const res = await owner.client.request<{ status: string }>("task.get", { taskId: r.taskId });
-    return res.status === "running" || res.status === "working" ? true : undefined;
-  }, `${r.taskId} running`, 30_000, 10);
+  await until(
+    async () => {
+      const res = await owner.client.request<{ status: string }>("task.get", { taskId: r.taskId });
+      return res.status === "running" || res.status === "working" ? true : undefined;
+    },
+    `${r.taskId} running`,
+    30_000,
+    10,
+  );
   if (!o.keepChild) child.close();
   const t: BenchTask & { child?: DaemonClient } = {
-    taskId: r.taskId, dir, sessionPath: join(dir, "session.jsonl"), resultPath: join(dir, "result.md"), spawnAt, launchAt: launch.at,
+    taskId: r.taskId,
+    dir,
+    sessionPath: join(dir, "session.jsonl"),
+    resultPath: join(dir, "result.md"),
+    spawnAt,
+    launchAt: launch.at,
   };
   if (o.keepChild) t.child = child;
   return t;
 }
 
 /** One task.list request over a raw socket. Returns ms and reply bytes. */
-export function rawList(home: string, params: Record<string, unknown>): Promise<{ ms: number; bytes: number; count: number }> {
+export function rawList(
+  home: string,
+  params: Record<string, unknown>,
+): Promise<{ ms: number; bytes: number; count: number }> {
   return new Promise((resolve, reject) => {
     const s = createConnection(join(home, "daemon.sock"));
     let buf = "";
@@ -172,10 +198,12 @@ export async function scanListMs(home: string): Promise<number> {
   const rows = [];
   for (const id of await readdir(tasks)) {
     if (!id.startsWith("t")) continue;
-    const rec = JSON.parse(await readFile(join(tasks, id, "task.json"), "utf8")) as { taskId: string; createdAt: number };
+    const rec = JSON.parse(await readFile(join(tasks, id, "task.json"), "utf8")) as {
+      taskId: string;
+      createdAt: number;
+    };
     rows.push(rec);
   }
   rows.sort((a, b) => b.createdAt - a.createdAt);
   return performance.now() - t;
 }
-

@@ -15,7 +15,8 @@ let quickSaid = false;
 export function sizes<T>(full: T, quick: T): T {
   if (!QUICK) return full;
   // Said once, so quick figures are never mistaken for measurements.
-  if (!quickSaid) console.log("quick mode (BENCH_QUICK=1): small sizes, the figures below are a smoke check, not measurements");
+  if (!quickSaid)
+    console.log("quick mode (BENCH_QUICK=1): small sizes, the figures below are a smoke check, not measurements");
   quickSaid = true;
   return quick;
 }
@@ -96,7 +97,11 @@ export function tempDir(prefix: string): { dir: string; cleanup(): void } {
  * Repo-level config, so it wins over whatever the machine's global config says.
  */
 export function quietRepo(repo: string): void {
-  for (const [k, v] of [["gc.auto", "0"], ["gc.autoDetach", "false"], ["maintenance.auto", "false"]] as const) {
+  for (const [k, v] of [
+    ["gc.auto", "0"],
+    ["gc.autoDetach", "false"],
+    ["maintenance.auto", "false"],
+  ] as const) {
     execFileSync("git", ["config", k, v], { cwd: repo, stdio: "pipe" });
   }
 }
@@ -122,11 +127,14 @@ export function processesIn(dir: string): number[] {
  */
 export function removeDir(dir: string): void {
   const deadline = Date.now() + 30_000;
-  while (processesIn(dir).length > 0 && Date.now() < deadline) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+  while (processesIn(dir).length > 0 && Date.now() < deadline)
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
   try {
     rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   } catch (e) {
-    console.error(`bench: cleanup failed: ${(e as Error).message} (still running there: ${processesIn(dir).join(", ") || "nothing"})`);
+    console.error(
+      `bench: cleanup failed: ${(e as Error).message} (still running there: ${processesIn(dir).join(", ") || "nothing"})`,
+    );
     process.exitCode = 1;
   }
 }
@@ -148,20 +156,29 @@ export function gitRepo(parent: string, name = "repo"): string {
 /** The lines of a recorded pi 0.73.1 session (fixtures/sessions), parsed. */
 export function fixtureEntries(name: string): Record<string, unknown>[] {
   const text = readFileSync(join(repoRoot, "fixtures", "sessions", `${name}.jsonl`), "utf8");
-  return text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 /** Re-stamp an entry (and its message) with the given time, as pi would have written it now. */
 export function stamped(entry: Record<string, unknown>, atMs: number): string {
   const e: Record<string, unknown> = { ...entry, timestamp: new Date(atMs).toISOString() };
-  if (typeof e.message === "object" && e.message !== null) e.message = { ...(e.message as object), timestamp: Math.floor(atMs) };
+  if (typeof e.message === "object" && e.message !== null)
+    e.message = { ...(e.message as object), timestamp: Math.floor(atMs) };
   return JSON.stringify(e) + "\n";
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Poll a condition (driver side only, never on a measured path). */
-export async function until<T>(fn: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 30_000, everyMs = 5): Promise<T> {
+export async function until<T>(
+  fn: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  timeoutMs = 30_000,
+  everyMs = 5,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -16,12 +16,16 @@ const { FILES, CHANGED, UNTRACKED, IGNORED, RUNS } = sizes(
 const TARGET = 1.5;
 
 function git(cwd: string, args: string[], out: number | "pipe" = "pipe"): string {
-  const r = spawnSync("git", ["-c", "user.name=bench", "-c", "user.email=bench@dsh.invalid", "-c", "commit.gpgsign=false", ...args], {
-    cwd,
-    stdio: ["ignore", out, "pipe"],
-    encoding: "utf8",
-    maxBuffer: 512 * 1024 * 1024,
-  });
+  const r = spawnSync(
+    "git",
+    ["-c", "user.name=bench", "-c", "user.email=bench@dsh.invalid", "-c", "commit.gpgsign=false", ...args],
+    {
+      cwd,
+      stdio: ["ignore", out, "pipe"],
+      encoding: "utf8",
+      maxBuffer: 512 * 1024 * 1024,
+    },
+  );
   if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
   return r.stdout ?? "";
 }
@@ -76,15 +80,30 @@ async function main(): Promise<void> {
       git(repo, ["ls-files", "--others", "--exclude-standard"]);
       plain.push(performance.now() - a);
       const b = performance.now();
-      last = await harvestDiff({ cwd: repo, baselineHead: head, patchPath: join(base, "diff.patch"), capBytes: 64 * 1024 * 1024 });
+      last = await harvestDiff({
+        cwd: repo,
+        baselineHead: head,
+        patchPath: join(base, "diff.patch"),
+        capBytes: 64 * 1024 * 1024,
+      });
       harvest.push(performance.now() - b);
     }
     const ratio = median(harvest) / median(plain);
-    console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, node ${process.version}, ${git(repo, ["--version"]).trim()}`);
-    console.log(`repo: ${FILES} files, ${CHANGED} changed, ${UNTRACKED} untracked (setup ${(setupMs / 1000).toFixed(1)} s)`);
-    console.log(`harvest: ${last?.files.length} files, ${last?.untracked.length} untracked, patch ${last?.patchBytes} bytes, stat "${last?.stat.trim()}"`);
-    console.log(`plain git diff + ls-files: median ${median(plain).toFixed(1)} ms  [${plain.map((x) => x.toFixed(0)).join(", ")}]`);
-    console.log(`harvestDiff:               median ${median(harvest).toFixed(1)} ms  [${harvest.map((x) => x.toFixed(0)).join(", ")}]`);
+    console.log(
+      `machine: ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, node ${process.version}, ${git(repo, ["--version"]).trim()}`,
+    );
+    console.log(
+      `repo: ${FILES} files, ${CHANGED} changed, ${UNTRACKED} untracked (setup ${(setupMs / 1000).toFixed(1)} s)`,
+    );
+    console.log(
+      `harvest: ${last?.files.length} files, ${last?.untracked.length} untracked, patch ${last?.patchBytes} bytes, stat "${last?.stat.trim()}"`,
+    );
+    console.log(
+      `plain git diff + ls-files: median ${median(plain).toFixed(1)} ms  [${plain.map((x) => x.toFixed(0)).join(", ")}]`,
+    );
+    console.log(
+      `harvestDiff:               median ${median(harvest).toFixed(1)} ms  [${harvest.map((x) => x.toFixed(0)).join(", ")}]`,
+    );
     console.log(`ratio: ${ratio.toFixed(2)}x (target <= ${TARGET}x) ${ratio <= TARGET ? "OK" : "OVER TARGET"}`);
     if (last?.files.length !== CHANGED + UNTRACKED || last.untracked.length !== UNTRACKED) {
       console.error("harvest result is wrong: expected every changed and untracked file");

@@ -10,8 +10,28 @@ import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync } 
 import { join } from "node:path";
 import { SessionReader } from "../src/core/session-reader.js";
 import { resultMdFor, writeResultMd } from "../src/extensions/child-report.js";
-import { attachOwner, rawList, scanListMs, spawnTask, startDaemon, type BenchDaemon, type BenchTask, type Owner } from "./_harness.js";
-import { epochMs, fixtureEntries, median, percentile, printFigure, rssOf, sizes, sleep, stamped, tempDir } from "./_util.js";
+import {
+  attachOwner,
+  rawList,
+  scanListMs,
+  spawnTask,
+  startDaemon,
+  type BenchDaemon,
+  type BenchTask,
+  type Owner,
+} from "./_harness.js";
+import {
+  epochMs,
+  fixtureEntries,
+  median,
+  percentile,
+  printFigure,
+  rssOf,
+  sizes,
+  sleep,
+  stamped,
+  tempDir,
+} from "./_util.js";
 
 /** Open tasks, how many of them settle (measured), how often each task appends a line, how long all stream first. */
 const { N, SETTLE, LINE_EVERY_MS, WARM_MS, LISTS } = sizes(
@@ -74,7 +94,10 @@ async function settle(t: BenchTask & { work?: number }, delayMs: number): Promis
   if ((t.work ?? 0) % 2 === 1) appendFileSync(t.sessionPath, stamped(WORK[1]!, Date.now()));
   appendFileSync(t.sessionPath, stamped(SETTLING[0]!, Date.now()));
   await sleep(2);
-  writeResultMd(t.resultPath, resultMdFor({ outcome: "completed", report: `Bench report for ${t.taskId}\n\nAll good.` }));
+  writeResultMd(
+    t.resultPath,
+    resultMdFor({ outcome: "completed", report: `Bench report for ${t.taskId}\n\nAll good.` }),
+  );
   appendFileSync(t.sessionPath, stamped(SETTLING[1]!, Date.now()));
   return epochMs();
 }
@@ -90,7 +113,8 @@ function startPoller(tasks: BenchTask[]): { detected: Map<string, number>; stop(
       const st = state.get(t.taskId)!;
       const fd = openSync(t.sessionPath, "r");
       try {
-        for (let n; (n = readSync(fd, buf, 0, buf.length, st.offset)) > 0; st.offset += n) st.reader.push(buf.subarray(0, n));
+        for (let n; (n = readSync(fd, buf, 0, buf.length, st.offset)) > 0; st.offset += n)
+          st.reader.push(buf.subarray(0, n));
       } finally {
         closeSync(fd);
       }
@@ -126,12 +150,23 @@ async function main(): Promise<void> {
     const owner = await attachOwner(home);
     const t0 = performance.now();
     const tasks = await spawnAll(home, owner, cwd, N);
-    console.log(`live tasks: ${thousands(N)} open (spawned in ${((performance.now() - t0) / 1000).toFixed(1)} s), each appending a line every ${LINE_EVERY_MS} ms`);
+    console.log(
+      `live tasks: ${thousands(N)} open (spawned in ${((performance.now() - t0) / 1000).toFixed(1)} s), each appending a line every ${LINE_EVERY_MS} ms`,
+    );
     const stream = startStreaming(tasks);
     await sleep(WARM_MS);
 
     const rss = rssOf(first.d.pid);
-    printFigure({ name: `daemon RSS, ${thousands(N)} open tasks streaming`, value: rss.rssMb, unit: "MB", baselineName: "idle daemon, empty home", baseline: emptyRss, better: "lower", target: `≤ ${TARGET.rssMb} MB`, met: rss.rssMb <= TARGET.rssMb });
+    printFigure({
+      name: `daemon RSS, ${thousands(N)} open tasks streaming`,
+      value: rss.rssMb,
+      unit: "MB",
+      baselineName: "idle daemon, empty home",
+      baseline: emptyRss,
+      better: "lower",
+      target: `≤ ${TARGET.rssMb} MB`,
+      met: rss.rssMb <= TARGET.rssMb,
+    });
 
     // task.list of them all, one page, while they stream.
     const scan: number[] = [];
@@ -144,7 +179,16 @@ async function main(): Promise<void> {
       listed = r.count;
     }
     if (listed !== Math.min(N, 1000)) throw new Error(`task.list returned ${listed} of ${N} open tasks`);
-    printFigure({ name: `task.list of ${thousands(N)} open tasks, one page (p99 of ${LISTS})`, value: percentile(lists, 99), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower", target: `≤ ${TARGET.listMs} ms`, met: percentile(lists, 99) <= TARGET.listMs });
+    printFigure({
+      name: `task.list of ${thousands(N)} open tasks, one page (p99 of ${LISTS})`,
+      value: percentile(lists, 99),
+      unit: "ms",
+      baselineName: "directory scan",
+      baseline: median(scan),
+      better: "lower",
+      target: `≤ ${TARGET.listMs} ms`,
+      met: percentile(lists, 99) <= TARGET.listMs,
+    });
 
     // A sample settles over one second while the others keep streaming.
     const sample = tasks.slice(0, SETTLE);
@@ -152,7 +196,11 @@ async function main(): Promise<void> {
     const poller = startPoller(sample);
     const settledAt = await Promise.all(sample.map((t) => settle(t, Math.random() * 1000)));
     const deadline = Date.now() + GRACE_MS;
-    while (Date.now() < deadline && !sample.every((t) => owner.settledAt.has(t.taskId) && poller.detected.has(t.taskId))) await sleep(20);
+    while (
+      Date.now() < deadline &&
+      !sample.every((t) => owner.settledAt.has(t.taskId) && poller.detected.has(t.taskId))
+    )
+      await sleep(20);
     poller.stop();
     const lines = stream.lines();
     stream.stop();
@@ -168,18 +216,36 @@ async function main(): Promise<void> {
     for (const p of [50, 99]) {
       const value = percentile(push, p);
       printFigure({
-        name: `status with ${thousands(N)} open tasks streaming, ${SETTLE} settling, p${p} append→${owner.channel}`, value, unit: "ms", baselineName: `${POLL_MS} ms poll`, baseline: percentile(poll, p), better: "lower",
-        ...(p === 99 ? { target: `≤ ${TARGET.statusP99Ms} ms, none lost`, met: lost === 0 && value <= TARGET.statusP99Ms } : {}),
+        name: `status with ${thousands(N)} open tasks streaming, ${SETTLE} settling, p${p} append→${owner.channel}`,
+        value,
+        unit: "ms",
+        baselineName: `${POLL_MS} ms poll`,
+        baseline: percentile(poll, p),
+        better: "lower",
+        ...(p === 99
+          ? { target: `≤ ${TARGET.statusP99Ms} ms, none lost`, met: lost === 0 && value <= TARGET.statusP99Ms }
+          : {}),
       });
     }
-    console.log(`live tasks: ${thousands(lines)} work lines streamed; ${lost} of ${SETTLE} settles never reached the owner within ${GRACE_MS} ms`);
+    console.log(
+      `live tasks: ${thousands(lines)} work lines streamed; ${lost} of ${SETTLE} settles never reached the owner within ${GRACE_MS} ms`,
+    );
     owner.close();
     await first.d.stop();
 
     // A daemon that finds them all open: it reads each task's record, journal and session before serving.
     const again = await timedStart(home, config);
     running = again.d;
-    printFigure({ name: `daemon start recovering ${thousands(N)} open tasks`, value: again.ms, unit: "ms", baselineName: "start on an empty home", baseline: empty.ms, better: "lower", target: `≤ ${TARGET.startMs} ms`, met: again.ms <= TARGET.startMs });
+    printFigure({
+      name: `daemon start recovering ${thousands(N)} open tasks`,
+      value: again.ms,
+      unit: "ms",
+      baselineName: "start on an empty home",
+      baseline: empty.ms,
+      better: "lower",
+      target: `≤ ${TARGET.startMs} ms`,
+      met: again.ms <= TARGET.startMs,
+    });
     const recovered = await rawList(home, { limit: 1000, status: ["running", "working", "completed"] });
     console.log(`live tasks: after the restart ${recovered.count} tasks list as running, working or completed`);
   } finally {

@@ -8,7 +8,18 @@ import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { newTaskId } from "../src/core/ids.js";
 import { attachOwner, rawList, scanListMs, spawnTask, startDaemon, type BenchDaemon } from "./_harness.js";
-import { epochMs, fixtureEntries, median, percentile, printFigure, rssOf, sizes, sleep, stamped, tempDir } from "./_util.js";
+import {
+  epochMs,
+  fixtureEntries,
+  median,
+  percentile,
+  printFigure,
+  rssOf,
+  sizes,
+  sleep,
+  stamped,
+  tempDir,
+} from "./_util.js";
 
 /** Closed records for the RSS figure (the template is one more), open tasks, records added for the list figures,
  * the idle waits before reading RSS (empty home, then with tasks), timed lists per figure, the page size for
@@ -34,7 +45,12 @@ async function makeTemplate(home: string, work: string): Promise<Template> {
   try {
     const owner = await attachOwner(home);
     const t = await spawnTask(home, owner, { cwd: work });
-    writeFileSync(t.sessionPath, fixtureEntries("completed-write").map((e) => stamped(e, Date.now())).join(""));
+    writeFileSync(
+      t.sessionPath,
+      fixtureEntries("completed-write")
+        .map((e) => stamped(e, Date.now()))
+        .join(""),
+    );
     await owner.nextSettle(t.taskId, 0);
     await owner.client.request("task.close", { taskId: t.taskId });
     owner.close();
@@ -57,14 +73,23 @@ function addHistory(home: string, tpl: Template, count: number): void {
     const dir = join(home, "tasks", taskId);
     mkdirSync(dir, { mode: 0o700 });
     const swap = (s: string) => s.split(String(tpl.task.taskId)).join(taskId);
-    writeFileSync(join(dir, "task.json"), swap(JSON.stringify({ ...tpl.task, createdAt, status: "closed", lifecycle: "closed" }, null, 2)) + "\n", { mode: 0o600 });
-    writeFileSync(join(dir, "result.json"), swap(JSON.stringify({ ...tpl.result, status: "closed" }, null, 2)) + "\n", { mode: 0o600 });
+    writeFileSync(
+      join(dir, "task.json"),
+      swap(JSON.stringify({ ...tpl.task, createdAt, status: "closed", lifecycle: "closed" }, null, 2)) + "\n",
+      { mode: 0o600 },
+    );
+    writeFileSync(join(dir, "result.json"), swap(JSON.stringify({ ...tpl.result, status: "closed" }, null, 2)) + "\n", {
+      mode: 0o600,
+    });
     writeFileSync(join(dir, "events.jsonl"), swap(tpl.events), { mode: 0o600 });
   }
 }
 
 /** Every page of task.list over one raw connection, following nextCursor; total ms from the first request. */
-function rawPages(home: string, params: Record<string, unknown>): Promise<{ ms: number; pages: number; count: number; maxBytes: number }> {
+function rawPages(
+  home: string,
+  params: Record<string, unknown>,
+): Promise<{ ms: number; pages: number; count: number; maxBytes: number }> {
   return new Promise((resolve, reject) => {
     const s = createConnection(join(home, "daemon.sock"));
     let buf = "";
@@ -72,14 +97,21 @@ function rawPages(home: string, params: Record<string, unknown>): Promise<{ ms: 
     let pages = 0;
     let count = 0;
     let maxBytes = 0;
-    const ask = (cursor?: string) => s.write(JSON.stringify({ id: 2, method: "task.list", params: { ...params, ...(cursor ? { cursor } : {}) } }) + "\n");
+    const ask = (cursor?: string) =>
+      s.write(
+        JSON.stringify({ id: 2, method: "task.list", params: { ...params, ...(cursor ? { cursor } : {}) } }) + "\n",
+      );
     s.on("connect", () => s.write(JSON.stringify({ id: 1, method: "hello", params: { kind: "cli" } }) + "\n"));
     s.on("data", (d) => {
       buf += d.toString("utf8");
       for (let nl; (nl = buf.indexOf("\n")) >= 0; ) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        const msg = JSON.parse(line) as { id?: number; result?: { tasks: unknown[]; nextCursor?: string }; error?: { message: string } };
+        const msg = JSON.parse(line) as {
+          id?: number;
+          result?: { tasks: unknown[]; nextCursor?: string };
+          error?: { message: string };
+        };
         if (msg.id === 1) {
           t0 = epochMs();
           ask();
@@ -128,7 +160,16 @@ async function main(): Promise<void> {
     for (let i = 0; i < OPEN; i++) await spawnTask(home, owner, { cwd: work });
     await sleep(IDLE_MS);
     const rss = rssOf(withHistory.d.pid);
-    printFigure({ name: `idle daemon RSS, ${thousands(CLOSED + 1)} closed + ${OPEN} open tasks`, value: rss.rssMb, unit: "MB", baselineName: "idle daemon, empty home", baseline: emptyRss, better: "lower", target: `< ${TARGET_RSS_MB} MB`, met: rss.rssMb < TARGET_RSS_MB });
+    printFigure({
+      name: `idle daemon RSS, ${thousands(CLOSED + 1)} closed + ${OPEN} open tasks`,
+      value: rss.rssMb,
+      unit: "MB",
+      baselineName: "idle daemon, empty home",
+      baseline: emptyRss,
+      better: "lower",
+      target: `< ${TARGET_RSS_MB} MB`,
+      met: rss.rssMb < TARGET_RSS_MB,
+    });
     owner.close();
     await withHistory.d.stop();
 
@@ -141,23 +182,71 @@ async function main(): Promise<void> {
       return timedStart(home, { maxParallelAgents: 60, maxQueuedAgents: 60 });
     })();
     running = again.d;
-    printFigure({ name: `daemon start with ${records} records (index repaired from task.json)`, value: big.ms, unit: "ms", baselineName: "start on an empty home", baseline: empty.ms, better: "lower" });
-    printFigure({ name: `daemon start with ${records} records (index current)`, value: again.ms, unit: "ms", baselineName: "start on an empty home", baseline: empty.ms, better: "lower" });
+    printFigure({
+      name: `daemon start with ${records} records (index repaired from task.json)`,
+      value: big.ms,
+      unit: "ms",
+      baselineName: "start on an empty home",
+      baseline: empty.ms,
+      better: "lower",
+    });
+    printFigure({
+      name: `daemon start with ${records} records (index current)`,
+      value: again.ms,
+      unit: "ms",
+      baselineName: "start on an empty home",
+      baseline: empty.ms,
+      better: "lower",
+    });
 
     const scan: number[] = [];
     for (let i = 0; i < 3; i++) scan.push(await scanListMs(home));
     const limited: number[] = [];
     for (let i = 0; i < LISTS; i++) limited.push((await rawList(home, { limit: 50 })).ms);
-    printFigure({ name: `task.list limit 50 of ${records} (p50)`, value: median(limited), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower" });
-    printFigure({ name: `task.list limit 50 of ${records} (p99)`, value: percentile(limited, 99), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower", target: `< ${TARGET_LIST_MS} ms`, met: percentile(limited, 99) < TARGET_LIST_MS });
+    printFigure({
+      name: `task.list limit 50 of ${records} (p50)`,
+      value: median(limited),
+      unit: "ms",
+      baselineName: "directory scan",
+      baseline: median(scan),
+      better: "lower",
+    });
+    printFigure({
+      name: `task.list limit 50 of ${records} (p99)`,
+      value: percentile(limited, 99),
+      unit: "ms",
+      baselineName: "directory scan",
+      baseline: median(scan),
+      better: "lower",
+      target: `< ${TARGET_LIST_MS} ms`,
+      met: percentile(limited, 99) < TARGET_LIST_MS,
+    });
     const page: number[] = [];
     for (let i = 0; i < LISTS; i++) page.push((await rawList(home, {})).ms);
-    printFigure({ name: `task.list default page (200) of ${records} (p99)`, value: percentile(page, 99), unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower", target: `< ${TARGET_LIST_MS} ms`, met: percentile(page, 99) < TARGET_LIST_MS });
+    printFigure({
+      name: `task.list default page (200) of ${records} (p99)`,
+      value: percentile(page, 99),
+      unit: "ms",
+      baselineName: "directory scan",
+      baseline: median(scan),
+      better: "lower",
+      target: `< ${TARGET_LIST_MS} ms`,
+      met: percentile(page, 99) < TARGET_LIST_MS,
+    });
     const all: { ms: number; pages: number; count: number; maxBytes: number }[] = [];
     for (let i = 0; i < 3; i++) all.push(await rawPages(home, { limit: PAGE }));
     const allMs = median(all.map((f) => f.ms));
-    printFigure({ name: `task.list all ${records} in pages of ${thousands(PAGE)} (median of 3)`, value: allMs, unit: "ms", baselineName: "directory scan", baseline: median(scan), better: "lower" });
-    console.log(`task.list all: ${all[0]!.count} tasks in ${all[0]!.pages} pages, largest reply ${(all[0]!.maxBytes / 1024).toFixed(0)} KiB (client frame cap 1,024 KiB)`);
+    printFigure({
+      name: `task.list all ${records} in pages of ${thousands(PAGE)} (median of 3)`,
+      value: allMs,
+      unit: "ms",
+      baselineName: "directory scan",
+      baseline: median(scan),
+      better: "lower",
+    });
+    console.log(
+      `task.list all: ${all[0]!.count} tasks in ${all[0]!.pages} pages, largest reply ${(all[0]!.maxBytes / 1024).toFixed(0)} KiB (client frame cap 1,024 KiB)`,
+    );
   } finally {
     await running?.stop();
     cleanup();

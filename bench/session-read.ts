@@ -13,7 +13,10 @@ import { epochMs, fixtureEntries, median, printFigure, rssOf, sizes, sleep, stam
 
 const MB = 1024 * 1024;
 /** The big session (MB), appends timed per reader, follow-up cycles timed per task. */
-const { SESSION_MB, APPENDS, CYCLES } = sizes({ SESSION_MB: 200, APPENDS: 30, CYCLES: 5 }, { SESSION_MB: 4, APPENDS: 10, CYCLES: 2 });
+const { SESSION_MB, APPENDS, CYCLES } = sizes(
+  { SESSION_MB: 200, APPENDS: 30, CYCLES: 5 },
+  { SESSION_MB: 4, APPENDS: 10, CYCLES: 2 },
+);
 const TARGET_BYTES = SESSION_MB * MB;
 
 /** A session header, then conversation rounds from a recorded session until the target size. */
@@ -54,7 +57,9 @@ async function parseFloorMs(path: string): Promise<number> {
 }
 
 function settlingLine(): Record<string, unknown> {
-  return fixtureEntries("completed-write").filter((e) => (e.message as { stopReason?: string })?.stopReason === "stop").at(-1)!;
+  return fixtureEntries("completed-write")
+    .filter((e) => (e.message as { stopReason?: string })?.stopReason === "stop")
+    .at(-1)!;
 }
 
 function timeWcL(path: string): number {
@@ -70,7 +75,12 @@ function timeWcL(path: string): number {
 
 /** In this process: the daemon's reader over the whole file, then one appended line. */
 async function readerCosts(path: string, dir: string): Promise<{ fullMs: number; appendUs: number }> {
-  const files = new TaskFiles({ taskDir: dir, sessionPath: path, resultPath: join(dir, "result.md"), onChange: () => undefined });
+  const files = new TaskFiles({
+    taskDir: dir,
+    sessionPath: path,
+    resultPath: join(dir, "result.md"),
+    onChange: () => undefined,
+  });
   const t = performance.now();
   await files.readSession();
   const fullMs = performance.now() - t;
@@ -79,7 +89,10 @@ async function readerCosts(path: string, dir: string): Promise<{ fullMs: number;
 
 /** Median µs for TaskFiles to take in one appended assistant line. */
 async function appendCostUs(files: TaskFiles, path: string): Promise<number> {
-  const line = stamped(fixtureEntries("completed-write").find((e) => (e.message as { role?: string })?.role === "assistant")!, Date.now());
+  const line = stamped(
+    fixtureEntries("completed-write").find((e) => (e.message as { role?: string })?.role === "assistant")!,
+    Date.now(),
+  );
   const runs: number[] = [];
   for (let i = 0; i < APPENDS; i++) {
     appendFileSync(path, line);
@@ -92,7 +105,13 @@ async function appendCostUs(files: TaskFiles, path: string): Promise<number> {
 
 /** What src/extensions/child.ts sends when pi's agent loop ends (the child extension stays connected here). */
 function agentEnd(task: BenchTask & { child?: DaemonClient }, cycle: number): Promise<unknown> {
-  return task.child!.request("child.event", { type: "agent_end", cycle, sessionFile: task.sessionPath, stopReason: "stop", willRetry: false });
+  return task.child!.request("child.event", {
+    type: "agent_end",
+    cycle,
+    sessionFile: task.sessionPath,
+    stopReason: "stop",
+    willRetry: false,
+  });
 }
 
 /** A new cycle on a settled task, then one settling line: ms from that append to the owner-side push. */
@@ -107,7 +126,10 @@ async function cycleAppendMs(owner: Owner, task: BenchTask & { child?: DaemonCli
   const prompts: number[] = [];
   child.onPush("child.prompt", (p: { cycle: number }) => prompts.push(p.cycle));
   for (let i = 0; i < CYCLES; i++) {
-    const { cycle } = await owner.client.request<{ cycle: number }>("task.respond", { taskId, message: `follow-up ${i}` });
+    const { cycle } = await owner.client.request<{ cycle: number }>("task.respond", {
+      taskId,
+      message: `follow-up ${i}`,
+    });
     await until(() => (prompts.includes(cycle) ? true : undefined), `the follow-up of cycle ${cycle}`, 30_000, 2);
     await child.request("child.event", { type: "prompt_accepted", cycle });
     appendFileSync(sessionPath, stamped(user, Date.now()));
@@ -132,21 +154,59 @@ async function main(): Promise<void> {
   const wcMs = timeWcL(big);
   const inProc = await readerCosts(big, dir);
   const small = join(dir, "small.jsonl");
-  writeFileSync(small, fixtureEntries("completed-write").map((e) => stamped(e, Date.now())).join(""));
-  const smallReader = new TaskFiles({ taskDir: dir, sessionPath: small, resultPath: join(dir, "result.md"), onChange: () => undefined });
+  writeFileSync(
+    small,
+    fixtureEntries("completed-write")
+      .map((e) => stamped(e, Date.now()))
+      .join(""),
+  );
+  const smallReader = new TaskFiles({
+    taskDir: dir,
+    sessionPath: small,
+    resultPath: join(dir, "result.md"),
+    onChange: () => undefined,
+  });
   await smallReader.readSession();
   const smallAppendUs = await appendCostUs(smallReader, small);
   const floorMs = await parseFloorMs(big);
-  printFigure({ name: `session read ${mb.toFixed(0)} MB, daemon reader in-process`, value: mb / (inProc.fullMs / 1000), unit: "MB/s", baselineName: "wc -l", baseline: mb / (wcMs / 1000), better: "higher" });
-  printFigure({ name: `session read ${mb.toFixed(0)} MB, daemon reader in-process`, value: mb / (inProc.fullMs / 1000), unit: "MB/s", baselineName: "split+JSON.parse floor", baseline: mb / (floorMs / 1000), better: "higher" });
-  printFigure({ name: `one appended line after ${SESSION_MB} MB read (reader)`, value: inProc.appendUs, unit: "µs", baselineName: "same on a 2 KB session", baseline: smallAppendUs, better: "lower", target: "independent of size (≤ 2x)", met: inProc.appendUs <= 2 * smallAppendUs });
+  printFigure({
+    name: `session read ${mb.toFixed(0)} MB, daemon reader in-process`,
+    value: mb / (inProc.fullMs / 1000),
+    unit: "MB/s",
+    baselineName: "wc -l",
+    baseline: mb / (wcMs / 1000),
+    better: "higher",
+  });
+  printFigure({
+    name: `session read ${mb.toFixed(0)} MB, daemon reader in-process`,
+    value: mb / (inProc.fullMs / 1000),
+    unit: "MB/s",
+    baselineName: "split+JSON.parse floor",
+    baseline: mb / (floorMs / 1000),
+    better: "higher",
+  });
+  printFigure({
+    name: `one appended line after ${SESSION_MB} MB read (reader)`,
+    value: inProc.appendUs,
+    unit: "µs",
+    baselineName: "same on a 2 KB session",
+    baseline: smallAppendUs,
+    better: "lower",
+    target: "independent of size (≤ 2x)",
+    met: inProc.appendUs <= 2 * smallAppendUs,
+  });
 
   // The same through a real daemon process.
   const daemon = await startDaemon(home, { maxParallelAgents: 10 });
   try {
     const owner = await attachOwner(home);
     const smallTask = await spawnTask(home, owner, { cwd: work, keepChild: true });
-    writeFileSync(smallTask.sessionPath, fixtureEntries("completed-write").map((e) => stamped(e, Date.now())).join(""));
+    writeFileSync(
+      smallTask.sessionPath,
+      fixtureEntries("completed-write")
+        .map((e) => stamped(e, Date.now()))
+        .join(""),
+    );
     await agentEnd(smallTask, 1);
     await owner.nextSettle(smallTask.taskId, 0);
     const bigTask = await spawnTask(home, owner, { cwd: work, keepChild: true });
@@ -161,12 +221,46 @@ async function main(): Promise<void> {
     const settled = await owner.nextSettle(bigTask.taskId, t, 120_000);
     const after = rssOf(daemon.pid);
     const readMs = settled - t;
-    printFigure({ name: `session read ${(sizeNow / MB).toFixed(0)} MB by the daemon process (appear → settled push)`, value: sizeNow / MB / (readMs / 1000), unit: "MB/s", baselineName: "wc -l", baseline: mb / (wcMs / 1000), better: "higher" });
-    printFigure({ name: `daemon RSS after reading ${SESSION_MB} MB`, value: after.rssMb, unit: "MB", baselineName: "RSS before", baseline: before.rssMb, better: "lower", target: "flat (< before + 50 MB)", met: after.rssMb < before.rssMb + 50 });
-    printFigure({ name: "daemon peak RSS (VmHWM) over the whole run", value: after.peakMb, unit: "MB", baselineName: "RSS before", baseline: before.rssMb, better: "lower", target: "< before + 50 MB", met: after.peakMb < before.rssMb + 50 });
+    printFigure({
+      name: `session read ${(sizeNow / MB).toFixed(0)} MB by the daemon process (appear → settled push)`,
+      value: sizeNow / MB / (readMs / 1000),
+      unit: "MB/s",
+      baselineName: "wc -l",
+      baseline: mb / (wcMs / 1000),
+      better: "higher",
+    });
+    printFigure({
+      name: `daemon RSS after reading ${SESSION_MB} MB`,
+      value: after.rssMb,
+      unit: "MB",
+      baselineName: "RSS before",
+      baseline: before.rssMb,
+      better: "lower",
+      target: "flat (< before + 50 MB)",
+      met: after.rssMb < before.rssMb + 50,
+    });
+    printFigure({
+      name: "daemon peak RSS (VmHWM) over the whole run",
+      value: after.peakMb,
+      unit: "MB",
+      baselineName: "RSS before",
+      baseline: before.rssMb,
+      better: "lower",
+      target: "< before + 50 MB",
+      met: after.peakMb < before.rssMb + 50,
+    });
     const bigCycle = await cycleAppendMs(owner, bigTask);
     const smallCycle = await cycleAppendMs(owner, smallTask);
-    printFigure({ name: `daemon: settling append → push, ${SESSION_MB} MB session`, value: bigCycle, unit: "ms", baselineName: "same on a 2 KB session", baseline: smallCycle, better: "lower", target: "independent of size (≤ 2x)", met: bigCycle <= 2 * smallCycle });
+    printFigure({
+      name: `daemon: settling append → push, ${SESSION_MB} MB session`,
+      value: bigCycle,
+      unit: "ms",
+      baselineName: "same on a 2 KB session",
+      baseline: smallCycle,
+      better: "lower",
+      target: "independent of size (≤ 2x)",
+      met: bigCycle <= 2 * smallCycle,
+    });
     owner.close();
   } finally {
     await daemon.stop();

@@ -24,22 +24,40 @@ async function main(): Promise<void> {
     for (let i = 0; i < SAMPLES + 1; i++) {
       // The daemon: spawn → baseline → worktree → prompt.md → launch.
       const t0 = epochMs();
-      const r = await owner.client.request<{ taskId: string }>("task.spawn", { cwd: repo, prompt: "bench spawn", model: "bench/model", runtime: "headless", isolated: true });
+      const r = await owner.client.request<{ taskId: string }>("task.spawn", {
+        cwd: repo,
+        prompt: "bench spawn",
+        model: "bench/model",
+        runtime: "headless",
+        isolated: true,
+      });
       const launchFile = join(home, "tasks", r.taskId, "launch.json");
       // launch.json may be seen half-written: retry until it parses.
-      const launched = await until(() => {
-        try {
-          return (JSON.parse(readFileSync(launchFile, "utf8")) as { at: number }).at;
-        } catch {
-          return undefined;
-        }
-      }, `launch of ${r.taskId}`, 30_000, 1);
+      const launched = await until(
+        () => {
+          try {
+            return (JSON.parse(readFileSync(launchFile, "utf8")) as { at: number }).at;
+          } catch {
+            return undefined;
+          }
+        },
+        `launch of ${r.taskId}`,
+        30_000,
+        1,
+      );
       await owner.client.request("task.close", { taskId: r.taskId });
       // By hand: the worktree, then the same launch call.
       const path = join(dir, "raw-worktrees", `wt-${i}`);
       const t1 = performance.now();
       execFileSync("git", ["worktree", "add", "-b", `raw/${i}`, path, "HEAD"], { cwd: repo, stdio: "pipe" });
-      await stub.launch({ taskId: r.taskId, name: `raw-${i}`, argv: ["pi"], env: {}, cwd: path, taskDir: join(home, "tasks", r.taskId) });
+      await stub.launch({
+        taskId: r.taskId,
+        name: `raw-${i}`,
+        argv: ["pi"],
+        env: {},
+        cwd: path,
+        taskDir: join(home, "tasks", r.taskId),
+      });
       const rawMs = performance.now() - t1;
       if (i === 0) continue; // warm-up: first git and module loads
       viaDaemon.push(launched - t0);
@@ -49,11 +67,18 @@ async function main(): Promise<void> {
       const value = percentile(viaDaemon, p);
       const baseline = percentile(raw, p);
       printFigure({
-        name: `spawn→launch, isolated (p${p} of ${SAMPLES})`, value, unit: "ms", baselineName: "raw git worktree add + launch", baseline, better: "lower",
+        name: `spawn→launch, isolated (p${p} of ${SAMPLES})`,
+        value,
+        unit: "ms",
+        baselineName: "raw git worktree add + launch",
+        baseline,
+        better: "lower",
         ...(p === 50 ? { target: `≤ ${TARGET_RATIO}x the raw steps`, met: value <= TARGET_RATIO * baseline } : {}),
       });
     }
-    console.log(`spawn overhead: the daemon adds ${(median(viaDaemon) - median(raw)).toFixed(1)} ms (median) to the raw steps`);
+    console.log(
+      `spawn overhead: the daemon adds ${(median(viaDaemon) - median(raw)).toFixed(1)} ms (median) to the raw steps`,
+    );
     owner.close();
   } finally {
     await daemon.stop();

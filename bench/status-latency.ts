@@ -20,8 +20,25 @@ const TARGET_WAIT_P99_MS = 25;
 const FIRST_BURST = 5;
 /** [path, N, rounds] to measure; the target applies to the largest N. */
 const { PLAN, TARGET_N } = sizes<{ PLAN: [Path, number, number][]; TARGET_N: number }>(
-  { PLAN: [["extension", 1, 20], ["extension", 10, 3], ["extension", 100, 1], ["file", 1, 20], ["file", 100, 1]], TARGET_N: 100 },
-  { PLAN: [["extension", 1, 2], ["extension", 10, 1], ["file", 1, 2], ["file", 10, 1]], TARGET_N: 10 },
+  {
+    PLAN: [
+      ["extension", 1, 20],
+      ["extension", 10, 3],
+      ["extension", 100, 1],
+      ["file", 1, 20],
+      ["file", 100, 1],
+    ],
+    TARGET_N: 100,
+  },
+  {
+    PLAN: [
+      ["extension", 1, 2],
+      ["extension", 10, 1],
+      ["file", 1, 2],
+      ["file", 10, 1],
+    ],
+    TARGET_N: 10,
+  },
 );
 
 const entries = fixtureEntries("crew-report");
@@ -39,14 +56,24 @@ async function drive(t: BenchTask & { child?: DaemonClient }, startDelayMs: numb
     if (i >= FIRST_BURST) await sleep(rand(20, 60));
     if (last) {
       // crew_report writes result.md, then pi appends the tool's result: the settling line.
-      writeResultMd(t.resultPath, resultMdFor({ outcome: "completed", report: `Bench report for ${t.taskId}\n\nAll good.` }));
+      writeResultMd(
+        t.resultPath,
+        resultMdFor({ outcome: "completed", report: `Bench report for ${t.taskId}\n\nAll good.` }),
+      );
       await sleep(rand(1, 5));
     }
     appendFileSync(t.sessionPath, stamped(entries[i]!, Date.now()));
     if (last) settleAt = epochMs();
   }
   // What src/extensions/child.ts sends when pi's agent loop ends.
-  if (t.child) await t.child.request("child.event", { type: "agent_end", cycle: 1, sessionFile: t.sessionPath, stopReason: "toolUse", willRetry: false });
+  if (t.child)
+    await t.child.request("child.event", {
+      type: "agent_end",
+      cycle: 1,
+      sessionFile: t.sessionPath,
+      stopReason: "toolUse",
+      willRetry: false,
+    });
   return settleAt;
 }
 
@@ -61,7 +88,8 @@ function startPoller(tasks: BenchTask[]): { detected: Map<string, number>; stop(
       const st = readers.get(t.taskId)!;
       const fd = openSync(t.sessionPath, "r");
       try {
-        for (let n; (n = readSync(fd, buf, 0, buf.length, st.offset)) > 0; st.offset += n) st.reader.push(buf.subarray(0, n));
+        for (let n; (n = readSync(fd, buf, 0, buf.length, st.offset)) > 0; st.offset += n)
+          st.reader.push(buf.subarray(0, n));
       } finally {
         closeSync(fd);
       }
@@ -82,18 +110,29 @@ interface Samples {
 
 const GRACE_MS = 3000;
 
-async function round(home: string, cwd: string, owner: Owner, waiter: DaemonClient, n: number, path: Path, s: Samples): Promise<void> {
+async function round(
+  home: string,
+  cwd: string,
+  owner: Owner,
+  waiter: DaemonClient,
+  n: number,
+  path: Path,
+  s: Samples,
+): Promise<void> {
   const tasks: (BenchTask & { child?: DaemonClient })[] = [];
   for (let i = 0; i < n; i++) tasks.push(await spawnTask(home, owner, { cwd, keepChild: path === "extension" }));
   const waited = new Map<string, number>();
   const waits = tasks.map((t) =>
-    waiter.request("task.wait", { taskIds: [t.taskId], timeoutMs: 60_000 }, { timeoutMs: 70_000 }).then(() => void waited.set(t.taskId, epochMs())),
+    waiter
+      .request("task.wait", { taskIds: [t.taskId], timeoutMs: 60_000 }, { timeoutMs: 70_000 })
+      .then(() => void waited.set(t.taskId, epochMs())),
   );
   const poller = startPoller(tasks);
   const spread = n === 1 ? 0 : 1000;
   const settled = await Promise.all(tasks.map((t) => drive(t, rand(0, spread))));
   const deadline = Date.now() + GRACE_MS;
-  const allSeen = () => tasks.every((t) => owner.settledAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
+  const allSeen = () =>
+    tasks.every((t) => owner.settledAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
   while (!allSeen() && Date.now() < deadline) await sleep(20);
   poller.stop();
   tasks.forEach((t, i) => {
@@ -121,11 +160,29 @@ function report(channel: string, path: Path, n: number, s: Samples): void {
     const isTarget = n === TARGET_N && p === 99;
     const pushMet = s.lost === 0 && percentile(s.push, 99) <= TARGET_P99_MS;
     const waitMet = s.lost === 0 && percentile(s.wait, 99) <= TARGET_WAIT_P99_MS;
-    const base = { unit: "ms", baselineName: `${POLL_MS} ms poll`, baseline: percentile(s.poll, p), better: "lower" as const };
-    printFigure({ name: `status ${path} N=${n} p${p} append→${channel}`, value: percentile(s.push, p), ...base, ...(isTarget ? { target: `≤ ${TARGET_P99_MS} ms, none lost`, met: pushMet } : {}) });
-    printFigure({ name: `status ${path} N=${n} p${p} append→task.wait returns`, value: percentile(s.wait, p), ...base, ...(isTarget ? { target: `≤ ${TARGET_WAIT_P99_MS} ms, none lost`, met: waitMet } : {}) });
+    const base = {
+      unit: "ms",
+      baselineName: `${POLL_MS} ms poll`,
+      baseline: percentile(s.poll, p),
+      better: "lower" as const,
+    };
+    printFigure({
+      name: `status ${path} N=${n} p${p} append→${channel}`,
+      value: percentile(s.push, p),
+      ...base,
+      ...(isTarget ? { target: `≤ ${TARGET_P99_MS} ms, none lost`, met: pushMet } : {}),
+    });
+    printFigure({
+      name: `status ${path} N=${n} p${p} append→task.wait returns`,
+      value: percentile(s.wait, p),
+      ...base,
+      ...(isTarget ? { target: `≤ ${TARGET_WAIT_P99_MS} ms, none lost`, met: waitMet } : {}),
+    });
   }
-  if (s.lost > 0) console.log(`status ${path} N=${n}: ${s.lost} of ${total} settles never reached the owner within ${GRACE_MS} ms (the percentiles above leave them out)`);
+  if (s.lost > 0)
+    console.log(
+      `status ${path} N=${n}: ${s.lost} of ${total} settles never reached the owner within ${GRACE_MS} ms (the percentiles above leave them out)`,
+    );
 }
 
 async function main(): Promise<void> {
@@ -137,7 +194,9 @@ async function main(): Promise<void> {
   try {
     const owner = await attachOwner(home);
     const waiter = await connect(home, { kind: "cli", timeoutMs: 120_000 });
-    console.log(`owner-side signal: ${owner.channel} push; driver: fixtures/sessions/crew-report.jsonl, one append per line`);
+    console.log(
+      `owner-side signal: ${owner.channel} push; driver: fixtures/sessions/crew-report.jsonl, one append per line`,
+    );
     for (const [path, n, rounds] of PLAN) {
       const s: Samples = { push: [], wait: [], poll: [], lost: 0 };
       for (let r = 0; r < rounds; r++) await round(home, cwd, owner, waiter, n, path, s);

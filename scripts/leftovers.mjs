@@ -4,7 +4,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 export function leftoverChildren(root) {
-  const marks = [join(root, "dist", "src", "extensions", "child.js"), join(root, "dist", "src", "runtime", "headless", "wrapper.js")];
+  const marks = [
+    join(root, "dist", "src", "extensions", "child.js"),
+    join(root, "dist", "src", "runtime", "headless", "wrapper.js"),
+  ];
   const out = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
@@ -23,7 +26,9 @@ export function leftoverChildren(root) {
 export function reportLeftovers(root, label) {
   const left = leftoverChildren(root);
   if (left.length === 0) return 0;
-  console.error(`\n${label}: ${left.length} pi child process(es) or wrapper(s) left running after the run (killed now):`);
+  console.error(
+    `\n${label}: ${left.length} pi child process(es) or wrapper(s) left running after the run (killed now):`,
+  );
   for (const p of left) {
     console.error(`  ${p.pid} ${p.cmd}`);
     try {

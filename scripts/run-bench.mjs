@@ -18,7 +18,11 @@ const benches = readdirSync(dir)
   .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
   .sort();
 // The machine's load first: figures from a loaded machine must never pass for quiet ones.
-console.log(`run-bench: ${new Date().toISOString()}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")} (1, 5, 15 min), node ${process.version}`);
+console.log(
+  `run-bench: ${new Date().toISOString()}, ${cpus().length} CPUs, load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")} (1, 5, 15 min), node ${process.version}`,
+);
 const failed = [];
 for (const b of benches) {
   console.log(`\n## ${b.replace(/\.js$/, "")}`);
@@ -26,6 +30,9 @@ for (const b of benches) {
   if (r.status !== 0) failed.push(b.replace(/\.js$/, ""));
 }
 // Said last, so a script that died mid-way is not lost in the figures above it.
-if (failed.length) console.error(`\nrun-bench: ${failed.length} script(s) failed: ${failed.join(", ")} (their figures above are incomplete)`);
+if (failed.length)
+  console.error(
+    `\nrun-bench: ${failed.length} script(s) failed: ${failed.join(", ")} (their figures above are incomplete)`,
+  );
 const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-bench");
 process.exit(failed.length || leaked ? 1 : 0);

@@ -8,14 +8,18 @@ import { startDaemonFor } from "./daemon-control.js";
 /** Adapt the socket client to what the commands use. */
 export function asConnection(c: DaemonClient): DaemonConnection {
   return {
-    request: <T>(method: string, params?: Record<string, unknown>, opts?: { timeoutMs?: number }) => c.request<T>(method, params ?? {}, opts),
+    request: <T>(method: string, params?: Record<string, unknown>, opts?: { timeoutMs?: number }) =>
+      c.request<T>(method, params ?? {}, opts),
     onPush: (fn) => void c.onPush("*", (params, method) => fn(method, params)),
     onClose: (fn) => c.onClose(fn),
     close: () => c.close(),
   };
 }
 
-export async function connectDaemon(home: string, opts: { start?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<DaemonConnection> {
+export async function connectDaemon(
+  home: string,
+  opts: { start?: boolean; env?: NodeJS.ProcessEnv } = {},
+): Promise<DaemonConnection> {
   const env = opts.env ?? process.env;
   const version = packageVersion();
   try {

@@ -5,8 +5,14 @@ import { execa } from "execa";
 import { daemonMain, startDaemon, stopDaemon } from "../client/daemon-control.js";
 import { herdrPing } from "../runtime/herdr/client.js";
 
-export interface StartOutcome { pid: number; alreadyRunning: boolean }
-export interface StopOutcome { wasRunning: boolean; pid?: number }
+export interface StartOutcome {
+  pid: number;
+  alreadyRunning: boolean;
+}
+export interface StopOutcome {
+  wasRunning: boolean;
+  pid?: number;
+}
 
 export function startDaemonFor(home: string, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<StartOutcome> {
   return startDaemon(home, opts.env ? { env: opts.env } : {});
@@ -17,7 +23,11 @@ export function stopDaemonFor(home: string): Promise<StopOutcome> {
 }
 
 /** The daemon in the foreground of this terminal; Ctrl+C (the signal) stops it gracefully. Resolves its exit code. */
-export function runDaemonForeground(home: string, signal: AbortSignal, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export function runDaemonForeground(
+  home: string,
+  signal: AbortSignal,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [daemonMain, "run", "--home", home], { stdio: "inherit", env });
     const onAbort = () => child.kill("SIGTERM");

@@ -22,7 +22,11 @@ import { printJson } from "./io.js";
 import { watchTasks } from "./commands/watch.js";
 import { choice, jsonOption } from "./commands/shared.js";
 
-interface DemoOpts { runtime?: "herdr" | "tmux" | "headless"; keep?: boolean; json?: boolean }
+interface DemoOpts {
+  runtime?: "herdr" | "tmux" | "headless";
+  keep?: boolean;
+  json?: boolean;
+}
 
 function git(cwd: string, args: string[]): void {
   execFileSync("git", args, { cwd, stdio: "ignore", env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1" } });
@@ -78,11 +82,19 @@ async function endLeftovers(dir: string, say: (s: string) => void): Promise<numb
 /** Start fixtures/scripted-model as a process; resolves with its URL once it prints it. */
 function startModel(scriptPath: string, logPath: string): Promise<{ url: string; proc: ChildProcess }> {
   const server = join(packageRoot, "dist", "fixtures", "scripted-model", "server.js");
-  if (!existsSync(server)) throw new DshError("INTERNAL", `${server} is missing: the demo runs from a dsh-herdr checkout; run \`npm run build\` first`);
-  const proc = spawn(process.execPath, [server, "--script", scriptPath, "--port", "0", "--log", logPath], { stdio: ["ignore", "pipe", "inherit"] });
+  if (!existsSync(server))
+    throw new DshError(
+      "INTERNAL",
+      `${server} is missing: the demo runs from a dsh-herdr checkout; run \`npm run build\` first`,
+    );
+  const proc = spawn(process.execPath, [server, "--script", scriptPath, "--port", "0", "--log", logPath], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: proc.stdout! });
-    proc.once("exit", (code) => reject(new DshError("INTERNAL", `the scripted model exited (code ${code}) before it listened`)));
+    proc.once("exit", (code) =>
+      reject(new DshError("INTERNAL", `the scripted model exited (code ${code}) before it listened`)),
+    );
     lines.once("line", (line) => {
       lines.close();
       proc.removeAllListeners("exit");
@@ -94,7 +106,9 @@ function startModel(scriptPath: string, logPath: string): Promise<{ url: string;
 /** The fixture that writes pi's models.json for the scripted model (fixtures are not part of the published package). */
 async function piAgentDir(dir: string, url: string): Promise<{ env: Record<string, string>; model: string }> {
   const file = join(packageRoot, "dist", "fixtures", "scripted-model", "agent-dir.js");
-  const mod = (await import(pathToFileURL(file).href)) as { preparePiAgentDir(d: string, u: string): { env: Record<string, string>; model: string } };
+  const mod = (await import(pathToFileURL(file).href)) as {
+    preparePiAgentDir(d: string, u: string): { env: Record<string, string>; model: string };
+  };
   return mod.preparePiAgentDir(dir, url);
 }
 
@@ -126,18 +140,37 @@ export async function runDemo(ctx: CliContext, o: DemoOpts): Promise<number> {
     try {
       for (const t of DEMO_TASKS) {
         const r = await conn.request<{ taskId: string; name: string }>("task.spawn", {
-          cwd: repo, prompt: t.prompt, role: t.role, brief: t.brief, runtime, ...(t.isolated ? { isolated: true } : {}),
+          cwd: repo,
+          prompt: t.prompt,
+          role: t.role,
+          brief: t.brief,
+          runtime,
+          ...(t.isolated ? { isolated: true } : {}),
         });
         ids.push(r.taskId);
         say(`spawned ${r.taskId} ${r.name} (${t.role}${t.isolated ? ", isolated worktree" : ""}): ${t.brief}`);
       }
       const demoCtx: CliContext = { ...ctx, home, connect: () => connectDaemon(home) };
       if (!o.json) await watchTasks(demoCtx, { taskIds: ids, untilSettled: true });
-      const waited = await conn.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: ids, mode: "all", timeoutMs: 120_000 }, { timeoutMs: 130_000 });
-      const results = ids.map((id) => waited.results.find((r) => r.taskId === id)).filter((r): r is AgentResult => r !== undefined);
-      const patches = results.map((r) => (r.diff && existsSync(r.diff.patchPath) ? readFileSync(r.diff.patchPath, "utf8") : ""));
-      const workersOk = results.filter((r) => r.role === "worker").every((r, i) => r.status === "completed" && (patches[i] ?? "") !== "");
-      const ok = !waited.timedOut && results.length === ids.length && results.every((r) => r.status === "completed") && workersOk;
+      const waited = await conn.request<{ results: AgentResult[]; timedOut: boolean }>(
+        "task.wait",
+        { taskIds: ids, mode: "all", timeoutMs: 120_000 },
+        { timeoutMs: 130_000 },
+      );
+      const results = ids
+        .map((id) => waited.results.find((r) => r.taskId === id))
+        .filter((r): r is AgentResult => r !== undefined);
+      const patches = results.map((r) =>
+        r.diff && existsSync(r.diff.patchPath) ? readFileSync(r.diff.patchPath, "utf8") : "",
+      );
+      const workersOk = results
+        .filter((r) => r.role === "worker")
+        .every((r, i) => r.status === "completed" && (patches[i] ?? "") !== "");
+      const ok =
+        !waited.timedOut &&
+        results.length === ids.length &&
+        results.every((r) => r.status === "completed") &&
+        workersOk;
       if (o.json) printJson(ctx.io, { ok, runtime, home, repo, results, patches });
       else {
         for (const [i, r] of results.entries()) {
@@ -171,7 +204,13 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
   const demo = program
     .command("demo")
     .description("hermetic demo: two isolated workers and a reviewer, real pi against a local scripted model")
-    .addOption(choice("--runtime <runtime>", "force a runtime (default: herdr if reachable, else tmux, else headless)", ["herdr", "tmux", "headless"]))
+    .addOption(
+      choice("--runtime <runtime>", "force a runtime (default: herdr if reachable, else tmux, else headless)", [
+        "herdr",
+        "tmux",
+        "headless",
+      ]),
+    )
     .option("--keep", "leave the temp home and repo for inspection");
   jsonOption(demo);
   demo.addHelpText("after", "\nExamples:\n  $ dsh-herdr demo\n  $ dsh-herdr demo --runtime headless --keep");

@@ -45,7 +45,12 @@ function candidateLine(t: KnownTask): string {
 /** Resolve a full id, unique prefix, unique suffix or agent name against the known tasks. */
 export function resolveTaskId(input: string, knownIn: readonly (string | KnownTask)[]): string {
   const q = input.trim().toLowerCase();
-  if (q.length === 0) throw new DshError("BAD_PARAMS", "empty task id. Pass an id, its last 4 characters or the agent name from `dsh-herdr list --all`.", { usage: true });
+  if (q.length === 0)
+    throw new DshError(
+      "BAD_PARAMS",
+      "empty task id. Pass an id, its last 4 characters or the agent name from `dsh-herdr list --all`.",
+      { usage: true },
+    );
   const known = knownIn.map(asKnown);
   if (known.some((t) => t.taskId === q)) return q;
   // An agent name: exact when recorded; else its trailing `-xxxx` is the id's suffix (names end in the last 4).
@@ -71,7 +76,10 @@ export function resolveTaskId(input: string, knownIn: readonly (string | KnownTa
       { candidates: list.map((t) => t.taskId) },
     );
   }
-  const near = closestIds(q, known.map((t) => t.taskId));
+  const near = closestIds(
+    q,
+    known.map((t) => t.taskId),
+  );
   const hint = near.length > 0 ? ` Closest: ${near.join(", ")}.` : " There are no tasks yet.";
   throw new DshError("TASK_NOT_FOUND", `no task matches "${input}".${hint} See \`dsh-herdr list --all\`.`);
 }

@@ -28,9 +28,20 @@ export interface RunOptions {
 
 /** Socket protocol fields as the CLI's flags, so a message the daemon words for a request names what a person typed. */
 const FIELD_FLAGS: Record<string, string> = {
-  timeoutMs: "--timeout", cwd: "--cwd", model: "--model", thinking: "--thinking", role: "--role", brief: "--brief",
-  owner: "--owner", machine: "--machine", runtime: "--runtime", prompt: "the prompt", message: "the message",
-  taskIds: "the task ids", taskId: "the task id", status: "--status",
+  timeoutMs: "--timeout",
+  cwd: "--cwd",
+  model: "--model",
+  thinking: "--thinking",
+  role: "--role",
+  brief: "--brief",
+  owner: "--owner",
+  machine: "--machine",
+  runtime: "--runtime",
+  prompt: "the prompt",
+  message: "the message",
+  taskIds: "the task ids",
+  taskId: "the task id",
+  status: "--status",
 };
 
 /** A daemon BAD_PARAMS about `params.x` (`task.spawn: params.timeoutMs must be >= 1000; fix the request …`) in CLI words. */
@@ -39,19 +50,26 @@ export function inCliWords(err: DshError): DshError {
   const m = /^[a-z]+\.[a-zA-Z.]+: params\.([a-zA-Z]+)(?:\.\S+)? (.*?)(?:; fix the request.*)?$/s.exec(err.message);
   const flag = m ? FIELD_FLAGS[m[1] ?? ""] : undefined;
   if (!m || !flag) return err;
-  const rest = (m[2] ?? "").replace(/^must be >= (\d+)$/, (_all, n: string) => (flag === "--timeout" ? `must be at least ${n} ms` : `must be >= ${n}`));
+  const rest = (m[2] ?? "").replace(/^must be >= (\d+)$/, (_all, n: string) =>
+    flag === "--timeout" ? `must be at least ${n} ms` : `must be >= ${n}`,
+  );
   return new DshError("BAD_PARAMS", `${flag} ${rest}; see \`dsh-herdr <command> --help\``, { usage: true });
 }
 
 /** Commander's own usage errors (`error: unknown option '--x'`) as the JSON error --json promises. */
 function usageErrorJson(text: string): string {
-  const message = text.replace(/^error: /, "").trim().replace(/\s*\n\s*/g, " ");
+  const message = text
+    .replace(/^error: /, "")
+    .trim()
+    .replace(/\s*\n\s*/g, " ");
   return JSON.stringify({ error: { code: "BAD_PARAMS", message } }) + "\n";
 }
 
 export function buildProgram(ctx: CliContext, opts: { json?: boolean } = {}): Command {
   const program = new Command("dsh-herdr")
-    .description("Supervisor daemon for pi coding agents: delegate tasks to child pi agents and collect one AgentResult each")
+    .description(
+      "Supervisor daemon for pi coding agents: delegate tasks to child pi agents and collect one AgentResult each",
+    )
     .version(packageVersion(), "-V, --version")
     .exitOverride()
     .configureOutput({

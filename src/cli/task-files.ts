@@ -21,7 +21,9 @@ export function taskDir(home: string, taskId: string): string {
 export function knownTaskIds(home: string): string[] {
   const dir = tasksDir(home);
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((n) => isValidTaskId(n)).sort();
+  return readdirSync(dir)
+    .filter((n) => isValidTaskId(n))
+    .sort();
 }
 
 /**
@@ -37,7 +39,8 @@ export function readIndex(home: string): Map<string, TaskSummary> {
     return out; // no index yet (no task was ever recorded, or an old home): directories still resolve
   }
   const present = new Set(knownTaskIds(home));
-  for (const l of parseJsonLines<TaskSummary>(text)) if (isValidTaskId(l?.taskId) && present.has(l.taskId)) out.set(l.taskId, l);
+  for (const l of parseJsonLines<TaskSummary>(text))
+    if (isValidTaskId(l?.taskId) && present.has(l.taskId)) out.set(l.taskId, l);
   return out;
 }
 
@@ -85,7 +88,10 @@ export function offlineRows(home: string): TaskRow[] {
 export function readResultText(home: string, taskId: string): string {
   const file = join(taskDir(home, taskId), "result.json");
   if (!existsSync(file)) {
-    throw new DshError("TASK_NOT_FOUND", `task ${taskId} has no result.json yet (it is still being set up); try again in a moment or run \`dsh-herdr wait ${taskId}\``);
+    throw new DshError(
+      "TASK_NOT_FOUND",
+      `task ${taskId} has no result.json yet (it is still being set up); try again in a moment or run \`dsh-herdr wait ${taskId}\``,
+    );
   }
   return readFileSync(file, "utf8");
 }
@@ -95,6 +101,9 @@ export function readResult(home: string, taskId: string): AgentResult {
   try {
     return JSON.parse(text) as AgentResult;
   } catch {
-    throw new DshError("RESULT_INVALID", `${join(taskDir(home, taskId), "result.json")} is not valid JSON; the daemon rewrites it on the next status change (\`dsh-herdr daemon status\`)`);
+    throw new DshError(
+      "RESULT_INVALID",
+      `${join(taskDir(home, taskId), "result.json")} is not valid JSON; the daemon rewrites it on the next status change (\`dsh-herdr daemon status\`)`,
+    );
   }
 }

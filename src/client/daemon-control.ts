@@ -31,7 +31,10 @@ export async function daemonStatus(home: string): Promise<DaemonStatus> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Start a detached daemon for `home` and return once its socket answers; reports a running one instead. */
-export async function startDaemon(home: string, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<{ pid: number; alreadyRunning: boolean }> {
+export async function startDaemon(
+  home: string,
+  opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ pid: number; alreadyRunning: boolean }> {
   const before = await daemonStatus(home);
   if (before.running) return { pid: before.pid!, alreadyRunning: true };
   mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -53,13 +56,19 @@ export async function startDaemon(home: string, opts: { timeoutMs?: number; env?
     if (exited !== undefined) {
       const s = await daemonStatus(home);
       if (s.running) return { pid: s.pid!, alreadyRunning: true }; // another start won the race
-      throw new DshError("DAEMON_UNAVAILABLE", `the daemon exited at start (code ${exited}): ${lastLines(logPath, logStart)}; fix that and run \`dsh-herdr daemon start\` again`);
+      throw new DshError(
+        "DAEMON_UNAVAILABLE",
+        `the daemon exited at start (code ${exited}): ${lastLines(logPath, logStart)}; fix that and run \`dsh-herdr daemon start\` again`,
+      );
     }
     const s = await daemonStatus(home);
     if (s.running) return { pid: s.pid!, alreadyRunning: s.pid !== child.pid };
     await sleep(100);
   }
-  throw new DshError("DAEMON_UNAVAILABLE", `the daemon did not answer on ${socketPathFor(home)} within ${opts.timeoutMs ?? 20_000} ms; see ${logPath}`);
+  throw new DshError(
+    "DAEMON_UNAVAILABLE",
+    `the daemon did not answer on ${socketPathFor(home)} within ${opts.timeoutMs ?? 20_000} ms; see ${logPath}`,
+  );
 }
 
 function lastLines(path: string, from: number): string {
@@ -72,7 +81,10 @@ function lastLines(path: string, from: number): string {
 }
 
 /** Graceful stop: the daemon stops accepting, flushes journals and exits; open tasks keep running. */
-export async function stopDaemon(home: string, opts: { timeoutMs?: number } = {}): Promise<{ wasRunning: boolean; pid?: number }> {
+export async function stopDaemon(
+  home: string,
+  opts: { timeoutMs?: number } = {},
+): Promise<{ wasRunning: boolean; pid?: number }> {
   const s = await daemonStatus(home);
   if (!s.running) return { wasRunning: false };
   await call(home, "daemon.stop", {}).catch(() => undefined);
@@ -81,7 +93,10 @@ export async function stopDaemon(home: string, opts: { timeoutMs?: number } = {}
     if (!(await daemonStatus(home)).running && !alive(s.pid!)) return { wasRunning: true, pid: s.pid! };
     await sleep(100);
   }
-  throw new DshError("TIMEOUT", `the daemon (pid ${s.pid}) did not stop within ${opts.timeoutMs ?? 10_000} ms; send it SIGTERM (kill ${s.pid})`);
+  throw new DshError(
+    "TIMEOUT",
+    `the daemon (pid ${s.pid}) did not stop within ${opts.timeoutMs ?? 10_000} ms; send it SIGTERM (kill ${s.pid})`,
+  );
 }
 
 function alive(pid: number): boolean {
@@ -89,7 +104,10 @@ function alive(pid: number): boolean {
 }
 
 /** A connection to the home's daemon, starting it on demand. */
-export async function ensureDaemon(home: string, opts: { kind?: "cli" | "owner"; ownerId?: string } = {}): Promise<DaemonClient> {
+export async function ensureDaemon(
+  home: string,
+  opts: { kind?: "cli" | "owner"; ownerId?: string } = {},
+): Promise<DaemonClient> {
   const kind = opts.kind ?? "cli";
   const c = { kind, ...(opts.ownerId ? { ownerId: opts.ownerId } : {}) };
   try {

@@ -63,7 +63,10 @@ function notYours(socketPath: string): DshError {
       `${home} belongs to uid ${owner}, not to you (uid ${me}); its daemon serves only its owner. Use a home of your own: unset DSH_HERDR_HOME (default ~/.dsh/herdr) or set it to a directory you own.`,
     );
   }
-  return new DshError("HOME_UNSAFE", `permission denied on ${socketPath}; fix with \`chmod 700 ${home} && chmod 600 ${socketPath}\``);
+  return new DshError(
+    "HOME_UNSAFE",
+    `permission denied on ${socketPath}; fix with \`chmod 700 ${home} && chmod 600 ${socketPath}\``,
+  );
 }
 
 export async function connect(target: string, opts: ConnectOptions): Promise<DaemonClient> {
@@ -72,7 +75,12 @@ export async function connect(target: string, opts: ConnectOptions): Promise<Dae
     const s = createConnection(socketPath);
     const timer = setTimeout(() => {
       s.destroy();
-      reject(new DshError("DAEMON_UNAVAILABLE", `no answer from ${socketPath}; start the daemon with \`dsh-herdr daemon start\``));
+      reject(
+        new DshError(
+          "DAEMON_UNAVAILABLE",
+          `no answer from ${socketPath}; start the daemon with \`dsh-herdr daemon start\``,
+        ),
+      );
     }, opts.connectTimeoutMs ?? 5000);
     s.once("connect", () => {
       clearTimeout(timer);
@@ -81,7 +89,12 @@ export async function connect(target: string, opts: ConnectOptions): Promise<Dae
     s.once("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       if (err.code === "EACCES" || err.code === "EPERM") return reject(notYours(socketPath));
-      reject(new DshError("DAEMON_UNAVAILABLE", `cannot connect to ${socketPath} (${err.code ?? err.message}); start the daemon with \`dsh-herdr daemon start\``));
+      reject(
+        new DshError(
+          "DAEMON_UNAVAILABLE",
+          `cannot connect to ${socketPath} (${err.code ?? err.message}); start the daemon with \`dsh-herdr daemon start\``,
+        ),
+      );
     });
   });
   return clientOver(socket, opts);
@@ -103,7 +116,13 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
   socket.on("data", (chunk: Buffer) => {
     for (const ev of reader.push(chunk)) {
       if (ev.kind !== "frame") continue;
-      let msg: { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown }; method?: string; params?: unknown };
+      let msg: {
+        id?: unknown;
+        result?: unknown;
+        error?: { code?: unknown; message?: unknown };
+        method?: string;
+        params?: unknown;
+      };
       try {
         msg = JSON.parse(ev.text);
       } catch {
@@ -154,7 +173,12 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
       return new Promise<T>((resolve, reject) => {
         const timer = setTimeout(() => {
           pending.delete(id);
-          reject(new DshError("TIMEOUT", `${method} got no reply within ${timeoutMs} ms; check \`dsh-herdr daemon status\` and daemon.log`));
+          reject(
+            new DshError(
+              "TIMEOUT",
+              `${method} got no reply within ${timeoutMs} ms; check \`dsh-herdr daemon status\` and daemon.log`,
+            ),
+          );
         }, timeoutMs);
         pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
         socket.write(encodeFrame({ id, method, params }));
@@ -192,7 +216,12 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
 }
 
 /** One request on a fresh cli connection. */
-export async function call<T = unknown>(target: string, method: string, params?: unknown, opts?: { timeoutMs?: number }): Promise<T> {
+export async function call<T = unknown>(
+  target: string,
+  method: string,
+  params?: unknown,
+  opts?: { timeoutMs?: number },
+): Promise<T> {
   const c = await connect(target, { kind: "cli" });
   try {
     return await c.request<T>(method, params, opts);

@@ -4,7 +4,14 @@ import type { ParsedResultMd } from "./result-md.js";
 import type { SessionFacts } from "./session-reader.js";
 import { collectWarnings, pickSummary, type SessionFreshness } from "./summary.js";
 import type {
-  AgentInfo, AgentResult, DiffEvidence, HerdrStatus, ResultError, Role, Timing, WorktreeInfo,
+  AgentInfo,
+  AgentResult,
+  DiffEvidence,
+  HerdrStatus,
+  ResultError,
+  Role,
+  Timing,
+  WorktreeInfo,
 } from "./types.js";
 
 export interface HarvestInput {
@@ -45,9 +52,10 @@ function freshness(input: HarvestInput): SessionFreshness {
 
 export function buildAgentResult(input: HarvestInput): AgentResult {
   const md = input.resultMd;
-  const raw: RawState = md?.meta.status !== undefined && input.raw.resultStatus === undefined
-    ? { ...input.raw, resultStatus: md.meta.status }
-    : input.raw;
+  const raw: RawState =
+    md?.meta.status !== undefined && input.raw.resultStatus === undefined
+      ? { ...input.raw, resultStatus: md.meta.status }
+      : input.raw;
   const status = deriveStatus(raw);
   // Only a session that moved after the prompt has a final message for this task; an older one is stale.
   const finalMessage = input.sessionChangedAfterPrompt ? input.session?.finalText : undefined;
@@ -87,7 +95,9 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
   if (invalid > 0) extra.push(`session: ${invalid} invalid line(s) skipped`);
   const restarts = input.session?.restarts ?? 0;
   if (restarts > 0) {
-    extra.push(`session file was truncated or replaced mid-task (${restarts} time(s)): it was read again from the start and usage recomputed from what it holds now`);
+    extra.push(
+      `session file was truncated or replaced mid-task (${restarts} time(s)): it was read again from the start and usage recomputed from what it holds now`,
+    );
   }
   extra.push(...(input.warnings ?? []));
   const warnings = collectWarnings({

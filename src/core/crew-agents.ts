@@ -40,7 +40,11 @@ export function splitFrontmatter(text: string): { yaml: string; body: string } |
  * One definition file → a definition plus warnings, or only warnings when the file cannot be used. Bad optional
  * fields are dropped with a warning (the definition stays usable); a missing name/description rejects the file.
  */
-export function parseAgentDefinition(text: string, file: string, source: AgentSource): { agent?: AgentDefinition; warnings: AgentWarning[] } {
+export function parseAgentDefinition(
+  text: string,
+  file: string,
+  source: AgentSource,
+): { agent?: AgentDefinition; warnings: AgentWarning[] } {
   const warnings: AgentWarning[] = [];
   const warn = (message: string) => warnings.push({ file, message });
   const parts = splitFrontmatter(text);
@@ -75,7 +79,14 @@ export function parseAgentDefinition(text: string, file: string, source: AgentSo
   }
   for (const k of Object.keys(f)) if (!FIELDS.includes(k)) warn(`unknown field "${k}" ignored`);
   const agent: AgentDefinition = {
-    name, description: f.description.trim(), role: "worker", isolated: false, interactive: false, prompt: parts.body, source, file,
+    name,
+    description: f.description.trim(),
+    role: "worker",
+    isolated: false,
+    interactive: false,
+    prompt: parts.body,
+    source,
+    file,
   };
   if (f.model !== undefined) {
     if (typeof f.model === "string" && /^[^/\s]+\/\S+$/.test(f.model.trim())) agent.model = f.model.trim();
@@ -87,7 +98,8 @@ export function parseAgentDefinition(text: string, file: string, source: AgentSo
   }
   if (f.tools !== undefined) {
     const list = typeof f.tools === "string" ? f.tools.split(",") : Array.isArray(f.tools) ? f.tools : null;
-    if (list && list.every((t) => typeof t === "string")) agent.tools = (list as string[]).map((t) => t.trim()).filter((t) => t !== "");
+    if (list && list.every((t) => typeof t === "string"))
+      agent.tools = (list as string[]).map((t) => t.trim()).filter((t) => t !== "");
     else if (f.tools === null) agent.tools = [];
     else warn("tools must be a comma-separated string or a list of names; all built-in tools are used");
   }
@@ -107,14 +119,20 @@ export function parseAgentDefinition(text: string, file: string, source: AgentSo
  * Sources in priority order (project, user, bundled): the first definition of a name wins silently; a second one
  * with the same name inside one source is skipped with a warning.
  */
-export function mergeAgentSources(sources: { agents: AgentDefinition[] }[]): { agents: AgentDefinition[]; warnings: AgentWarning[] } {
+export function mergeAgentSources(sources: { agents: AgentDefinition[] }[]): {
+  agents: AgentDefinition[];
+  warnings: AgentWarning[];
+} {
   const byName = new Map<string, AgentDefinition>();
   const warnings: AgentWarning[] = [];
   for (const { agents } of sources) {
     const here = new Set<string>();
     for (const a of agents) {
       if (here.has(a.name)) {
-        warnings.push({ file: a.file, message: `duplicate subagent name "${a.name}" in the ${a.source} definitions, skipping` });
+        warnings.push({
+          file: a.file,
+          message: `duplicate subagent name "${a.name}" in the ${a.source} definitions, skipping`,
+        });
         continue;
       }
       here.add(a.name);
@@ -127,7 +145,14 @@ export function mergeAgentSources(sources: { agents: AgentDefinition[] }[]): { a
 /** crew_list's model-bound JSON view of one definition (no prompt body, no file paths). */
 export function agentSummary(a: AgentDefinition): Record<string, unknown> {
   return {
-    name: a.name, description: a.description, model: a.model ?? null, thinking: a.thinking ?? null,
-    tools: a.tools ?? null, role: a.role, isolated: a.isolated, interactive: a.interactive, source: a.source,
+    name: a.name,
+    description: a.description,
+    model: a.model ?? null,
+    thinking: a.thinking ?? null,
+    tools: a.tools ?? null,
+    role: a.role,
+    isolated: a.isolated,
+    interactive: a.interactive,
+    source: a.source,
   };
 }

@@ -42,11 +42,18 @@ export function judgeCycle(messages: readonly unknown[]): CycleVerdict {
   const last = msgs[lastIdx];
   if (!last) return { kind: "reportless", why: "no assistant message" };
   if (last.stopReason === "error" || last.stopReason === "aborted") {
-    return { kind: "technical", stopReason: last.stopReason, ...(last.errorMessage ? { errorMessage: last.errorMessage } : {}) };
+    return {
+      kind: "technical",
+      stopReason: last.stopReason,
+      ...(last.errorMessage ? { errorMessage: last.errorMessage } : {}),
+    };
   }
-  const calls = (Array.isArray(last.content) ? last.content : []).filter((c: { type?: string }) => c?.type === "toolCall") as { id?: string; name?: string; arguments?: unknown }[];
+  const calls = (Array.isArray(last.content) ? last.content : []).filter(
+    (c: { type?: string }) => c?.type === "toolCall",
+  ) as { id?: string; name?: string; arguments?: unknown }[];
   if (calls.length === 0) return { kind: "reportless", why: "the last message has no crew_report call" };
-  if (calls.length !== 1 || calls[0]!.name !== "crew_report") return { kind: "reportless", why: "the final tool-call batch must be exactly one crew_report call" };
+  if (calls.length !== 1 || calls[0]!.name !== "crew_report")
+    return { kind: "reportless", why: "the final tool-call batch must be exactly one crew_report call" };
   const call = calls[0]!;
   const result = msgs.slice(lastIdx + 1).find((m) => m.role === "toolResult" && m.toolCallId === call.id);
   if (!result) return { kind: "reportless", why: "crew_report has no tool result" };
@@ -72,14 +79,18 @@ export class CycleGuard {
 
 /** crew_report's arguments: the report when valid, else an error message naming the fix (thrown as {"error": ...}). */
 export function checkCrewReport(params: unknown): CrewReport | string {
-  if (typeof params !== "object" || params === null || Array.isArray(params)) return "crew_report needs {outcome, report}";
+  if (typeof params !== "object" || params === null || Array.isArray(params))
+    return "crew_report needs {outcome, report}";
   const p = params as Record<string, unknown>;
   const unknown = Object.keys(p).filter((k) => !["outcome", "report", "needs"].includes(k));
-  if (unknown.length > 0) return `crew_report has unknown field(s) ${unknown.join(", ")}; use only outcome, report and needs`;
+  if (unknown.length > 0)
+    return `crew_report has unknown field(s) ${unknown.join(", ")}; use only outcome, report and needs`;
   if (p.outcome !== "completed" && p.outcome !== "needs_input") return 'outcome must be "completed" or "needs_input"';
-  if (typeof p.report !== "string" || p.report.trim() === "") return "report must be a non-blank string holding your complete final answer";
+  if (typeof p.report !== "string" || p.report.trim() === "")
+    return "report must be a non-blank string holding your complete final answer";
   if (p.outcome === "needs_input") {
-    if (typeof p.needs !== "string" || p.needs.trim() === "") return 'outcome "needs_input" requires a non-blank `needs` saying what you need';
+    if (typeof p.needs !== "string" || p.needs.trim() === "")
+      return 'outcome "needs_input" requires a non-blank `needs` saying what you need';
     return { outcome: "needs_input", report: p.report, needs: p.needs };
   }
   if (p.needs !== undefined) return '`needs` is only allowed with outcome "needs_input"; drop it or change the outcome';

@@ -77,7 +77,8 @@ export function fallbackReport(result: AgentResult): CrewReport | undefined {
   const body = result.result?.text.replace(/^---[\s\S]*?\n---\s*\n?/, "").trim();
   const report = body || result.finalMessage?.trim();
   if (!report) return undefined;
-  if (result.status === "blocked") return { outcome: "needs_input", report, needs: result.result?.meta.summary?.trim() || report };
+  if (result.status === "blocked")
+    return { outcome: "needs_input", report, needs: result.result?.meta.summary?.trim() || report };
   return { outcome: "completed", report };
 }
 
@@ -95,13 +96,25 @@ export function deliveryFor(result: AgentResult, cycle: number, report?: CrewRep
   if (status === "completed" || status === "needs_input") {
     const r = report && report.outcome === status ? report : fallbackReport(result);
     if (!r) {
-      return errorDelivery(`NO_REPORT: the subagent ended its cycle without a report (no crew_report, no result.md, no final message); inspect its session${result.sessionPath ? ` (${result.sessionPath})` : ""}, then respond or spawn again`);
+      return errorDelivery(
+        `NO_REPORT: the subagent ended its cycle without a report (no crew_report, no result.md, no final message); inspect its session${result.sessionPath ? ` (${result.sessionPath})` : ""}, then respond or spawn again`,
+      );
     }
-    const card: CardData = { status, subagent_id, brief, report: r.report, ...(r.needs !== undefined ? { needs: r.needs } : {}) };
+    const card: CardData = {
+      status,
+      subagent_id,
+      brief,
+      report: r.report,
+      ...(r.needs !== undefined ? { needs: r.needs } : {}),
+    };
     return { ...base(status), model: { subagent_id, brief, result: r }, card };
   }
   if (status === "error") {
-    return errorDelivery(result.error ? `${result.error.code}: ${result.error.message}` : result.summary || `the subagent ended as ${result.status}`);
+    return errorDelivery(
+      result.error
+        ? `${result.error.code}: ${result.error.message}`
+        : result.summary || `the subagent ended as ${result.status}`,
+    );
   }
   if (status === "aborted") {
     // Only an abort the owner asked for is TUI-only (it knows); a timeout or another unrequested stop is an error.

@@ -50,17 +50,28 @@ export const CREW_TOOL_PARAMETERS = {
         type: "object",
         properties: {
           goal: str("The required end result."),
-          context: { type: "array", items: { type: "string" }, description: "Facts from this session the subagent cannot see (may be empty)." },
-          instructions: { type: "array", items: { type: "string" }, description: "Concrete actions; approved plans go in verbatim." },
+          context: {
+            type: "array",
+            items: { type: "string" },
+            description: "Facts from this session the subagent cannot see (may be empty).",
+          },
+          instructions: {
+            type: "array",
+            items: { type: "string" },
+            description: "Concrete actions; approved plans go in verbatim.",
+          },
         },
         required: ["goal", "context", "instructions"],
-          },
+      },
     },
     required: ["subagent", "brief", "task"],
   },
   crew_respond: {
     type: "object",
-    properties: { subagent_id: str("The subagent_id crew_spawn returned."), message: str("Only new information or the requested answer; not a restated task.") },
+    properties: {
+      subagent_id: str("The subagent_id crew_spawn returned."),
+      message: str("Only new information or the requested answer; not a restated task."),
+    },
     required: ["subagent_id", "message"],
   },
   crew_done: {
@@ -87,14 +98,17 @@ export function checkNoArgs(tool: "crew_list" | "crew_status", params: unknown):
 }
 
 export function checkTask(task: unknown): Checked<CrewTask> {
-  if (!isObject(task)) return bad("task is required and must be a structured assignment {goal, context, instructions}.");
+  if (!isObject(task))
+    return bad("task is required and must be a structured assignment {goal, context, instructions}.");
   const extra = unknownFields("task", task, ["goal", "context", "instructions"]);
   if (extra) return bad(extra);
   if (!nonBlank(task.goal)) return bad("task.goal is required and must not be empty.");
   const context = task.context ?? [];
-  if (!Array.isArray(context) || !context.every(nonBlank)) return bad("task.context must be an array of non-empty strings (use [] when there is nothing to add).");
+  if (!Array.isArray(context) || !context.every(nonBlank))
+    return bad("task.context must be an array of non-empty strings (use [] when there is nothing to add).");
   const ins = task.instructions;
-  if (!Array.isArray(ins) || ins.length === 0 || !ins.every(nonBlank)) return bad("task.instructions must contain at least one non-empty string.");
+  if (!Array.isArray(ins) || ins.length === 0 || !ins.every(nonBlank))
+    return bad("task.instructions must contain at least one non-empty string.");
   return ok({ goal: task.goal, context: context as string[], instructions: ins as string[] });
 }
 
@@ -105,7 +119,9 @@ export function checkSpawnArgs(params: unknown, knownSubagents: readonly string[
   if (!nonBlank(params.subagent)) return bad("subagent is required: a name from crew_list.");
   const name = params.subagent.trim();
   if (!knownSubagents.includes(name)) {
-    return bad(`Unknown subagent: "${name}". Available: ${knownSubagents.length ? knownSubagents.join(", ") : "none (add definitions to .pi/agents/*.md)"}.`);
+    return bad(
+      `Unknown subagent: "${name}". Available: ${knownSubagents.length ? knownSubagents.join(", ") : "none (add definitions to .pi/agents/*.md)"}.`,
+    );
   }
   if (!nonBlank(params.brief)) return bad("brief is required and must not be empty.");
   const task = checkTask(params.task);
@@ -124,7 +140,8 @@ export function checkRespondArgs(params: unknown): Checked<{ subagent_id: string
   if (extra) return bad(extra);
   const id = checkId("crew_respond", params.subagent_id);
   if (!id.ok) return bad(id.error);
-  if (!nonBlank(params.message)) return bad("message is required and must not be empty: send the new information or the requested answer.");
+  if (!nonBlank(params.message))
+    return bad("message is required and must not be empty: send the new information or the requested answer.");
   return ok({ subagent_id: id.value, message: params.message });
 }
 
@@ -141,11 +158,17 @@ export function checkAbortArgs(params: unknown): Checked<AbortArgs> {
   if (!isObject(params)) return bad(one);
   const extra = unknownFields("crew_abort", params, ["subagent_id", "subagent_ids", "all"]);
   if (extra) return bad(extra);
-  const modes = [params.subagent_id !== undefined, params.subagent_ids !== undefined, params.all !== undefined && params.all !== false];
+  const modes = [
+    params.subagent_id !== undefined,
+    params.subagent_ids !== undefined,
+    params.all !== undefined && params.all !== false,
+  ];
   if (modes.filter(Boolean).length !== 1) return bad(one);
-  if (params.all !== undefined && params.all !== false) return params.all === true ? ok({ mode: "all" }) : bad("all must be true.");
+  if (params.all !== undefined && params.all !== false)
+    return params.all === true ? ok({ mode: "all" }) : bad("all must be true.");
   const raw = params.subagent_id !== undefined ? [params.subagent_id] : params.subagent_ids;
-  if (!Array.isArray(raw) || raw.length === 0 || !raw.every(nonBlank)) return bad("subagent_id/subagent_ids must be non-empty subagent ids from crew_spawn.");
+  if (!Array.isArray(raw) || raw.length === 0 || !raw.every(nonBlank))
+    return bad("subagent_id/subagent_ids must be non-empty subagent ids from crew_spawn.");
   return ok({ mode: "ids", ids: [...new Set(raw.map((s) => s.trim()))] });
 }
 

@@ -13,7 +13,10 @@ const TASK_ID = /^t[0-9a-z]{11}$/;
  */
 export function newTaskId(nowMs: number, random: Uint8Array): string {
   if (!Number.isSafeInteger(nowMs) || nowMs < 0 || nowMs > MAX_TIME) {
-    throw new DshError("BAD_PARAMS", `newTaskId needs an epoch-ms integer in 0..${MAX_TIME}; got ${nowMs}. Pass Date.now().`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `newTaskId needs an epoch-ms integer in 0..${MAX_TIME}; got ${nowMs}. Pass Date.now().`,
+    );
   }
   if (random.length < 3) {
     throw new DshError("BAD_PARAMS", "newTaskId needs at least 3 random bytes; pass crypto.randomBytes(3).");
@@ -31,7 +34,10 @@ export function isValidTaskId(s: unknown): s is string {
 export function assertTaskId(s: unknown): string {
   if (!isValidTaskId(s)) {
     const shown = typeof s === "string" ? JSON.stringify(s.slice(0, 40)) : typeof s;
-    throw new DshError("BAD_TASK_ID", `${shown} is not a task id; expected 12 chars like tmg3k2a1b2c3 (t + 11 of 0-9a-z). Copy it from \`dsh-herdr list\`.`);
+    throw new DshError(
+      "BAD_TASK_ID",
+      `${shown} is not a task id; expected 12 chars like tmg3k2a1b2c3 (t + 11 of 0-9a-z). Copy it from \`dsh-herdr list\`.`,
+    );
   }
   return s;
 }
@@ -40,8 +46,15 @@ const MODEL_SLUG_MAX = 12;
 
 /** The model's last path segment as a short slug: `xai/grok-4.7` → `grok-4-7`, keeping trailing words when long. */
 export function modelSlug(model: string): string {
-  const last = model.split("/").filter((p) => p.trim() !== "").pop() ?? "";
-  const slug = last.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+  const last =
+    model
+      .split("/")
+      .filter((p) => p.trim() !== "")
+      .pop() ?? "";
+  const slug = last
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
   if (slug === "") return "model";
   if (slug.length <= MODEL_SLUG_MAX) return slug;
   // Keep the most specific (trailing) words: deepseek-v4-1-flash → v4-1-flash.

@@ -27,14 +27,20 @@ export function isValidMachineLabel(s: unknown): s is string {
 
 export function assertMachineLabel(s: unknown): string {
   if (!isValidMachineLabel(s)) {
-    throw new DshError("BAD_PARAMS", `machine label ${JSON.stringify(s)} is not valid; use 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit (e.g. builder-01)`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `machine label ${JSON.stringify(s)} is not valid; use 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit (e.g. builder-01)`,
+    );
   }
   return s;
 }
 
 export function assertSshTarget(s: unknown): string {
   if (typeof s !== "string" || !TARGET.test(s)) {
-    throw new DshError("BAD_PARAMS", `--ssh ${JSON.stringify(s)} is not USER@HOST; give e.g. --ssh dev@builder.lan (the port goes in --port)`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `--ssh ${JSON.stringify(s)} is not USER@HOST; give e.g. --ssh dev@builder.lan (the port goes in --port)`,
+    );
   }
   return s;
 }
@@ -67,15 +73,21 @@ export interface SshOptions {
  */
 export function sshArgv(m: MachineSpec, remoteArgs: readonly string[], opts: SshOptions = {}): string[] {
   for (const a of remoteArgs) {
-    if (!/^[A-Za-z0-9._=-]+$/.test(a)) throw new DshError("INTERNAL", `remote argument ${JSON.stringify(a)} needs quoting; pass fixed words only`);
+    if (!/^[A-Za-z0-9._=-]+$/.test(a))
+      throw new DshError("INTERNAL", `remote argument ${JSON.stringify(a)} needs quoting; pass fixed words only`);
   }
   const argv = [
     "-T",
-    "-o", "BatchMode=yes",
-    "-o", "StrictHostKeyChecking=yes",
-    "-o", `ConnectTimeout=${opts.connectTimeoutS ?? 10}`,
-    "-o", `ServerAliveInterval=${opts.aliveIntervalS ?? 15}`,
-    "-o", "ServerAliveCountMax=3",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "StrictHostKeyChecking=yes",
+    "-o",
+    `ConnectTimeout=${opts.connectTimeoutS ?? 10}`,
+    "-o",
+    `ServerAliveInterval=${opts.aliveIntervalS ?? 15}`,
+    "-o",
+    "ServerAliveCountMax=3",
   ];
   if (m.port !== undefined) argv.push("-p", String(m.port));
   if (m.identity !== undefined) argv.push("-i", m.identity, "-o", "IdentitiesOnly=yes");
@@ -89,7 +101,10 @@ export function sshArgv(m: MachineSpec, remoteArgs: readonly string[], opts: Ssh
  * refused", "Host key verification failed.", "Permission denied (publickey)."), else the last line at all.
  */
 export function sshErrorLine(stderr: string): string | undefined {
-  const lines = stderr.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== "");
+  const lines = stderr
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
   return lines.at(-1)?.slice(0, 500);
 }
 

@@ -6,7 +6,10 @@ import { DshError } from "./errors.js";
 /** agent.model (and the name's slug) of a child that runs pi's own default model. */
 export const PI_DEFAULT_MODEL = "default";
 
-export function resolveSpawnModel(requested: string | undefined, cfg: { defaultModel?: string; modelAliases: Record<string, string> }): string | undefined {
+export function resolveSpawnModel(
+  requested: string | undefined,
+  cfg: { defaultModel?: string; modelAliases: Record<string, string> },
+): string | undefined {
   const name = (requested ?? cfg.defaultModel)?.trim();
   if (name === undefined || name === "") return undefined;
   const aliased = Object.hasOwn(cfg.modelAliases, name) ? cfg.modelAliases[name]! : undefined;
@@ -20,4 +23,3 @@ export function resolveSpawnModel(requested: string | undefined, cfg: { defaultM
       (known.length ? ` (defined aliases: ${known.join(", ")})` : ""),
   );
 }
-

@@ -48,7 +48,11 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
   if (i.interrupted) return { kind: "finish_abort", timeout: i.interrupted.code === "TIMEOUT" };
   if (!i.launched) return { kind: "start_again" };
   const cycle = i.cycle;
-  if (i.harvested) return { kind: "keep_settled", phase: { name: "settled", cycle, reason: { kind: "settled_before_crash" }, ...(i.alive ? {} : { parked: true }) } };
+  if (i.harvested)
+    return {
+      kind: "keep_settled",
+      phase: { name: "settled", cycle, reason: { kind: "settled_before_crash" }, ...(i.alive ? {} : { parked: true }) },
+    };
   const unconfirmed = i.prompted && !i.accepted && !i.settling;
   if (!i.prompted || (unconfirmed && i.alive)) {
     if (!i.alive) return { kind: "failed_before_prompt" };
@@ -56,7 +60,8 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
   }
   // The cycle's prompt went out: it runs (or ran while the daemon was away). Never prompt it again.
   const running: Phase = { name: "running", cycle };
-  if (i.settling || i.endedMeanwhile) return { kind: "settle", phase: running, reason: { kind: "settled_before_crash" } };
+  if (i.settling || i.endedMeanwhile)
+    return { kind: "settle", phase: running, reason: { kind: "settled_before_crash" } };
   if (!i.alive) return { kind: "gone", phase: running };
   return { kind: "resume_running", phase: running };
 }

@@ -30,7 +30,10 @@ export function normalizeBody(body: string): string {
 
 export function splitFiles(files: string | undefined): string[] | undefined {
   if (files === undefined) return undefined;
-  const list = files.split(",").map((f) => f.trim()).filter((f) => f !== "");
+  const list = files
+    .split(",")
+    .map((f) => f.trim())
+    .filter((f) => f !== "");
   return list;
 }
 
@@ -51,7 +54,9 @@ function readMeta(doc: Record<string, unknown>, warnings: string[]): ResultMeta 
     } else if (key === "files" && Array.isArray(v) && v.every((x) => scalarText(x) !== undefined)) {
       meta.files = v.map((x) => scalarText(x)!.trim()).join(", "); // a YAML list is the obvious spelling too
     } else {
-      warnings.push(`result.md frontmatter key "${key}" is not text (got ${Array.isArray(v) ? "a list" : typeof v}); write it as a single line of text`);
+      warnings.push(
+        `result.md frontmatter key "${key}" is not text (got ${Array.isArray(v) ? "a list" : typeof v}); write it as a single line of text`,
+      );
     }
   }
   return meta;
@@ -66,7 +71,9 @@ export function parseResultMd(text: string, opts: { maxBytes?: number } = {}): P
   let src = text.replace(/^\uFEFF/, "");
   const cut = truncateUtf8(src, maxBytes);
   if (cut.length < src.length) {
-    warnings.push(`result.md is over ${maxBytes} bytes; the body was truncated. Keep the report short and put bulk output in files`);
+    warnings.push(
+      `result.md is over ${maxBytes} bytes; the body was truncated. Keep the report short and put bulk output in files`,
+    );
     src = cut;
   }
   const whole = (problem: string): ParsedResultMd => {

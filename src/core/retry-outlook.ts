@@ -21,7 +21,13 @@ export function piLineOfVersion(version: string | undefined): PiLine | undefined
  */
 export function piLineOfEntry(e: { type: string; message?: unknown }): PiLine | undefined {
   if (e.type === "context_edit") return "1.x";
-  if (e.type === "message" && typeof e.message === "object" && e.message !== null && (e.message as { role?: unknown }).role === "system") return "1.x";
+  if (
+    e.type === "message" &&
+    typeof e.message === "object" &&
+    e.message !== null &&
+    (e.message as { role?: unknown }).role === "system"
+  )
+    return "1.x";
   return undefined;
 }
 
@@ -49,7 +55,11 @@ export type ErrorOutlook = "retry" | "final" | "await_settle";
 
 export function errorEndingOutlook(
   line: PiLine,
-  e: { errorMessage: string | undefined; settings: RetrySettings; /** retryable errors in a row, this one included */ retryableInARow: number },
+  e: {
+    errorMessage: string | undefined;
+    settings: RetrySettings /** retryable errors in a row, this one included */;
+    retryableInARow: number;
+  },
 ): ErrorOutlook {
   if (line === "1.x") return "await_settle";
   if (!isRetryableError073(e.errorMessage)) return "final";
@@ -57,6 +67,9 @@ export function errorEndingOutlook(
 }
 
 /** pi 1.x's session marker of a retry (or an overflow compaction that re-runs the turn): the attempt is omitted. */
-export function isRetryOmission(e: { type: string; targetId?: unknown; replacement?: unknown }, attemptId: string | undefined): boolean {
+export function isRetryOmission(
+  e: { type: string; targetId?: unknown; replacement?: unknown },
+  attemptId: string | undefined,
+): boolean {
   return e.type === "context_edit" && attemptId !== undefined && e.targetId === attemptId && e.replacement === null;
 }

@@ -1,6 +1,12 @@
 // Running facts of a pi session (reference/pi.md §1), fed one parsed entry at a time: totals, the current cycle,
 // the leaf's stop reason, pi's auto-retry outlook and terminal tools. The byte/line framing is SessionReader's.
-import { errorEndingOutlook, isRetryableError073, isRetryOmission, piLineOfEntry, type PiLine } from "./retry-outlook.js";
+import {
+  errorEndingOutlook,
+  isRetryableError073,
+  isRetryOmission,
+  piLineOfEntry,
+  type PiLine,
+} from "./retry-outlook.js";
 
 /** One session line. Only `type` is guaranteed; everything else is read defensively. */
 export interface SessionEntry {
@@ -71,7 +77,10 @@ export interface SessionFacts {
 }
 
 // The retry outlook per pi line lives in retry-outlook.ts; these names stay for the reader's callers.
-export { PI_073_RETRYABLE_ERROR as PI_RETRYABLE_ERROR, isRetryableError073 as isRetryableError } from "./retry-outlook.js";
+export {
+  PI_073_RETRYABLE_ERROR as PI_RETRYABLE_ERROR,
+  isRetryableError073 as isRetryableError,
+} from "./retry-outlook.js";
 
 const SETTLING_STOPS = new Set(["stop", "length", "aborted"]);
 
@@ -118,8 +127,15 @@ export class SessionFactsBuilder {
     this.line = opts.piLine;
     this.terminalTools = new Set(opts.terminalTools ?? ["crew_report"]);
     this.f = {
-      entries: 0, invalidLines: 0, usage: zeroUsage(), retryMayFollow: false, retryableErrors: 0,
-      cycleSettled: false, lastToolCalls: [], lastToolResults: [], cycle: { index: 1, usage: zeroUsage() },
+      entries: 0,
+      invalidLines: 0,
+      usage: zeroUsage(),
+      retryMayFollow: false,
+      retryableErrors: 0,
+      cycleSettled: false,
+      lastToolCalls: [],
+      lastToolResults: [],
+      cycle: { index: 1, usage: zeroUsage() },
     };
   }
 
@@ -173,7 +189,12 @@ export class SessionFactsBuilder {
       f.cycleSettled = false;
       const id = str(m.toolCallId);
       if (id !== undefined && f.lastToolCalls.some((c) => c.id === id)) {
-        f.lastToolResults.push({ toolCallId: id, toolName: str(m.toolName) ?? "", isError: m.isError === true, text: textOf(m.content) });
+        f.lastToolResults.push({
+          toolCallId: id,
+          toolName: str(m.toolName) ?? "",
+          isError: m.isError === true,
+          text: textOf(m.content),
+        });
         this.checkTerminated();
       }
       return;
@@ -244,7 +265,9 @@ export class SessionFactsBuilder {
     if (line === "0.73") f.retryableErrors = stop === "error" && isRetryableError073(err) ? f.retryableErrors + 1 : 0;
     else if (stop !== "error") f.retryableErrors = 0;
     const settings = { enabled: true, maxRetries: this.maxRetries };
-    f.retryMayFollow = stop === "error" && errorEndingOutlook(line, { errorMessage: err, settings, retryableInARow: f.retryableErrors }) === "retry";
+    f.retryMayFollow =
+      stop === "error" &&
+      errorEndingOutlook(line, { errorMessage: err, settings, retryableInARow: f.retryableErrors }) === "retry";
     f.cycleSettled = (stop !== undefined && SETTLING_STOPS.has(stop)) || (stop === "error" && !f.retryMayFollow);
   }
 

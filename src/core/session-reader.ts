@@ -1,11 +1,22 @@
 // Incremental reader of a pi session JSONL (reference/pi.md §1). Fed raw bytes as the file grows; keeps only a byte
 // offset, a partial-line buffer and running facts (session-facts.ts). Splits on "\n" bytes only (never U+2028), so a
 // multi-byte character split across chunks is decoded whole. Unknown entry types and fields are tolerated (newer pi).
-import { SessionFactsBuilder, type SessionEntry, type SessionFacts as BuiltFacts, type SessionFactsOptions } from "./session-facts.js";
+import {
+  SessionFactsBuilder,
+  type SessionEntry,
+  type SessionFacts as BuiltFacts,
+  type SessionFactsOptions,
+} from "./session-facts.js";
 
 export {
-  isRetryableError, PI_RETRYABLE_ERROR, sessionErrorOf,
-  type CycleFacts, type SessionEntry, type ToolCallFact, type ToolResultFact, type UsageFacts,
+  isRetryableError,
+  PI_RETRYABLE_ERROR,
+  sessionErrorOf,
+  type CycleFacts,
+  type SessionEntry,
+  type ToolCallFact,
+  type ToolResultFact,
+  type UsageFacts,
 } from "./session-facts.js";
 
 export interface SessionFacts extends BuiltFacts {

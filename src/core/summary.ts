@@ -74,9 +74,11 @@ export function porcelainPath(line: string): string {
 
 export function collectWarnings(w: WarningInput): string[] {
   const out: string[] = [];
-  if (w.session === "stale") out.push("stale session: the session file did not change after the prompt; finalMessage omitted");
+  if (w.session === "stale")
+    out.push("stale session: the session file did not change after the prompt; finalMessage omitted");
   if (w.session === "absent" && w.settled) out.push("no session file: pi wrote no assistant message for this task");
-  if (w.settled && !w.hasArtifact && !w.hasFinalMessage) out.push("empty harvest: no result.md and no new final message");
+  if (w.settled && !w.hasArtifact && !w.hasFinalMessage)
+    out.push("empty harvest: no result.md and no new final message");
   if (w.role === "reviewer") {
     const edited = new Set(w.dirtyChanged ?? []);
     const dirty = new Set((w.dirtyAtStart ?? []).map(porcelainPath).filter((p) => !edited.has(p)));

@@ -120,9 +120,11 @@ export function cycleOf(p: Phase): number | undefined {
 
 export const isSettled = (p: Phase): p is Extract<Phase, { name: "settled" }> => p.name === "settled";
 /** A cycle is in flight: between admission and settle. */
-export const isInFlight = (p: Phase): boolean => p.name === "launching" || p.name === "awaiting_prompt" || p.name === "running";
+export const isInFlight = (p: Phase): boolean =>
+  p.name === "launching" || p.name === "awaiting_prompt" || p.name === "running";
 /** The cycle's prompt has not been taken yet. */
-export const promptPending = (p: Phase): boolean => p.name === "launching" || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);
+export const promptPending = (p: Phase): boolean =>
+  p.name === "launching" || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);
 
 /** Settle the current cycle: the order is the durability order (journal first, then the acts it records). */
 function settle(state: TaskState, reason: SettleReason, endChild: boolean): StepResult {
@@ -156,7 +158,14 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "launch_returned":
       // The prompt may already be taken (a fast child said hello during the launch call): keep that phase.
-      if (p.name === "launching") return { state: { ...state, phase: { name: "awaiting_prompt", cycle: p.cycle } }, effects: [{ type: "arm_timeout" }, ...(state.childConnected ? [{ type: "push_prompt", cycle: p.cycle } as Effect] : [])] };
+      if (p.name === "launching")
+        return {
+          state: { ...state, phase: { name: "awaiting_prompt", cycle: p.cycle } },
+          effects: [
+            { type: "arm_timeout" },
+            ...(state.childConnected ? [{ type: "push_prompt", cycle: p.cycle } as Effect] : []),
+          ],
+        };
       if (p.name === "running") return { state, effects: [{ type: "arm_timeout" }] };
       return same(state);
 
@@ -166,7 +175,8 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "child_hello": {
       const next = { ...state, childConnected: true };
-      if (p.name === "launching" || p.name === "awaiting_prompt") return { state: next, effects: [{ type: "push_prompt", cycle: p.cycle }] };
+      if (p.name === "launching" || p.name === "awaiting_prompt")
+        return { state: next, effects: [{ type: "push_prompt", cycle: p.cycle }] };
       return same(next);
     }
     case "child_left":
@@ -176,17 +186,28 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       if ((p.name !== "launching" && p.name !== "awaiting_prompt") || ev.cycle !== p.cycle) return same(state);
       return {
         state: { ...state, phase: { name: "running", cycle: p.cycle } },
-        effects: [{ type: "journal", entry: { type: "prompt_accepted", cycle: p.cycle } }, { type: "resolve_readiness" }, { type: "refresh" }],
+        effects: [
+          { type: "journal", entry: { type: "prompt_accepted", cycle: p.cycle } },
+          { type: "resolve_readiness" },
+          { type: "refresh" },
+        ],
       };
 
     case "prompt_failed":
       if (!isInFlight(p) || ev.cycle !== p.cycle) return same(state);
-      return withFirst({ type: "journal", entry: { type: "prompt_failed", cycle: p.cycle, error: ev.message } }, settle(state, { kind: "prompt_failed", message: ev.message }, true));
+      return withFirst(
+        { type: "journal", entry: { type: "prompt_failed", cycle: p.cycle, error: ev.message } },
+        settle(state, { kind: "prompt_failed", message: ev.message }, true),
+      );
 
     case "agent_end":
       if (p.name !== "running" || (ev.cycle !== undefined && ev.cycle !== p.cycle)) return same(state);
       if (ev.willRetry) return same(state); // pi retries: the next agent_end (or the exit) decides
-      return settle(state, { kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) }, endsChild({ kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) }));
+      return settle(
+        state,
+        { kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) },
+        endsChild({ kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) }),
+      );
 
     case "contract_error":
       if (p.name !== "running") return same(state);
@@ -194,40 +215,65 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "session_settled": {
       // Only without an extension: with one, its agent_end (which knows pi's retry settings) decides.
-      if (p.name !== "running" || state.childConnected || ev.retryMayFollow || !ev.fresh) return { state, effects: [{ type: "refresh" }] };
-      const reason: SettleReason = { kind: "session_settled", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) };
+      if (p.name !== "running" || state.childConnected || ev.retryMayFollow || !ev.fresh)
+        return { state, effects: [{ type: "refresh" }] };
+      const reason: SettleReason = {
+        kind: "session_settled",
+        ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
+      };
       return settle(state, reason, endsChild(reason));
     }
 
     case "evidence_changed":
       // A settled cycle is final: later evidence is recorded, never re-judged.
-      if (p.name === "settled") return { state, effects: ev.what === "result" ? [{ type: "journal", entry: { type: "late_evidence", cycle: p.cycle, what: ev.what } }] : [] };
+      if (p.name === "settled")
+        return {
+          state,
+          effects:
+            ev.what === "result"
+              ? [{ type: "journal", entry: { type: "late_evidence", cycle: p.cycle, what: ev.what } }]
+              : [],
+        };
       return { state, effects: [{ type: "refresh" }] };
 
     case "runtime_gone":
       if (p.name === "launching" || (p.name === "awaiting_prompt" && p.cycle === 1)) {
         // The readiness barrier decides (one relaunch, then AGENT_STALLED).
-        return { state, effects: [{ type: "reject_readiness", why: `the child exited before it took its prompt (${ev.how})` }] };
+        return {
+          state,
+          effects: [{ type: "reject_readiness", why: `the child exited before it took its prompt (${ev.how})` }],
+        };
       }
-      if (p.name === "running" || p.name === "awaiting_prompt") return settle(state, { kind: "runtime_gone", how: ev.how }, false);
-      if (p.name === "settled" && !p.parked) return { state: { ...state, phase: { ...p, parked: true } }, effects: [{ type: "cancel_idle" }] };
+      if (p.name === "running" || p.name === "awaiting_prompt")
+        return settle(state, { kind: "runtime_gone", how: ev.how }, false);
+      if (p.name === "settled" && !p.parked)
+        return { state: { ...state, phase: { ...p, parked: true } }, effects: [{ type: "cancel_idle" }] };
       return same(state);
 
     case "timeout_fired":
       if (!isInFlight(p)) return same(state);
-      return withFirst({ type: "journal", entry: { type: "interrupted", code: "TIMEOUT" } }, settle(state, { kind: "timeout", ms: ev.ms }, true));
+      return withFirst(
+        { type: "journal", entry: { type: "interrupted", code: "TIMEOUT" } },
+        settle(state, { kind: "timeout", ms: ev.ms }, true),
+      );
 
     case "idle_expired":
       if (p.name !== "settled" || p.parked) return same(state);
       return {
         state: { ...state, phase: { ...p, parked: true } },
-        effects: [{ type: "journal", entry: { type: "parked", cycle: p.cycle } }, { type: "end_child", why: "idle" }],
+        effects: [
+          { type: "journal", entry: { type: "parked", cycle: p.cycle } },
+          { type: "end_child", why: "idle" },
+        ],
       };
 
     case "respond": {
       if (p.name !== "settled") return same(state);
       const cycle = p.cycle + 1;
-      return { state: { ...state, phase: { name: "queued", cycle, ...(p.parked ? { parked: true } : {}) } }, effects: [{ type: "cancel_idle" }] };
+      return {
+        state: { ...state, phase: { name: "queued", cycle, ...(p.parked ? { parked: true } : {}) } },
+        effects: [{ type: "cancel_idle" }],
+      };
     }
 
     case "slot_granted":
@@ -238,13 +284,29 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       if (p.name === "settled") {
         // The owner's abort of a finished cycle: the task ends as interrupted (a TUI-only card; it asked).
         if (p.reason.kind === "owner_abort") return same(state);
-        return { state: { ...state, phase: { ...p, reason: { kind: "owner_abort" } } }, effects: [{ type: "journal", entry: { type: "interrupted" } }, { type: "cancel_idle" }, { type: "end_child", why: "aborted" }, { type: "harvest_settled", reason: { kind: "owner_abort" } }] };
+        return {
+          state: { ...state, phase: { ...p, reason: { kind: "owner_abort" } } },
+          effects: [
+            { type: "journal", entry: { type: "interrupted" } },
+            { type: "cancel_idle" },
+            { type: "end_child", why: "aborted" },
+            { type: "harvest_settled", reason: { kind: "owner_abort" } },
+          ],
+        };
       }
-      return withFirst({ type: "journal", entry: { type: "interrupted" } }, settle(state, { kind: "owner_abort" }, true));
+      return withFirst(
+        { type: "journal", entry: { type: "interrupted" } },
+        settle(state, { kind: "owner_abort" }, true),
+      );
 
     case "close": {
       const wasInFlight = isInFlight(p);
-      const effects: Effect[] = [{ type: "cancel_timeout" }, { type: "cancel_idle" }, { type: "reject_readiness", why: "closed" }, { type: "release_slot" }];
+      const effects: Effect[] = [
+        { type: "cancel_timeout" },
+        { type: "cancel_idle" },
+        { type: "reject_readiness", why: "closed" },
+        { type: "release_slot" },
+      ];
       if (ev.closePane || wasInFlight || ev.headless) effects.push({ type: "end_child", why: "closed" });
       effects.push({ type: "refresh" });
       return { state: { ...state, phase: { name: "closed" } }, effects };
@@ -265,10 +327,18 @@ function withFirst(e: Effect, r: StepResult): StepResult {
 }
 
 function startFollowUp(state: TaskState, cycle: number, parked: boolean): StepResult {
-  if (parked) return { state: { ...state, phase: { name: "launching", cycle, attempt: 1 } }, effects: [{ type: "cancel_idle" }, { type: "relaunch" }] };
+  if (parked)
+    return {
+      state: { ...state, phase: { name: "launching", cycle, attempt: 1 } },
+      effects: [{ type: "cancel_idle" }, { type: "relaunch" }],
+    };
   return {
     state: { ...state, phase: { name: "awaiting_prompt", cycle } },
-    effects: [{ type: "cancel_idle" }, { type: "arm_timeout" }, ...(state.childConnected ? [{ type: "push_prompt", cycle } as Effect] : [])],
+    effects: [
+      { type: "cancel_idle" },
+      { type: "arm_timeout" },
+      ...(state.childConnected ? [{ type: "push_prompt", cycle } as Effect] : []),
+    ],
   };
 }
 
@@ -282,9 +352,21 @@ export interface SettleVerdict {
 export function settleVerdict(reason: SettleReason, where = "the task's session"): SettleVerdict {
   switch (reason.kind) {
     case "prompt_failed":
-      return { status: "failed", error: { code: "PROMPT_FAILED", message: `pi did not run the prompt: ${reason.message.replace(/[.\s]+$/, "")}; fix the model or its credentials (dsh-herdr doctor), then spawn again` } };
+      return {
+        status: "failed",
+        error: {
+          code: "PROMPT_FAILED",
+          message: `pi did not run the prompt: ${reason.message.replace(/[.\s]+$/, "")}; fix the model or its credentials (dsh-herdr doctor), then spawn again`,
+        },
+      };
     case "timeout":
-      return { status: "interrupted", error: { code: "TIMEOUT", message: `no result within timeoutMs (${reason.ms} ms); the child was stopped. Inspect ${where}, then spawn again with a larger timeout or a smaller task` } };
+      return {
+        status: "interrupted",
+        error: {
+          code: "TIMEOUT",
+          message: `no result within timeoutMs (${reason.ms} ms); the child was stopped. Inspect ${where}, then spawn again with a larger timeout or a smaller task`,
+        },
+      };
     case "owner_abort":
       return { status: "interrupted" };
     case "contract_error":
@@ -299,7 +381,13 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
     case "session_settled":
       // An abort nobody asked for (a signal, a closed pane, Escape in the TUI) is no completion.
       if (reason.stopReason === "aborted") {
-        return { status: "failed", error: { code: "AGENT_ABORTED", message: `pi aborted the cycle without being asked (a signal, a closed pane or an interrupt in its TUI); inspect ${where}, then respond or spawn again` } };
+        return {
+          status: "failed",
+          error: {
+            code: "AGENT_ABORTED",
+            message: `pi aborted the cycle without being asked (a signal, a closed pane or an interrupt in its TUI); inspect ${where}, then respond or spawn again`,
+          },
+        };
       }
       return {};
     case "settled_before_crash":

@@ -8,7 +8,9 @@ import { dispatch } from "./task-runner.js";
 /** The cycle's prompt, while the phase says it is not taken yet. */
 export function pendingPrompt(live: Live): { cycle: number; text: string } | undefined {
   const p = live.state.phase;
-  return promptPending(p) && live.prompt && live.prompt.cycle === (p as { cycle: number }).cycle ? live.prompt : undefined;
+  return promptPending(p) && live.prompt && live.prompt.cycle === (p as { cycle: number }).cycle
+    ? live.prompt
+    : undefined;
 }
 
 export function sendPrompt(sup: Supervisor, live: Live): void {
@@ -27,13 +29,21 @@ export function sendPrompt(sup: Supervisor, live: Live): void {
 /** No child extension came back for a follow-up: type it into the runtime instead (once, journaled first). */
 export function typeFollowUpLater(sup: Supervisor, live: Live, p: { cycle: number; text: string }): void {
   const t = setTimeout(() => {
-    if (sup.stopped || pendingPrompt(live) !== p || live.child || !live.rec.handle || live.state.phase.name !== "awaiting_prompt") return;
+    if (
+      sup.stopped ||
+      pendingPrompt(live) !== p ||
+      live.child ||
+      !live.rec.handle ||
+      live.state.phase.name !== "awaiting_prompt"
+    )
+      return;
     live.promptSentAt = Date.now();
     live.rec.timing.promptedAt = live.promptSentAt;
     const handle = live.rec.handle;
     // Typed text is taken as soon as it is typed: nothing would recognise it a second time.
     void dispatch(sup, live, { type: "prompt_accepted", cycle: p.cycle });
-    void sup.journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length, via: "runtime" })
+    void sup
+      .journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length, via: "runtime" })
       .then(() => sup.deps.runtimeFor(live.rec.runtime).sendText(handle, p.text))
       .catch((e: unknown) => sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "follow-up not typed"));
   }, sup.deps.config().readinessTimeoutMs);

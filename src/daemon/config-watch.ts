@@ -13,12 +13,15 @@ export interface ConfigWatch {
   close(): void;
 }
 
-export async function watchConfig(home: string, opts: {
-  initialDigest: string;
-  overrides: Partial<Config>;
-  apply(c: Config): void;
-  log: Logger;
-}): Promise<ConfigWatch> {
+export async function watchConfig(
+  home: string,
+  opts: {
+    initialDigest: string;
+    overrides: Partial<Config>;
+    apply(c: Config): void;
+    log: Logger;
+  },
+): Promise<ConfigWatch> {
   const file = configPath(home);
   let digest = opts.initialDigest;
   let running: Promise<void> | undefined;
@@ -40,7 +43,10 @@ export async function watchConfig(home: string, opts: {
           opts.log.info({ file }, "config.json reloaded");
         } catch (e) {
           // Kept: the old config. The digest stays too, so `config set` can tell the edit was not taken.
-          opts.log.warn({ file, err: (e as Error).message }, "config.json changed but is invalid; keeping the previous config");
+          opts.log.warn(
+            { file, err: (e as Error).message },
+            "config.json changed but is invalid; keeping the previous config",
+          );
         }
       } while (again);
     })().finally(() => (running = undefined));
@@ -55,7 +61,9 @@ export async function watchConfig(home: string, opts: {
       clearTimeout(timer);
       timer = setTimeout(() => void reload(), 50);
     });
-    w.on("error", (e) => opts.log.warn({ err: e.message }, "config.json watch failed; config changes apply at the next restart"));
+    w.on("error", (e) =>
+      opts.log.warn({ err: e.message }, "config.json watch failed; config changes apply at the next restart"),
+    );
   } catch (e) {
     opts.log.warn({ err: (e as Error).message }, "cannot watch config.json; config changes apply at the next restart");
   }

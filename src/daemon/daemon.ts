@@ -114,12 +114,18 @@ export function daemonVersion(): string {
 export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Promise<RunningDaemon> {
   const paths = await ensureHome(home);
   const logDest = logDestination(paths.log);
-  const log: Logger = pino({
-    level: opts.logLevel ?? process.env.DSH_HERDR_LOG_LEVEL ?? "info",
-    base: { pid: process.pid },
-    // Nothing logs env values or tokens today; if a future line does (at any level), they are censored, not written.
-    redact: { paths: [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)], censor: "[redacted]" },
-  }, logDest);
+  const log: Logger = pino(
+    {
+      level: opts.logLevel ?? process.env.DSH_HERDR_LOG_LEVEL ?? "info",
+      base: { pid: process.pid },
+      // Nothing logs env values or tokens today; if a future line does (at any level), they are censored, not written.
+      redact: {
+        paths: [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)],
+        censor: "[redacted]",
+      },
+    },
+    logDest,
+  );
   let stopping: Promise<void> | undefined;
   const lock = await acquireDaemonLock(home, (e) => {
     log.error({ err: e.message }, "daemon lock compromised; stopping");
@@ -142,7 +148,10 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   // Inert unless DSH_HERDR_CRASH_AT is set (crash tests only; see crash-hook.ts).
   const crashHook = crashHookFromEnv();
   if (crashHook) store.appendEvent = withCrashHook(crashHook, store.appendEvent.bind(store));
-  const runtimes = createRuntimes(() => config, { log, ...(opts.runtimeFactories ? { factories: opts.runtimeFactories } : {}) });
+  const runtimes = createRuntimes(() => config, {
+    log,
+    ...(opts.runtimeFactories ? { factories: opts.runtimeFactories } : {}),
+  });
   const version = daemonVersion();
   const startedAt = Date.now();
   const sup = new Supervisor({
@@ -162,7 +171,12 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const relay = new Relay(sup, { version });
   // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
   await recoverTasks(sup, runtimes, relay);
-  const configWatch = await watchConfig(home, { initialDigest: loadedDigest, overrides: opts.config ?? {}, apply: (c) => (config = c), log });
+  const configWatch = await watchConfig(home, {
+    initialDigest: loadedDigest,
+    overrides: opts.config ?? {},
+    apply: (c) => (config = c),
+    log,
+  });
   // What every child gets and which pi runs it: `doctor` compares these with the CLI's own.
   const childEnvAll = { ...process.env, ...(opts.childEnv ?? {}) };
   const envFacts = () => {
@@ -185,21 +199,34 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     log,
     authenticateChild: (taskId, token) => sup.authenticate(taskId, token),
     onChildConnected: (conn) => sup.childConnected(conn),
-    handlers: Object.assign(createOwnerHandlers(sup, delivery), createHandlers({
-      sup,
-      defaultRuntime: () => runtimes.pick(),
-      stop: () => void stop(),
-      relay,
-      externalAgents: () => externalAgents(sup, config),
-      status: () => ({
-        pid: process.pid, version, protocol: PROTOCOL_VERSION, home, socketPath: paths.socket, startedAt,
-        uptimeMs: Date.now() - startedAt, running: sup.admission.running, queued: sup.admission.queued,
-        openTasks: [...sup.tasks.values()].filter((l) => sup.isOpen(l)).length,
-        maxParallelAgents: config.maxParallelAgents, maxQueuedAgents: config.maxQueuedAgents,
-        runtime: config.runtime, enabled: config.enabled,
-        configDigest: configWatch.digest(), env: envFacts(),
+    handlers: Object.assign(
+      createOwnerHandlers(sup, delivery),
+      createHandlers({
+        sup,
+        defaultRuntime: () => runtimes.pick(),
+        stop: () => void stop(),
+        relay,
+        externalAgents: () => externalAgents(sup, config),
+        status: () => ({
+          pid: process.pid,
+          version,
+          protocol: PROTOCOL_VERSION,
+          home,
+          socketPath: paths.socket,
+          startedAt,
+          uptimeMs: Date.now() - startedAt,
+          running: sup.admission.running,
+          queued: sup.admission.queued,
+          openTasks: [...sup.tasks.values()].filter((l) => sup.isOpen(l)).length,
+          maxParallelAgents: config.maxParallelAgents,
+          maxQueuedAgents: config.maxQueuedAgents,
+          runtime: config.runtime,
+          enabled: config.enabled,
+          configDigest: configWatch.digest(),
+          env: envFacts(),
+        }),
       }),
-    })),
+    ),
   });
   log.info({ home, socket: paths.socket, version, tasks: sup.tasks.size }, "daemon started");
 
@@ -229,12 +256,16 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
 
 /** Herdr agents the daemon did not spawn, derived observationally (contract: idle/done → idle, ...); never touched. */
 async function externalAgents(sup: Supervisor, config: Config): Promise<Record<string, unknown>[]> {
-  const opts = { ...(config.herdrSocketPath ? { socketPath: config.herdrSocketPath } : {}), ...(config.herdrSession ? { session: config.herdrSession } : {}) };
+  const opts = {
+    ...(config.herdrSocketPath ? { socketPath: config.herdrSocketPath } : {}),
+    ...(config.herdrSession ? { session: config.herdrSession } : {}),
+  };
   if (!(await herdrPing(opts)).ok) return [];
   // Ours = every pane any task of this home ever ran in, closed ones included (their panes may stay).
   const ours = new Set<string>();
   for (const row of sup.deps.store.listTasks({})) {
-    const rec = sup.tasks.get(row.taskId)?.rec ?? (await sup.deps.store.readTask<TaskRecord>(row.taskId).catch(() => undefined));
+    const rec =
+      sup.tasks.get(row.taskId)?.rec ?? (await sup.deps.store.readTask<TaskRecord>(row.taskId).catch(() => undefined));
     if (rec?.handle?.paneId) ours.add(rec.handle.paneId);
   }
   const r = await new HerdrClient(createTransport(opts)).call("agent.list", {});
@@ -243,11 +274,16 @@ async function externalAgents(sup: Supervisor, config: Config): Promise<Record<s
     .filter((a) => typeof a.pane_id === "string" && !ours.has(a.pane_id))
     .map((a) => {
       const st = String(a.agent_status ?? "unknown");
-      const herdrStatus: HerdrStatus = (["idle", "working", "blocked", "done"] as const).find((x) => x === st) ?? "unknown";
+      const herdrStatus: HerdrStatus =
+        (["idle", "working", "blocked", "done"] as const).find((x) => x === st) ?? "unknown";
       return {
-        external: true, name: String(a.name ?? ""), paneId: String(a.pane_id), herdrStatus,
+        external: true,
+        name: String(a.name ?? ""),
+        paneId: String(a.pane_id),
+        herdrStatus,
         status: deriveStatus({ external: true, runtime: herdrStatus, sessionError: false }),
-        ...(typeof a.cwd === "string" ? { cwd: a.cwd } : {}), ...(typeof a.agent === "string" ? { kind: a.agent } : {}),
+        ...(typeof a.cwd === "string" ? { cwd: a.cwd } : {}),
+        ...(typeof a.agent === "string" ? { kind: a.agent } : {}),
       };
     });
 }

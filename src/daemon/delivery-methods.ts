@@ -7,7 +7,10 @@ import type { DeliveryService } from "./delivery.js";
 import type { Connection, Handler } from "./server.js";
 import type { Supervisor } from "./supervisor.js";
 
-export function createOwnerHandlers(sup: Supervisor, delivery: DeliveryService): Record<"owner.attach" | "owner.ack" | "owner.move", Handler> {
+export function createOwnerHandlers(
+  sup: Supervisor,
+  delivery: DeliveryService,
+): Record<"owner.attach" | "owner.ack" | "owner.move", Handler> {
   return {
     // The server lets only owner connections in, so ownerId is set.
     // An owner's first attach also issues its secret (returned this once): the proof owner.move asks for.
@@ -16,7 +19,8 @@ export function createOwnerHandlers(sup: Supervisor, delivery: DeliveryService):
       const secret = await issueOwnerSecret(sup.deps.home, conn.ownerId!);
       return secret === undefined ? attached : { ...attached, secret };
     },
-    "owner.ack": (p: { deliveryIds: string[]; state?: "acked" | "expired" }, conn: Connection) => delivery.ack(conn, p.deliveryIds, p.state),
+    "owner.ack": (p: { deliveryIds: string[]; state?: "acked" | "expired" }, conn: Connection) =>
+      delivery.ack(conn, p.deliveryIds, p.state),
     "owner.move": async (p: { fromOwnerId: string; secret?: string }, conn: Connection) => {
       const to = conn.ownerId!;
       const moved_ids: string[] = [];
@@ -50,6 +54,8 @@ function moveTask(sup: Supervisor, rec: TaskRecord, to: string): Promise<void> {
     if (live.result) await sup.deps.store.writeResult(rec.taskId, { ...live.result, owner: to });
     await sup.journal(live, { type: "owner_moved", from, to });
   });
-  live.chain = run.catch((e: unknown) => sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "owner move failed"));
+  live.chain = run.catch((e: unknown) =>
+    sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "owner move failed"),
+  );
   return run;
 }

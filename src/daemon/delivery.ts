@@ -4,7 +4,15 @@
 import { DshError } from "../core/errors.js";
 import { deliveryFor, isExpired, type CrewReport, type DeliveryPayload } from "../core/crew-delivery.js";
 import type { AgentResult } from "../core/types.js";
-import { appendOutboxMany, isValidOwnerId, outboxSize, pendingDeliveries, readOutboxSized, type DeliveryState, type OutboxRecord } from "../store/outbox.js";
+import {
+  appendOutboxMany,
+  isValidOwnerId,
+  outboxSize,
+  pendingDeliveries,
+  readOutboxSized,
+  type DeliveryState,
+  type OutboxRecord,
+} from "../store/outbox.js";
 import type { Connection, Logger } from "./server.js";
 import type { Live } from "./supervisor.js";
 
@@ -82,7 +90,10 @@ export class DeliveryService {
     this.enqueue(owner, payload).catch((e: unknown) => {
       const retry = e instanceof DshError && e.code === "HOME_UNWRITABLE" && !this.stopped;
       const delay = Math.min(30_000, 500 * 2 ** attempt);
-      this.opts.log.error({ owner, deliveryId: payload.deliveryId, err: String(e), ...(retry ? { retryInMs: delay } : {}) }, "delivery not queued");
+      this.opts.log.error(
+        { owner, deliveryId: payload.deliveryId, err: String(e), ...(retry ? { retryInMs: delay } : {}) },
+        "delivery not queued",
+      );
       if (retry) setTimeout(() => !this.stopped && this.enqueueOrRetry(owner, payload, attempt + 1), delay).unref();
     });
   }
@@ -98,7 +109,13 @@ export class DeliveryService {
    */
   private box(owner: string): Promise<Map<string, BoxEntry>> {
     const next = (this.boxTurns.get(owner) ?? Promise.resolve()).then(() => this.boxNow(owner));
-    this.boxTurns.set(owner, next.then(() => undefined, () => undefined));
+    this.boxTurns.set(
+      owner,
+      next.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     return next;
   }
 
@@ -107,9 +124,13 @@ export class DeliveryService {
     if (known) {
       const b = await known;
       // While our own write is queued or running the file trails memory: memory is the truth.
-      if (this.writing(owner) || (await outboxSize(this.opts.home, owner)) === b.size || this.writing(owner)) return b.entries;
+      if (this.writing(owner) || (await outboxSize(this.opts.home, owner)) === b.size || this.writing(owner))
+        return b.entries;
     }
-    const load = readOutboxSized(this.opts.home, owner).then(({ records, size }) => ({ entries: boxOf(records), size }));
+    const load = readOutboxSized(this.opts.home, owner).then(({ records, size }) => ({
+      entries: boxOf(records),
+      size,
+    }));
     this.boxes.set(owner, load);
     load.catch(() => this.boxes.get(owner) === load && this.boxes.delete(owner)); // a failed read is tried again next time
     return (await load).entries;
@@ -139,7 +160,10 @@ export class DeliveryService {
         try {
           const size = await appendOutboxMany(this.opts.home, owner, batch.records, { sync: batch.sync });
           // A cache whose read failed is re-read next time anyway: that must not fail a write that succeeded.
-          await this.boxes.get(owner)?.then((b) => void (b.size = size), () => undefined);
+          await this.boxes.get(owner)?.then(
+            (b) => void (b.size = size),
+            () => undefined,
+          );
         } finally {
           writer.busy--;
         }
@@ -156,7 +180,13 @@ export class DeliveryService {
   async enqueue(owner: string, payload: DeliveryPayload): Promise<boolean> {
     const box = await this.box(owner);
     if (box.has(payload.deliveryId)) return false;
-    const queued: OutboxRecord = { deliveryId: payload.deliveryId, state: "queued", ts: this.now(), taskId: payload.taskId, payload };
+    const queued: OutboxRecord = {
+      deliveryId: payload.deliveryId,
+      state: "queued",
+      ts: this.now(),
+      taskId: payload.taskId,
+      payload,
+    };
     const entry: BoxEntry = { queued, state: "queued", durable: false };
     box.set(payload.deliveryId, entry);
     try {
@@ -231,7 +261,10 @@ export class DeliveryService {
       entry.state = state;
     }
     try {
-      await this.commit(owner, changed.map(({ entry }) => ({ deliveryId: entry.queued.deliveryId, state })));
+      await this.commit(
+        owner,
+        changed.map(({ entry }) => ({ deliveryId: entry.queued.deliveryId, state })),
+      );
     } catch (e) {
       for (const c of changed) c.entry.state = c.was;
       throw e;
@@ -262,17 +295,21 @@ export class DeliveryService {
     }
     return moved;
   }
-
 }
 
 /** The outbox file as entries: the first `queued` record of each id, with the latest state. */
 function boxOf(records: OutboxRecord[]): Map<string, BoxEntry> {
   const box = new Map<string, BoxEntry>();
-  for (const r of pendingDeliveries(records)) box.set(r.deliveryId, { queued: { ...r, state: "queued" }, state: r.state, durable: true });
+  for (const r of pendingDeliveries(records))
+    box.set(r.deliveryId, { queued: { ...r, state: "queued" }, state: r.state, durable: true });
   // Finished ones are kept by id only, so a delivery id is never queued twice.
   for (const r of records) {
     if (typeof r?.deliveryId === "string" && !box.has(r.deliveryId) && r.state === "queued") {
-      box.set(r.deliveryId, { queued: { deliveryId: r.deliveryId, state: "queued", ts: r.ts }, state: "acked", durable: true });
+      box.set(r.deliveryId, {
+        queued: { deliveryId: r.deliveryId, state: "queued", ts: r.ts },
+        state: "acked",
+        durable: true,
+      });
     }
   }
   return box;

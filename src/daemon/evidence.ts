@@ -8,7 +8,14 @@ import { freshSession } from "./settle.js";
 import type { Supervisor } from "./supervisor.js";
 import { dispatch } from "./task-runner.js";
 
-export type ChildEvent = { type: string; cycle?: number; stopReason?: string; errorMessage?: string; willRetry?: boolean; why?: string };
+export type ChildEvent = {
+  type: string;
+  cycle?: number;
+  stopReason?: string;
+  errorMessage?: string;
+  willRetry?: boolean;
+  why?: string;
+};
 export type ChildReport = { cycle?: number; outcome: "completed" | "needs_input"; report: string; needs?: string };
 
 export function childConnected(sup: Supervisor, conn: Connection): void {
@@ -29,7 +36,8 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
   const cycle = ev.cycle ?? live.rec.cycle;
   if (ev.type === "prompt_accepted") {
     if (ev.cycle === undefined) return { ok: true };
-    if (live.state.phase.name === "launching" || live.state.phase.name === "awaiting_prompt") live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
+    if (live.state.phase.name === "launching" || live.state.phase.name === "awaiting_prompt")
+      live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
     await dispatch(sup, live, { type: "prompt_accepted", cycle: ev.cycle });
   } else if (ev.type === "agent_end") {
     if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
@@ -39,7 +47,12 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
     // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
     // the child's retry settings; without it, the session's own guess stands.
     const willRetry = ev.willRetry ?? live.files?.facts()?.retryMayFollow ?? false;
-    await dispatch(sup, live, { type: "agent_end", cycle, willRetry, ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) });
+    await dispatch(sup, live, {
+      type: "agent_end",
+      cycle,
+      willRetry,
+      ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
+    });
   } else if (ev.type === "prompt_failed") {
     const words = await piWords(sup, live, ev.errorMessage ?? "pi did not start the prompt");
     await dispatch(sup, live, { type: "prompt_failed", cycle, message: words });
@@ -63,7 +76,10 @@ async function piWords(sup: Supervisor, live: Live, fromExtension: string): Prom
   const first = fromExtension.split("\n")[0]!.trim();
   const handle = live.rec.handle;
   if (!handle) return first;
-  const out = await sup.deps.runtimeFor(live.rec.runtime).readOutput(handle, { lines: 40 }).catch(() => "");
+  const out = await sup.deps
+    .runtimeFor(live.rec.runtime)
+    .readOutput(handle, { lines: 40 })
+    .catch(() => "");
   for (const line of out.split("\n").reverse()) {
     if (line.startsWith("{") && line.includes('"extension_error"')) {
       try {
@@ -77,14 +93,24 @@ async function piWords(sup: Supervisor, live: Live, fromExtension: string): Prom
   const key = first.slice(0, 24);
   const seen = key && out.split("\n").find((l) => l.includes(key));
   // The TUI frames it as `Extension "<runtime>" error: <pi's message>`: the message is pi's words.
-  return seen ? seen.trim().replace(/^Error:\s*/, "").replace(/^Extension "[^"]*" error:\s*/, "") : first;
+  return seen
+    ? seen
+        .trim()
+        .replace(/^Error:\s*/, "")
+        .replace(/^Extension "[^"]*" error:\s*/, "")
+    : first;
 }
 
 export async function childReport(sup: Supervisor, conn: Connection, p: ChildReport): Promise<{ ok: true }> {
   const live = sup.tasks.get(conn.taskId ?? "");
   if (!live) return { ok: true };
   // Kept before any await: the agent_end that follows on the same connection may settle the cycle next.
-  live.report = { cycle: p.cycle ?? live.rec.cycle, outcome: p.outcome, report: p.report, ...(p.needs !== undefined ? { needs: p.needs } : {}) };
+  live.report = {
+    cycle: p.cycle ?? live.rec.cycle,
+    outcome: p.outcome,
+    report: p.report,
+    ...(p.needs !== undefined ? { needs: p.needs } : {}),
+  };
   await sup.journal(live, { type: "report", cycle: p.cycle, outcome: p.outcome });
   await live.files?.readResult();
   return { ok: true };
@@ -98,7 +124,12 @@ export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" 
   const f = live.files?.facts();
   if (p.name === "running" && !live.child && f?.cycleSettled) {
     // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
-    void dispatch(sup, live, { type: "session_settled", retryMayFollow: f.retryMayFollow, fresh: freshSession(live), ...(f.lastStopReason !== undefined ? { stopReason: f.lastStopReason } : {}) });
+    void dispatch(sup, live, {
+      type: "session_settled",
+      retryMayFollow: f.retryMayFollow,
+      fresh: freshSession(live),
+      ...(f.lastStopReason !== undefined ? { stopReason: f.lastStopReason } : {}),
+    });
     return;
   }
   void dispatch(sup, live, { type: "evidence_changed", what });

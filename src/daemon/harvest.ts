@@ -23,7 +23,10 @@ export function validateAgentResult(result: unknown): asserts result is AgentRes
   }
   if (!validator(result)) {
     const e = validator.errors?.[0];
-    throw new DshError("RESULT_INVALID", `AgentResult${e?.instancePath ?? ""} ${e?.message ?? "is invalid"} (schema/agent-result.schema.json); please report this bug`);
+    throw new DshError(
+      "RESULT_INVALID",
+      `AgentResult${e?.instancePath ?? ""} ${e?.message ?? "is invalid"} (schema/agent-result.schema.json); please report this bug`,
+    );
   }
 }
 
@@ -48,7 +51,8 @@ export function assemble(ev: Evidence): AgentResult {
   const { rec } = ev;
   // A settled cycle's last stop reason is final (the extension already ruled out a coming retry).
   const lastStop = ev.facts?.lastStopReason ?? ev.eventStopReason;
-  const sessionError = ev.failed === true || (ev.settled ? lastStop === "error" : ev.facts ? sessionErrorOf(ev.facts) : false);
+  const sessionError =
+    ev.failed === true || (ev.settled ? lastStop === "error" : ev.facts ? sessionErrorOf(ev.facts) : false);
   const raw: RawState = { external: false, runtime: ev.failed ? "done" : ev.runtime, sessionError };
   if (rec.lifecycle) raw.lifecycle = rec.lifecycle;
   // Starting until the first prompt is taken; a settled task without one reads from its evidence (gone, failed).
@@ -80,7 +84,13 @@ export function assemble(ev: Evidence): AgentResult {
 
 function agentInfo(rec: TaskRecord): AgentResult["agent"] {
   const h = rec.handle;
-  const a: AgentResult["agent"] = { name: rec.name, kind: rec.kind, model: rec.model ?? PI_DEFAULT_MODEL, thinking: rec.thinking, runtime: rec.runtime };
+  const a: AgentResult["agent"] = {
+    name: rec.name,
+    kind: rec.kind,
+    model: rec.model ?? PI_DEFAULT_MODEL,
+    thinking: rec.thinking,
+    runtime: rec.runtime,
+  };
   if (rec.machine) a.machine = rec.machine;
   if (h?.paneId) a.paneId = h.paneId;
   if (h?.tabId) a.tabId = h.tabId;
@@ -91,12 +101,20 @@ function agentInfo(rec: TaskRecord): AgentResult["agent"] {
 }
 
 /** The baseline diff of a settled cycle; a git problem becomes a warning, never a lost harvest. */
-export async function diffFor(rec: TaskRecord, patchPath: string, capBytes: number): Promise<{ diff?: DiffEvidence; warning?: string }> {
+export async function diffFor(
+  rec: TaskRecord,
+  patchPath: string,
+  capBytes: number,
+): Promise<{ diff?: DiffEvidence; warning?: string }> {
   if (!rec.baseline?.isRepo) return {};
   try {
     return {
       diff: await harvestDiff({
-        cwd: rec.workdir, baselineHead: rec.baseline.head, dirtyAtStart: rec.baseline.dirtyAtStart, patchPath, capBytes,
+        cwd: rec.workdir,
+        baselineHead: rec.baseline.head,
+        dirtyAtStart: rec.baseline.dirtyAtStart,
+        patchPath,
+        capBytes,
         ...(rec.baseline.dirtyHashes ? { dirtyHashes: rec.baseline.dirtyHashes } : {}),
       }),
     };

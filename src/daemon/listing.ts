@@ -25,12 +25,18 @@ export interface ListPage {
 
 export async function listTasks(sup: Supervisor, p: ListParams): Promise<ListPage> {
   if (p.cursor !== undefined && !isValidTaskId(p.cursor)) {
-    throw new DshError("BAD_PARAMS", `cursor ${JSON.stringify(p.cursor)} is not a task id; pass the nextCursor of the previous task.list reply`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `cursor ${JSON.stringify(p.cursor)} is not a task id; pass the nextCursor of the previous task.list reply`,
+    );
   }
   const limit = Math.min(p.limit ?? LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
   const wanted = p.status ? new Set(p.status) : undefined;
   const { store } = sup.deps;
-  const candidates = store.listTasks({ ...(p.owner !== undefined ? { owner: p.owner } : {}), ...(p.cursor !== undefined ? { before: p.cursor } : {}) });
+  const candidates = store.listTasks({
+    ...(p.owner !== undefined ? { owner: p.owner } : {}),
+    ...(p.cursor !== undefined ? { before: p.cursor } : {}),
+  });
   const tasks: TaskRow[] = [];
   for (const s of candidates) {
     // The index may trail a harvest by a few ms: an open task's status is its live one.

@@ -52,7 +52,11 @@ export async function acquireDaemonLock(home: string, onCompromised: (e: Error) 
     if ((e as NodeJS.ErrnoException).code !== "ELOCKED") throw e;
     const pid = readPid(home);
     if (pid !== undefined && (await holderLive(home, pid))) {
-      throw new DshError("DAEMON_RUNNING", `a daemon (pid ${pid}) already serves ${home}; use it, or stop it with \`dsh-herdr daemon stop\``, { pid });
+      throw new DshError(
+        "DAEMON_RUNNING",
+        `a daemon (pid ${pid}) already serves ${home}; use it, or stop it with \`dsh-herdr daemon stop\``,
+        { pid },
+      );
     }
     // The holder is dead: its lock is stale whatever its mtime says.
     rmSync(lockPath, { recursive: true, force: true });

@@ -11,7 +11,11 @@ export { runDaemon, type RunDaemonOptions, type RunningDaemon } from "./daemon.j
 export { startDaemon, stopDaemon, daemonStatus, ensureDaemon } from "../client/daemon-control.js";
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { home: { type: "string" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { home: { type: "string" } },
+    allowPositionals: true,
+  });
   const home = values.home ?? resolveHome();
   const cmd = positionals[0] ?? "run";
   try {
@@ -23,7 +27,14 @@ export async function main(argv: string[]): Promise<number> {
       await d.done;
       return 0;
     }
-    const out = cmd === "start" ? await startDaemon(home) : cmd === "stop" ? await stopDaemon(home) : cmd === "status" ? await daemonStatus(home) : undefined;
+    const out =
+      cmd === "start"
+        ? await startDaemon(home)
+        : cmd === "stop"
+          ? await stopDaemon(home)
+          : cmd === "status"
+            ? await daemonStatus(home)
+            : undefined;
     if (out === undefined) {
       process.stderr.write(`unknown command ${cmd}; use run, start, stop or status\n`);
       return 2;

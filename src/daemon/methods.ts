@@ -73,7 +73,11 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
   };
   const owned = (conn: Connection, taskId: string): Live => {
     const live = liveOf(taskId);
-    if (!mayAct(conn, live)) throw new DshError("NOT_OWNER", `task ${taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may change it`);
+    if (!mayAct(conn, live))
+      throw new DshError(
+        "NOT_OWNER",
+        `task ${taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may change it`,
+      );
     return live;
   };
 
@@ -86,18 +90,33 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
 
     "task.spawn": async (p: SpawnParams, conn: Connection) => {
       const c = cfg();
-      if (!c.enabled) throw new DshError("SPAWN_REFUSED", "spawning is disabled (enabled:false in config.json); set it with `dsh-herdr config set enabled true`");
+      if (!c.enabled)
+        throw new DshError(
+          "SPAWN_REFUSED",
+          "spawning is disabled (enabled:false in config.json); set it with `dsh-herdr config set enabled true`",
+        );
       const owner = assertOwnerId(ownerOf(conn, p.owner));
-      if (conn.kind === "owner" && owner !== conn.ownerId) throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
+      if (conn.kind === "owner" && owner !== conn.ownerId)
+        throw new DshError(
+          "NOT_OWNER",
+          `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`,
+        );
       // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).
       if (p.machine !== undefined && ctx.relay?.knows(p.machine)) return ctx.relay.spawn(p, owner);
       const st = await stat(p.cwd).catch(() => undefined);
-      if (!st?.isDirectory()) throw new DshError("BAD_PARAMS", `cwd ${p.cwd} is not an existing directory; pass the absolute path of the repository to work in`);
+      if (!st?.isDirectory())
+        throw new DshError(
+          "BAD_PARAMS",
+          `cwd ${p.cwd} is not an existing directory; pass the absolute path of the repository to work in`,
+        );
       const cwd = await realpath(p.cwd);
       if (c.allowCwd.length > 0) {
         const allowed = await Promise.all(c.allowCwd.map((a) => realpath(a).catch(() => a)));
         if (!allowed.some((a) => cwd === a || cwd.startsWith(a.endsWith(sep) ? a : a + sep))) {
-          throw new DshError("CWD_NOT_ALLOWED", `cwd ${cwd} is outside allowCwd (${allowed.join(", ")}); add it with \`dsh-herdr config set allowCwd ...\` or work in an allowed directory`);
+          throw new DshError(
+            "CWD_NOT_ALLOWED",
+            `cwd ${cwd} is outside allowCwd (${allowed.join(", ")}); add it with \`dsh-herdr config set allowCwd ...\` or work in an allowed directory`,
+          );
         }
       }
       const repo = p.isolated ? await requireRepo(cwd) : undefined; // no git process: the worktree add is the one
@@ -105,7 +124,10 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
       // Only Herdr can place a child on another machine; anything else would run here under a false label.
       if (p.machine !== undefined && runtime !== "herdr") {
-        throw new DshError("MACHINE_UNKNOWN", `machine ${JSON.stringify(p.machine)} is not in config.json machines and runtime ${runtime} is local only; add it with \`dsh-herdr machine add ${p.machine} --ssh USER@HOST\`, drop --machine, or use the herdr runtime with a machine Herdr knows`);
+        throw new DshError(
+          "MACHINE_UNKNOWN",
+          `machine ${JSON.stringify(p.machine)} is not in config.json machines and runtime ${runtime} is local only; add it with \`dsh-herdr machine add ${p.machine} --ssh USER@HOST\`, drop --machine, or use the herdr runtime with a machine Herdr knows`,
+        );
       }
       // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
       const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
@@ -114,19 +136,29 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       const createdAt = Date.now();
       let live: Live;
       try {
-        const rec = await sup.deps.store.createTask((taskId) =>
-          sup.newRecord(
-            {
-              taskId, owner, cwd, kind: "pi", role: p.role ?? "worker", model, thinking: p.thinking ?? c.defaultThinking,
-              isolated: p.isolated ?? false, timeoutMs: p.timeoutMs ?? c.defaultTimeoutMs, runtime, createdAt,
-              ...(p.brief !== undefined ? { brief: p.brief } : {}),
-              ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
-              ...(p.task !== undefined ? { task: p.task } : {}),
-              ...(p.machine !== undefined ? { machine: p.machine } : {}),
-              ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
-            },
-            taskId,
-          ),
+        const rec = await sup.deps.store.createTask(
+          (taskId) =>
+            sup.newRecord(
+              {
+                taskId,
+                owner,
+                cwd,
+                kind: "pi",
+                role: p.role ?? "worker",
+                model,
+                thinking: p.thinking ?? c.defaultThinking,
+                isolated: p.isolated ?? false,
+                timeoutMs: p.timeoutMs ?? c.defaultTimeoutMs,
+                runtime,
+                createdAt,
+                ...(p.brief !== undefined ? { brief: p.brief } : {}),
+                ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
+                ...(p.task !== undefined ? { task: p.task } : {}),
+                ...(p.machine !== undefined ? { machine: p.machine } : {}),
+                ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
+              },
+              taskId,
+            ),
           createdAt,
           { sync: false }, // nothing runs yet; the launch is journaled durably
         );
@@ -142,7 +174,13 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       await sup.refresh(live);
       if (repo) knownRepo.set(live, repo);
       void sup.run(live, slot);
-      return { taskId: live.rec.taskId, subagent_id: live.rec.taskId, name: live.rec.name, status: live.rec.status, queued };
+      return {
+        taskId: live.rec.taskId,
+        subagent_id: live.rec.taskId,
+        name: live.rec.name,
+        status: live.rec.status,
+        queued,
+      };
     },
 
     "task.get": async (p: { taskId: string }) => resultOf(p.taskId),
@@ -172,7 +210,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
           const off = sup.onStatus(() => {
             if (done()) finish();
           });
-          const timer = p.timeoutMs !== undefined ? setTimeout(() => ((timedOut = true), finish()), p.timeoutMs) : undefined;
+          const timer =
+            p.timeoutMs !== undefined ? setTimeout(() => ((timedOut = true), finish()), p.timeoutMs) : undefined;
           function finish() {
             off();
             if (timer) clearTimeout(timer);
@@ -189,14 +228,20 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       const live = owned(conn, p.taskId);
       await live.chain;
       // Relay: a remote task's follow-up goes to its machine's daemon.
-      const { cycle, queued } = ctx.relay?.owns(live) ? await ctx.relay.respond(live, p.message) : await sup.respond(live, p.message);
+      const { cycle, queued } = ctx.relay?.owns(live)
+        ? await ctx.relay.respond(live, p.message)
+        : await sup.respond(live, p.message);
       return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 
     "task.close": async (p: { taskId: string; closePane?: boolean }, conn: Connection) => {
       const live = sup.tasks.get(p.taskId);
       if (!live) return resultOf(p.taskId); // already closed earlier: the stored record answers
-      if (!mayAct(conn, live)) throw new DshError("NOT_OWNER", `task ${p.taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may close it`);
+      if (!mayAct(conn, live))
+        throw new DshError(
+          "NOT_OWNER",
+          `task ${p.taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may close it`,
+        );
       const closePane = p.closePane ?? cfg().closePaneOnDone;
       const result = ctx.relay?.owns(live) ? await ctx.relay.close(live, closePane) : await sup.close(live, closePane);
       sup.tasks.delete(p.taskId);

@@ -67,18 +67,34 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   knownRepo.delete(live);
   if (rec.isolated && known && known.head === undefined) {
     // The request found the repo without git: the worktree is the one git call, and its branch gives the baseline.
-    const { head, ...wt } = await createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId, known: { repoRoot: known.root } });
+    const { head, ...wt } = await createWorktree({
+      repoCwd: rec.cwd,
+      home,
+      taskId: rec.taskId,
+      known: { repoRoot: known.root },
+    });
     rec.baseline = { isRepo: true, head, dirtyAtStart: [], warnings: [] };
     rec.worktree = wt;
     rec.workdir = wt.path;
     await sup.journal(live, unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
   } else {
-    const base = await captureBaseline(rec.cwd, { dirty: !rec.isolated, ...(known?.head !== undefined ? { known: { root: known.root, head: known.head } } : {}) });
-    rec.baseline = { isRepo: base.isRepo, head: base.baselineHead, dirtyAtStart: base.dirtyAtStart, ...(base.dirtyHashes ? { dirtyHashes: base.dirtyHashes } : {}), warnings: base.warnings };
+    const base = await captureBaseline(rec.cwd, {
+      dirty: !rec.isolated,
+      ...(known?.head !== undefined ? { known: { root: known.root, head: known.head } } : {}),
+    });
+    rec.baseline = {
+      isRepo: base.isRepo,
+      head: base.baselineHead,
+      dirtyAtStart: base.dirtyAtStart,
+      ...(base.dirtyHashes ? { dirtyHashes: base.dirtyHashes } : {}),
+      warnings: base.warnings,
+    };
     if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
     if (rec.isolated) {
       const { head: _head, ...wt } = await createWorktree({
-        repoCwd: rec.cwd, home, taskId: rec.taskId,
+        repoCwd: rec.cwd,
+        home,
+        taskId: rec.taskId,
         ...(base.repoRoot ? { known: { repoRoot: base.repoRoot, head: base.baselineHead } } : {}),
       });
       rec.worktree = wt;
@@ -90,9 +106,20 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   }
   // The dirty list itself (up to a bound), so a recovery that finds task.json older than this record loses nothing.
   const dirty = rec.baseline.dirtyAtStart;
-  await sup.journal(live, unsynced({ type: "baseline", head: rec.baseline.head, dirty: dirty.length, ...(dirty.length <= DIRTY_JOURNAL_MAX ? { dirtyAtStart: dirty } : {}) }));
+  await sup.journal(
+    live,
+    unsynced({
+      type: "baseline",
+      head: rec.baseline.head,
+      dirty: dirty.length,
+      ...(dirty.length <= DIRTY_JOURNAL_MAX ? { dirtyAtStart: dirty } : {}),
+    }),
+  );
   const text = buildPrompt({
-    taskId: rec.taskId, role: rec.role, resultPath: rec.resultPath, cwd: rec.workdir,
+    taskId: rec.taskId,
+    role: rec.role,
+    resultPath: rec.resultPath,
+    cwd: rec.workdir,
     ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
     ...(rec.prompt !== undefined ? { prompt: rec.prompt } : {}),
     ...(rec.task !== undefined ? { task: rec.task } : {}),
@@ -120,9 +147,16 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     }).argv;
     const env = childEnv(sup, rec);
     // The env's names only: its values may be API keys (docs/reliability.md, secrets).
-    sup.deps.log.debug({ taskId: rec.taskId, attempt, runtime: rec.runtime, argv, cwd: rec.workdir, envKeys: Object.keys(env) }, "launching child");
+    sup.deps.log.debug(
+      { taskId: rec.taskId, attempt, runtime: rec.runtime, argv, cwd: rec.workdir, envKeys: Object.keys(env) },
+      "launching child",
+    );
     const handle = await runtime.launch({
-      taskId: rec.taskId, name: rec.name, argv, cwd: rec.workdir, taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
+      taskId: rec.taskId,
+      name: rec.name,
+      argv,
+      cwd: rec.workdir,
+      taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
       env,
       ...(rec.worktree ? { repoName: rec.worktree.repo.split("/").pop()! } : { repoName: rec.cwd.split("/").pop()! }),
       ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
@@ -134,7 +168,10 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     delete live.childEnded;
     await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
     if (sup.stopped) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
-    if (live.state.phase.name === "closed" || (live.state.phase.name === "settled" && live.state.phase.reason.kind === "owner_abort")) {
+    if (
+      live.state.phase.name === "closed" ||
+      (live.state.phase.name === "settled" && live.state.phase.reason.kind === "owner_abort")
+    ) {
       // Closed or aborted while the launch call ran: that close could not reach this child, so end it here.
       await runtime.close(handle).catch(() => undefined);
       return;
@@ -151,10 +188,24 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
     }
     try {
       await new Promise<void>((resolve, reject) => {
-        const t = setTimeout(() => sup.stopped || reject(new DshError("AGENT_STALLED", `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`)), cfg.readinessTimeoutMs);
+        const t = setTimeout(
+          () =>
+            sup.stopped ||
+            reject(
+              new DshError(
+                "AGENT_STALLED",
+                `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`,
+              ),
+            ),
+          cfg.readinessTimeoutMs,
+        );
         // A stopped daemon neither fails nor retries the launch: the journal says `launched`, and the next
         // daemon's recovery re-attaches the child. So abandon leaves this promise pending, with no timer.
-        live.readiness = { resolve: () => (clearTimeout(t), resolve()), reject: (e) => (clearTimeout(t), reject(e)), abandon: () => clearTimeout(t) };
+        live.readiness = {
+          resolve: () => (clearTimeout(t), resolve()),
+          reject: (e) => (clearTimeout(t), reject(e)),
+          abandon: () => clearTimeout(t),
+        };
         if (live.child) sup.sendPrompt(live);
       });
       await sup.refresh(live);
@@ -191,4 +242,3 @@ function childEnv(sup: Supervisor, rec: TaskRecord): Record<string, string> {
     DSH_HERDR_IDLE_MS: String(sup.deps.config().idleChildMs),
   };
 }
-

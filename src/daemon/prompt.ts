@@ -17,7 +17,11 @@ export interface PromptInput {
   cwd: string;
 }
 
-const list = (items: string[] | undefined) => (items ?? []).filter((s) => s.trim() !== "").map((s) => `- ${s}`).join("\n");
+const list = (items: string[] | undefined) =>
+  (items ?? [])
+    .filter((s) => s.trim() !== "")
+    .map((s) => `- ${s}`)
+    .join("\n");
 
 export function buildPrompt(p: PromptInput): string {
   const role =

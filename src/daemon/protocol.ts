@@ -73,7 +73,8 @@ export class ProtocolSchemas {
     let v = cache.get(method);
     if (!v) {
       v = this.ajv.getSchema(`${this.ids.get(method)!}#/$defs/${kind}`);
-      if (!v) throw new DshError("INTERNAL", `schema/protocol/${method}.json has no $defs/${kind}; reinstall dsh-herdr`);
+      if (!v)
+        throw new DshError("INTERNAL", `schema/protocol/${method}.json has no $defs/${kind}; reinstall dsh-herdr`);
       cache.set(method, v);
     }
     return v;
@@ -96,7 +97,10 @@ export class ProtocolSchemas {
   checkResult(method: RequestMethod, result: unknown): void {
     const v = this.validator("result", method);
     if (!v(result)) {
-      throw new DshError("INTERNAL", `${method}: the daemon built an invalid result (${describe(v.errors)}); please report this bug`);
+      throw new DshError(
+        "INTERNAL",
+        `${method}: the daemon built an invalid result (${describe(v.errors)}); please report this bug`,
+      );
     }
   }
 }

@@ -41,7 +41,13 @@ export interface TaskRecord extends TaskRecordBase {
   sessionPath: string;
   resultPath: string;
   worktree?: WorktreeInfo;
-  baseline?: { isRepo: boolean; head: string | null; dirtyAtStart: string[]; dirtyHashes?: Record<string, string>; warnings: string[] };
+  baseline?: {
+    isRepo: boolean;
+    head: string | null;
+    dirtyAtStart: string[];
+    dirtyHashes?: Record<string, string>;
+    warnings: string[];
+  };
   handle?: RuntimeHandle;
   cycle: number;
   timing: Timing;

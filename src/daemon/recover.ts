@@ -48,31 +48,43 @@ export interface Replay {
 }
 
 export function replayJournal(events: TaskEvent[]): Replay {
-  const r: Replay = { prompted: new Map(), accepted: new Set(), cycle: 1, settling: new Set(), settled: new Set(), stalled: 0 };
+  const r: Replay = {
+    prompted: new Map(),
+    accepted: new Set(),
+    cycle: 1,
+    settling: new Set(),
+    settled: new Set(),
+    stalled: 0,
+  };
   for (const e of events) {
     const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
     if (e.type === "launched" && e.handle) {
       r.handle = e.handle as RuntimeHandle;
       delete r.handleStalled;
-    }
-    else if (e.type === "worktree" && typeof e.path === "string") {
+    } else if (e.type === "worktree" && typeof e.path === "string") {
       r.worktree = e.path;
       if (typeof e.branch === "string") r.worktreeBranch = e.branch;
     } else if (e.type === "baseline" && (typeof e.head === "string" || e.head === null)) {
-      const list = Array.isArray(e.dirtyAtStart) && e.dirtyAtStart.every((x) => typeof x === "string") ? (e.dirtyAtStart as string[]) : undefined;
-      r.baseline = { head: e.head, dirty: typeof e.dirty === "number" ? e.dirty : 0, ...(list ? { dirtyAtStart: list } : {}) };
-    }
-    else if (e.type === "stalled") {
+      const list =
+        Array.isArray(e.dirtyAtStart) && e.dirtyAtStart.every((x) => typeof x === "string")
+          ? (e.dirtyAtStart as string[])
+          : undefined;
+      r.baseline = {
+        head: e.head,
+        dirty: typeof e.dirty === "number" ? e.dirty : 0,
+        ...(list ? { dirtyAtStart: list } : {}),
+      };
+    } else if (e.type === "stalled") {
       r.stalled++;
       delete r.handle; // that launch's child was closed; a later launch may not have been journaled
       r.handleStalled = true;
-    }
-    else if (e.type === "prompt_sent" && cycle !== undefined) {
+    } else if (e.type === "prompt_sent" && cycle !== undefined) {
       if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
       r.cycle = Math.max(r.cycle, cycle);
       // Typed into a runtime: nothing would recognise it a second time, so it counts as taken.
       if (e.via === "runtime") r.accepted.add(cycle);
-    } else if (e.type === "prompt_accepted" && cycle !== undefined) r.accepted.add(cycle); else if (e.type === "respond" && cycle !== undefined) {
+    } else if (e.type === "prompt_accepted" && cycle !== undefined) r.accepted.add(cycle);
+    else if (e.type === "respond" && cycle !== undefined) {
       // Journaled before the follow-up goes out: a respond without a prompt_sent never reached the child.
       r.cycle = Math.max(r.cycle, cycle);
     } else if (e.type === "settle" && cycle !== undefined) r.settling.add(cycle);
@@ -99,7 +111,12 @@ export async function recoverTasks(sup: Supervisor, runtimes: Runtimes, relay?: 
   await relay?.reattach();
 }
 
-async function recoverRow(sup: Supervisor, runtimes: Runtimes, row: ReturnType<Supervisor["deps"]["store"]["listTasks"]>[number], relay?: Relay): Promise<void> {
+async function recoverRow(
+  sup: Supervisor,
+  runtimes: Runtimes,
+  row: ReturnType<Supervisor["deps"]["store"]["listTasks"]>[number],
+  relay?: Relay,
+): Promise<void> {
   const { store, log } = sup.deps;
   try {
     // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
@@ -111,8 +128,14 @@ async function recoverRow(sup: Supervisor, runtimes: Runtimes, row: ReturnType<S
     await recoverOne(sup, runtimes, row.taskId);
   } catch (e) {
     const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(sup, row.taskId));
-    log.warn({ taskId: row.taskId, err: String(e), lost }, lost ? "task record lost; failing the task" : "task not recovered");
-    if (lost) await recoverLost(sup, runtimes, row, e).catch((err: unknown) => log.error({ taskId: row.taskId, err: String(err) }, "lost task not settled"));
+    log.warn(
+      { taskId: row.taskId, err: String(e), lost },
+      lost ? "task record lost; failing the task" : "task not recovered",
+    );
+    if (lost)
+      await recoverLost(sup, runtimes, row, e).catch((err: unknown) =>
+        log.error({ taskId: row.taskId, err: String(err) }, "lost task not settled"),
+      );
   }
 }
 
@@ -135,7 +158,14 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
   }
   // Adopted before an abort is finished too, so the abort ends that child instead of leaving it running.
   const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec, j.worktree) : false;
-  if (adopted) await sup.journal(live, { type: "launched", attempt: j.stalled + 1, runtime: rec.runtime, handle: rec.handle, adopted: true });
+  if (adopted)
+    await sup.journal(live, {
+      type: "launched",
+      attempt: j.stalled + 1,
+      runtime: rec.runtime,
+      handle: rec.handle,
+      adopted: true,
+    });
   if (rec.handle !== undefined) await restorePrelaunch(rec, j);
   // A follow-up journaled after the last task.json: its cycle is the current one.
   if (j.cycle > rec.cycle && rec.handle !== undefined) {
@@ -160,9 +190,20 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
     prompted: promptedAt !== undefined,
     accepted: j.accepted.has(rec.cycle),
     settling: j.settling.has(rec.cycle),
-    endedMeanwhile: promptedAt !== undefined && f?.cycleSettled === true && !f.retryMayFollow && (f.lastTimestampMs ?? 0) >= promptedAt - 1000,
+    endedMeanwhile:
+      promptedAt !== undefined &&
+      f?.cycleSettled === true &&
+      !f.retryMayFollow &&
+      (f.lastTimestampMs ?? 0) >= promptedAt - 1000,
   });
-  await sup.journal(live, { type: "recovered", plan: plan.kind, alive, status: rec.status, cycle: rec.cycle, ...(adopted ? { action: "adopt the child launched before the crash" } : {}) });
+  await sup.journal(live, {
+    type: "recovered",
+    plan: plan.kind,
+    alive,
+    status: rec.status,
+    cycle: rec.cycle,
+    ...(adopted ? { action: "adopt the child launched before the crash" } : {}),
+  });
 
   switch (plan.kind) {
     case "finish_close":
@@ -191,16 +232,20 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
       if (!live.result) await sup.refresh(live);
       return;
     case "failed_before_prompt":
-      rec.error = { code: "AGENT_STALLED", message: "the child ended before it took its prompt while the daemon was down; spawn the task again" };
+      rec.error = {
+        code: "AGENT_STALLED",
+        message: "the child ended before it took its prompt while the daemon was down; spawn the task again",
+      };
       live.state = { ...live.state, phase: { name: "awaiting_prompt", cycle: rec.cycle } };
       live.childEnded = true;
       await sup.dispatch(live, { type: "launch_failed", code: "AGENT_STALLED", message: rec.error.message });
       await live.chain;
       return;
     case "push_prompt": {
-      const text = rec.cycle > 1
-        ? await readFile(followUpPath(store.taskPaths(taskId).dir, rec.cycle), "utf8").catch(() => "")
-        : ((await store.readPrompt(taskId)) ?? "");
+      const text =
+        rec.cycle > 1
+          ? await readFile(followUpPath(store.taskPaths(taskId).dir, rec.cycle), "utf8").catch(() => "")
+          : ((await store.readPrompt(taskId)) ?? "");
       live.prompt = { cycle: rec.cycle, text };
       live.state = { ...live.state, phase: plan.phase };
       holdSlot(sup, taskId);
@@ -249,13 +294,26 @@ async function recoverLost(sup: Supervisor, runtimes: Runtimes, row: TaskSummary
   const runtime = (agent?.runtime ?? "headless") as TaskRecord["runtime"];
   const cwd = stored?.cwd ?? row.cwd ?? paths.dir;
   const rec: TaskRecord = {
-    taskId, owner: row.owner || stored?.owner || "cli", status: "running", createdAt, cwd, kind: "pi",
-    role: stored?.role ?? row.row?.role ?? "worker", model: agent?.model ?? "unknown", thinking: agent?.thinking ?? "off",
-    isolated: stored?.worktree !== undefined, timeoutMs: sup.deps.config().defaultTimeoutMs, runtime,
-    name: agent?.name ?? taskId, token: randomBytes(24).toString("hex"),
-    workdir: stored?.worktree?.path ?? cwd, sessionPath: join(paths.dir, "session.jsonl"), resultPath: paths.resultMd,
-    cycle: Math.max(j.cycle, 1), timing: { ...(stored?.timing ?? {}), createdAt },
-    ...(stored?.brief ?? row.brief ? { brief: stored?.brief ?? row.brief } : {}),
+    taskId,
+    owner: row.owner || stored?.owner || "cli",
+    status: "running",
+    createdAt,
+    cwd,
+    kind: "pi",
+    role: stored?.role ?? row.row?.role ?? "worker",
+    model: agent?.model ?? "unknown",
+    thinking: agent?.thinking ?? "off",
+    isolated: stored?.worktree !== undefined,
+    timeoutMs: sup.deps.config().defaultTimeoutMs,
+    runtime,
+    name: agent?.name ?? taskId,
+    token: randomBytes(24).toString("hex"),
+    workdir: stored?.worktree?.path ?? cwd,
+    sessionPath: join(paths.dir, "session.jsonl"),
+    resultPath: paths.resultMd,
+    cycle: Math.max(j.cycle, 1),
+    timing: { ...(stored?.timing ?? {}), createdAt },
+    ...((stored?.brief ?? row.brief) ? { brief: stored?.brief ?? row.brief } : {}),
     ...(stored?.worktree ? { worktree: stored.worktree } : {}),
     ...(j.handle ? { handle: j.handle } : {}),
   };
@@ -268,7 +326,10 @@ async function recoverLost(sup: Supervisor, runtimes: Runtimes, row: TaskSummary
   await sup.resume(live);
   const why = cause instanceof Error ? cause.message : String(cause);
   await sup.journal(live, { type: "recovered", plan: "record_lost", error: why });
-  await sup.dispatch(live, { type: "record_lost", message: `task.json of task ${taskId} was lost or unreadable while the daemon was down (${why.slice(0, 200)}); its child was ended. Inspect ${paths.dir}, then spawn the task again` });
+  await sup.dispatch(live, {
+    type: "record_lost",
+    message: `task.json of task ${taskId} was lost or unreadable while the daemon was down (${why.slice(0, 200)}); its child was ended. Inspect ${paths.dir}, then spawn the task again`,
+  });
   await live.chain;
 }
 
@@ -276,12 +337,25 @@ async function recoverLost(sup: Supervisor, runtimes: Runtimes, row: TaskSummary
  * The daemon died after runtime.launch and before journaling its handle: the runtime may still hold that child.
  * It is adopted (its worktree kept: the child works in it), never started a second time.
  */
-async function adopt(sup: Supervisor, runtime: Runtime, rec: TaskRecord, worktree: string | undefined): Promise<boolean> {
+async function adopt(
+  sup: Supervisor,
+  runtime: Runtime,
+  rec: TaskRecord,
+  worktree: string | undefined,
+): Promise<boolean> {
   if (!runtime.find) return false;
   // The child runs in the worktree journaled before the launch, even when task.json predates that record.
-  const where = { taskId: rec.taskId, taskDir: sup.deps.store.taskPaths(rec.taskId).dir, name: rec.name, cwd: worktree ?? rec.workdir };
+  const where = {
+    taskId: rec.taskId,
+    taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
+    name: rec.name,
+    cwd: worktree ?? rec.workdir,
+  };
   const found = await runtime.find(where).catch((e: unknown) => {
-    sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "could not ask the runtime for a child launched before the crash");
+    sup.deps.log.warn(
+      { taskId: rec.taskId, err: String(e) },
+      "could not ask the runtime for a child launched before the crash",
+    );
     return undefined;
   });
   if (!found) return false;
@@ -305,7 +379,12 @@ async function restorePrelaunch(rec: TaskRecord, j: Replay): Promise<void> {
   if (needBaseline && j.baseline) {
     // An isolated worktree starts clean; a shared cwd's dirty list is journaled unless it was very long.
     const known = j.baseline.dirtyAtStart;
-    const warnings = j.baseline.dirty === 0 || !repo || known ? [] : [`the ${j.baseline.dirty} files dirty before the task are not known after the daemon's crash: the diff may include them`];
+    const warnings =
+      j.baseline.dirty === 0 || !repo || known
+        ? []
+        : [
+            `the ${j.baseline.dirty} files dirty before the task are not known after the daemon's crash: the diff may include them`,
+          ];
     rec.baseline = { isRepo: repo !== undefined, head: j.baseline.head, dirtyAtStart: known ?? [], warnings };
     if (warnings.length) rec.warnings = [...(rec.warnings ?? []), ...warnings];
   }
@@ -326,7 +405,11 @@ async function dropUnusedWorktree(sup: Supervisor, rec: TaskRecord, journaled?: 
   const path = rec.worktree?.path ?? journaled ?? worktreePathFor(sup.deps.home, repo, rec.taskId);
   if (existsSync(path)) {
     const removed = await gitMaybe(repo, ["worktree", "remove", "--force", path]);
-    if (removed === undefined) throw new DshError("GIT_FAILED", `could not remove the unused worktree ${path}; remove it with \`git worktree remove --force ${path}\``);
+    if (removed === undefined)
+      throw new DshError(
+        "GIT_FAILED",
+        `could not remove the unused worktree ${path}; remove it with \`git worktree remove --force ${path}\``,
+      );
   }
   await gitMaybe(repo, ["worktree", "prune"]);
   await gitMaybe(repo, ["branch", "-D", branchFor(rec.taskId)]);
@@ -347,5 +430,8 @@ async function restoreResult(sup: Supervisor, live: Live): Promise<void> {
 
 /** task.json exists and parses (the task failed to recover for another reason). */
 async function validRecord(sup: Supervisor, taskId: string): Promise<boolean> {
-  return sup.deps.store.readTask(taskId).then((r) => typeof (r as { token?: unknown }).token === "string", () => false);
+  return sup.deps.store.readTask(taskId).then(
+    (r) => typeof (r as { token?: unknown }).token === "string",
+    () => false,
+  );
 }

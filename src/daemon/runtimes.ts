@@ -35,7 +35,11 @@ export function createRuntimes(config: () => Config, opts: RuntimesOptions = {})
       env,
     };
   };
-  const runtimeOptions = (): RuntimeOptions => ({ tmux: { socketName: config().tmuxSocket }, headless: {}, herdr: herdrOpts() });
+  const runtimeOptions = (): RuntimeOptions => ({
+    tmux: { socketName: config().tmuxSocket },
+    headless: {},
+    herdr: herdrOpts(),
+  });
   return {
     get(kind) {
       let r = cache.get(kind);

@@ -12,7 +12,8 @@ export async function readChildFile(path: string, maxBytes: number): Promise<Bou
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return { missing: true };
-    if (code === "ELOOP") return { refused: `${path} is a symlink; it was not followed. Write result.md as a regular file` };
+    if (code === "ELOOP")
+      return { refused: `${path} is a symlink; it was not followed. Write result.md as a regular file` };
     return { refused: `${path} could not be read (${code ?? String(e)})` };
   }
   try {

@@ -75,7 +75,8 @@ export function nestingDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped char
+      if (c === 92)
+        i++; // backslash: skip the escaped char
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 91 || c === 123) max = Math.max(max, ++depth);
@@ -96,7 +97,10 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
   const server: Server = createServer((socket) => {
     if (sockets.size >= limits.maxConnections) {
       socket.on("error", () => socket.destroy());
-      const e = new DshError("CONNECTION_LIMIT", `the daemon already serves ${limits.maxConnections} connections; close idle clients and connect again`);
+      const e = new DshError(
+        "CONNECTION_LIMIT",
+        `the daemon already serves ${limits.maxConnections} connections; close idle clients and connect again`,
+      );
       socket.end(encodeFrame({ id: null, error: e.toJSON() }));
       setTimeout(() => socket.destroy(), 1000).unref();
       opts.log.warn({ connections: sockets.size }, "connection refused: too many connections");
@@ -111,7 +115,10 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
         if (socket.destroyed) return;
         if (socket.writableLength > 2 * limits.maxUnsentBytes) {
           // A subscriber that does not read: its queue cannot grow without end, and an error frame would wait behind it.
-          opts.log.warn({ conn: conn.id, unsent: socket.writableLength }, "connection closed: it does not read its pushes (SLOW_READER)");
+          opts.log.warn(
+            { conn: conn.id, unsent: socket.writableLength },
+            "connection closed: it does not read its pushes (SLOW_READER)",
+          );
           socket.destroy();
           return;
         }
@@ -168,7 +175,12 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
         partialTimer = undefined;
         // Not its fault while we are the ones not reading.
         if (paused) return armPartialTimer();
-        refuse(new DshError("TIMEOUT", `no complete frame within ${limits.partialFrameTimeoutMs} ms; end each request with a newline`));
+        refuse(
+          new DshError(
+            "TIMEOUT",
+            `no complete frame within ${limits.partialFrameTimeoutMs} ms; end each request with a newline`,
+          ),
+        );
       }, limits.partialFrameTimeoutMs);
       partialTimer.unref();
     };
@@ -186,12 +198,23 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
         partialTimer = undefined;
       }
       if (partialBytes > limits.maxPartialBytes) {
-        refuse(new DshError("CONNECTION_LIMIT", `the daemon holds ${limits.maxPartialBytes} bytes of unfinished frames across its clients; send whole frames (one JSON line each) and connect again`));
+        refuse(
+          new DshError(
+            "CONNECTION_LIMIT",
+            `the daemon holds ${limits.maxPartialBytes} bytes of unfinished frames across its clients; send whole frames (one JSON line each) and connect again`,
+          ),
+        );
         return;
       }
       for (const ev of events) {
         if (ev.kind === "oversized") {
-          fail(null, new DshError("FRAME_TOO_LARGE", `frame exceeds 1 MiB (${ev.bytes}+ bytes); send smaller requests (put large prompts in a file)`));
+          fail(
+            null,
+            new DshError(
+              "FRAME_TOO_LARGE",
+              `frame exceeds 1 MiB (${ev.bytes}+ bytes); send smaller requests (put large prompts in a file)`,
+            ),
+          );
           continue;
         }
         if (ev.kind === "not-utf8") {
@@ -226,7 +249,13 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
       }
       if (nestingDepth(text) > MAX_NESTING) {
         // Deep values would overflow the stack of whatever walks them later (logging, journaling, schemas).
-        fail(null, new DshError("BAD_REQUEST", `frame nests deeper than ${MAX_NESTING} levels; send flat params as documented in docs/socket-protocol.md`));
+        fail(
+          null,
+          new DshError(
+            "BAD_REQUEST",
+            `frame nests deeper than ${MAX_NESTING} levels; send flat params as documented in docs/socket-protocol.md`,
+          ),
+        );
         return;
       }
       if (typeof msg !== "object" || msg === null || Array.isArray(msg)) {
@@ -240,7 +269,10 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
       }
       try {
         if (typeof method !== "string" || !opts.schemas.isMethod(method)) {
-          throw new DshError("UNKNOWN_METHOD", `unknown method ${JSON.stringify(method)}; see docs/socket-protocol.md for the methods`);
+          throw new DshError(
+            "UNKNOWN_METHOD",
+            `unknown method ${JSON.stringify(method)}; see docs/socket-protocol.md for the methods`,
+          );
         }
         const p = params === undefined ? {} : params;
         opts.schemas.checkParams(method, p);
@@ -249,16 +281,21 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
         reply({ id, result });
       } catch (e) {
         const err = asDshError(e);
-        if (err.code === "INTERNAL") opts.log.error({ method, err: err.message, stack: (e as Error).stack }, "handler failed");
+        if (err.code === "INTERNAL")
+          opts.log.error({ method, err: err.message, stack: (e as Error).stack }, "handler failed");
         fail(id, err);
       }
     }
 
     function hello(p: HelloParams): unknown {
-      if (conn.kind !== undefined) throw new DshError("BAD_STATE", "hello was already sent on this connection; open a new one to change identity");
+      if (conn.kind !== undefined)
+        throw new DshError("BAD_STATE", "hello was already sent on this connection; open a new one to change identity");
       if (p.kind === "child") {
         if (!opts.authenticateChild(p.taskId, p.token)) {
-          throw new DshError("UNAUTHORIZED", `no open task ${p.taskId} with that token; a child must use the DSH_HERDR_TASK_ID and DSH_HERDR_TASK_TOKEN it was started with`);
+          throw new DshError(
+            "UNAUTHORIZED",
+            `no open task ${p.taskId} with that token; a child must use the DSH_HERDR_TASK_ID and DSH_HERDR_TASK_TOKEN it was started with`,
+          );
         }
         conn.taskId = p.taskId;
       }
@@ -272,11 +309,18 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
       if (conn.kind === undefined) throw new DshError("UNAUTHORIZED", "send hello {kind} first");
       const childOnly = CHILD_METHODS.has(method);
       if (conn.kind === "child" && !childOnly && method !== "daemon.status") {
-        throw new DshError("FORBIDDEN", `a child may not call ${method}; children speak only for their own task through child.*`);
+        throw new DshError(
+          "FORBIDDEN",
+          `a child may not call ${method}; children speak only for their own task through child.*`,
+        );
       }
-      if (conn.kind !== "child" && childOnly) throw new DshError("FORBIDDEN", `${method} is for child connections only`);
+      if (conn.kind !== "child" && childOnly)
+        throw new DshError("FORBIDDEN", `${method} is for child connections only`);
       if (conn.kind !== "owner" && method.startsWith("owner.")) {
-        throw new DshError("FORBIDDEN", `${method} is for owner connections only; say hello {kind:"owner", ownerId:<pi session id>} first`);
+        throw new DshError(
+          "FORBIDDEN",
+          `${method} is for owner connections only; say hello {kind:"owner", ownerId:<pi session id>} first`,
+        );
       }
       const h = opts.handlers[method];
       if (!h) throw new DshError("UNKNOWN_METHOD", `${method} is not served by this daemon; upgrade dsh-herdr`);

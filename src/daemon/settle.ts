@@ -28,12 +28,19 @@ function runtimeRaw(live: Live): HerdrStatus | "missing" {
 /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
 export function reportOf(live: Live): CrewReport | undefined {
   const r = live.report;
-  if (r && r.cycle === live.rec.cycle) return r.needs !== undefined ? { outcome: r.outcome, report: r.report, needs: r.needs } : { outcome: r.outcome, report: r.report };
+  if (r && r.cycle === live.rec.cycle)
+    return r.needs !== undefined
+      ? { outcome: r.outcome, report: r.report, needs: r.needs }
+      : { outcome: r.outcome, report: r.report };
   return sessionReport(live.files?.facts());
 }
 
 /** Rebuild the live result (no diff); serialized per task. */
-export function refresh(sup: Supervisor, live: Live, opts: { settled?: boolean; failed?: boolean } = {}): Promise<void> {
+export function refresh(
+  sup: Supervisor,
+  live: Live,
+  opts: { settled?: boolean; failed?: boolean } = {},
+): Promise<void> {
   // At most one refresh waits per task: a burst of session lines costs one harvest, not one per line.
   const waiting = live.queued;
   if (waiting?.done) {
@@ -47,7 +54,9 @@ export function refresh(sup: Supervisor, live: Live, opts: { settled?: boolean; 
     if (live.queued === next) delete live.queued;
     return harvest(sup, live, next);
   });
-  live.chain = run.catch((e: unknown) => sup.deps.log.error({ taskId: live.rec.taskId, err: String(e) }, "harvest failed"));
+  live.chain = run.catch((e: unknown) =>
+    sup.deps.log.error({ taskId: live.rec.taskId, err: String(e) }, "harvest failed"),
+  );
   next.done = live.chain;
   return live.chain;
 }
@@ -57,7 +66,12 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   // A settled cycle is final: only its own settled harvest (or a close) writes its result.
   if (live.state.phase.name === "settled" && !opts.settled && live.result) return;
   const { store } = sup.deps;
-  if (opts.settled && rec.error && (rec.error.code === "PANE_GONE" || rec.error.code === "AGENT_ERROR") && !rec.error.message.includes("is full (")) {
+  if (
+    opts.settled &&
+    rec.error &&
+    (rec.error.code === "PANE_GONE" || rec.error.code === "AGENT_ERROR") &&
+    !rec.error.message.includes("is full (")
+  ) {
     const note = await diskFullNote(live, sup.deps.home);
     if (note) {
       rec.error = { code: rec.error.code, message: `${rec.error.message}; ${note}` };
@@ -67,14 +81,17 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   if (opts.settled && rec.workdir) {
     const d = await diffFor(rec, store.taskPaths(rec.taskId).diffPatch, sup.deps.config().patchCapBytes);
     if (d.diff) live.diff = d.diff;
-    if (d.warning) rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
+    if (d.warning)
+      rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
   }
   const sessionFacts = live.files?.facts();
   const facts = sessionFacts && withReportAsFinalText(sessionFacts);
   const result = assemble({
     rec,
     runtime: runtimeRaw(live),
-    ...(rec.runtime === "herdr" && live.runtimeState && live.runtimeState !== "missing" ? { herdrStatus: live.runtimeState } : {}),
+    ...(rec.runtime === "herdr" && live.runtimeState && live.runtimeState !== "missing"
+      ? { herdrStatus: live.runtimeState }
+      : {}),
     ...(facts ? { facts } : {}),
     ...(live.lastStopReason ? { eventStopReason: live.lastStopReason } : {}),
     ...(live.files?.result ? { resultMd: live.files.result } : {}),
@@ -100,7 +117,15 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
     return;
   }
   snapshotDue.delete(live);
-  const ev = changed ? { type: "status", status: result.status, cycle: rec.cycle, ...(opts.settled ? { settled: true } : {}), sessionOffset: rec.sessionOffset } : undefined;
+  const ev = changed
+    ? {
+        type: "status",
+        status: result.status,
+        cycle: rec.cycle,
+        ...(opts.settled ? { settled: true } : {}),
+        sessionOffset: rec.sessionOffset,
+      }
+    : undefined;
   await persist(sup, live, result, sync, ev);
 }
 
@@ -129,9 +154,12 @@ export function flushSnapshot(sup: Supervisor, live: Live): Promise<void> {
 function deferSnapshot(sup: Supervisor, live: Live): void {
   if (snapshotDue.has(live)) return;
   snapshotDue.add(live);
-  const t = setTimeout(() => {
-    if (!sup.stopped) void flushSnapshot(sup, live);
-  }, Math.max(SNAPSHOT_EVERY_MS, sup.tasks.size * SNAPSHOT_MS_PER_TASK));
+  const t = setTimeout(
+    () => {
+      if (!sup.stopped) void flushSnapshot(sup, live);
+    },
+    Math.max(SNAPSHOT_EVERY_MS, sup.tasks.size * SNAPSHOT_MS_PER_TASK),
+  );
   t.unref();
 }
 
@@ -150,7 +178,13 @@ interface Unsaved {
 }
 const unsaved = new WeakMap<Live, Unsaved>();
 
-async function persist(sup: Supervisor, live: Live, result: AgentResult, sync: boolean, ev: StatusEvent | undefined): Promise<void> {
+async function persist(
+  sup: Supervisor,
+  live: Live,
+  result: AgentResult,
+  sync: boolean,
+  ev: StatusEvent | undefined,
+): Promise<void> {
   try {
     await sup.deps.store.saveTask(live.rec, result, { sync });
     if (ev) await sup.journal(live, sync ? ev : unsynced(ev));
@@ -172,7 +206,10 @@ async function persist(sup: Supervisor, live: Live, result: AgentResult, sync: b
 function retryLater(sup: Supervisor, live: Live, u: Unsaved): void {
   unsaved.set(live, u);
   const delay = Math.min(30_000, 500 * 2 ** u.attempt);
-  sup.deps.log.warn({ taskId: live.rec.taskId, status: u.ev.status, retryInMs: delay }, "task record not saved; trying again");
+  sup.deps.log.warn(
+    { taskId: live.rec.taskId, status: u.ev.status, retryInMs: delay },
+    "task record not saved; trying again",
+  );
   const t = setTimeout(() => {
     if (sup.stopped || live.rec.lifecycle === "closed" || unsaved.get(live) !== u) return;
     live.chain = live.chain
@@ -183,11 +220,14 @@ function retryLater(sup: Supervisor, live: Live, u: Unsaved): void {
           await sup.journal(live, u.sync ? u.ev : unsynced(u.ev));
           if (unsaved.get(live) === u) unsaved.delete(live);
         } catch (e) {
-          if (e instanceof DshError && e.code === "HOME_UNWRITABLE") retryLater(sup, live, { ...u, attempt: u.attempt + 1 });
+          if (e instanceof DshError && e.code === "HOME_UNWRITABLE")
+            retryLater(sup, live, { ...u, attempt: u.attempt + 1 });
           else throw e;
         }
       })
-      .catch((err: unknown) => sup.deps.log.error({ taskId: live.rec.taskId, err: String(err) }, "task record still not saved"));
+      .catch((err: unknown) =>
+        sup.deps.log.error({ taskId: live.rec.taskId, err: String(err) }, "task record still not saved"),
+      );
   }, delay);
   t.unref();
 }
@@ -221,24 +261,37 @@ export async function settleHarvest(sup: Supervisor, live: Live, reason: SettleR
     const failure = failureOf(live, reason);
     if (failure) rec.error = failure;
   }
-  if (verdict.status === "failed") rec.error ??= { code: "AGENT_ERROR", message: `the cycle failed (${reason.kind}); inspect the session (${rec.sessionPath})` };
+  if (verdict.status === "failed")
+    rec.error ??= {
+      code: "AGENT_ERROR",
+      message: `the cycle failed (${reason.kind}); inspect the session (${rec.sessionPath})`,
+    };
   await refresh(sup, live, { settled: true, ...(verdict.status === "failed" ? { failed: true } : {}) });
   const status = live.result?.status;
   if (status === "failed" || status === "interrupted") await endChild(sup, live, status);
 }
 
 /** Why a cycle that settles without a report failed, so the owner's error delivery and the card can say so. */
-function failureOf(live: Live, reason: SettleReason): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
+function failureOf(
+  live: Live,
+  reason: SettleReason,
+): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
   if (reportOf(live)) return undefined;
   const f = live.files?.facts();
   const where = `inspect the session (${live.rec.sessionPath})`;
   if ((f?.lastStopReason ?? live.lastStopReason) === "error") {
     const msg = f?.lastErrorMessage ?? live.lastErrorMessage ?? "no error message";
-    return { code: "AGENT_ERROR", message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again` };
+    return {
+      code: "AGENT_ERROR",
+      message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again`,
+    };
   }
   if (reason.kind === "runtime_gone") {
     const how = reason.how === "away" ? "gone while the daemon was away" : `runtime ${reason.how}`;
-    return { code: "PANE_GONE", message: `the child's process or pane ended before its cycle finished (${how}); ${where}, then spawn again` };
+    return {
+      code: "PANE_GONE",
+      message: `the child's process or pane ended before its cycle finished (${how}); ${where}, then spawn again`,
+    };
   }
   return undefined;
 }

@@ -12,7 +12,15 @@ import type { AgentResult, AgentStatus } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
 import { Admission } from "./admission.js";
 import { sendPrompt } from "./child-prompt.js";
-import { childConnected, childEvent, childReport, onFiles, onRuntime, type ChildEvent, type ChildReport } from "./evidence.js";
+import {
+  childConnected,
+  childEvent,
+  childReport,
+  onFiles,
+  onRuntime,
+  type ChildEvent,
+  type ChildReport,
+} from "./evidence.js";
 import type { Live, SupervisorDeps } from "./live.js";
 import { runPipeline } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
@@ -99,7 +107,11 @@ export class Supervisor {
   // ---- spawn pipeline ----
 
   register(rec: TaskRecord): Live {
-    const live: Live = { rec, state: { phase: { name: "queued", cycle: rec.cycle }, childConnected: false }, chain: Promise.resolve() };
+    const live: Live = {
+      rec,
+      state: { phase: { name: "queued", cycle: rec.cycle }, childConnected: false },
+      chain: Promise.resolve(),
+    };
     this.tasks.set(rec.taskId, live);
     return live;
   }
@@ -193,7 +205,13 @@ export class Supervisor {
     return live.state.phase.name !== "closed" && live.rec.lifecycle === undefined;
   }
 
-  newRecord(input: Omit<TaskRecord, "token" | "name" | "sessionPath" | "resultPath" | "workdir" | "cycle" | "status" | "timing" | "createdAt"> & { createdAt: number }, taskId: string): TaskRecord {
+  newRecord(
+    input: Omit<
+      TaskRecord,
+      "token" | "name" | "sessionPath" | "resultPath" | "workdir" | "cycle" | "status" | "timing" | "createdAt"
+    > & { createdAt: number },
+    taskId: string,
+  ): TaskRecord {
     const paths = this.deps.store.taskPaths(taskId);
     return {
       ...input,

@@ -34,12 +34,19 @@ export async function timeOut(sup: Supervisor, live: Live): Promise<void> {
  * A follow-up for a completed or blocked task: durable first (its text and the respond record), then the next
  * cycle starts, at once when a slot is free, else when one frees (the cycle is queued meanwhile). Returns at once.
  */
-export async function respond(sup: Supervisor, live: Live, message: string): Promise<{ cycle: number; queued: boolean }> {
+export async function respond(
+  sup: Supervisor,
+  live: Live,
+  message: string,
+): Promise<{ cycle: number; queued: boolean }> {
   const { rec } = live;
   const status = live.result?.status ?? rec.status;
   if (live.state.phase.name !== "settled" || (status !== "completed" && status !== "blocked")) {
     const what = live.state.phase.name === "queued" ? "queued (a follow-up waits for a slot)" : status;
-    throw new DshError("BAD_STATE", `task ${rec.taskId} is ${what}; respond needs a completed or blocked task (wait for it, or spawn a new task)`);
+    throw new DshError(
+      "BAD_STATE",
+      `task ${rec.taskId} is ${what}; respond needs a completed or blocked task (wait for it, or spawn a new task)`,
+    );
   }
   const cycle = live.state.phase.cycle + 1;
   rec.cycle = cycle;

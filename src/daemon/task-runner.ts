@@ -16,7 +16,8 @@ export function dispatch(sup: Supervisor, live: Live, ev: CycleEvent): Promise<v
   live.state = state;
   // The settle's moment, before its slot is released: the next task admitted cannot start before it.
   if (effects.some((e) => e.type === "harvest_settled")) live.rec.timing.settledAt = Date.now();
-  if (state.phase !== before) sup.deps.log.debug({ taskId: live.rec.taskId, event: ev.type, from: before.name, to: state.phase.name }, "phase");
+  if (state.phase !== before)
+    sup.deps.log.debug({ taskId: live.rec.taskId, event: ev.type, from: before.name, to: state.phase.name }, "phase");
   return run(sup, live, effects);
 }
 
@@ -94,7 +95,11 @@ export async function endChild(sup: Supervisor, live: Live, why: string): Promis
   if (live.childEnded) return;
   live.childEnded = true;
   live.child?.push("child.abort", { reason: why });
-  if (rec.handle) await sup.deps.runtimeFor(rec.runtime).close(rec.handle).catch(() => undefined);
+  if (rec.handle)
+    await sup.deps
+      .runtimeFor(rec.runtime)
+      .close(rec.handle)
+      .catch(() => undefined);
 }
 
 function armIdle(sup: Supervisor, live: Live): void {
@@ -109,7 +114,8 @@ function armIdle(sup: Supervisor, live: Live): void {
   live.idleTimer.unref();
 }
 
-const LATE_WARNING = "result.md changed after the cycle settled; the settled result stands (respond to start a new cycle)";
+const LATE_WARNING =
+  "result.md changed after the cycle settled; the settled result stands (respond to start a new cycle)";
 
 /** A settled cycle is final: late evidence adds one warning to result.json and changes nothing else. */
 async function noteLateEvidence(sup: Supervisor, live: Live): Promise<void> {

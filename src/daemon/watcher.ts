@@ -64,8 +64,10 @@ export class TaskFiles {
   start(): void {
     const session = basename(this.opts.sessionPath);
     const result = basename(this.opts.resultPath);
-    const onSession = () => void this.readSession().then((moved) => moved && !this.stopped && this.opts.onChange("session"));
-    const onResult = () => void this.readResult().then((changed) => changed && !this.stopped && this.opts.onChange("result"));
+    const onSession = () =>
+      void this.readSession().then((moved) => moved && !this.stopped && this.opts.onChange("session"));
+    const onResult = () =>
+      void this.readResult().then((changed) => changed && !this.stopped && this.opts.onChange("result"));
     try {
       // Every event (create, append, rename, unlink) is delivered; a missing file name (rare) re-reads both.
       this.watcher = watch(this.opts.taskDir, { persistent: false }, (_type, name) => {
@@ -165,7 +167,12 @@ export class TaskFiles {
     const text = "text" in r ? r.text : "refused" in r ? `\0refused ${r.refused}` : undefined;
     if (text === this.resultText) return false;
     this.resultText = text;
-    this.resultMd = "text" in r ? parseResultMd(r.text, { maxBytes: RESULT_MD_MAX_BYTES }) : "refused" in r ? { meta: {}, body: "", warnings: [r.refused] } : undefined;
+    this.resultMd =
+      "text" in r
+        ? parseResultMd(r.text, { maxBytes: RESULT_MD_MAX_BYTES })
+        : "refused" in r
+          ? { meta: {}, body: "", warnings: [r.refused] }
+          : undefined;
     return true;
   }
 

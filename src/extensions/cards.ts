@@ -55,7 +55,12 @@ export interface CardTheme {
 }
 
 /** pi-tui's Markdown component, as pi's extension loader hands it to us (see loadPiMarkdown); never bundled. */
-export type MarkdownCtor = new (text: string, paddingX: number, paddingY: number, theme: Record<string, unknown>) => TextComponent;
+export type MarkdownCtor = new (
+  text: string,
+  paddingX: number,
+  paddingY: number,
+  theme: Record<string, unknown>,
+) => TextComponent;
 
 /**
  * pi-tui's Markdown class from the pi that loaded this extension: pi's loader aliases the pi-tui specifiers to its own
@@ -78,10 +83,20 @@ export async function loadPiMarkdown(): Promise<MarkdownCtor | undefined> {
 export function markdownTheme(theme: CardTheme): Record<string, unknown> {
   const fg = (color: string) => (t: string) => (theme.fg ? theme.fg(color, t) : t);
   return {
-    heading: fg("mdHeading"), link: fg("mdLink"), linkUrl: fg("mdLinkUrl"), code: fg("mdCode"), codeBlock: fg("mdCodeBlock"),
-    codeBlockBorder: fg("mdCodeBlockBorder"), quote: fg("mdQuote"), quoteBorder: fg("mdQuoteBorder"), hr: fg("mdHr"),
-    listBullet: fg("mdListBullet"), bold: (t: string) => theme.bold(t), italic: (t: string) => (theme.italic ? theme.italic(t) : t),
-    underline: (t: string) => (theme.underline ? theme.underline(t) : t), strikethrough: (t: string) => `\x1b[9m${t}\x1b[29m`,
+    heading: fg("mdHeading"),
+    link: fg("mdLink"),
+    linkUrl: fg("mdLinkUrl"),
+    code: fg("mdCode"),
+    codeBlock: fg("mdCodeBlock"),
+    codeBlockBorder: fg("mdCodeBlockBorder"),
+    quote: fg("mdQuote"),
+    quoteBorder: fg("mdQuoteBorder"),
+    hr: fg("mdHr"),
+    listBullet: fg("mdListBullet"),
+    bold: (t: string) => theme.bold(t),
+    italic: (t: string) => (theme.italic ? theme.italic(t) : t),
+    underline: (t: string) => (theme.underline ? theme.underline(t) : t),
+    strikethrough: (t: string) => `\x1b[9m${t}\x1b[29m`,
   };
 }
 
@@ -96,10 +111,13 @@ function cardLines(card: CardData): CardLine[] {
   const id = `${CARD_ICONS[card.status]} ${card.subagent_id}`;
   const head: CardLine = { text: `${id}${card.brief ? ` · ${card.brief}` : ""}`, boldPrefix: id };
   const para = (text: string): CardLine[] => text.split("\n").map((t) => ({ text: t }));
-  if (card.status === "aborted") return [{ ...head, text: `${head.text} · aborted${card.reason ? `: ${card.reason}` : ""}` }];
-  if (card.status === "error") return [head, { text: "" }, { text: "Error", bold: true }, { text: "" }, ...para(card.error ?? "unknown error")];
+  if (card.status === "aborted")
+    return [{ ...head, text: `${head.text} · aborted${card.reason ? `: ${card.reason}` : ""}` }];
+  if (card.status === "error")
+    return [head, { text: "" }, { text: "Error", bold: true }, { text: "" }, ...para(card.error ?? "unknown error")];
   const lines = [head];
-  if (card.status === "needs_input") lines.push({ text: "" }, { text: "Needs", bold: true }, { text: "" }, ...para(card.needs ?? ""));
+  if (card.status === "needs_input")
+    lines.push({ text: "" }, { text: "Needs", bold: true }, { text: "" }, ...para(card.needs ?? ""));
   lines.push({ text: "" }, ...para(card.report ?? ""));
   return lines;
 }
@@ -111,7 +129,8 @@ function renderCard(card: CardData, width: number, theme?: CardTheme): string[] 
   for (const l of cardLines(card)) {
     wrapLines(l.text, width).forEach((w, i) => {
       if (l.bold) out.push(bold(w));
-      else if (i === 0 && l.boldPrefix && w.startsWith(l.boldPrefix)) out.push(bold(l.boldPrefix) + w.slice(l.boldPrefix.length));
+      else if (i === 0 && l.boldPrefix && w.startsWith(l.boldPrefix))
+        out.push(bold(l.boldPrefix) + w.slice(l.boldPrefix.length));
       else out.push(w);
     });
   }

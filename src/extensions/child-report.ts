@@ -14,8 +14,15 @@ export const CREW_REPORT_PARAMETERS = {
   properties: {
     // No enum and no additionalProperties:false: pi would reject those with plain text before the tool runs; the
     // protocol wants a wrong outcome or an unknown field answered as {"error": ...} by checkCrewReport.
-    outcome: { type: "string", description: 'completed when the task is done; needs_input when you need an answer to continue. Exactly "completed" or "needs_input".' },
-    report: { type: "string", description: "Your complete final answer for this cycle (Markdown). No second summary follows." },
+    outcome: {
+      type: "string",
+      description:
+        'completed when the task is done; needs_input when you need an answer to continue. Exactly "completed" or "needs_input".',
+    },
+    report: {
+      type: "string",
+      description: "Your complete final answer for this cycle (Markdown). No second summary follows.",
+    },
     needs: { type: "string", description: "Only for needs_input: the exact question or decision you need." },
   },
   required: ["outcome", "report"],
@@ -29,7 +36,10 @@ export const CREW_REPORT_DESCRIPTION =
 export function resultMdFor(r: CrewReport): string {
   const body = r.outcome === "needs_input" ? `${r.report}\n\n## Needs\n\n${r.needs ?? ""}` : r.report;
   const summary = firstLine(r.outcome === "needs_input" ? (r.needs ?? r.report) : r.report);
-  return renderResultMd({ status: r.outcome === "completed" ? "completed" : "blocked", ...(summary ? { summary } : {}) }, body);
+  return renderResultMd(
+    { status: r.outcome === "completed" ? "completed" : "blocked", ...(summary ? { summary } : {}) },
+    body,
+  );
 }
 
 /** Atomic write (tmp + rename) so the daemon's watcher never reads half a file. */

@@ -13,7 +13,10 @@ function retryOf(path: string): { enabled?: unknown; maxRetries?: unknown } {
   }
 }
 
-export function readRetrySettings(cwd: string, env: NodeJS.ProcessEnv = process.env): { enabled: boolean; maxRetries: number } {
+export function readRetrySettings(
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { enabled: boolean; maxRetries: number } {
   const agentDir = (env.PI_CODING_AGENT_DIR ?? join(homedir(), ".pi", "agent")).replace(/^~(?=\/|$)/, homedir());
   const merged = { ...retryOf(join(agentDir, "settings.json")), ...retryOf(join(cwd, ".pi", "settings.json")) };
   return {
@@ -34,7 +37,8 @@ export function readPiVersion(entry: string | undefined = process.argv[1]): stri
       const p = join(dir, "package.json");
       if (existsSync(p)) {
         const pkg = JSON.parse(readFileSync(p, "utf8")) as { name?: unknown; version?: unknown };
-        if (typeof pkg.name === "string" && pkg.name.endsWith("/pi-coding-agent") && typeof pkg.version === "string") return pkg.version;
+        if (typeof pkg.name === "string" && pkg.name.endsWith("/pi-coding-agent") && typeof pkg.version === "string")
+          return pkg.version;
       }
       const up = dirname(dir);
       if (up === dir) break;

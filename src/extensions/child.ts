@@ -6,7 +6,13 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { connect, type DaemonClient } from "../client/index.js";
-import { errorEndingOutlook, isRetryableError073, piLineOfEntry, piLineOfVersion, type PiLine } from "../core/retry-outlook.js";
+import {
+  errorEndingOutlook,
+  isRetryableError073,
+  piLineOfEntry,
+  piLineOfVersion,
+  type PiLine,
+} from "../core/retry-outlook.js";
 import { CycleGuard, FINALIZE_PROMPT, checkCrewReport, judgeCycle, type CrewReport } from "../core/crew-cycle.js";
 import { readPiVersion, readRetrySettings } from "./child-settings.js";
 import { CREW_REPORT_DESCRIPTION, CREW_REPORT_PARAMETERS, resultMdFor, writeResultMd } from "./child-report.js";
@@ -63,7 +69,11 @@ export default function childExtension(pi: ExtensionAPI): void {
       // Only stored: the cycle is accepted at agent_end, when the report is known to be alone in the last batch.
       reports.set(toolCallId, checked);
       // terminate: pi makes no further model call after a batch of terminating results, so the report is the answer.
-      return { content: [{ type: "text" as const, text: "{}" }], details: { outcome: checked.outcome }, terminate: true };
+      return {
+        content: [{ type: "text" as const, text: "{}" }],
+        details: { outcome: checked.outcome },
+        terminate: true,
+      };
     },
   } as never);
 
@@ -82,7 +92,11 @@ export default function childExtension(pi: ExtensionAPI): void {
       const why = promptRefusal(ctx);
       // Without a known reason, give pi a generous while before calling it refused.
       if (why === undefined && waitedMs < 10_000) return checkStarted(forCycle, waitedMs + 500);
-      send("child.event", { type: "prompt_failed", cycle: forCycle, errorMessage: why ?? "pi did not start the prompt" });
+      send("child.event", {
+        type: "prompt_failed",
+        cycle: forCycle,
+        errorMessage: why ?? "pi did not start the prompt",
+      });
     }, 500).unref();
   pi.on("before_agent_start", async () => {
     started = Math.max(started, cycle);
@@ -93,14 +107,19 @@ export default function childExtension(pi: ExtensionAPI): void {
       const idle = ctxRef?.isIdle() ?? true;
       const sent = idle ? pi.sendUserMessage(text) : pi.sendUserMessage(text, { deliverAs: "followUp" });
       onSent?.();
-      Promise.resolve(sent).catch((e: unknown) => send("child.event", { type: "prompt_failed", cycle, errorMessage: String(e) }));
+      Promise.resolve(sent).catch((e: unknown) =>
+        send("child.event", { type: "prompt_failed", cycle, errorMessage: String(e) }),
+      );
     }, 0);
 
   let retryErrors = 0;
   /** The line of the pi this runs in: its package's version, else what the session shows (1.x-only entries). */
   let line: PiLine | undefined = piLineOfVersion(readPiVersion());
   const lineOf = (ctx: ExtensionContext): PiLine => {
-    line ??= ctx.sessionManager.getEntries().map((e) => piLineOfEntry(e as { type: string })).find((l) => l !== undefined);
+    line ??= ctx.sessionManager
+      .getEntries()
+      .map((e) => piLineOfEntry(e as { type: string }))
+      .find((l) => l !== undefined);
     return line ?? "0.73";
   };
   /** pi 1.x: an error ending whose outlook pi decides after agent_end; sent (final) at agent_settled. */
@@ -110,16 +129,25 @@ export default function childExtension(pi: ExtensionAPI): void {
     busy = false;
     const messages = ev.messages as unknown as Record<string, unknown>[];
     const last = [...messages].reverse().find((m) => m.role === "assistant");
-    const params: Record<string, unknown> = { type: "agent_end", cycle, sessionFile: ctx.sessionManager.getSessionFile() ?? null };
+    const params: Record<string, unknown> = {
+      type: "agent_end",
+      cycle,
+      sessionFile: ctx.sessionManager.getSessionFile() ?? null,
+    };
     if (typeof last?.stopReason === "string") params.stopReason = last.stopReason;
     if (typeof last?.errorMessage === "string") params.errorMessage = last.errorMessage;
     // Will pi retry? Each line's own signal (core/retry-outlook.ts): 0.73's rule now, or 1.x's agent_settled later.
     awaitingSettle = undefined;
     const errorMessage = last?.errorMessage as string | undefined;
     retryErrors = last?.stopReason === "error" && isRetryableError073(errorMessage) ? retryErrors + 1 : 0;
-    const outlook = last?.stopReason === "error"
-      ? errorEndingOutlook(lineOf(ctx), { errorMessage, settings: readRetrySettings(ctx.cwd), retryableInARow: retryErrors })
-      : "final";
+    const outlook =
+      last?.stopReason === "error"
+        ? errorEndingOutlook(lineOf(ctx), {
+            errorMessage,
+            settings: readRetrySettings(ctx.cwd),
+            retryableInARow: retryErrors,
+          })
+        : "final";
     params.willRetry = outlook !== "final";
     if (outlook === "await_settle") awaitingSettle = { cycle, params: { ...params, willRetry: false } };
     const verdict = judgeCycle(messages);
@@ -242,10 +270,13 @@ export default function childExtension(pi: ExtensionAPI): void {
 
 /** Why pi will not run a prompt, in pi's own words where it has them (its model registry), else undefined. */
 function promptRefusal(ctx: ExtensionContext | undefined): string | undefined {
-  const c = ctx as unknown as { model?: { provider?: string; id?: string }; modelRegistry?: { hasConfiguredAuth?(m: unknown): boolean } } | undefined;
+  const c = ctx as unknown as
+    | { model?: { provider?: string; id?: string }; modelRegistry?: { hasConfiguredAuth?(m: unknown): boolean } }
+    | undefined;
   if (!c) return undefined;
   if (!c.model) return "No model selected.";
   const auth = c.modelRegistry?.hasConfiguredAuth;
-  if (typeof auth === "function" && !auth.call(c.modelRegistry, c.model)) return `No API key found for ${c.model.provider ?? "the model's provider"}.`;
+  if (typeof auth === "function" && !auth.call(c.modelRegistry, c.model))
+    return `No API key found for ${c.model.provider ?? "the model's provider"}.`;
   return undefined;
 }

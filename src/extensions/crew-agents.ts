@@ -3,7 +3,13 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { mergeAgentSources, parseAgentDefinition, type AgentDefinition, type AgentSource, type AgentWarning } from "../core/crew-agents.js";
+import {
+  mergeAgentSources,
+  parseAgentDefinition,
+  type AgentDefinition,
+  type AgentSource,
+  type AgentWarning,
+} from "../core/crew-agents.js";
 
 /** Package root from the compiled file: dist/src/extensions → root. */
 export const bundledAgentsDir = join(import.meta.dirname, "..", "..", "..", "agents");
@@ -20,7 +26,9 @@ export function agentDirs(cwd: string, env: NodeJS.ProcessEnv = process.env): { 
 function readSource(dir: string, source: AgentSource, warnings: AgentWarning[]): AgentDefinition[] {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => n.endsWith(".md")).sort();
+    names = readdirSync(dir)
+      .filter((n) => n.endsWith(".md"))
+      .sort();
   } catch {
     return []; // an absent directory is normal
   }
@@ -39,7 +47,10 @@ function readSource(dir: string, source: AgentSource, warnings: AgentWarning[]):
   return out;
 }
 
-export function discoverAgents(cwd: string, env: NodeJS.ProcessEnv = process.env): { agents: AgentDefinition[]; warnings: AgentWarning[] } {
+export function discoverAgents(
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { agents: AgentDefinition[]; warnings: AgentWarning[] } {
   const warnings: AgentWarning[] = [];
   const sources = agentDirs(cwd, env).map(({ dir, source }) => ({ agents: readSource(dir, source, warnings) }));
   const merged = mergeAgentSources(sources);

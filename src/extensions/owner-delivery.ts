@@ -50,7 +50,8 @@ export class DeliveryInjector {
     const owner = ctx.sessionManager.getSessionId();
     // A card held for a session the person has since left is dropped: it was only ever a notice.
     for (const c of this.held.splice(0)) {
-      if (c.ownerId === owner) this.deps.pi.sendMessage({ customType: ABORT_TYPE, content: c.content, display: true, details: c.details });
+      if (c.ownerId === owner)
+        this.deps.pi.sendMessage({ customType: ABORT_TYPE, content: c.content, display: true, details: c.details });
     }
   }
 
@@ -79,7 +80,10 @@ export class DeliveryInjector {
       if (ctx.isIdle()) this.flushHeld();
     } else {
       if (ctx.isIdle()) await this.deps.beforeRun();
-      this.deps.pi.sendMessage({ customType: RESULT_TYPE, content: JSON.stringify(d.model), display: true, details }, { deliverAs: "steer", triggerTurn: true });
+      this.deps.pi.sendMessage(
+        { customType: RESULT_TYPE, content: JSON.stringify(d.model), display: true, details },
+        { deliverAs: "steer", triggerTurn: true },
+      );
     }
     this.injected.push(d.deliveryId);
     await this.ack(d.deliveryId, "acked");

@@ -74,7 +74,8 @@ export class OwnerLink {
     if (this.client && !this.client.closed) return Promise.resolve(this.client);
     if (this.stopped) return Promise.reject(new DshError("DAEMON_UNAVAILABLE", "the owner extension is shut down"));
     const ownerId = this.owner;
-    if (!ownerId) return Promise.reject(new DshError("BAD_STATE", "no pi session yet; retry once the session has started"));
+    if (!ownerId)
+      return Promise.reject(new DshError("BAD_STATE", "no pi session yet; retry once the session has started"));
     this.connecting ??= (async () => {
       try {
         const c = await connect(this.opts.socketPath, { kind: "owner", ownerId, connectTimeoutMs: 3000 });
@@ -92,7 +93,9 @@ export class OwnerLink {
         });
         this.client = c;
         // Attach: the daemon marks this owner active and pushes its pending deliveries; subscribe: status pushes.
-        const attached = await c.request<{ secret?: string }>("owner.attach", {}, { timeoutMs: 10_000 }).catch(() => undefined);
+        const attached = await c
+          .request<{ secret?: string }>("owner.attach", {}, { timeoutMs: 10_000 })
+          .catch(() => undefined);
         if (attached?.secret && this.owner === ownerId) this.opts.onSecret?.(ownerId, attached.secret);
         await c.request("task.subscribe", {}, { timeoutMs: 10_000 }).catch(() => undefined);
         return c;

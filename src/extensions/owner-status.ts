@@ -1,7 +1,13 @@
 // Owner Status Context wiring: feeds the pure StatusContext from the daemon and pi's events, appends snapshots and
 // reminders at safe boundaries (hidden in the TUI, never starting a turn), and repairs the model-bound context.
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { StatusContext, insertMissingStatus, statusIdOf, type ContextMessage, type StatusMessage } from "../core/crew-status.js";
+import {
+  StatusContext,
+  insertMissingStatus,
+  statusIdOf,
+  type ContextMessage,
+  type StatusMessage,
+} from "../core/crew-status.js";
 import { ABORT_TYPE } from "./owner-delivery.js";
 import type { OwnerLink } from "./owner-link.js";
 import { listOpenSessions } from "./owner-tools.js";
@@ -25,7 +31,11 @@ function persistedStatus(entries: Entry[]): (ContextMessage & Entry)[] {
   return entries
     .filter((e) => e.type === "custom_message" && STATUS_TYPES.has(String(e.customType)))
     .map((e) => ({
-      role: "custom", customType: String(e.customType), content: e.content, display: false, details: e.details,
+      role: "custom",
+      customType: String(e.customType),
+      content: e.content,
+      display: false,
+      details: e.details,
       timestamp: typeof e.timestamp === "string" ? Date.parse(e.timestamp) : Number(e.timestamp),
     }));
 }
@@ -48,11 +58,15 @@ export class OwnerStatus {
   /** A new, resumed, forked or reloaded session: restore what its persisted messages say. */
   sessionStarted(ctx: ExtensionContext): void {
     this.status = new StatusContext(`${ctx.sessionManager.getSessionId()}-${Date.now().toString(36)}`);
-    const all = persistedStatus(ctx.sessionManager.getBranch() as unknown as Entry[]).filter((m) => m.customType === "crew_status");
+    const all = persistedStatus(ctx.sessionManager.getBranch() as unknown as Entry[]).filter(
+      (m) => m.customType === "crew_status",
+    );
     const last = all.at(-1);
     this.lastSnapshotId = last ? statusIdOf(last) : undefined;
     this.active = all.length > 0;
-    const live = persistedStatus(liveBranch(ctx)).filter((m) => m.customType === "crew_status").at(-1);
+    const live = persistedStatus(liveBranch(ctx))
+      .filter((m) => m.customType === "crew_status")
+      .at(-1);
     this.status.restore(live ? String(live.content) : undefined, all.length > 0);
   }
 
@@ -93,7 +107,9 @@ export class OwnerStatus {
   }
 
   /** Before a user-prompted run: the message rides along with the prompt. */
-  async beforeAgentStart(): Promise<{ message: { customType: string; content: string; display: boolean; details: unknown } } | undefined> {
+  async beforeAgentStart(): Promise<
+    { message: { customType: string; content: string; display: boolean; details: unknown } } | undefined
+  > {
     const m = await this.next();
     return m ? { message: { ...m, display: false } } : undefined;
   }

@@ -4,7 +4,14 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { agentSummary, type AgentDefinition } from "../core/crew-agents.js";
 import { crewStatusOf, isOpenCrewStatus, type CrewStatus } from "../core/crew-delivery.js";
 import {
-  CREW_TOOL_PARAMETERS, checkAbortArgs, checkDoneArgs, checkNoArgs, checkRespondArgs, checkSpawnArgs, toolErrorText, type Checked,
+  CREW_TOOL_PARAMETERS,
+  checkAbortArgs,
+  checkDoneArgs,
+  checkNoArgs,
+  checkRespondArgs,
+  checkSpawnArgs,
+  toolErrorText,
+  type Checked,
 } from "../core/crew-tools.js";
 import type { AgentResult } from "../core/types.js";
 import { discoverAgents } from "./crew-agents.js";
@@ -33,7 +40,10 @@ class ToolError extends Error {
   }
 }
 
-const json = (value: unknown, details: Record<string, unknown> = {}) => ({ content: [{ type: "text" as const, text: JSON.stringify(value) }], details });
+const json = (value: unknown, details: Record<string, unknown> = {}) => ({
+  content: [{ type: "text" as const, text: JSON.stringify(value) }],
+  details,
+});
 
 function unwrap<T>(c: Checked<T>): T {
   if (!c.ok) throw new ToolError(c.error);
@@ -44,16 +54,23 @@ function unwrap<T>(c: Checked<T>): T {
 function daemonError(e: unknown, id?: string): ToolError {
   const code = (e as { code?: string }).code;
   const msg = e instanceof Error ? e.message : String(e);
-  if (code === "TASK_NOT_FOUND") return new ToolError(`No subagent with id "${id}"; crew_status lists this session's open subagents.`);
-  if (code === "NOT_OWNER") return new ToolError(`Subagent "${id}" belongs to a different session; only its owner may respond, close or abort it.`);
-  if (code === "DAEMON_UNAVAILABLE") return new ToolError(`the dsh-herdr daemon is not reachable (${msg}); start it with \`dsh-herdr daemon start\`.`);
+  if (code === "TASK_NOT_FOUND")
+    return new ToolError(`No subagent with id "${id}"; crew_status lists this session's open subagents.`);
+  if (code === "NOT_OWNER")
+    return new ToolError(
+      `Subagent "${id}" belongs to a different session; only its owner may respond, close or abort it.`,
+    );
+  if (code === "DAEMON_UNAVAILABLE")
+    return new ToolError(`the dsh-herdr daemon is not reachable (${msg}); start it with \`dsh-herdr daemon start\`.`);
   return new ToolError(msg);
 }
 
 /** The owner session's current model as provider/id (pi's ctx.model), when it has one. */
 function ownerModel(ctx: ExtensionContext): string | undefined {
   const m = ctx.model as { provider?: unknown; id?: unknown } | undefined;
-  return typeof m?.provider === "string" && typeof m.id === "string" && m.provider && m.id ? `${m.provider}/${m.id}` : undefined;
+  return typeof m?.provider === "string" && typeof m.id === "string" && m.provider && m.id
+    ? `${m.provider}/${m.id}`
+    : undefined;
 }
 
 /** The owner's open sessions (running, completed, needs_input), oldest first. */
@@ -61,9 +78,19 @@ export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView
   const owner = link.ownerId;
   if (!owner) return [];
   // Ask for open statuses only: the daemon pages newest first, and closed history must not push open work off the page.
-  const { tasks } = await link.request<{ tasks: AgentResult[] }>("task.list", { owner, status: OPEN_STATUSES, limit: 1000 });
+  const { tasks } = await link.request<{ tasks: AgentResult[] }>("task.list", {
+    owner,
+    status: OPEN_STATUSES,
+    limit: 1000,
+  });
   return tasks
-    .map((t) => ({ subagent_id: t.taskId, subagent: t.agent.name, brief: t.brief ?? "", status: crewStatusOf(t.status), createdAt: t.timing.createdAt }))
+    .map((t) => ({
+      subagent_id: t.taskId,
+      subagent: t.agent.name,
+      brief: t.brief ?? "",
+      status: crewStatusOf(t.status),
+      createdAt: t.timing.createdAt,
+    }))
     .filter((t) => isOpenCrewStatus(t.status))
     .sort((a, b) => a.createdAt - b.createdAt)
     .map(({ createdAt: _c, ...rest }) => rest);
@@ -86,7 +113,8 @@ function spawnTask(agent: AgentDefinition, task: { goal: string; context: string
 export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void {
   const { link } = deps;
   // Every crew tool gets a one-line call and a confirmation in the TUI; the model still gets the JSON.
-  const reg = (tool: Record<string, unknown>) => pi.registerTool({ ...crewToolRenderers(String(tool["name"])), ...tool } as never);
+  const reg = (tool: Record<string, unknown>) =>
+    pi.registerTool({ ...crewToolRenderers(String(tool["name"])), ...tool } as never);
 
   reg({
     name: "crew_list",
@@ -98,14 +126,18 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
     async execute(_id: string, params: unknown, _s: unknown, _u: unknown, ctx: ExtensionContext) {
       unwrap(checkNoArgs("crew_list", params));
       const { agents, warnings } = discoverAgents(ctx.cwd);
-      return json({ subagents: agents.map(agentSummary), warnings: warnings.map((w) => ({ file: w.file, message: w.message })) });
+      return json({
+        subagents: agents.map(agentSummary),
+        warnings: warnings.map((w) => ({ file: w.file, message: w.message })),
+      });
     },
   });
 
   reg({
     name: "crew_spawn",
     label: "Crew spawn",
-    description: "Delegate a task to a new subagent. Returns {subagent_id} at once; the result arrives later as a message. Do not wait, sleep or poll.",
+    description:
+      "Delegate a task to a new subagent. Returns {subagent_id} at once; the result arrives later as a message. Do not wait, sleep or poll.",
     promptSnippet: "crew_spawn: delegate an independent slice of work to a subagent",
     promptGuidelines: [
       "Never duplicate delegated work; continue only with independent scope, otherwise end the turn. Results arrive asynchronously.",
@@ -114,27 +146,41 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
     parameters: CREW_TOOL_PARAMETERS.crew_spawn,
     async execute(_id: string, params: unknown, _s: unknown, _u: unknown, ctx: ExtensionContext) {
       const { agents } = discoverAgents(ctx.cwd);
-      const args = unwrap(checkSpawnArgs(params, agents.map((a) => a.name)));
+      const args = unwrap(
+        checkSpawnArgs(
+          params,
+          agents.map((a) => a.name),
+        ),
+      );
       const agent = agents.find((a) => a.name === args.subagent)!;
       let r: { subagent_id: string; name?: string };
       try {
         r = await link.request<{ subagent_id: string; name?: string }>("task.spawn", {
-          cwd: ctx.cwd, brief: args.brief, task: spawnTask(agent, args.task), role: agent.role, isolated: agent.isolated,
+          cwd: ctx.cwd,
+          brief: args.brief,
+          task: spawnTask(agent, args.task),
+          role: agent.role,
+          isolated: agent.isolated,
           // Like pi-crew: a definition without a model runs on the owner session's current model.
-          ...(agent.model ?? ownerModel(ctx) ? { model: agent.model ?? ownerModel(ctx) } : {}), ...(agent.thinking ? { thinking: agent.thinking } : {}),
+          ...((agent.model ?? ownerModel(ctx)) ? { model: agent.model ?? ownerModel(ctx) } : {}),
+          ...(agent.thinking ? { thinking: agent.thinking } : {}),
         });
       } catch (e) {
         throw daemonError(e);
       }
       deps.changed();
-      return json({ subagent_id: r.subagent_id }, { subagent: agent.name, brief: args.brief, task: args.task, ...(r.name ? { name: r.name } : {}) });
+      return json(
+        { subagent_id: r.subagent_id },
+        { subagent: agent.name, brief: args.brief, task: args.task, ...(r.name ? { name: r.name } : {}) },
+      );
     },
   });
 
   reg({
     name: "crew_respond",
     label: "Crew respond",
-    description: "Send a follow-up to a completed or needs_input subagent: only new information or the answer it asked for. Returns at once.",
+    description:
+      "Send a follow-up to a completed or needs_input subagent: only new information or the answer it asked for. Returns at once.",
     parameters: CREW_TOOL_PARAMETERS.crew_respond,
     async execute(_id: string, params: unknown) {
       const args = unwrap(checkRespondArgs(params));
@@ -144,7 +190,9 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
         if ((e as { code?: string }).code === "BAD_STATE" || (e as { code?: string }).code === "BAD_PARAMS") {
           const t = await getTask(link, args.subagent_id);
           if (t.owner !== link.ownerId) throw daemonError({ code: "NOT_OWNER" }, args.subagent_id);
-          throw new ToolError(`Subagent "${args.subagent_id}" is not waiting for a response (status: ${crewStatusOf(t.status)}); respond after its result arrives.`);
+          throw new ToolError(
+            `Subagent "${args.subagent_id}" is not waiting for a response (status: ${crewStatusOf(t.status)}); respond after its result arrives.`,
+          );
         }
         throw daemonError(e, args.subagent_id);
       }
@@ -163,8 +211,10 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       const t = await getTask(link, subagent_id);
       if (t.owner !== link.ownerId) throw daemonError({ code: "NOT_OWNER" }, subagent_id);
       const st = crewStatusOf(t.status);
-      if (st === "running") throw new ToolError(`Subagent "${subagent_id}" is still running; wait for its result, or crew_abort it.`);
-      if (st === "closed" || st === "aborted") throw new ToolError(`No open subagent with id "${subagent_id}" (it is ${st}).`);
+      if (st === "running")
+        throw new ToolError(`Subagent "${subagent_id}" is still running; wait for its result, or crew_abort it.`);
+      if (st === "closed" || st === "aborted")
+        throw new ToolError(`No open subagent with id "${subagent_id}" (it is ${st}).`);
       try {
         await link.request("task.close", { taskId: subagent_id });
       } catch (e) {
@@ -178,7 +228,8 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
   reg({
     name: "crew_abort",
     label: "Crew abort",
-    description: "Abort running or waiting subagents of this session: exactly one of subagent_id, subagent_ids, all=true.",
+    description:
+      "Abort running or waiting subagents of this session: exactly one of subagent_id, subagent_ids, all=true.",
     parameters: CREW_TOOL_PARAMETERS.crew_abort,
     async execute(_id: string, params: unknown) {
       const args = unwrap(checkAbortArgs(params));
@@ -197,7 +248,10 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       }
       const out = { aborted_ids: r.aborted_ids, missing_ids: r.missing_ids, foreign_ids: r.foreign_ids };
       if (out.aborted_ids.length === 0) {
-        const parts = [out.missing_ids.length ? `not found or already finished: ${out.missing_ids.join(", ")}` : "", out.foreign_ids.length ? `belong to a different session: ${out.foreign_ids.join(", ")}` : ""].filter(Boolean);
+        const parts = [
+          out.missing_ids.length ? `not found or already finished: ${out.missing_ids.join(", ")}` : "",
+          out.foreign_ids.length ? `belong to a different session: ${out.foreign_ids.join(", ")}` : "",
+        ].filter(Boolean);
         throw new ToolError(`Nothing aborted (${parts.join("; ")}).`);
       }
       deps.changed();
@@ -208,7 +262,8 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
   reg({
     name: "crew_status",
     label: "Crew status",
-    description: "This session's open subagents (running, completed, needs_input) as JSON. Results arrive by themselves: do not poll.",
+    description:
+      "This session's open subagents (running, completed, needs_input) as JSON. Results arrive by themselves: do not poll.",
     parameters: CREW_TOOL_PARAMETERS.crew_status,
     async execute(_id: string, params: unknown) {
       unwrap(checkNoArgs("crew_status", params));

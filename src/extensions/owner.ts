@@ -17,7 +17,10 @@ export function sessionIdOfFile(path: string | undefined): string | undefined {
     try {
       const buf = Buffer.alloc(4096);
       const n = readSync(fd, buf, 0, buf.length, 0);
-      const header = JSON.parse(buf.subarray(0, n).toString("utf8").split("\n")[0] ?? "") as { type?: unknown; id?: unknown };
+      const header = JSON.parse(buf.subarray(0, n).toString("utf8").split("\n")[0] ?? "") as {
+        type?: unknown;
+        id?: unknown;
+      };
       return header.type === "session" && typeof header.id === "string" ? header.id : undefined;
     } finally {
       closeSync(fd);
@@ -34,7 +37,13 @@ export const OWNER_SECRET_TYPE = "dsh-herdr-owner";
 export function ownerSecretIn(entries: readonly unknown[], ownerId: string): string | undefined {
   for (let i = entries.length - 1; i >= 0; i--) {
     const e = entries[i] as { type?: unknown; customType?: unknown; data?: { ownerId?: unknown; secret?: unknown } };
-    if (e?.type === "custom" && e.customType === OWNER_SECRET_TYPE && e.data?.ownerId === ownerId && typeof e.data.secret === "string") return e.data.secret;
+    if (
+      e?.type === "custom" &&
+      e.customType === OWNER_SECRET_TYPE &&
+      e.data?.ownerId === ownerId &&
+      typeof e.data.secret === "string"
+    )
+      return e.data.secret;
   }
   return undefined;
 }
@@ -65,13 +74,18 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
   const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef, beforeRun: () => status.appendIdle() });
 
   registerOwnerTools(pi, { link, changed: () => status.markChanged() });
-  const card = (m: { details?: unknown }, o: { expanded: boolean }, theme: CardTheme) => renderCrewCard(m, o, theme, markdown);
+  const card = (m: { details?: unknown }, o: { expanded: boolean }, theme: CardTheme) =>
+    renderCrewCard(m, o, theme, markdown);
   pi.registerMessageRenderer(RESULT_TYPE, card as never);
   pi.registerMessageRenderer(ABORT_TYPE, card as never);
 
   pi.on("session_start", async (ev, ctx) => {
     // pi builds a fresh extension instance per session, so the session forked from is named by its file.
-    const previous = link.ownerId ?? (ev.reason === "fork" ? sessionIdOfFile((ev as { previousSessionFile?: string }).previousSessionFile) : undefined);
+    const previous =
+      link.ownerId ??
+      (ev.reason === "fork"
+        ? sessionIdOfFile((ev as { previousSessionFile?: string }).previousSessionFile)
+        : undefined);
     ctxRef = ctx;
     status.sessionStarted(ctx);
     const owner = ctx.sessionManager.getSessionId();
@@ -105,14 +119,17 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
   });
   pi.on("before_agent_start", async () => status.beforeAgentStart());
   // pi may still count as streaming inside agent_end: held abort cards go out from a later macrotask.
-  pi.on("agent_end", async () =>
-    void setTimeout(() => {
-      try {
-        injector.flushHeld();
-      } catch {
-        // The session was replaced in between (/new, /resume): its held notices are dropped with it.
-      }
-    }, 0));
+  pi.on(
+    "agent_end",
+    async () =>
+      void setTimeout(() => {
+        try {
+          injector.flushHeld();
+        } catch {
+          // The session was replaced in between (/new, /resume): its held notices are dropped with it.
+        }
+      }, 0),
+  );
   pi.on("turn_end", async (ev) => {
     await status.turnEnded((ev.toolResults?.length ?? 0) > 0);
   });

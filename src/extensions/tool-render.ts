@@ -74,7 +74,8 @@ export function callLine(tool: string, args: Record<string, unknown>, theme: Too
     case "crew_done":
       return [title, [` ${str(args["subagent_id"])}`]];
     case "crew_abort": {
-      const ids = args["all"] === true ? ["all"] : [str(args["subagent_id"]), ...list(args["subagent_ids"])].filter(Boolean);
+      const ids =
+        args["all"] === true ? ["all"] : [str(args["subagent_id"]), ...list(args["subagent_ids"])].filter(Boolean);
       return [title, [` ${ids.join(", ")}`]];
     }
     default:
@@ -93,7 +94,13 @@ export function resultLines(tool: string, r: ToolResultView, isError: boolean, t
     case "crew_spawn": {
       const who = str(details["name"]) || str(v["subagent_id"]);
       const brief = str(details["brief"]);
-      return [[["spawned ", ok], [who, (t) => theme.bold(t)], [brief ? ` · ${brief}` : "", dim]]];
+      return [
+        [
+          ["spawned ", ok],
+          [who, (t) => theme.bold(t)],
+          [brief ? ` · ${brief}` : "", dim],
+        ],
+      ];
     }
     case "crew_respond":
       return [[["sent to ", ok], [str(v["subagent_id"])], [" · its answer arrives as a message", dim]]];
@@ -110,13 +117,23 @@ export function resultLines(tool: string, r: ToolResultView, isError: boolean, t
       if (sessions.length === 0) return [[["no open subagents", dim]]];
       return [
         [[`${sessions.length} open`, ok]],
-        ...sessions.map((x): Piece[] => [[`${str(x["subagent_id"])} `], [str(x["status"]), dim], [str(x["brief"]) ? ` · ${str(x["brief"])}` : ""]]),
+        ...sessions.map((x): Piece[] => [
+          [`${str(x["subagent_id"])} `],
+          [str(x["status"]), dim],
+          [str(x["brief"]) ? ` · ${str(x["brief"])}` : ""],
+        ]),
       ];
     }
     case "crew_list": {
       const agents = Array.isArray(v["subagents"]) ? (v["subagents"] as Record<string, unknown>[]) : [];
       const warnings = Array.isArray(v["warnings"]) ? v["warnings"].length : 0;
-      return [[[`${agents.length} subagent(s): `, ok], [agents.map((a) => str(a["name"])).join(", ")], [warnings ? ` · ${warnings} warning(s)` : "", dim]]];
+      return [
+        [
+          [`${agents.length} subagent(s): `, ok],
+          [agents.map((a) => str(a["name"])).join(", ")],
+          [warnings ? ` · ${warnings} warning(s)` : "", dim],
+        ],
+      ];
     }
     default:
       return [[[JSON.stringify(v)]]];
@@ -130,7 +147,12 @@ export function crewToolRenderers(tool: string) {
       const a = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {};
       return lineComponent(() => [callLine(tool, a, theme)]);
     },
-    renderResult(result: ToolResultView, options: { expanded?: boolean }, theme: ToolTheme, context?: { isError?: boolean }): TextComponent {
+    renderResult(
+      result: ToolResultView,
+      options: { expanded?: boolean },
+      theme: ToolTheme,
+      context?: { isError?: boolean },
+    ): TextComponent {
       const lines = resultLines(tool, result, context?.isError === true, theme);
       // Expanded (ctrl+o) also shows the JSON the model got, one line.
       const raw = result.content?.find((c) => c.type === "text")?.text ?? "";

@@ -30,7 +30,10 @@ export async function contentHash(path: string): Promise<string> {
   if (!st.isFile()) return st.isSymbolicLink() ? `link:${st.size}:${st.mtimeMs}` : "other";
   const h = createHash("sha256");
   await new Promise<void>((resolve, reject) => {
-    createReadStream(path).on("data", (b) => h.update(b)).on("end", () => resolve()).on("error", reject);
+    createReadStream(path)
+      .on("data", (b) => h.update(b))
+      .on("end", () => resolve())
+      .on("error", reject);
   });
   return h.digest("hex");
 }
@@ -64,7 +67,9 @@ export async function captureBaseline(cwd: string, opts: CaptureOptions = {}): P
   // Root and HEAD in one call; the dirty list (porcelain paths are relative to the top level) alongside it.
   const [facts, status] = await Promise.all([
     opts.known ?? repoFacts(cwd),
-    opts.dirty === false ? "" : gitMaybe(cwd, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
+    opts.dirty === false
+      ? ""
+      : gitMaybe(cwd, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]),
   ]);
   if (facts === undefined) {
     return {
@@ -76,10 +81,19 @@ export async function captureBaseline(cwd: string, opts: CaptureOptions = {}): P
     };
   }
   // A status that failed in a repo is a real problem (not "nothing dirty"): ask again and let it throw.
-  const dirty = status ?? (await git(facts.root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]));
+  const dirty =
+    status ??
+    (await git(facts.root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty"]));
   const dirtyAtStart = porcelainLines(dirty);
   const dirtyHashes = dirtyAtStart.length > 0 ? await hashDirty(facts.root, dirtyAtStart) : undefined;
-  return { isRepo: true, repoRoot: facts.root, baselineHead: facts.head, dirtyAtStart, ...(dirtyHashes ? { dirtyHashes } : {}), warnings: [] };
+  return {
+    isRepo: true,
+    repoRoot: facts.root,
+    baselineHead: facts.head,
+    dirtyAtStart,
+    ...(dirtyHashes ? { dirtyHashes } : {}),
+    warnings: [],
+  };
 }
 
 /** `git status --porcelain -z` → lines; a rename/copy entry carries its source path as the next field. */

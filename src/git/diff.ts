@@ -30,7 +30,11 @@ const HARVEST_WORK_PREFIX = ".harvest-";
 /** Work dirs of earlier harvests in this dir that never finished (one harvest runs per task at a time). */
 async function removeStaleWork(dir: string): Promise<void> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => n.startsWith(HARVEST_WORK_PREFIX)).map((n) => rm(join(dir, n), { recursive: true, force: true })));
+  await Promise.all(
+    names
+      .filter((n) => n.startsWith(HARVEST_WORK_PREFIX))
+      .map((n) => rm(join(dir, n), { recursive: true, force: true })),
+  );
 }
 
 export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
@@ -66,8 +70,19 @@ export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
     }
     const args = [
       ...CONFIG_ARGS,
-      "diff", "-z", "--raw", "-p", "--binary", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
-      "--src-prefix=a/", "--dst-prefix=b/", base, "--",
+      "diff",
+      "-z",
+      "--raw",
+      "-p",
+      "--binary",
+      "-M",
+      "--no-color",
+      "--no-ext-diff",
+      "--no-textconv",
+      "--src-prefix=a/",
+      "--dst-prefix=b/",
+      base,
+      "--",
     ];
     const streamed = await streamDiff(root, args, env, tmpPatch, cap);
     if (streamed.truncated) await appendFile(tmpPatch, truncationNote(streamed.patchBytes, cap, root, base));
@@ -119,12 +134,16 @@ const EMPTY_BLOB: Record<string, string> = {
 /** The repo's top level, the user's index file and the empty blob id, in one git call. */
 async function locate(cwd: string): Promise<{ root: string; userIndex: string; emptyBlob: string }> {
   const st = await stat(cwd).catch(() => undefined);
-  if (st === undefined || !st.isDirectory()) throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass the task's working directory.`);
+  if (st === undefined || !st.isDirectory())
+    throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass the task's working directory.`);
   let out: string;
   try {
     out = await git(cwd, ["rev-parse", "--show-toplevel", "--git-path", "index", "--show-object-format"]);
   } catch {
-    throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree, so there is no diff to harvest; run \`git init\` there or pick a repo directory.`);
+    throw new DshError(
+      "NOT_A_REPO",
+      `${cwd} is not inside a git work tree, so there is no diff to harvest; run \`git init\` there or pick a repo directory.`,
+    );
   }
   const [root = "", index = "", format = "sha1"] = out.split("\n");
   // --git-path is relative to cwd unless absolute.

@@ -72,16 +72,27 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
   for (const repo of repos) {
     if ((await stat(repo).catch(() => undefined)) === undefined) continue;
     const worktrees = await listWorktrees(repo);
-    const branches = (await git(repo, ["for-each-ref", "--format=%(refname)", PREFIX])).split("\n").filter((b) => b !== "");
+    const branches = (await git(repo, ["for-each-ref", "--format=%(refname)", PREFIX]))
+      .split("\n")
+      .filter((b) => b !== "");
     const seen = new Set<string>();
     for (const wt of worktrees.slice(1)) {
-      const known = opts.tasks.find((t) => t.worktree !== undefined && t.worktree.repo === repo && samePath(t.worktree.path, wt.path));
+      const known = opts.tasks.find(
+        (t) => t.worktree !== undefined && t.worktree.repo === repo && samePath(t.worktree.path, wt.path),
+      );
       if (wt.branch === undefined || !wt.branch.startsWith(PREFIX)) {
         // A task's worktree that left its dsh/ branch (detached, or switched): listed, never removed blindly.
         if (known?.worktree) {
-          const where = wt.branch === undefined ? `detached at ${wt.head?.slice(0, 12) ?? "?"}` : `on ${wt.branch.replace("refs/heads/", "")}`;
+          const where =
+            wt.branch === undefined
+              ? `detached at ${wt.head?.slice(0, 12) ?? "?"}`
+              : `on ${wt.branch.replace("refs/heads/", "")}`;
           plan.push({
-            taskId: known.taskId, repo, path: wt.path, branch: known.worktree.branch, action: "keep",
+            taskId: known.taskId,
+            repo,
+            path: wt.path,
+            branch: known.worktree.branch,
+            action: "keep",
             reason: `the worktree is ${where}, not on ${known.worktree.branch}: commits made there may be on no branch; inspect it, then \`git worktree remove\` it by hand`,
           });
         }
@@ -91,7 +102,11 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
       const taskId = wt.branch.slice(PREFIX.length);
       if (!branches.includes(wt.branch)) {
         plan.push({
-          taskId, repo, path: wt.path, branch: `dsh/${taskId}`, action: "keep",
+          taskId,
+          repo,
+          path: wt.path,
+          branch: `dsh/${taskId}`,
+          action: "keep",
           reason: `its branch dsh/${taskId} was deleted while the worktree was on it: commits made there may be unreachable; inspect it, then \`git worktree remove\` it by hand`,
         });
         continue;
@@ -116,12 +131,30 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
   return plan;
 }
 
-async function judge(repo: string, taskId: string, path: string | null, byId: Map<string, GcTask>, capBytes?: number): Promise<GcPlanItem> {
+async function judge(
+  repo: string,
+  taskId: string,
+  path: string | null,
+  byId: Map<string, GcTask>,
+  capBytes?: number,
+): Promise<GcPlanItem> {
   const branch = `dsh/${taskId}`;
-  const item = (action: "remove" | "keep", reason: string): GcPlanItem => ({ taskId, repo, path, branch, action, reason });
+  const item = (action: "remove" | "keep", reason: string): GcPlanItem => ({
+    taskId,
+    repo,
+    path,
+    branch,
+    action,
+    reason,
+  });
   const task = isValidTaskId(taskId) ? byId.get(taskId) : undefined;
-  if (task === undefined) return item("keep", "no task record for this branch; not removed (delete it by hand if it is yours)");
-  if (task.open) return item("keep", `the task is still open (\`dsh-herdr list\` shows it); close it first (dsh-herdr done ${taskId})`);
+  if (task === undefined)
+    return item("keep", "no task record for this branch; not removed (delete it by hand if it is yours)");
+  if (task.open)
+    return item(
+      "keep",
+      `the task is still open (\`dsh-herdr list\` shows it); close it first (dsh-herdr done ${taskId})`,
+    );
   const base = task.worktree?.base ?? "HEAD";
   const merged = await gitSucceeds(repo, ["merge-base", "--is-ancestor", branch, base]);
   const judged = await judgeWork(repo, taskId, path, branch, base, merged, task, capBytes);
@@ -133,24 +166,56 @@ async function judge(repo: string, taskId: string, path: string | null, byId: Ma
   return judged;
 }
 
-async function judgeWork(repo: string, taskId: string, path: string | null, branch: string, base: string, merged: boolean, task: GcTask, capBytes?: number): Promise<GcPlanItem> {
-  const item = (action: "remove" | "keep", reason: string): GcPlanItem => ({ taskId, repo, path, branch, action, reason });
+async function judgeWork(
+  repo: string,
+  taskId: string,
+  path: string | null,
+  branch: string,
+  base: string,
+  merged: boolean,
+  task: GcTask,
+  capBytes?: number,
+): Promise<GcPlanItem> {
+  const item = (action: "remove" | "keep", reason: string): GcPlanItem => ({
+    taskId,
+    repo,
+    path,
+    branch,
+    action,
+    reason,
+  });
   if (path === null || (await stat(path).catch(() => undefined)) === undefined) {
     // Without a worktree only a merge proves the branch's commits are kept elsewhere.
-    return merged ? item("remove", `branch merged into ${base}`) : item("keep", `branch has commits not merged into ${base}, and no worktree to compare with the saved patch`);
+    return merged
+      ? item("remove", `branch merged into ${base}`)
+      : item("keep", `branch has commits not merged into ${base}, and no worktree to compare with the saved patch`);
   }
   const dirty = (await git(path, ["status", "--porcelain", "-z", "--untracked-files=all"])) !== "";
   if (merged && !dirty) return item("remove", `branch merged into ${base} and the worktree is clean`);
-  if (task.diff === undefined) return item("keep", "no diff was harvested for this task; harvest it or inspect the worktree");
-  if (task.diff.truncated) return item("keep", "the saved patch was truncated, so it does not hold all the work; raise patchCapBytes and harvest again");
+  if (task.diff === undefined)
+    return item("keep", "no diff was harvested for this task; harvest it or inspect the worktree");
+  if (task.diff.truncated)
+    return item(
+      "keep",
+      "the saved patch was truncated, so it does not hold all the work; raise patchCapBytes and harvest again",
+    );
   const saved = await readFile(task.diff.patchPath).catch(() => undefined);
   if (saved === undefined) return item("keep", `the saved patch ${task.diff.patchPath} is missing; harvest again`);
   const fresh = join(tmpdir(), `dsh-gc-${taskId}-${randomBytes(4).toString("hex")}.patch`);
   try {
-    const ev = await harvestDiff({ cwd: path, baselineHead: task.diff.baselineHead, patchPath: fresh, capBytes: Math.max(capBytes ?? 0, saved.length + 1) });
+    const ev = await harvestDiff({
+      cwd: path,
+      baselineHead: task.diff.baselineHead,
+      patchPath: fresh,
+      capBytes: Math.max(capBytes ?? 0, saved.length + 1),
+    });
     const now = await readFile(fresh);
-    if (!ev.truncated && now.equals(saved)) return item("remove", "the saved patch equals a fresh harvest: all work is captured");
-    return item("keep", "the worktree has changes made after the last harvest (fresh diff differs from the saved patch); harvest again or inspect it");
+    if (!ev.truncated && now.equals(saved))
+      return item("remove", "the saved patch equals a fresh harvest: all work is captured");
+    return item(
+      "keep",
+      "the worktree has changes made after the last harvest (fresh diff differs from the saved patch); harvest again or inspect it",
+    );
   } catch (e) {
     return item("keep", `could not compare with a fresh harvest: ${(e as Error).message}`);
   } finally {

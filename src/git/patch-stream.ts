@@ -41,7 +41,8 @@ class LineCounter {
     if (this.pending !== undefined) {
       const nl = buf.indexOf(NL);
       const end = nl < 0 ? buf.length : nl;
-      if (this.pending.length < 11) this.pending = Buffer.concat([this.pending, buf.subarray(0, Math.min(end, 11 - this.pending.length))]);
+      if (this.pending.length < 11)
+        this.pending = Buffer.concat([this.pending, buf.subarray(0, Math.min(end, 11 - this.pending.length))]);
       if (nl < 0) return;
       this.classify(this.pending);
       this.pending = undefined;
@@ -75,7 +76,13 @@ class LineCounter {
  * `capBytes` the file is cut back to the last `diff --git` header at or below the cap, so it holds whole file
  * patches only; git's output is still read to the end so the stat counts every line.
  */
-export async function streamDiff(cwd: string, args: string[], env: Record<string, string>, file: string, capBytes: number): Promise<StreamedDiff> {
+export async function streamDiff(
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+  file: string,
+  capBytes: number,
+): Promise<StreamedDiff> {
   // Open first: between spawn and the read loop there must be no await, or node drains an unread stdout on exit.
   const fh = await open(file, "w", 0o600);
   const child = spawn("git", args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
@@ -149,7 +156,8 @@ export async function streamDiff(cwd: string, args: string[], env: Record<string
     await fh.close();
   }
   const code = await exited;
-  if (code !== 0) throw new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd} (exit ${code}): ${stderr.trim()}`);
+  if (code !== 0)
+    throw new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd} (exit ${code}): ${stderr.trim()}`);
   return { entries, insertions: counter.insertions, deletions: counter.deletions, patchBytes: written, truncated };
 }
 

@@ -18,7 +18,14 @@ export async function repoRoot(cwd: string): Promise<string | undefined> {
 
 /** The top level and HEAD in one git call (HEAD null before the first commit); undefined outside a work tree. */
 export async function repoFacts(cwd: string): Promise<{ root: string; head: string | null } | undefined> {
-  const out = await gitMaybe(cwd, ["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--verify", "-q", "HEAD^{commit}"]).catch(() => undefined);
+  const out = await gitMaybe(cwd, [
+    "rev-parse",
+    "--is-inside-work-tree",
+    "--show-toplevel",
+    "--verify",
+    "-q",
+    "HEAD^{commit}",
+  ]).catch(() => undefined);
   const [inside, top, sha] = (out ?? "").split("\n");
   if (inside === "true" && top && sha && /^[0-9a-f]{40,64}$/.test(sha)) return { root: top, head: sha };
   // No HEAD yet (or not a repo): ask for the top level alone.
@@ -50,20 +57,32 @@ export async function locateRepo(cwd: string): Promise<{ root: string } | undefi
 /** locateRepo, or NOT_A_REPO naming the fix. */
 export async function requireRepo(cwd: string): Promise<{ root: string }> {
   const found = await locateRepo(cwd);
-  if (found === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);
+  if (found === undefined)
+    throw new DshError(
+      "NOT_A_REPO",
+      `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`,
+    );
   return found;
 }
 
 /** repoFacts, or NOT_A_REPO naming the fix. */
 export async function requireRepoFacts(cwd: string): Promise<{ root: string; head: string | null }> {
   const facts = await repoFacts(cwd);
-  if (facts === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);
+  if (facts === undefined)
+    throw new DshError(
+      "NOT_A_REPO",
+      `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`,
+    );
   return facts;
 }
 
 export async function requireRepoRoot(cwd: string): Promise<string> {
   const root = await repoRoot(cwd);
-  if (root === undefined) throw new DshError("NOT_A_REPO", `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`);
+  if (root === undefined)
+    throw new DshError(
+      "NOT_A_REPO",
+      `${cwd} is not inside a git work tree; run \`git init\` there or pick a repo directory.`,
+    );
   return root;
 }
 

@@ -5,7 +5,19 @@ import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 
 // Variables that would redirect git away from the cwd's repo, or change its output format.
-const STRIPPED = ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_NAMESPACE", "GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_PAGER", "GIT_CONFIG_PARAMETERS"];
+const STRIPPED = [
+  "GIT_DIR",
+  "GIT_WORK_TREE",
+  "GIT_INDEX_FILE",
+  "GIT_OBJECT_DIRECTORY",
+  "GIT_COMMON_DIR",
+  "GIT_PREFIX",
+  "GIT_NAMESPACE",
+  "GIT_EXTERNAL_DIFF",
+  "GIT_DIFF_OPTS",
+  "GIT_PAGER",
+  "GIT_CONFIG_PARAMETERS",
+];
 
 export const CONFIG_ARGS = ["-c", "core.quotePath=false", "-c", "core.precomposeUnicode=true"];
 
@@ -43,7 +55,11 @@ export function git(cwd: string, args: string[], extraEnv: Record<string, string
 const MAX_OUTPUT_BYTES = 256 * 1024 * 1024;
 
 /** Like git(), but a failure returns undefined (for probes such as "is there a HEAD?"). */
-export async function gitMaybe(cwd: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string | undefined> {
+export async function gitMaybe(
+  cwd: string,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<string | undefined> {
   try {
     return await git(cwd, args, extraEnv);
   } catch {
@@ -66,16 +82,29 @@ export function gitSucceeds(cwd: string, args: string[]): Promise<boolean> {
 }
 
 /** Run git with a file as its stdin; GIT_FAILED with stderr on a non-zero exit. */
-export async function gitStdinFile(cwd: string, args: string[], stdinPath: string, extraEnv: Record<string, string> = {}): Promise<void> {
+export async function gitStdinFile(
+  cwd: string,
+  args: string[],
+  stdinPath: string,
+  extraEnv: Record<string, string> = {},
+): Promise<void> {
   const fh = await open(stdinPath, "r");
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = spawn("git", [...CONFIG_ARGS, ...args], { cwd, env: gitEnv(extraEnv), stdio: [fh.fd, "ignore", "pipe"] });
+      const child = spawn("git", [...CONFIG_ARGS, ...args], {
+        cwd,
+        env: gitEnv(extraEnv),
+        stdio: [fh.fd, "ignore", "pipe"],
+      });
       let stderr = "";
       child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
       child.once("error", reject);
       child.once("close", (code) =>
-        code === 0 ? resolve() : reject(new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd} (exit ${code}): ${stderr.trim()}`)),
+        code === 0
+          ? resolve()
+          : reject(
+              new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd} (exit ${code}): ${stderr.trim()}`),
+            ),
       );
     });
   } finally {

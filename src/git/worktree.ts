@@ -13,7 +13,10 @@ export function branchFor(taskId: string): string {
 
 export function worktreePathFor(home: string, repoRoot: string, taskId: string): string {
   // The repo's folder name keeps the path readable; only safe characters so it is never a path trick.
-  const name = basename(repoRoot).replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_") || "repo";
+  const name =
+    basename(repoRoot)
+      .replace(/[^A-Za-z0-9._-]+/g, "_")
+      .replace(/^\.+/, "_") || "repo";
   return join(home, "worktrees", `${name}-${assertTaskId(taskId)}`);
 }
 
@@ -38,16 +41,23 @@ export type CreatedWorktree = WorktreeInfo & { head: string };
 export async function createWorktree(opts: CreateWorktreeOptions): Promise<CreatedWorktree> {
   const repo = opts.known?.repoRoot ?? (await requireRepoRoot(opts.repoCwd));
   const base = opts.base ?? "HEAD";
-  if (base.startsWith("-")) throw new DshError("BAD_PARAMS", `base ${JSON.stringify(base)} is not a commit-ish; pass a branch, tag or sha.`);
+  if (base.startsWith("-"))
+    throw new DshError("BAD_PARAMS", `base ${JSON.stringify(base)} is not a commit-ish; pass a branch, tag or sha.`);
   if (opts.known && opts.known.head === undefined && base === "HEAD") return addFromHead(opts, repo);
   const head = opts.known?.head !== undefined ? opts.known.head : await headCommit(repo);
   if (head === null) {
-    throw new DshError("GIT_FAILED", `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`);
+    throw new DshError(
+      "GIT_FAILED",
+      `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`,
+    );
   }
   // HEAD as the baseline saw it: branch from that exact commit (no second lookup, no race with a new commit).
   const from = base === "HEAD" && opts.known ? head : base;
   if (from !== head && !(await gitSucceeds(repo, ["rev-parse", "--verify", "--quiet", `${base}^{commit}`]))) {
-    throw new DshError("BAD_PARAMS", `base ${JSON.stringify(base)} is not a commit in ${repo}; pass an existing branch, tag or sha.`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `base ${JSON.stringify(base)} is not a commit in ${repo}; pass an existing branch, tag or sha.`,
+    );
   }
   const path = worktreePathFor(opts.home, repo, opts.taskId);
   const branch = branchFor(opts.taskId);
@@ -57,7 +67,10 @@ export async function createWorktree(opts: CreateWorktreeOptions): Promise<Creat
 }
 
 const NO_COMMITS = (repo: string) =>
-  new DshError("GIT_FAILED", `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`);
+  new DshError(
+    "GIT_FAILED",
+    `${repo} has no commits yet, so there is nothing to branch an isolated worktree from; commit once, or spawn without isolated.`,
+  );
 
 /** `git worktree add` from HEAD; the commit it used is read back from the new branch's ref file. */
 async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<CreatedWorktree> {
@@ -84,7 +97,12 @@ async function branchTip(worktree: string, branch: string): Promise<string | und
     const gitdir = (await readFile(join(worktree, ".git"), "utf8")).match(/^gitdir: (.+)$/m)?.[1]?.trim();
     if (!gitdir) return undefined;
     const common = (await readFile(join(gitdir, "commondir"), "utf8").catch(() => "..")).trim();
-    const sha = (await readFile(join(isAbsolute(common) ? common : join(gitdir, common), "refs", "heads", ...branch.split("/")), "utf8")).trim();
+    const sha = (
+      await readFile(
+        join(isAbsolute(common) ? common : join(gitdir, common), "refs", "heads", ...branch.split("/")),
+        "utf8",
+      )
+    ).trim();
     return /^[0-9a-f]{40,64}$/.test(sha) ? sha : undefined;
   } catch {
     return undefined;

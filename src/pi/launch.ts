@@ -58,7 +58,10 @@ export function resolvePiBin(env: Record<string, string | undefined> = process.e
   if (override) {
     const p = override.includes("/") ? override : onPath(override, env.PATH);
     if (p && isExecutableFile(p)) return p;
-    throw new DshError("PI_NOT_FOUND", `DSH_HERDR_PI_BIN=${override} is not an executable file; point it at a pi binary or unset it`);
+    throw new DshError(
+      "PI_NOT_FOUND",
+      `DSH_HERDR_PI_BIN=${override} is not an executable file; point it at a pi binary or unset it`,
+    );
   }
   const found = onPath("pi", env.PATH) ?? join(packageRoot, "node_modules", ".bin", "pi");
   if (isExecutableFile(found)) return found;
@@ -72,13 +75,17 @@ export function buildPiCommand(opts: PiCommandOptions): { argv: string[] } {
   const bad = (msg: string): never => {
     throw new DshError("BAD_PARAMS", msg);
   };
-  if (opts.mode !== "interactive" && opts.mode !== "rpc") bad(`pi mode must be "interactive" or "rpc", got ${String(opts.mode)}`);
+  if (opts.mode !== "interactive" && opts.mode !== "rpc")
+    bad(`pi mode must be "interactive" or "rpc", got ${String(opts.mode)}`);
   // pi reads a --session value without "/" as a session-id prefix, so insist on an absolute .jsonl path.
   if (!isAbsolute(opts.sessionPath) || !opts.sessionPath.endsWith(".jsonl")) {
     bad(`sessionPath must be an absolute path ending in .jsonl, got ${JSON.stringify(opts.sessionPath)}`);
   }
   for (const e of opts.extensionPaths) {
-    if (!isAbsolute(e)) bad(`extension path must be absolute (pi resolves relative ones against the child's cwd), got ${JSON.stringify(e)}`);
+    if (!isAbsolute(e))
+      bad(
+        `extension path must be absolute (pi resolves relative ones against the child's cwd), got ${JSON.stringify(e)}`,
+      );
   }
   if (!isAbsolute(opts.cwd)) bad(`cwd must be an absolute path, got ${JSON.stringify(opts.cwd)}`);
   if (opts.model !== undefined && (opts.model.trim() === "" || opts.model.startsWith("-"))) {
@@ -107,12 +114,23 @@ export function buildPiCommand(opts: PiCommandOptions): { argv: string[] } {
 }
 
 /** The resolved pi binary and its version (from `pi --version`, which prints on stderr in 0.73.1). */
-export async function findPi(env: Record<string, string | undefined> = process.env): Promise<{ path: string; version: string }> {
+export async function findPi(
+  env: Record<string, string | undefined> = process.env,
+): Promise<{ path: string; version: string }> {
   const path = resolvePiBin(env);
-  const r = await execa(path, ["--version"], { env, extendEnv: false, stdin: "ignore", reject: false, timeout: 30_000 });
+  const r = await execa(path, ["--version"], {
+    env,
+    extendEnv: false,
+    stdin: "ignore",
+    reject: false,
+    timeout: 30_000,
+  });
   const version = /\d+\.\d+\.\d+\S*/.exec(`${r.stdout}\n${r.stderr}`)?.[0];
   if (r.exitCode !== 0 || !version) {
-    throw new DshError("PI_NOT_FOUND", `${path} --version failed (exit ${r.exitCode ?? r.signal}): ${r.stderr || r.stdout || r.shortMessage}; check the pi install or DSH_HERDR_PI_BIN`);
+    throw new DshError(
+      "PI_NOT_FOUND",
+      `${path} --version failed (exit ${r.exitCode ?? r.signal}): ${r.stderr || r.stdout || r.shortMessage}; check the pi install or DSH_HERDR_PI_BIN`,
+    );
   }
   return { path, version };
 }

@@ -7,7 +7,16 @@ import { Duplex } from "node:stream";
 import { execa, type ResultPromise } from "execa";
 import { clientOver, type DaemonClient, type HelloResult } from "../client/index.js";
 import { DshError, isDshError } from "../core/errors.js";
-import { backoffDelay, DEFAULT_BACKOFF, machineTarget, sshArgv, sshErrorLine, type BackoffPolicy, type MachineSpec, type SshOptions } from "../core/machines.js";
+import {
+  backoffDelay,
+  DEFAULT_BACKOFF,
+  machineTarget,
+  sshArgv,
+  sshErrorLine,
+  type BackoffPolicy,
+  type MachineSpec,
+  type SshOptions,
+} from "../core/machines.js";
 import { expandHome } from "../store/home.js";
 
 export interface LinkOptions {
@@ -113,7 +122,13 @@ async function openAttempt(o: LinkOptions): Promise<Attempt> {
   } catch (e) {
     stream.destroy();
     const r = await exited;
-    throw unreachable(o.label, spec, stderr, r.exitCode, isDshError(e) && e.code === "TIMEOUT" ? "no hello from the remote daemon in time" : undefined);
+    throw unreachable(
+      o.label,
+      spec,
+      stderr,
+      r.exitCode,
+      isDshError(e) && e.code === "TIMEOUT" ? "no hello from the remote daemon in time" : undefined,
+    );
   }
 }
 
@@ -125,9 +140,20 @@ function resolveSpec(m: MachineSpec, env: NodeJS.ProcessEnv): MachineSpec {
   };
 }
 
-function unreachable(label: string, m: MachineSpec, stderr: string, exitCode: number | undefined, reason?: string): DshError {
+function unreachable(
+  label: string,
+  m: MachineSpec,
+  stderr: string,
+  exitCode: number | undefined,
+  reason?: string,
+): DshError {
   const line = sshErrorLine(stderr);
-  const why = line ?? reason ?? (exitCode !== undefined ? `ssh exited with code ${exitCode} and printed nothing` : "ssh ended before the remote daemon answered");
+  const why =
+    line ??
+    reason ??
+    (exitCode !== undefined
+      ? `ssh exited with code ${exitCode} and printed nothing`
+      : "ssh ended before the remote daemon answered");
   const fix =
     exitCode === 255
       ? `check the address, the key and known_hosts with \`ssh -o BatchMode=yes${m.port !== undefined ? ` -p ${m.port}` : ""} ${m.ssh} true\``
@@ -148,7 +174,10 @@ export async function connectMachine(o: LinkOptions): Promise<{ client: DaemonCl
     client: a.client,
     async close() {
       a.client.close();
-      await a.ssh.then(() => undefined, () => undefined);
+      await a.ssh.then(
+        () => undefined,
+        () => undefined,
+      );
     },
   };
 }
@@ -208,7 +237,8 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
 
   /** Resolves when the link is up; rejects with the next attempt's error when that fails (or on close). */
   ready(): Promise<LinkUp> {
-    if (this._state === "up" && this.current) return Promise.resolve({ hello: this.current.client.hello, sshPid: this.current.ssh.pid });
+    if (this._state === "up" && this.current)
+      return Promise.resolve({ hello: this.current.client.hello, sshPid: this.current.ssh.pid });
     return new Promise((resolve, reject) => {
       const onUp = (u: LinkUp) => {
         this.off("down", onDown);
@@ -252,7 +282,10 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     this.current = undefined;
     if (cur) {
       cur.client.close();
-      await cur.ssh.then(() => undefined, () => undefined);
+      await cur.ssh.then(
+        () => undefined,
+        () => undefined,
+      );
     }
     this.emit("closed");
   }
@@ -260,7 +293,11 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
   private unreachableNow(): DshError {
     const since = this.downSince !== undefined ? ` since ${new Date(this.downSince).toISOString()}` : "";
     const base = this.lastError;
-    if (base === undefined) return new DshError("MACHINE_UNREACHABLE", `machine ${this.label} is not connected yet${since}; wait for the link (it reconnects on its own)`);
+    if (base === undefined)
+      return new DshError(
+        "MACHINE_UNREACHABLE",
+        `machine ${this.label} is not connected yet${since}; wait for the link (it reconnects on its own)`,
+      );
     return new DshError("MACHINE_UNREACHABLE", `${base.message}${since}`, base.details);
   }
 
@@ -271,7 +308,9 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     try {
       a = await openAttempt(this.opts);
     } catch (e) {
-      this.failed(isDshError(e) ? e : new DshError("MACHINE_UNREACHABLE", `machine ${this.label}: ${(e as Error).message}`));
+      this.failed(
+        isDshError(e) ? e : new DshError("MACHINE_UNREACHABLE", `machine ${this.label}: ${(e as Error).message}`),
+      );
       return;
     }
     if ((this._state as LinkState) === "closed") {
@@ -302,7 +341,10 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     this._state = "down";
     this.lastError = error;
     this.downSince ??= Date.now();
-    const retryInMs = this.opts.reconnect === false ? undefined : backoffDelay(this.failures, (this.opts.random ?? Math.random)(), this.opts.backoff ?? DEFAULT_BACKOFF);
+    const retryInMs =
+      this.opts.reconnect === false
+        ? undefined
+        : backoffDelay(this.failures, (this.opts.random ?? Math.random)(), this.opts.backoff ?? DEFAULT_BACKOFF);
     this.failures++;
     this.emit("down", { error, since: this.downSince, retryInMs });
     if (retryInMs !== undefined) this.timer = setTimeout(() => void this.attempt(), retryInMs);
@@ -311,10 +353,14 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
 
 function dropError(label: string, m: MachineSpec, exitCode: number | undefined, stderr: string): DshError {
   const line = sshErrorLine(stderr);
-  return new DshError("MACHINE_UNREACHABLE", `the link to machine ${label} (${machineTarget(m)}) dropped${line !== undefined ? `: ${line}` : exitCode !== undefined ? ` (ssh exit ${exitCode})` : ""}; it reconnects on its own`, {
-    label,
-    target: machineTarget(m),
-    ...(line !== undefined ? { sshError: line } : {}),
-    ...(exitCode !== undefined ? { exitCode } : {}),
-  });
+  return new DshError(
+    "MACHINE_UNREACHABLE",
+    `the link to machine ${label} (${machineTarget(m)}) dropped${line !== undefined ? `: ${line}` : exitCode !== undefined ? ` (ssh exit ${exitCode})` : ""}; it reconnects on its own`,
+    {
+      label,
+      target: machineTarget(m),
+      ...(line !== undefined ? { sshError: line } : {}),
+      ...(exitCode !== undefined ? { exitCode } : {}),
+    },
+  );
 }

@@ -38,7 +38,10 @@ export async function tmuxInstalled(bin = "tmux"): Promise<boolean> {
 function parseChoice(value: string | undefined, where: string): RuntimeChoice | undefined {
   if (value === undefined || value === "") return undefined;
   if (value === "auto" || (RUNTIME_KINDS as readonly string[]).includes(value)) return value as RuntimeChoice;
-  throw new DshError("BAD_PARAMS", `${where} runtime ${JSON.stringify(value)} is unknown: use auto, herdr, tmux or headless`);
+  throw new DshError(
+    "BAD_PARAMS",
+    `${where} runtime ${JSON.stringify(value)} is unknown: use auto, herdr, tmux or headless`,
+  );
 }
 
 async function ping(fn: () => Promise<PingAnswer>): Promise<{ ok: boolean; reason?: string }> {
@@ -54,15 +57,27 @@ export async function selectRuntime(input: SelectRuntimeInput): Promise<RuntimeS
   const explicit = parseChoice(input.explicit, "the requested");
   const configured = parseChoice(input.config.runtime, "the config");
   const tmuxOk = input.tmuxAvailable ?? (() => tmuxInstalled());
-  const forced = explicit && explicit !== "auto" ? { kind: explicit, by: "requested" } : configured && configured !== "auto" ? { kind: configured, by: "configured" } : null;
+  const forced =
+    explicit && explicit !== "auto"
+      ? { kind: explicit, by: "requested" }
+      : configured && configured !== "auto"
+        ? { kind: configured, by: "configured" }
+        : null;
 
   if (forced) {
     const how = forced.by === "requested" ? "--runtime" : "config runtime";
     if (forced.kind === "herdr") {
       const p = await ping(input.herdrPing);
-      if (!p.ok) throw new DshError("RUNTIME_UNAVAILABLE", `${how} herdr, but no Herdr server answered ping${p.reason ? ` (${p.reason})` : ""}: start Herdr, or choose tmux or headless`);
+      if (!p.ok)
+        throw new DshError(
+          "RUNTIME_UNAVAILABLE",
+          `${how} herdr, but no Herdr server answered ping${p.reason ? ` (${p.reason})` : ""}: start Herdr, or choose tmux or headless`,
+        );
     } else if (forced.kind === "tmux" && !(await tmuxOk())) {
-      throw new DshError("RUNTIME_UNAVAILABLE", `${how} tmux, but tmux is not installed or does not run: install tmux 3.x, or choose headless`);
+      throw new DshError(
+        "RUNTIME_UNAVAILABLE",
+        `${how} tmux, but tmux is not installed or does not run: install tmux 3.x, or choose headless`,
+      );
     }
     return { kind: forced.kind, reason: `runtime ${forced.kind}: ${forced.by} explicitly (${how})` };
   }
@@ -89,8 +104,13 @@ export const RUNTIME_FACTORIES: Readonly<Record<RuntimeKind, RuntimeFactory>> = 
   headless: (o) => createHeadlessRuntime(o.headless ?? {}),
 };
 
-export function createRuntime(kind: RuntimeKind, opts: RuntimeOptions = {}, factories: Partial<Record<RuntimeKind, RuntimeFactory>> = {}): Runtime {
+export function createRuntime(
+  kind: RuntimeKind,
+  opts: RuntimeOptions = {},
+  factories: Partial<Record<RuntimeKind, RuntimeFactory>> = {},
+): Runtime {
   const make = factories[kind] ?? RUNTIME_FACTORIES[kind];
-  if (!make) throw new DshError("RUNTIME_UNAVAILABLE", `unknown runtime ${JSON.stringify(kind)}: use herdr, tmux or headless`);
+  if (!make)
+    throw new DshError("RUNTIME_UNAVAILABLE", `unknown runtime ${JSON.stringify(kind)}: use herdr, tmux or headless`);
   return make(opts);
 }

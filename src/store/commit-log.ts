@@ -108,7 +108,11 @@ export class CommitLog {
         if (e.code === "ENOENT") return "";
         throw fsError(e, `read ${f}`);
       });
-      recs.push(...parseJsonLines<LogRecord>(text).filter((r) => typeof r?.path === "string" && typeof r.text === "string" && Number.isInteger(r.at)));
+      recs.push(
+        ...parseJsonLines<LogRecord>(text).filter(
+          (r) => typeof r?.path === "string" && typeof r.text === "string" && Number.isInteger(r.at),
+        ),
+      );
     }
     if (recs.length === 0) return;
     recs.sort((a, b) => a.n - b.n);
@@ -160,7 +164,8 @@ async function repairJournal(path: string, list: LogRecord[]): Promise<void> {
       if (!repaired) await fh.truncate(at);
       // Records before it that were never made durable may be gone too: never glue a line onto a torn one.
       const prev = Buffer.alloc(1);
-      const torn = at > 0 && (await fh.read(prev, 0, 1, at - 1)).bytesRead === 1 && prev[0] !== 0x0a && want[0] !== 0x0a;
+      const torn =
+        at > 0 && (await fh.read(prev, 0, 1, at - 1)).bytesRead === 1 && prev[0] !== 0x0a && want[0] !== 0x0a;
       const bytes = torn ? Buffer.concat([Buffer.from("\n"), want]) : want;
       await fh.write(bytes, 0, bytes.length, at);
       size = at + bytes.length;

@@ -98,7 +98,10 @@ function describe(err: ErrorObject, file: string): string {
     const where = key === "" ? extra : `${key}.${extra}`;
     return `unknown key "${where}" in ${file}; remove it (see schema/config.schema.json for the keys).`;
   }
-  const allowed = err.keyword === "enum" ? ` (one of ${JSON.stringify((err.params as { allowedValues?: unknown[] }).allowedValues)})` : "";
+  const allowed =
+    err.keyword === "enum"
+      ? ` (one of ${JSON.stringify((err.params as { allowedValues?: unknown[] }).allowedValues)})`
+      : "";
   return `"${key || "(root)"}" ${err.message ?? "is invalid"}${allowed} in ${file}; fix it with \`dsh-herdr config set ${key || "<key>"} <value>\` or edit the file.`;
 }
 
@@ -120,7 +123,10 @@ async function readRaw(home: string): Promise<Record<string, unknown>> {
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw new DshError("CONFIG_INVALID", `${file} is not valid JSON (${(e as Error).message}); fix the syntax or delete the file to use the defaults.`);
+    throw new DshError(
+      "CONFIG_INVALID",
+      `${file} is not valid JSON (${(e as Error).message}); fix the syntax or delete the file to use the defaults.`,
+    );
   }
   validateConfig(parsed, file);
   return parsed as Record<string, unknown>;
@@ -146,9 +152,20 @@ export async function setConfigValue(home: string, key: string, value: unknown):
   const { schema } = validator();
   const [top, sub, ...rest] = key.split(".");
   const props = schema.properties ?? {};
-  if (top === undefined || !(top in props) || top === "$schema" || rest.length > 0 || (sub !== undefined && top !== "modelAliases")) {
-    const known = Object.keys(props).filter((k) => k !== "$schema").join(", ");
-    throw new DshError("CONFIG_INVALID", `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>).`);
+  if (
+    top === undefined ||
+    !(top in props) ||
+    top === "$schema" ||
+    rest.length > 0 ||
+    (sub !== undefined && top !== "modelAliases")
+  ) {
+    const known = Object.keys(props)
+      .filter((k) => k !== "$schema")
+      .join(", ");
+    throw new DshError(
+      "CONFIG_INVALID",
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>).`,
+    );
   }
   const node = sub === undefined ? props[top] : { type: "string" };
   let v = value;
@@ -156,7 +173,10 @@ export async function setConfigValue(home: string, key: string, value: unknown):
     try {
       v = JSON.parse(v);
     } catch {
-      throw new DshError("CONFIG_INVALID", `"${key}" needs a ${node.type}; got ${JSON.stringify(value)}. Example: dsh-herdr config set ${key} ${exampleFor(node.type)}`);
+      throw new DshError(
+        "CONFIG_INVALID",
+        `"${key}" needs a ${node.type}; got ${JSON.stringify(value)}. Example: dsh-herdr config set ${key} ${exampleFor(node.type)}`,
+      );
     }
   }
   const raw = await readRaw(home);
@@ -180,7 +200,13 @@ export async function setConfigValue(home: string, key: string, value: unknown):
 }
 
 function exampleFor(type: string): string {
-  return type === "integer" || type === "number" ? "3" : type === "boolean" ? "true" : type === "array" ? '\'["~/code"]\'' : "'{}'";
+  return type === "integer" || type === "number"
+    ? "3"
+    : type === "boolean"
+      ? "true"
+      : type === "array"
+        ? "'[\"~/code\"]'"
+        : "'{}'";
 }
 
 /** sha256 of config.json as it is on disk ("" text when absent): which version of the file a daemon runs on. */

@@ -13,7 +13,12 @@ export function fsError(e: unknown, what: string): DshError {
   const code = (e as NodeJS.ErrnoException | undefined)?.code ?? "";
   const msg = e instanceof Error ? e.message : String(e);
   if (UNWRITABLE.has(code)) {
-    const why = code === "ENOSPC" || code === "EDQUOT" ? "the disk is full" : code === "EROFS" ? "the filesystem is read-only" : "permission denied";
+    const why =
+      code === "ENOSPC" || code === "EDQUOT"
+        ? "the disk is full"
+        : code === "EROFS"
+          ? "the filesystem is read-only"
+          : "permission denied";
     return new DshError(
       "HOME_UNWRITABLE",
       `cannot ${what}: ${why} (${code}). Free space or fix permissions on the dsh-herdr home, or point DSH_HERDR_HOME at a writable directory.`,
@@ -27,7 +32,12 @@ export function fsError(e: unknown, what: string): DshError {
  * never a mix. Not write-file-atomic: its single fs.write ignores a short write, so on a full disk it renames a
  * truncated file into place; FileHandle.writeFile loops until every byte is written or an error is thrown.
  */
-export async function writeAtomic(path: string, data: string | Buffer, mode = 0o600, opts: SyncOptions = {}): Promise<void> {
+export async function writeAtomic(
+  path: string,
+  data: string | Buffer,
+  mode = 0o600,
+  opts: SyncOptions = {},
+): Promise<void> {
   const sync = opts.sync !== false;
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
   try {
@@ -50,9 +60,15 @@ export async function writeAtomic(path: string, data: string | Buffer, mode = 0o
  * Several atomic replacements in one directory with one directory fsync (a harvest writes task.json and
  * result.json together): each file is written to a temp name, synced, then renamed over its target.
  */
-export async function writeAtomicMany(files: { path: string; data: string | Buffer }[], mode = 0o600, opts: SyncOptions = {}): Promise<void> {
+export async function writeAtomicMany(
+  files: { path: string; data: string | Buffer }[],
+  mode = 0o600,
+  opts: SyncOptions = {},
+): Promise<void> {
   const sync = opts.sync !== false;
-  const tmps = files.map((f) => join(dirname(f.path), `.${basename(f.path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`));
+  const tmps = files.map((f) =>
+    join(dirname(f.path), `.${basename(f.path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`),
+  );
   try {
     await Promise.all(
       files.map(async (f, i) => {
@@ -106,7 +122,11 @@ export async function appendJsonLines(path: string, values: unknown[], opts: Syn
 }
 
 /** appendJsonLines, also saying where the bytes went and what they were (the commit log records both). */
-export async function appendJsonLinesAt(path: string, values: unknown[], opts: SyncOptions = {}): Promise<{ size: number; at: number; text: string }> {
+export async function appendJsonLinesAt(
+  path: string,
+  values: unknown[],
+  opts: SyncOptions = {},
+): Promise<{ size: number; at: number; text: string }> {
   if (values.length === 0) return { size: -1, at: -1, text: "" };
   let lines = values.map((v) => JSON.stringify(v) + "\n").join("");
   let fh;

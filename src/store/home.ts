@@ -55,7 +55,10 @@ export async function ensureHome(home: string): Promise<HomePaths> {
     // A file where a folder of the path should be: nothing can be written there, and the path is the fix.
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOTDIR" || code === "EEXIST") {
-      throw new DshError("HOME_UNWRITABLE", `cannot create the home ${home}: a part of that path is a file (${code}). Set DSH_HERDR_HOME to a writable directory.`);
+      throw new DshError(
+        "HOME_UNWRITABLE",
+        `cannot create the home ${home}: a part of that path is a file (${code}). Set DSH_HERDR_HOME to a writable directory.`,
+      );
     }
     throw fsError(e, `create the home ${home}`);
   }
@@ -85,7 +88,10 @@ async function tightenHome(home: string): Promise<void> {
 export async function assertHomeSafe(home: string): Promise<void> {
   const st = await stat(home);
   if (!st.isDirectory()) {
-    throw new DshError("HOME_UNSAFE", `${home} is not a directory; move it away or set DSH_HERDR_HOME to another path.`);
+    throw new DshError(
+      "HOME_UNSAFE",
+      `${home} is not a directory; move it away or set DSH_HERDR_HOME to another path.`,
+    );
   }
   const uid = process.getuid?.();
   if (uid !== undefined && st.uid !== uid) {

@@ -27,7 +27,10 @@ export function isValidOwnerId(s: unknown): s is string {
 export function assertOwnerId(s: unknown): string {
   if (!isValidOwnerId(s)) {
     const shown = typeof s === "string" ? JSON.stringify(s.slice(0, 40)) : typeof s;
-    throw new DshError("BAD_PARAMS", `${shown} is not an owner id; use 1-128 of [A-Za-z0-9._-] (a pi session id, or "cli").`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `${shown} is not an owner id; use 1-128 of [A-Za-z0-9._-] (a pi session id, or "cli").`,
+    );
   }
   return s;
 }
@@ -36,13 +39,20 @@ export function outboxPath(home: string, ownerId: unknown): string {
   return join(home, "owners", assertOwnerId(ownerId), "outbox.jsonl");
 }
 
-export async function appendOutbox(home: string, ownerId: unknown, record: Omit<OutboxRecord, "ts"> & { ts?: number }): Promise<void> {
+export async function appendOutbox(
+  home: string,
+  ownerId: unknown,
+  record: Omit<OutboxRecord, "ts"> & { ts?: number },
+): Promise<void> {
   await appendOutboxMany(home, ownerId, [record]);
 }
 
 /** Append records in order with one write and one fsync (unless `sync: false`); resolves with the file's new size. */
 export async function appendOutboxMany(
-  home: string, ownerId: unknown, records: (Omit<OutboxRecord, "ts"> & { ts?: number })[], opts: SyncOptions = {},
+  home: string,
+  ownerId: unknown,
+  records: (Omit<OutboxRecord, "ts"> & { ts?: number })[],
+  opts: SyncOptions = {},
 ): Promise<number> {
   const path = outboxPath(home, ownerId);
   try {
@@ -51,7 +61,11 @@ export async function appendOutboxMany(
     throw fsError(e, `create the outbox of ${String(ownerId)}`);
   }
   const now = Date.now();
-  const size = await appendJsonLines(path, records.map((r) => ({ ts: now, ...r })), opts);
+  const size = await appendJsonLines(
+    path,
+    records.map((r) => ({ ts: now, ...r })),
+    opts,
+  );
   for (const r of records) outboxAppended?.(r.state as DeliveryState);
   return size;
 }
@@ -67,7 +81,10 @@ export function readOutbox(home: string, ownerId: unknown): Promise<OutboxRecord
 }
 
 /** The outbox and the number of bytes it was read from (a later size that differs means someone appended). */
-export async function readOutboxSized(home: string, ownerId: unknown): Promise<{ records: OutboxRecord[]; size: number }> {
+export async function readOutboxSized(
+  home: string,
+  ownerId: unknown,
+): Promise<{ records: OutboxRecord[]; size: number }> {
   let buf: Buffer;
   try {
     buf = await readFile(outboxPath(home, ownerId));

@@ -8,13 +8,23 @@ import type { AgentResult } from "../core/types.js";
 import { appendJsonLine, fsError, readJsonLines, writeAtomic, type SyncOptions } from "./fsio.js";
 
 /** What a listing shows of a task: a valid AgentResult without the bulky parts (session, diff, usage, report). */
-export type TaskRow = Pick<AgentResult, "schemaVersion" | "taskId" | "status" | "role" | "agent" | "herdrStatus" | "summary" | "timing" | "nextAction"> &
+export type TaskRow = Pick<
+  AgentResult,
+  "schemaVersion" | "taskId" | "status" | "role" | "agent" | "herdrStatus" | "summary" | "timing" | "nextAction"
+> &
   Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error">>;
 
 export function rowOf(r: AgentResult): TaskRow {
   const row: TaskRow = {
-    schemaVersion: r.schemaVersion, taskId: r.taskId, status: r.status, role: r.role, agent: r.agent,
-    herdrStatus: r.herdrStatus, summary: r.summary, timing: r.timing, nextAction: r.nextAction,
+    schemaVersion: r.schemaVersion,
+    taskId: r.taskId,
+    status: r.status,
+    role: r.role,
+    agent: r.agent,
+    herdrStatus: r.herdrStatus,
+    summary: r.summary,
+    timing: r.timing,
+    nextAction: r.nextAction,
   };
   if (r.brief !== undefined) row.brief = r.brief;
   if (r.cwd !== undefined) row.cwd = r.cwd;
@@ -87,8 +97,21 @@ function statIfExists(path: string): Stats | undefined {
 
 export function storedResultRow(r: unknown): TaskRow | undefined {
   const o = r as Partial<AgentResult> | null;
-  if (typeof o !== "object" || o === null || o.schemaVersion !== 1 || typeof o.taskId !== "string" || typeof o.status !== "string") return undefined;
-  if (typeof o.agent !== "object" || typeof o.timing !== "object" || typeof o.summary !== "string" || typeof o.role !== "string") return undefined;
+  if (
+    typeof o !== "object" ||
+    o === null ||
+    o.schemaVersion !== 1 ||
+    typeof o.taskId !== "string" ||
+    typeof o.status !== "string"
+  )
+    return undefined;
+  if (
+    typeof o.agent !== "object" ||
+    typeof o.timing !== "object" ||
+    typeof o.summary !== "string" ||
+    typeof o.role !== "string"
+  )
+    return undefined;
   if (typeof o.herdrStatus !== "string" || typeof o.nextAction !== "string") return undefined;
   return rowOf(o as AgentResult);
 }
@@ -145,7 +168,14 @@ export class TaskIndex {
       const text = readTextIfExists(file);
       if (text === undefined) continue;
       try {
-        idx.byId.set(id, summarize(JSON.parse(text) as Record<string, unknown>, st.mtimeMs, storedRow(join(tasksDir, id, "result.json"))));
+        idx.byId.set(
+          id,
+          summarize(
+            JSON.parse(text) as Record<string, unknown>,
+            st.mtimeMs,
+            storedRow(join(tasksDir, id, "result.json")),
+          ),
+        );
         repaired = true;
       } catch {
         // an unreadable task.json stays out of the listing; readTask reports it

@@ -7,7 +7,15 @@ import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
 import { CommitLog } from "./commit-log.js";
-import { appendJsonLinesAt, fsError, readIfExists, readJsonLines, writeAtomic, writeAtomicMany, type SyncOptions } from "./fsio.js";
+import {
+  appendJsonLinesAt,
+  fsError,
+  readIfExists,
+  readJsonLines,
+  writeAtomic,
+  writeAtomicMany,
+  type SyncOptions,
+} from "./fsio.js";
 import { ensureHome, type HomePaths } from "./home.js";
 import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskRecordBase, type TaskSummary } from "./task-index.js";
 export type { TaskRecordBase } from "./task-index.js";
@@ -21,7 +29,6 @@ export const UNSYNCED: unique symbol = Symbol("dsh-herdr.unsynced");
 export function unsynced<E extends TaskEvent>(event: E): E {
   return Object.assign(event, { [UNSYNCED]: true });
 }
-
 
 export interface TaskEvent {
   type: string;
@@ -98,11 +105,16 @@ export class TaskStore {
   }
 
   /** Allocate an id, write the first task.json built from it, and journal `created`. */
-  async createTask<T extends TaskRecordBase>(build: (taskId: string) => T, nowMs: number = Date.now(), opts: SyncOptions = {}): Promise<T> {
+  async createTask<T extends TaskRecordBase>(
+    build: (taskId: string) => T,
+    nowMs: number = Date.now(),
+    opts: SyncOptions = {},
+  ): Promise<T> {
     const taskId = await this.allocateTaskId(nowMs);
     try {
       const rec = build(taskId);
-      if (rec.taskId !== taskId) throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
+      if (rec.taskId !== taskId)
+        throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
       await this.writeTask(rec, opts);
       const created: TaskEvent = { type: "created", status: rec.status };
       await this.appendEvent(taskId, opts.sync === false ? unsynced(created) : created);
@@ -125,13 +137,19 @@ export class TaskStore {
   /** task.json and result.json of one harvest, and one index line carrying the task's listing row. */
   async saveTask<T extends TaskRecordBase>(rec: T, result: AgentResult, opts: SyncOptions = {}): Promise<void> {
     const p = await this.existing(rec.taskId);
-    await writeAtomicMany([
-      { path: p.taskJson, data: JSON.stringify(rec, null, 2) + "\n" },
-      { path: p.resultJson, data: JSON.stringify(result, null, 2) + "\n" },
-    ], 0o600, opts);
+    await writeAtomicMany(
+      [
+        { path: p.taskJson, data: JSON.stringify(rec, null, 2) + "\n" },
+        { path: p.resultJson, data: JSON.stringify(result, null, 2) + "\n" },
+      ],
+      0o600,
+      opts,
+    );
     const st = await stat(p.taskJson).catch(() => undefined);
     // Never fsynced: start-up repairs any index line whose task.json mtime it does not match.
-    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0, rowOf(result)), { sync: false });
+    await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0, rowOf(result)), {
+      sync: false,
+    });
   }
 
   async readTask<T extends TaskRecordBase = TaskRecordBase>(taskId: unknown): Promise<T> {
@@ -141,7 +159,10 @@ export class TaskStore {
     try {
       return JSON.parse(text) as T;
     } catch (e) {
-      throw new DshError("INTERNAL", `${p.taskJson} is not valid JSON (${(e as Error).message}); inspect or remove that task directory.`);
+      throw new DshError(
+        "INTERNAL",
+        `${p.taskJson} is not valid JSON (${(e as Error).message}); inspect or remove that task directory.`,
+      );
     }
   }
 

@@ -9,11 +9,21 @@ import { startCliHarness, type CliHarness } from "./cli-harness.js";
 const script = {
   conversations: [
     {
-      name: "quick", match: "[t-quick]",
+      name: "quick",
+      match: "[t-quick]",
       steps: [
         { toolCalls: [{ name: "write", arguments: { path: "quick.txt", content: "quick\n" } }] },
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "wrote quick.txt (QUICK-DONE)" } }] },
-        { match: "/FOLLOWUP/", toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "follow-up handled (FOLLOW-DONE)" } }] },
+        {
+          toolCalls: [
+            { name: "crew_report", arguments: { outcome: "completed", report: "wrote quick.txt (QUICK-DONE)" } },
+          ],
+        },
+        {
+          match: "/FOLLOWUP/",
+          toolCalls: [
+            { name: "crew_report", arguments: { outcome: "completed", report: "follow-up handled (FOLLOW-DONE)" } },
+          ],
+        },
       ],
     },
     { name: "slow", match: "[t-slow]", steps: [{ text: "thinking slowly", delayMs: 60_000 }] },
@@ -76,7 +86,13 @@ test("spawn prints the id; wait --json settles it completed; show/result/diff/li
 
   const list = await h.cli(["list"]);
   assert.match(list.out, /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+BRIEF\s+CWD$/m);
-  assert.match(list.out, new RegExp(`^${quick}\\s+\\S+\\s+worker\\s+completed\\s+\\d+[smh]\\s+headless\\s+quick one\\s+\\S*repo-${quick}$`, "m"));
+  assert.match(
+    list.out,
+    new RegExp(
+      `^${quick}\\s+\\S+\\s+worker\\s+completed\\s+\\d+[smh]\\s+headless\\s+quick one\\s+\\S*repo-${quick}$`,
+      "m",
+    ),
+  );
   const lj = JSON.parse((await h.cli(["list", "--json", "--status", "completed"])).out) as { tasks: AgentResult[] };
   assert.ok(lj.tasks.some((t) => t.taskId === quick));
   const none = JSON.parse((await h.cli(["list", "--json", "--status", "failed"])).out) as { tasks: AgentResult[] };
@@ -146,7 +162,10 @@ test("gc: dry run keeps nothing it cannot prove captured, --json reports the pla
   assert.equal(g.code, 0, g.err);
   const plan = JSON.parse(g.out) as { dryRun: boolean; plan: { taskId: string; action: string }[] };
   assert.equal(plan.dryRun, true);
-  assert.ok(plan.plan.some((p) => p.taskId === quick), JSON.stringify(plan));
+  assert.ok(
+    plan.plan.some((p) => p.taskId === quick),
+    JSON.stringify(plan),
+  );
 });
 
 test("daemon stop, then commands that need it say so in one line", async () => {

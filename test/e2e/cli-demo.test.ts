@@ -13,12 +13,25 @@ for (const runtime of ["headless", "tmux"]) {
     try {
       const r = await execa(process.execPath, [bin, "demo", "--runtime", runtime], {
         env: { HOME: home, HERDR_SOCKET_PATH: join(home, "no-herdr.sock") },
-        extendEnv: true, reject: false, timeout: 150_000, stdin: "ignore",
+        extendEnv: true,
+        reject: false,
+        timeout: 150_000,
+        stdin: "ignore",
       });
       const out = String(r.stdout);
       assert.equal(r.exitCode, 0, `${out}\n${String(r.stderr)}`);
-      assert.equal(out.match(new RegExp(`^\\[${runtime}\\] (worker|reviewer) pi \\(scripted/scripted-model · \\w+\\) → completed$`, "gm"))?.length, 3, out);
-      assert.equal(out.match(/^--- diff t[0-9a-z]{11} ---$/gm)?.length, 2, "a diff for each worker, none for the reviewer");
+      assert.equal(
+        out.match(
+          new RegExp(`^\\[${runtime}\\] (worker|reviewer) pi \\(scripted/scripted-model · \\w+\\) → completed$`, "gm"),
+        )?.length,
+        3,
+        out,
+      );
+      assert.equal(
+        out.match(/^--- diff t[0-9a-z]{11} ---$/gm)?.length,
+        2,
+        "a diff for each worker, none for the reviewer",
+      );
       assert.match(out, /^\+\+\+ b\/src\/greeting\.js$/m);
       assert.match(out, /^\+\+\+ b\/docs\/usage\.md$/m);
       assert.match(out, /\[MINOR\] README\.md:3/);

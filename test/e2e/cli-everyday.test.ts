@@ -13,8 +13,16 @@ import { bin, startCliHarness, type CliHarness } from "./cli-harness.js";
 
 const script = {
   conversations: [
-    { name: "a", match: "[t-a]", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "A-DONE" } }] }] },
-    { name: "b", match: "[t-b]", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "B-DONE" } }] }] },
+    {
+      name: "a",
+      match: "[t-a]",
+      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "A-DONE" } }] }],
+    },
+    {
+      name: "b",
+      match: "[t-b]",
+      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "B-DONE" } }] }],
+    },
   ],
 };
 
@@ -36,7 +44,10 @@ async function which(cmd: string): Promise<boolean> {
 before(async () => {
   h = await startCliHarness(script);
   const ids: string[] = [];
-  for (const [brief, tag] of [[BRIEF_A, "[t-a]"], [BRIEF_B, "[t-b]"]] as const) {
+  for (const [brief, tag] of [
+    [BRIEF_A, "[t-a]"],
+    [BRIEF_B, "[t-b]"],
+  ] as const) {
     const s = await h.cli(["spawn", "--brief", brief, "--prompt", `${tag} report`]);
     assert.equal(s.code, 0, s.err);
     ids.push(s.out.trim());
@@ -80,14 +91,20 @@ test("usage errors: JSON on stderr with --json, exit 2 for bad flag values, mess
   const unknown = await h.cli(["bogus", "--json"]);
   assert.equal(unknown.code, 2);
   assert.equal(unknown.out, "");
-  assert.match((JSON.parse(unknown.err) as { error: { code: string; message: string } }).error.message, /unknown command 'bogus'/);
+  assert.match(
+    (JSON.parse(unknown.err) as { error: { code: string; message: string } }).error.message,
+    /unknown command 'bogus'/,
+  );
   const badFlag = await h.cli(["list", "--nope", "--json"]);
   assert.equal(badFlag.code, 2);
   assert.match((JSON.parse(badFlag.err) as { error: { message: string } }).error.message, /unknown option '--nope'/);
 
   const cwd = await h.cli(["spawn", "--cwd", "/nowhere", "--prompt", "x", "--json"]);
   assert.equal(cwd.code, 2, cwd.err);
-  assert.match((JSON.parse(cwd.err) as { error: { message: string } }).error.message, /^--cwd \/nowhere: no such directory/);
+  assert.match(
+    (JSON.parse(cwd.err) as { error: { message: string } }).error.message,
+    /^--cwd \/nowhere: no such directory/,
+  );
   const timeout = await h.cli(["spawn", "--timeout", "10ms", "--prompt", "x"]);
   assert.equal(timeout.code, 2);
   assert.match(timeout.err, /--timeout 10ms/);
@@ -99,7 +116,9 @@ test("usage errors: JSON on stderr with --json, exit 2 for bad flag values, mess
   // A home whose path runs through a file: HOME_UNWRITABLE naming the path, never INTERNAL.
   writeFileSync(join(h.dir, "a-file"), "");
   const bad = await execa(process.execPath, [bin, "config", "set", "maxParallelAgents", "2", "--json"], {
-    env: { ...h.env, DSH_HERDR_HOME: join(h.dir, "a-file", "home") }, reject: false, stdin: "ignore",
+    env: { ...h.env, DSH_HERDR_HOME: join(h.dir, "a-file", "home") },
+    reject: false,
+    stdin: "ignore",
   });
   assert.equal(bad.exitCode, 1);
   const err = (JSON.parse(String(bad.stderr)) as { error: { code: string; message: string } }).error;
@@ -118,11 +137,23 @@ test("list: statuses coloured only with FORCE_COLOR (not on a pipe, never with N
   assert.ok(rows[0]!.includes("重试与抖动") || rows[1]!.includes("重试与抖动"), plain.out);
   assert.equal(cwdAt(rows[0]!), cwdAt(rows[1]!), `the CWD column lines up after CJK and emoji briefs:\n${plain.out}`);
 
-  const forced = await execa(process.execPath, [bin, "list"], { env: { ...h.env, FORCE_COLOR: "1" }, cwd: h.repo, stdin: "ignore" });
+  const forced = await execa(process.execPath, [bin, "list"], {
+    env: { ...h.env, FORCE_COLOR: "1" },
+    cwd: h.repo,
+    stdin: "ignore",
+  });
   assert.match(String(forced.stdout), /\x1b\[32mcompleted\x1b\[39m/);
-  const no = await execa(process.execPath, [bin, "list"], { env: { ...h.env, FORCE_COLOR: "1", NO_COLOR: "1" }, cwd: h.repo, stdin: "ignore" });
+  const no = await execa(process.execPath, [bin, "list"], {
+    env: { ...h.env, FORCE_COLOR: "1", NO_COLOR: "1" },
+    cwd: h.repo,
+    stdin: "ignore",
+  });
   assert.doesNotMatch(String(no.stdout), ansi);
-  const card = await execa(process.execPath, [bin, "show", a.taskId], { env: { ...h.env, FORCE_COLOR: "1" }, cwd: h.repo, stdin: "ignore" });
+  const card = await execa(process.execPath, [bin, "show", a.taskId], {
+    env: { ...h.env, FORCE_COLOR: "1" },
+    cwd: h.repo,
+    stdin: "ignore",
+  });
   assert.match(String(card.stdout), /→ \x1b\[32mcompleted/);
 });
 
@@ -132,12 +163,27 @@ test("completion: bash, zsh and fish scripts complete commands, flags, choices a
   if (!existsSync(join(pathDir, "dsh-herdr"))) symlinkSync(bin, join(pathDir, "dsh-herdr"));
   const env = { ...h.env, PATH: `${pathDir}:${process.env.PATH ?? ""}` };
   const ids = await execa(process.execPath, [bin, "__complete", "ids"], { env, stdin: "ignore" });
-  assert.ok(String(ids.stdout).split("\n").includes(a.taskId.slice(-4)) || a.taskId.slice(-4) === b.taskId.slice(-4), String(ids.stdout));
+  assert.ok(
+    String(ids.stdout).split("\n").includes(a.taskId.slice(-4)) || a.taskId.slice(-4) === b.taskId.slice(-4),
+    String(ids.stdout),
+  );
 
   const bashScript = join(h.dir, "c.bash");
-  writeFileSync(bashScript, String((await execa(process.execPath, [bin, "completion", "bash"], { env, stdin: "ignore" })).stdout));
+  writeFileSync(
+    bashScript,
+    String((await execa(process.execPath, [bin, "completion", "bash"], { env, stdin: "ignore" })).stdout),
+  );
   const complete = async (line: string): Promise<string[]> => {
-    const r = await execa("bash", ["-c", `source ${bashScript}; read -ra COMP_WORDS <<< "$1"; [[ "$1" == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _dsh_herdr; printf '%s\\n' "\${COMPREPLY[@]}"`, "_", line], { env, stdin: "ignore" });
+    const r = await execa(
+      "bash",
+      [
+        "-c",
+        `source ${bashScript}; read -ra COMP_WORDS <<< "$1"; [[ "$1" == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _dsh_herdr; printf '%s\\n' "\${COMPREPLY[@]}"`,
+        "_",
+        line,
+      ],
+      { env, stdin: "ignore" },
+    );
     return String(r.stdout).split("\n").filter(Boolean);
   };
   assert.deepEqual(await complete("dsh-herdr sp"), ["spawn"]);
@@ -148,12 +194,23 @@ test("completion: bash, zsh and fish scripts complete commands, flags, choices a
   assert.ok(showIds.includes(a.taskId) && showIds.includes(b.taskId), showIds.join(" "));
 
   if (await which("zsh")) {
-    const z = await execa("zsh", ["-c", `compadd() { shift; print -rl -- "$@"; }; source <(dsh-herdr completion zsh); words=(dsh-herdr daemon ""); CURRENT=3; _dsh_herdr; words=(dsh-herdr show ""); CURRENT=3; _dsh_herdr`], { env, stdin: "ignore" });
+    const z = await execa(
+      "zsh",
+      [
+        "-c",
+        `compadd() { shift; print -rl -- "$@"; }; source <(dsh-herdr completion zsh); words=(dsh-herdr daemon ""); CURRENT=3; _dsh_herdr; words=(dsh-herdr show ""); CURRENT=3; _dsh_herdr`,
+      ],
+      { env, stdin: "ignore" },
+    );
     const out = String(z.stdout).split("\n");
     assert.ok(out.includes("install-unit") && out.includes("log") && out.includes(a.taskId), String(z.stdout));
   }
   if (await which("fish")) {
-    const f = await execa("fish", ["-c", "dsh-herdr completion fish | source; complete -C 'dsh-herdr daemon '; complete -C 'dsh-herdr close '"], { env, stdin: "ignore" });
+    const f = await execa(
+      "fish",
+      ["-c", "dsh-herdr completion fish | source; complete -C 'dsh-herdr daemon '; complete -C 'dsh-herdr close '"],
+      { env, stdin: "ignore" },
+    );
     assert.match(String(f.stdout), /^install-unit\t/m);
     assert.match(String(f.stdout), new RegExp(`^${b.taskId}$`, "m"));
   }
@@ -175,17 +232,26 @@ test("daemon log: readable lines, --level filters, --task narrows to one task, -
   // A task that cannot start (no Herdr server here) gets a warning line naming it.
   const c = (await h.cli(["spawn", "--runtime", "herdr", "--brief", "no herdr", "--prompt", "[t-a] x"])).out.trim();
   await h.cli(["wait", c, "--timeout", "60s"]);
-  const task = await waitFor("a log line about the failed task", async () => {
-    const t = await h.cli(["daemon", "log", "--task", c.slice(-5)]);
-    return t.code === 0 && t.out.trim() !== "" ? t : undefined;
-  }, 20_000, 200);
+  const task = await waitFor(
+    "a log line about the failed task",
+    async () => {
+      const t = await h.cli(["daemon", "log", "--task", c.slice(-5)]);
+      return t.code === 0 && t.out.trim() !== "" ? t : undefined;
+    },
+    20_000,
+    200,
+  );
   const taskLines = task.out.trimEnd().split("\n");
   for (const l of taskLines) assert.ok(l.includes(c), l);
   assert.ok(!task.out.includes(a.taskId) && !task.out.includes(b.taskId));
   const warnNow = await h.cli(["daemon", "log", "--level", "warn"]);
   assert.match(warnNow.out, new RegExp(`^\\S+ (WARN|ERROR) .*${c}`, "m"));
 
-  const follow = execa(process.execPath, [bin, "daemon", "log", "-f", "-n", "0"], { env: h.env, reject: false, stdin: "ignore" });
+  const follow = execa(process.execPath, [bin, "daemon", "log", "-f", "-n", "0"], {
+    env: h.env,
+    reject: false,
+    stdin: "ignore",
+  });
   let seen = "";
   follow.stdout?.on("data", (d: Buffer) => (seen += d.toString()));
   try {
@@ -242,13 +308,27 @@ test("daemon install-unit: a valid systemd user unit whose daemon run serves and
   // A log past the cap: the first line the daemon writes moves it to daemon.log.1.
   mkdirSync(unitHome, { recursive: true, mode: 0o700 });
   writeFileSync(join(unitHome, "daemon.log"), "OLD-LOG-LINE\n".repeat(500), { mode: 0o600 });
-  const runEnv = { ...unitEnv, HOME: h.env["HOME"] ?? "", PI_CODING_AGENT_DIR: h.env["PI_CODING_AGENT_DIR"] ?? "", DSH_HERDR_LOG_MAX_BYTES: "4096" };
+  const runEnv = {
+    ...unitEnv,
+    HOME: h.env["HOME"] ?? "",
+    PI_CODING_AGENT_DIR: h.env["PI_CODING_AGENT_DIR"] ?? "",
+    DSH_HERDR_LOG_MAX_BYTES: "4096",
+  };
   const daemon = execa(exec[0]!, exec.slice(1), { env: runEnv, extendEnv: false, reject: false, stdin: "ignore" });
   try {
-    await waitFor("the unit's daemon serves", async () => {
-      const s = await execa(process.execPath, [bin, "daemon", "status", "--json"], { env: { ...h.env, DSH_HERDR_HOME: unitHome }, reject: false, stdin: "ignore" });
-      return s.exitCode === 0 ? s : undefined;
-    }, 30_000, 200);
+    await waitFor(
+      "the unit's daemon serves",
+      async () => {
+        const s = await execa(process.execPath, [bin, "daemon", "status", "--json"], {
+          env: { ...h.env, DSH_HERDR_HOME: unitHome },
+          reject: false,
+          stdin: "ignore",
+        });
+        return s.exitCode === 0 ? s : undefined;
+      },
+      30_000,
+      200,
+    );
   } catch (e) {
     daemon.kill("SIGKILL");
     throw e;
@@ -256,7 +336,11 @@ test("daemon install-unit: a valid systemd user unit whose daemon run serves and
   daemon.kill("SIGTERM");
   const done = await daemon;
   assert.equal(done.exitCode, 0, String(done.stderr));
-  const after = await execa(process.execPath, [bin, "daemon", "status"], { env: { ...h.env, DSH_HERDR_HOME: unitHome }, reject: false, stdin: "ignore" });
+  const after = await execa(process.execPath, [bin, "daemon", "status"], {
+    env: { ...h.env, DSH_HERDR_HOME: unitHome },
+    reject: false,
+    stdin: "ignore",
+  });
   assert.equal(after.exitCode, 1, "stopped on SIGTERM");
   assert.match(readFileSync(join(unitHome, "daemon.log.1"), "utf8"), /OLD-LOG-LINE/);
   const log = readFileSync(join(unitHome, "daemon.log"), "utf8");

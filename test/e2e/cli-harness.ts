@@ -13,7 +13,11 @@ import { killUnder } from "../helpers/procs.js";
 export const root = join(import.meta.dirname, "..", "..", "..");
 export const bin = join(root, "bin", "dsh-herdr");
 
-export interface CliRun { code: number; out: string; err: string }
+export interface CliRun {
+  code: number;
+  out: string;
+  err: string;
+}
 
 export interface CliHarness {
   dir: string;
@@ -35,27 +39,51 @@ export interface CliHarnessOptions {
   herdrSocketPath?: string;
 }
 
-export async function startCliHarness(script: Script, runtime = "headless", opts: CliHarnessOptions = {}): Promise<CliHarness> {
+export async function startCliHarness(
+  script: Script,
+  runtime = "headless",
+  opts: CliHarnessOptions = {},
+): Promise<CliHarness> {
   const dir = mkdtempSync(join(tmpdir(), "dsh-cli-e2e-"));
   const home = join(dir, "dsh");
   const repo = makeGitRepo(dir);
   const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
   const agent = preparePiAgentDir(dir, model.url);
-  const env = { ...agent.env, DSH_HERDR_HOME: home, HERDR_SOCKET_PATH: join(dir, "no-herdr.sock"), DSH_HERDR_PAGER: "cat" };
+  const env = {
+    ...agent.env,
+    DSH_HERDR_HOME: home,
+    HERDR_SOCKET_PATH: join(dir, "no-herdr.sock"),
+    DSH_HERDR_PAGER: "cat",
+  };
   const cli = async (args: string[], o: { input?: string; timeoutMs?: number } = {}): Promise<CliRun> => {
     const r = await execa(process.execPath, [bin, ...args], {
-      env, cwd: repo, reject: false, stripFinalNewline: false, timeout: o.timeoutMs ?? 120_000, ...(o.input !== undefined ? { input: o.input } : { stdin: "ignore" }),
+      env,
+      cwd: repo,
+      reject: false,
+      stripFinalNewline: false,
+      timeout: o.timeoutMs ?? 120_000,
+      ...(o.input !== undefined ? { input: o.input } : { stdin: "ignore" }),
     });
     return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
   };
-  const settings = [["defaultModel", agent.model], ["runtime", runtime], ["readinessTimeoutMs", "60000"], ["tmuxSocket", `dsh-cli-${process.pid}`]];
+  const settings = [
+    ["defaultModel", agent.model],
+    ["runtime", runtime],
+    ["readinessTimeoutMs", "60000"],
+    ["tmuxSocket", `dsh-cli-${process.pid}`],
+  ];
   if (opts.herdrSocketPath) settings.push(["herdrSocketPath", opts.herdrSocketPath]);
   for (const [k, v] of settings) {
     const r = await cli(["config", "set", k as string, v as string]);
     if (r.code !== 0) throw new Error(`config set ${k}: ${r.err}`);
   }
   return {
-    dir, home, repo, model, env, cli,
+    dir,
+    home,
+    repo,
+    model,
+    env,
+    cli,
     async close() {
       await cli(["abort", "--all"]).catch(() => undefined);
       await cli(["daemon", "stop"]).catch(() => undefined);

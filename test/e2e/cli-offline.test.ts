@@ -13,7 +13,13 @@ const bin = join(root, "bin", "dsh-herdr");
 function cli(home: string, args: string[], extraEnv: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [bin, ...args], {
     encoding: "utf8",
-    env: { ...process.env, HOME: join(home, "user"), DSH_HERDR_HOME: join(home, "dsh"), HERDR_SOCKET_PATH: join(home, "no-herdr.sock"), ...extraEnv },
+    env: {
+      ...process.env,
+      HOME: join(home, "user"),
+      DSH_HERDR_HOME: join(home, "dsh"),
+      HERDR_SOCKET_PATH: join(home, "no-herdr.sock"),
+      ...extraEnv,
+    },
     timeout: 60_000,
   });
   return { code: r.status, out: r.stdout, err: r.stderr };
@@ -29,98 +35,116 @@ function withHome(fn: (home: string) => void): void {
   }
 }
 
-test("schema prints the AgentResult schema byte for byte", () => withHome((home) => {
-  const r = cli(home, ["schema"]);
-  assert.equal(r.code, 0);
-  assert.equal(r.out, readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8"));
-}));
+test("schema prints the AgentResult schema byte for byte", () =>
+  withHome((home) => {
+    const r = cli(home, ["schema"]);
+    assert.equal(r.code, 0);
+    assert.equal(r.out, readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8"));
+  }));
 
-test("config set/get/path round-trip through config.json; a bad value changes nothing", () => withHome((home) => {
-  assert.equal(cli(home, ["config", "path"]).out.trim(), join(home, "dsh", "config.json"));
-  const set = cli(home, ["config", "set", "maxParallelAgents", "5"]);
-  assert.equal(set.code, 0, set.err);
-  assert.equal(set.out, "maxParallelAgents = 5\n");
-  assert.equal(cli(home, ["config", "get", "maxParallelAgents"]).out, "5\n");
-  assert.deepEqual(JSON.parse(cli(home, ["config", "get", "maxParallelAgents", "--json"]).out), 5);
-  assert.equal(JSON.parse(readFileSync(join(home, "dsh", "config.json"), "utf8")).maxParallelAgents, 5);
+test("config set/get/path round-trip through config.json; a bad value changes nothing", () =>
+  withHome((home) => {
+    assert.equal(cli(home, ["config", "path"]).out.trim(), join(home, "dsh", "config.json"));
+    const set = cli(home, ["config", "set", "maxParallelAgents", "5"]);
+    assert.equal(set.code, 0, set.err);
+    assert.equal(set.out, "maxParallelAgents = 5\n");
+    assert.equal(cli(home, ["config", "get", "maxParallelAgents"]).out, "5\n");
+    assert.deepEqual(JSON.parse(cli(home, ["config", "get", "maxParallelAgents", "--json"]).out), 5);
+    assert.equal(JSON.parse(readFileSync(join(home, "dsh", "config.json"), "utf8")).maxParallelAgents, 5);
 
-  const bad = cli(home, ["config", "set", "maxParallelAgents", "lots"]);
-  assert.equal(bad.code, 2, "a bad value is a usage error");
-  assert.equal(bad.err.trim().split("\n").length, 1, "one clear line");
-  assert.match(bad.err, /CONFIG_INVALID/);
-  const unknown = cli(home, ["config", "get", "nope"]);
-  assert.equal(unknown.code, 1);
-  assert.match(unknown.err, /unknown config key "nope"/);
-  assert.equal(JSON.parse(readFileSync(join(home, "dsh", "config.json"), "utf8")).maxParallelAgents, 5);
+    const bad = cli(home, ["config", "set", "maxParallelAgents", "lots"]);
+    assert.equal(bad.code, 2, "a bad value is a usage error");
+    assert.equal(bad.err.trim().split("\n").length, 1, "one clear line");
+    assert.match(bad.err, /CONFIG_INVALID/);
+    const unknown = cli(home, ["config", "get", "nope"]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.err, /unknown config key "nope"/);
+    assert.equal(JSON.parse(readFileSync(join(home, "dsh", "config.json"), "utf8")).maxParallelAgents, 5);
 
-  const all = JSON.parse(cli(home, ["config", "get", "--json"]).out) as Record<string, unknown>;
-  assert.equal(all["maxParallelAgents"], 5);
-  assert.equal(all["runtime"], "auto");
-}));
+    const all = JSON.parse(cli(home, ["config", "get", "--json"]).out) as Record<string, unknown>;
+    assert.equal(all["maxParallelAgents"], 5);
+    assert.equal(all["runtime"], "auto");
+  }));
 
-test("doctor passes on a sane machine and fails with a fix on a broken config and an open home", () => withHome((home) => {
-  // A sane machine has a pi that knows a model with credentials: the scripted provider (never contacted here).
-  const pi = preparePiAgentDir(join(home, "pi"), "http://127.0.0.1:9/v1").env;
-  const piEnv = { PI_CODING_AGENT_DIR: pi.PI_CODING_AGENT_DIR!, PI_OFFLINE: "1" };
-  const good = cli(home, ["doctor", "--json"], piEnv);
-  const report = JSON.parse(good.out) as { ok: boolean; checks: { name: string; level: string }[] };
-  assert.equal(good.code, 0, good.out);
-  assert.equal(report.ok, true);
-  for (const name of ["node", "git", "pi", "model", "tmux", "herdr", "home", "config", "daemon", "disk"]) {
-    assert.ok(report.checks.some((c) => c.name === name), `checks ${name}`);
-  }
-  assert.equal(report.checks.find((c) => c.name === "herdr")?.level, "warn", "no Herdr here: a warning, not a failure");
+test("doctor passes on a sane machine and fails with a fix on a broken config and an open home", () =>
+  withHome((home) => {
+    // A sane machine has a pi that knows a model with credentials: the scripted provider (never contacted here).
+    const pi = preparePiAgentDir(join(home, "pi"), "http://127.0.0.1:9/v1").env;
+    const piEnv = { PI_CODING_AGENT_DIR: pi.PI_CODING_AGENT_DIR!, PI_OFFLINE: "1" };
+    const good = cli(home, ["doctor", "--json"], piEnv);
+    const report = JSON.parse(good.out) as { ok: boolean; checks: { name: string; level: string }[] };
+    assert.equal(good.code, 0, good.out);
+    assert.equal(report.ok, true);
+    for (const name of ["node", "git", "pi", "model", "tmux", "herdr", "home", "config", "daemon", "disk"]) {
+      assert.ok(
+        report.checks.some((c) => c.name === name),
+        `checks ${name}`,
+      );
+    }
+    assert.equal(
+      report.checks.find((c) => c.name === "herdr")?.level,
+      "warn",
+      "no Herdr here: a warning, not a failure",
+    );
 
-  mkdirSync(join(home, "dsh"), { mode: 0o700 });
-  writeFileSync(join(home, "dsh", "config.json"), '{"maxParallelAgents": "many"}');
-  chmodSync(join(home, "dsh"), 0o777);
-  const bad = cli(home, ["doctor"], piEnv);
-  assert.equal(bad.code, 1);
-  assert.match(bad.out, /^FAIL\s+home\s+.*mode 777.*fix: chmod 700 /m);
-  // Not "config set": it would fail on the same broken file.
-  assert.match(bad.out, /^FAIL\s+config\s+.*maxParallelAgents.*fix: edit or delete .*config\.json$/m);
-  assert.match(bad.out, /^2 check\(s\) failed$/m);
-}));
+    mkdirSync(join(home, "dsh"), { mode: 0o700 });
+    writeFileSync(join(home, "dsh", "config.json"), '{"maxParallelAgents": "many"}');
+    chmodSync(join(home, "dsh"), 0o777);
+    const bad = cli(home, ["doctor"], piEnv);
+    assert.equal(bad.code, 1);
+    assert.match(bad.out, /^FAIL\s+home\s+.*mode 777.*fix: chmod 700 /m);
+    // Not "config set": it would fail on the same broken file.
+    assert.match(bad.out, /^FAIL\s+config\s+.*maxParallelAgents.*fix: edit or delete .*config\.json$/m);
+    assert.match(bad.out, /^2 check\(s\) failed$/m);
+  }));
 
-test("a Herdr socket that does not answer is a FAIL naming the fix", () => withHome((home) => {
-  writeFileSync(join(home, "fake.sock"), "not a socket");
-  const r = cli(home, ["doctor"], { HERDR_SOCKET_PATH: join(home, "fake.sock") });
-  assert.equal(r.code, 1);
-  assert.match(r.out, /^FAIL\s+herdr\s+.*does not answer ping.*fix: /m);
-}));
+test("a Herdr socket that does not answer is a FAIL naming the fix", () =>
+  withHome((home) => {
+    writeFileSync(join(home, "fake.sock"), "not a socket");
+    const r = cli(home, ["doctor"], { HERDR_SOCKET_PATH: join(home, "fake.sock") });
+    assert.equal(r.code, 1);
+    assert.match(r.out, /^FAIL\s+herdr\s+.*does not answer ping.*fix: /m);
+  }));
 
-test("bad flags and bad values exit 2 with one line; unknown commands suggest the near one", () => withHome((home) => {
-  const flag = cli(home, ["list", "--bogus"]);
-  assert.equal(flag.code, 2);
-  assert.equal(flag.err.trim(), "error: unknown option '--bogus'");
-  const choice = cli(home, ["spawn", "--role", "boss", "--prompt", "x"]);
-  assert.equal(choice.code, 2);
-  assert.match(choice.err, /--role.*boss.*worker, reviewer|Allowed choices are worker, reviewer/);
-  const dur = cli(home, ["wait", "tabc", "--timeout", "soon"]);
-  assert.equal(dur.code, 2);
-  assert.match(dur.err, /--timeout: "soon" is not a duration/);
-  const cmd = cli(home, ["lsit"]);
-  assert.equal(cmd.code, 2);
-  assert.match(cmd.err, /unknown command 'lsit'.*Did you mean list\?/s);
-  const noPrompt = cli(home, ["spawn"]);
-  assert.equal(noPrompt.code, 2);
-  assert.match(noPrompt.err, /give the task exactly once/);
-}));
+test("bad flags and bad values exit 2 with one line; unknown commands suggest the near one", () =>
+  withHome((home) => {
+    const flag = cli(home, ["list", "--bogus"]);
+    assert.equal(flag.code, 2);
+    assert.equal(flag.err.trim(), "error: unknown option '--bogus'");
+    const choice = cli(home, ["spawn", "--role", "boss", "--prompt", "x"]);
+    assert.equal(choice.code, 2);
+    assert.match(choice.err, /--role.*boss.*worker, reviewer|Allowed choices are worker, reviewer/);
+    const dur = cli(home, ["wait", "tabc", "--timeout", "soon"]);
+    assert.equal(dur.code, 2);
+    assert.match(dur.err, /--timeout: "soon" is not a duration/);
+    const cmd = cli(home, ["lsit"]);
+    assert.equal(cmd.code, 2);
+    assert.match(cmd.err, /unknown command 'lsit'.*Did you mean list\?/s);
+    const noPrompt = cli(home, ["spawn"]);
+    assert.equal(noPrompt.code, 2);
+    assert.match(noPrompt.err, /give the task exactly once/);
+  }));
 
-test("without a daemon: one clear line, exit 1; --json puts the error on stderr as JSON", () => withHome((home) => {
-  const r = cli(home, ["daemon", "status"]);
-  assert.equal(r.code, 1);
-  assert.equal(r.out, "");
-  assert.equal(r.err.trim().split("\n").length, 1);
-  assert.match(r.err, /^dsh-herdr: DAEMON_UNAVAILABLE: .*dsh-herdr daemon start/);
-  const j = cli(home, ["daemon", "status", "--json"]);
-  assert.equal(j.code, 1);
-  assert.equal((JSON.parse(j.err) as { error: { code: string } }).error.code, "DAEMON_UNAVAILABLE");
-}));
+test("without a daemon: one clear line, exit 1; --json puts the error on stderr as JSON", () =>
+  withHome((home) => {
+    const r = cli(home, ["daemon", "status"]);
+    assert.equal(r.code, 1);
+    assert.equal(r.out, "");
+    assert.equal(r.err.trim().split("\n").length, 1);
+    assert.match(r.err, /^dsh-herdr: DAEMON_UNAVAILABLE: .*dsh-herdr daemon start/);
+    const j = cli(home, ["daemon", "status", "--json"]);
+    assert.equal(j.code, 1);
+    assert.equal((JSON.parse(j.err) as { error: { code: string } }).error.code, "DAEMON_UNAVAILABLE");
+  }));
 
 test("daemon run serves in the foreground and stops cleanly on SIGINT", async () => {
   const home = mkdtempSync(join(tmpdir(), "dsh-cli-run-"));
-  const env = { ...process.env, HOME: home, DSH_HERDR_HOME: join(home, "dsh"), HERDR_SOCKET_PATH: join(home, "none.sock") };
+  const env = {
+    ...process.env,
+    HOME: home,
+    DSH_HERDR_HOME: join(home, "dsh"),
+    HERDR_SOCKET_PATH: join(home, "none.sock"),
+  };
   const child = spawn(process.execPath, [bin, "daemon", "run"], { env, stdio: "ignore" });
   const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   try {

@@ -19,15 +19,36 @@ const SPINNER = /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/;
 const script = {
   conversations: [
     {
-      name: "pane", match: "[t-pane]",
+      name: "pane",
+      match: "[t-pane]",
       steps: [
-        { text: "STEP-ONE-MARK working on it", toolCalls: [{ name: "write", arguments: { path: "a.txt", content: "a\n" } }], delayMs: 300 },
+        {
+          text: "STEP-ONE-MARK working on it",
+          toolCalls: [{ name: "write", arguments: { path: "a.txt", content: "a\n" } }],
+          delayMs: 300,
+        },
         // Long enough for `logs -f` to start and print the screen before this step lands.
-        { text: "STEP-TWO-MARK almost there", toolCalls: [{ name: "write", arguments: { path: "b.txt", content: "b\n" } }], delayMs: 6000 },
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "two files (PANE-DONE)" } }], delayMs: 1500 },
+        {
+          text: "STEP-TWO-MARK almost there",
+          toolCalls: [{ name: "write", arguments: { path: "b.txt", content: "b\n" } }],
+          delayMs: 6000,
+        },
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "two files (PANE-DONE)" } }],
+          delayMs: 1500,
+        },
       ],
     },
-    { name: "spin", match: "[t-spin]", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "spun (SPIN-DONE)" } }], delayMs: 5000 }] },
+    {
+      name: "spin",
+      match: "[t-spin]",
+      steps: [
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "spun (SPIN-DONE)" } }],
+          delayMs: 5000,
+        },
+      ],
+    },
     { name: "slow", match: "[t-slow]", steps: [{ text: "thinking slowly", delayMs: 60_000 }] },
   ],
 };
@@ -73,18 +94,32 @@ describe("tmux runtime", () => {
   test("logs: the child's screen, unpadded; -f prints the next step once and stops on Ctrl+C with 0; --json", async () => {
     pane = await spawn(h, "[t-pane] write two files");
     await waitFor("the child's launch", async () => handleOf(h, pane), 60_000, 200);
-    const first = await waitFor("the first step on the child's screen", async () => {
-      const l = await h.cli(["logs", pane]);
-      assert.equal(l.code, 0, l.err);
-      return l.out.includes("STEP-ONE-MARK") ? l : undefined;
-    }, 90_000, 300);
+    const first = await waitFor(
+      "the first step on the child's screen",
+      async () => {
+        const l = await h.cli(["logs", pane]);
+        assert.equal(l.code, 0, l.err);
+        return l.out.includes("STEP-ONE-MARK") ? l : undefined;
+      },
+      90_000,
+      300,
+    );
     assert.equal(first.err, "");
     assert.match(first.out, /^ \[t-pane\] write two files$/m, "pi's own screen, with the task");
     assert.match(first.out, new RegExp(`^ Task ${pane}$`, "m"));
     assert.ok(first.out.endsWith("\n"));
-    assert.ok(first.out.split("\n").every((l) => !l.endsWith(" ")), "pi pads lines to the pane width; logs does not");
+    assert.ok(
+      first.out.split("\n").every((l) => !l.endsWith(" ")),
+      "pi pads lines to the pane width; logs does not",
+    );
 
-    const follow: ResultPromise = execa(process.execPath, [bin, "logs", pane, "-f"], { env: h.env, cwd: h.repo, reject: false, stdin: "ignore", timeout: 120_000 });
+    const follow: ResultPromise = execa(process.execPath, [bin, "logs", pane, "-f"], {
+      env: h.env,
+      cwd: h.repo,
+      reject: false,
+      stdin: "ignore",
+      timeout: 120_000,
+    });
     let out = "";
     follow.stdout?.on("data", (d: Buffer) => (out += d.toString()));
     await waitFor("logs -f to print the screen", async () => out.includes("STEP-ONE-MARK"), 20_000);
@@ -132,10 +167,20 @@ describe("tmux runtime", () => {
     assert.equal(sock, handle.tmuxSocket);
     const j = await h.cli(["open", pane.slice(0, 6), "--json"]);
     assert.equal(j.code, 0, j.err);
-    assert.deepEqual(JSON.parse(j.out), { taskId: pane, runtime: "tmux", command: ["tmux", "-L", sock, "attach-session", "-t", target] });
+    assert.deepEqual(JSON.parse(j.out), {
+      taskId: pane,
+      runtime: "tmux",
+      command: ["tmux", "-L", sock, "attach-session", "-t", target],
+    });
 
-    const panes = await execa("tmux", ["-L", sock, "list-panes", "-t", target, "-F", "#{pane_id}"], { env: { TMUX: undefined } });
-    assert.deepEqual(String(panes.stdout).split("\n"), [handle.tmuxPaneId], "the target window holds exactly the child's pane");
+    const panes = await execa("tmux", ["-L", sock, "list-panes", "-t", target, "-F", "#{pane_id}"], {
+      env: { TMUX: undefined },
+    });
+    assert.deepEqual(
+      String(panes.stdout).split("\n"),
+      [handle.tmuxPaneId],
+      "the target window holds exactly the child's pane",
+    );
     const screen = await execa("tmux", ["-L", sock, "capture-pane", "-p", "-t", target], { env: { TMUX: undefined } });
     assert.match(String(screen.stdout), new RegExp(`Task ${pane}`));
   });
@@ -144,16 +189,39 @@ describe("tmux runtime", () => {
     const id = await spawn(h, "[t-spin] spin a while");
     const envArgs = Object.entries(h.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
     const cmd = waitCommand(id);
-    await tmux.run(["new-session", "-d", "-s", "wait", "-x", "150", "-y", "40", "-c", h.repo, ...envArgs, "sh", "-c", cmd]);
-    const spinning = await waitFor("a spinner frame", async () => {
-      const s = await screen("wait");
-      return /^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] waiting for 1 task\(s\) \d+(ms|s)\b/m.test(s) ? s : undefined;
-    }, 30_000);
+    await tmux.run([
+      "new-session",
+      "-d",
+      "-s",
+      "wait",
+      "-x",
+      "150",
+      "-y",
+      "40",
+      "-c",
+      h.repo,
+      ...envArgs,
+      "sh",
+      "-c",
+      cmd,
+    ]);
+    const spinning = await waitFor(
+      "a spinner frame",
+      async () => {
+        const s = await screen("wait");
+        return /^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] waiting for 1 task\(s\) \d+(ms|s)\b/m.test(s) ? s : undefined;
+      },
+      30_000,
+    );
     assert.doesNotMatch(spinning, /SPIN-DONE/, "seen while the child still works");
-    const end = await waitFor("wait to exit", async () => {
-      const s = await screen("wait");
-      return s.includes("EXIT=") ? s : undefined;
-    }, 90_000);
+    const end = await waitFor(
+      "wait to exit",
+      async () => {
+        const s = await screen("wait");
+        return s.includes("EXIT=") ? s : undefined;
+      },
+      90_000,
+    );
     assert.match(end, /^EXIT=0$/m);
     assert.match(end, /→ completed$/m);
     assert.match(end, /SPIN-DONE/);
@@ -164,18 +232,39 @@ describe("tmux runtime", () => {
     const id = await spawn(h, "[t-slow] take your time");
     const envArgs = Object.entries(h.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
     const cmd = waitCommand(id);
-    await tmux.run(["new-session", "-d", "-s", "stop", "-x", "150", "-y", "20", "-c", h.repo, ...envArgs, "sh", "-c", cmd]);
+    await tmux.run([
+      "new-session",
+      "-d",
+      "-s",
+      "stop",
+      "-x",
+      "150",
+      "-y",
+      "20",
+      "-c",
+      h.repo,
+      ...envArgs,
+      "sh",
+      "-c",
+      cmd,
+    ]);
     await waitFor("a spinner frame", async () => SPINNER.test(await screen("stop")), 30_000);
     await tmux.run(["send-keys", "-t", "stop", "C-c"]);
-    const end = await waitFor("wait to exit", async () => {
-      const s = await screen("stop");
-      return s.includes("EXIT=") ? s : undefined;
-    }, 15_000).catch(async (e: Error) => assert.fail(`${e.message}; screen:\n${await screen("stop").catch(() => "(gone)")}`));
+    const end = await waitFor(
+      "wait to exit",
+      async () => {
+        const s = await screen("stop");
+        return s.includes("EXIT=") ? s : undefined;
+      },
+      15_000,
+    ).catch(async (e: Error) => assert.fail(`${e.message}; screen:\n${await screen("stop").catch(() => "(gone)")}`));
     assert.match(end, /^EXIT=130$/m);
     assert.match(end, new RegExp(`stopped waiting; the tasks keep running \\(dsh-herdr wait ${id}\\)`));
     assert.doesNotMatch(end, SPINNER);
     const show = await h.cli(["list", "--json"]);
-    const row = (JSON.parse(show.out) as { tasks: { taskId: string; status: string }[] }).tasks.find((t) => t.taskId === id);
+    const row = (JSON.parse(show.out) as { tasks: { taskId: string; status: string }[] }).tasks.find(
+      (t) => t.taskId === id,
+    );
     assert.ok(row && ["starting", "working", "running"].includes(row.status), JSON.stringify(row));
     assert.equal((await h.cli(["abort", id])).code, 0);
   });
@@ -185,11 +274,30 @@ describe("tmux runtime", () => {
     const envArgs = Object.entries(h.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
     const log = join(h.dir, "wait-stderr.log");
     const cmd = waitCommand(id).replace(` wait ${id};`, ` wait ${id} 2>'${log}';`);
-    await tmux.run(["new-session", "-d", "-s", "errlog", "-x", "150", "-y", "40", "-c", h.repo, ...envArgs, "sh", "-c", cmd]);
-    const end = await waitFor("wait to exit", async () => {
-      const s = await screen("errlog");
-      return s.includes("EXIT=") ? s : undefined;
-    }, 90_000);
+    await tmux.run([
+      "new-session",
+      "-d",
+      "-s",
+      "errlog",
+      "-x",
+      "150",
+      "-y",
+      "40",
+      "-c",
+      h.repo,
+      ...envArgs,
+      "sh",
+      "-c",
+      cmd,
+    ]);
+    const end = await waitFor(
+      "wait to exit",
+      async () => {
+        const s = await screen("errlog");
+        return s.includes("EXIT=") ? s : undefined;
+      },
+      90_000,
+    );
     assert.match(end, /^EXIT=0$/m);
     assert.match(end, /SPIN-DONE/);
     const err = readFileSync(log, "utf8");
@@ -203,7 +311,10 @@ describe("tmux runtime", () => {
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /→ completed$/m);
     assert.match(r.out, /SPIN-DONE/);
-    for (const [name, text] of [["stdout", r.out], ["stderr", r.err]] as const) {
+    for (const [name, text] of [
+      ["stdout", r.out],
+      ["stderr", r.err],
+    ] as const) {
       assert.doesNotMatch(text, SPINNER, name);
       assert.ok(!text.includes("\r"), `${name} has a carriage return`);
       assert.ok(!text.includes("\x1b"), `${name} has an escape`);
@@ -261,19 +372,31 @@ describe("Herdr runtime (fake Herdr)", () => {
     assert.equal(j.code, 0, j.err);
     assert.deepEqual(JSON.parse(j.out), { taskId: id, runtime: "herdr", paneId: handle.paneId, focused: true });
 
-    const focus = fake.log.filter((e) => e.kind === "request" && (e.message as { method?: string }).method === "pane.focus");
+    const focus = fake.log.filter(
+      (e) => e.kind === "request" && (e.message as { method?: string }).method === "pane.focus",
+    );
     assert.equal(focus.length, 2, JSON.stringify(focus));
-    for (const { message } of focus) assert.deepEqual((message as { params: unknown }).params, { pane_id: handle.paneId });
+    for (const { message } of focus)
+      assert.deepEqual((message as { params: unknown }).params, { pane_id: handle.paneId });
     for (const { kind, message } of fake.log) {
-      assert.equal(herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message), "", JSON.stringify(message));
+      assert.equal(
+        herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message),
+        "",
+        JSON.stringify(message),
+      );
     }
 
     let last = "";
-    const l = await waitFor("the pane's screen", async () => {
-      const r = await h.cli(["logs", id]);
-      last = r.out + r.err;
-      return r.code === 0 && r.out.includes(`Task ${id}`) ? r : undefined;
-    }, 30_000, 300).catch((e: Error) => assert.fail(`${e.message}; last logs:\n${last}`));
+    const l = await waitFor(
+      "the pane's screen",
+      async () => {
+        const r = await h.cli(["logs", id]);
+        last = r.out + r.err;
+        return r.code === 0 && r.out.includes(`Task ${id}`) ? r : undefined;
+      },
+      30_000,
+      300,
+    ).catch((e: Error) => assert.fail(`${e.message}; last logs:\n${last}`));
     assert.equal(l.err, "");
     const lj = JSON.parse((await h.cli(["logs", id, "--json"])).out) as { runtime: string; output: string };
     assert.equal(lj.runtime, "herdr");

@@ -33,19 +33,37 @@ export function gitRepo(dir: string): string {
   return initRepo(dir);
 }
 
-export async function startHarness(script: Script, config: Partial<Config> = {}, env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(
+  script: Script,
+  config: Partial<Config> = {},
+  env: Record<string, string> = {},
+): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "dsh-e2e-"));
   const home = join(dir, "home-dsh");
   const repo = gitRepo(dir);
   const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
   const agent = preparePiAgentDir(dir, model.url);
-  const daemon = await runDaemon(home, { childEnv: { ...agent.env, ...env }, config: { readinessTimeoutMs: 60_000, ...config } });
+  const daemon = await runDaemon(home, {
+    childEnv: { ...agent.env, ...env },
+    config: { readinessTimeoutMs: 60_000, ...config },
+  });
   const cli = await connect(home, { kind: "cli", timeoutMs: 120_000 });
   const h: Harness = {
-    dir, home, repo, model, modelName: agent.model, childEnv: { ...agent.env, ...env }, daemon, cli,
+    dir,
+    home,
+    repo,
+    model,
+    modelName: agent.model,
+    childEnv: { ...agent.env, ...env },
+    daemon,
+    cli,
     spawn: (params) => cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
     async wait(taskId, timeoutMs = 90_000) {
-      const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: [taskId], timeoutMs }, { timeoutMs: timeoutMs + 5000 });
+      const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
+        "task.wait",
+        { taskIds: [taskId], timeoutMs },
+        { timeoutMs: timeoutMs + 5000 },
+      );
       assert.equal(r.timedOut, false, `task ${taskId} did not settle: ${JSON.stringify(r.results[0])}`);
       validateAgentResult(r.results[0]);
       return r.results[0]!;
@@ -72,7 +90,10 @@ export async function startHarness(script: Script, config: Partial<Config> = {},
 }
 
 export function readJournal(h: Harness, taskId: string): { type: string; [k: string]: unknown }[] {
-  return readFileSync(join(h.home, "tasks", taskId, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  return readFileSync(join(h.home, "tasks", taskId, "events.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
 }
 
 /** The scenarios every runtime runs; each conversation is picked by a marker in the task prompt. */
@@ -82,9 +103,17 @@ export const SCRIPT: Script = {
       name: "worker",
       match: "MARK-WORKER",
       steps: [
-        { toolCalls: [{ name: "write", arguments: { path: "feature.txt", content: "feature done\n" } }], usage: { prompt: 100, completion: 11 } },
+        {
+          toolCalls: [{ name: "write", arguments: { path: "feature.txt", content: "feature done\n" } }],
+          usage: { prompt: 100, completion: 11 },
+        },
         // crew_report terminates the cycle: no model call follows it.
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Added feature.txt\n\nOne new file." } }], usage: { prompt: 110, completion: 13 } },
+        {
+          toolCalls: [
+            { name: "crew_report", arguments: { outcome: "completed", report: "Added feature.txt\n\nOne new file." } },
+          ],
+          usage: { prompt: 110, completion: 13 },
+        },
       ],
     },
     {
@@ -92,20 +121,42 @@ export const SCRIPT: Script = {
       match: "MARK-REVIEWER",
       steps: [
         { toolCalls: [{ name: "write", arguments: { path: "README.md", content: "# changed by reviewer\n" } }] },
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Reviewed; README touched" } }] },
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Reviewed; README touched" } }],
+        },
       ],
     },
-    { name: "error", match: "MARK-ERROR", steps: [{ httpError: { status: 500, message: "scripted upstream failure" } }] },
+    {
+      name: "error",
+      match: "MARK-ERROR",
+      steps: [{ httpError: { status: 500, message: "scripted upstream failure" } }],
+    },
     { name: "slow", match: "MARK-SLOW", steps: [{ text: "thinking slowly", delayMs: 120_000 }] },
     {
       name: "blocked",
       match: "MARK-BLOCKED",
       steps: [
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color: red or blue?" } }] },
+        {
+          toolCalls: [
+            {
+              name: "crew_report",
+              arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color: red or blue?" },
+            },
+          ],
+        },
         { toolCalls: [{ name: "write", arguments: { path: "color.txt", content: "blue\n" } }] },
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Painted it blue" } }] },
       ],
     },
-    { name: "quick", match: "MARK-QUICK", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick one" } }], delayMs: 1500 }] },
+    {
+      name: "quick",
+      match: "MARK-QUICK",
+      steps: [
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick one" } }],
+          delayMs: 1500,
+        },
+      ],
+    },
   ],
 };

@@ -12,10 +12,14 @@ after(async () => {
   await h?.close();
 });
 
-defineRuntimeScenarios(() => h, "headless", async (hh, taskId) => {
-  // SIGKILL the pi process itself (not its wrapper): the runtime sees the exit.
-  process.kill(hh.daemon.supervisor.tasks.get(taskId)!.rec.handle!.pid!, "SIGKILL");
-});
+defineRuntimeScenarios(
+  () => h,
+  "headless",
+  async (hh, taskId) => {
+    // SIGKILL the pi process itself (not its wrapper): the runtime sees the exit.
+    process.kill(hh.daemon.supervisor.tasks.get(taskId)!.rec.handle!.pid!, "SIGKILL");
+  },
+);
 
 test("headless: 6 spawns with maxParallelAgents 2 never run more than 2; queued ones report queuedMs; queue limits give CONCURRENCY_LIMIT", async () => {
   const cfg = h.daemon.supervisor.deps.config();
@@ -24,10 +28,15 @@ test("headless: 6 spawns with maxParallelAgents 2 never run more than 2; queued 
   let peak = 0;
   const off = h.daemon.supervisor.onStatus(() => (peak = Math.max(peak, h.daemon.supervisor.admission.running)));
   try {
-    const spawned = await Promise.all(Array.from({ length: 6 }, (_, i) => h.spawn({ prompt: `MARK-QUICK number ${i}`, runtime: "headless" })));
+    const spawned = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => h.spawn({ prompt: `MARK-QUICK number ${i}`, runtime: "headless" })),
+    );
     assert.equal(spawned.filter((s) => s.queued).length, 4);
     const results = await Promise.all(spawned.map((s) => h.wait(s.taskId, 180_000)));
-    assert.ok(results.every((r) => r.status === "completed"), JSON.stringify(results.map((r) => r.status)));
+    assert.ok(
+      results.every((r) => r.status === "completed"),
+      JSON.stringify(results.map((r) => r.status)),
+    );
     const queued = results.filter((_, i) => spawned[i]!.queued);
     assert.ok(queued.every((r) => (r.timing.queuedMs ?? 0) > 0));
     // From the evidence: at no moment did more than 2 admitted tasks overlap.
@@ -40,7 +49,10 @@ test("headless: 6 spawns with maxParallelAgents 2 never run more than 2; queued 
     const holder = await h.spawn({ prompt: "MARK-SLOW hold the slot", runtime: "headless" });
     const waiter = await h.spawn({ prompt: "MARK-QUICK wait in the queue", runtime: "headless" });
     assert.equal(waiter.queued, true);
-    await assert.rejects(h.spawn({ prompt: "MARK-QUICK no room", runtime: "headless" }), (e: DshError) => e.code === "CONCURRENCY_LIMIT" && /maxQueuedAgents/.test(e.message));
+    await assert.rejects(
+      h.spawn({ prompt: "MARK-QUICK no room", runtime: "headless" }),
+      (e: DshError) => e.code === "CONCURRENCY_LIMIT" && /maxQueuedAgents/.test(e.message),
+    );
     const timedOut = await h.wait(waiter.taskId);
     assert.equal(timedOut.status, "failed");
     assert.equal(timedOut.error?.code, "CONCURRENCY_LIMIT");

@@ -18,26 +18,42 @@ after(async () => {
   await fake?.close();
 });
 
-defineRuntimeScenarios(() => h, "herdr", async (hh, taskId) => {
-  // The user closes the pane behind Herdr's back.
-  await fake.losePane(hh.daemon.supervisor.tasks.get(taskId)!.rec.handle!.paneId!);
-});
+defineRuntimeScenarios(
+  () => h,
+  "herdr",
+  async (hh, taskId) => {
+    // The user closes the pane behind Herdr's back.
+    await fake.losePane(hh.daemon.supervisor.tasks.get(taskId)!.rec.handle!.paneId!);
+  },
+);
 
 test("herdr: every message the daemon exchanged with Herdr validates against Herdr's published schema", () => {
   assert.ok(fake.log.length > 20, `only ${fake.log.length} messages logged`);
   for (const { kind, message } of fake.log) {
-    assert.equal(herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message), "", JSON.stringify(message));
+    assert.equal(
+      herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message),
+      "",
+      JSON.stringify(message),
+    );
   }
 });
 
 test("herdr: task.list --external shows an agent the daemon did not spawn, observationally, and not ours", async () => {
   const rt = createHerdrRuntime({ socketPath: fake.socketPath });
   const handle = await rt.launch({
-    taskId: "texternal0001", name: "someone-else", argv: [piBin, "--model", h.modelName], env: { ...h.childEnv },
-    cwd: h.repo, taskDir: h.dir, repoName: "repo",
+    taskId: "texternal0001",
+    name: "someone-else",
+    argv: [piBin, "--model", h.modelName],
+    env: { ...h.childEnv },
+    cwd: h.repo,
+    taskDir: h.dir,
+    repoName: "repo",
   });
   try {
-    const { tasks, external } = await h.cli.request<{ tasks: unknown[]; external: { name: string; status: string; external: boolean; paneId: string }[] }>("task.list", { external: true });
+    const { tasks, external } = await h.cli.request<{
+      tasks: unknown[];
+      external: { name: string; status: string; external: boolean; paneId: string }[];
+    }>("task.list", { external: true });
     assert.ok(tasks.length > 0);
     assert.equal(external.length, 1, JSON.stringify(external));
     assert.equal(external[0]!.name, "someone-else");

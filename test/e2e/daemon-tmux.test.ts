@@ -15,8 +15,12 @@ after(async () => {
   await tmux.kill();
 });
 
-defineRuntimeScenarios(() => h, "tmux", async (hh, taskId) => {
-  // Kill the pane (and pi in it) under the daemon's feet.
-  const pane = hh.daemon.supervisor.tasks.get(taskId)!.rec.handle!.tmuxPaneId!;
-  await execa("tmux", ["-L", tmux.socketName, "kill-pane", "-t", pane]);
-});
+defineRuntimeScenarios(
+  () => h,
+  "tmux",
+  async (hh, taskId) => {
+    // Kill the pane (and pi in it) under the daemon's feet.
+    const pane = hh.daemon.supervisor.tasks.get(taskId)!.rec.handle!.tmuxPaneId!;
+    await execa("tmux", ["-L", tmux.socketName, "kill-pane", "-t", pane]);
+  },
+);

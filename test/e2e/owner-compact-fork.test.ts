@@ -16,7 +16,11 @@ const root = join(import.meta.dirname, "..", "..", "..");
 const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
 const spawn = (brief: string, goal: string) => ({
   name: "crew_spawn",
-  arguments: { subagent: "worker", brief, task: { goal, context: [], instructions: ["Do it and report with crew_report."] } },
+  arguments: {
+    subagent: "worker",
+    brief,
+    task: { goal, context: [], instructions: ["Do it and report with crew_report."] },
+  },
 });
 /** In the compaction summary, so owner requests after a compaction (whose first user message is it) stay "owner". */
 const SUMMARY = "SUMMARY-MARK: an OWNER- session with one slow worker still running.";
@@ -32,11 +36,19 @@ const SCRIPT: Script = {
     { name: "summarize", match: "/^<conversation>/", afterEnd: "repeat", steps: [{ text: SUMMARY }] },
     { name: "child-slow", match: "CHILD-COMPACT-SLOW", steps: [{ text: "slow", delayMs: 120_000 }] },
     {
-      name: "child-fork", match: "CHILD-FORK-LATE",
-      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Finished after the fork" } }], delayMs: 6000 }],
+      name: "child-fork",
+      match: "CHILD-FORK-LATE",
+      steps: [
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Finished after the fork" } }],
+          delayMs: 6000,
+        },
+      ],
     },
     {
-      name: "owner", match: "OWNER-", afterEnd: "repeat",
+      name: "owner",
+      match: "OWNER-",
+      afterEnd: "repeat",
       steps: [
         // A prompt may end with a status message the extension sent along: look at everything since the last answer.
         { match: "OWNER-COMPACT", matchIn: "sinceAssistant", toolCalls: [spawn("compact-slow", "CHILD-COMPACT-SLOW")] },
@@ -52,13 +64,27 @@ let owner: RpcPi;
 const sessionPath = () => join(h.dir, "owner", "owner.jsonl");
 
 before(async () => {
-  h = await startHarness(SCRIPT, { runtime: "headless", defaultModel: "scripted/scripted-model", maxParallelAgents: 4 });
+  h = await startHarness(SCRIPT, {
+    runtime: "headless",
+    defaultModel: "scripted/scripted-model",
+    maxParallelAgents: 4,
+  });
   const settingsPath = join(h.dir, "agent", "settings.json");
   const settings = JSON.parse(readFileSync(settingsPath, "utf8")) as Record<string, unknown>;
   writeFileSync(settingsPath, JSON.stringify({ ...settings, compaction: { keepRecentTokens: KEEP } }));
   owner = startRpcPi({
-    env: { HOME: join(h.dir, "home"), PI_CODING_AGENT_DIR: join(h.dir, "agent"), PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", DSH_HERDR_HOME: h.home },
-    cwd: h.repo, sessionPath: sessionPath(), model: h.modelName, extensionPaths: [ownerExt], lifetimeMs: 300_000,
+    env: {
+      HOME: join(h.dir, "home"),
+      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
+      PI_OFFLINE: "1",
+      PI_SKIP_VERSION_CHECK: "1",
+      DSH_HERDR_HOME: h.home,
+    },
+    cwd: h.repo,
+    sessionPath: sessionPath(),
+    model: h.modelName,
+    extensionPaths: [ownerExt],
+    lifetimeMs: 300_000,
   });
 });
 after(async () => {
@@ -67,11 +93,19 @@ after(async () => {
 });
 
 type Entry = Record<string, any>;
-const readEntries = (path: string): Entry[] => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Entry);
+const readEntries = (path: string): Entry[] =>
+  readFileSync(path, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Entry);
 const isSnapshot = (e: Entry) => e.type === "custom_message" && e.customType === "crew_status";
 const texts = (r: RecordedRequest): string[] =>
   ((r.body as { messages: { content?: unknown }[] }).messages ?? []).map((m) =>
-    typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: string }) => p.text ?? "").join("") : "",
+    typeof m.content === "string"
+      ? m.content
+      : Array.isArray(m.content)
+        ? m.content.map((p: { text?: string }) => p.text ?? "").join("")
+        : "",
   );
 /** The first model request holding the prompt that starts with `marker` (any conversation: a broken context may match none). */
 function requestFor(marker: string): RecordedRequest {
@@ -80,7 +114,11 @@ function requestFor(marker: string): RecordedRequest {
   return r;
 }
 
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -90,11 +128,18 @@ async function until<T>(what: string, fn: () => T | undefined | false | Promise<
   }
 }
 let rpcSeq = 0;
-async function command(cmd: Record<string, unknown>, timeoutMs = 30_000): Promise<{ success: boolean; data?: any; error?: string }> {
+async function command(
+  cmd: Record<string, unknown>,
+  timeoutMs = 30_000,
+): Promise<{ success: boolean; data?: any; error?: string }> {
   const id = `cf${++rpcSeq}`;
   const from = owner.events.length;
   owner.send({ ...cmd, id } as Parameters<RpcPi["send"]>[0]);
-  return until(`pi's response to ${String(cmd.type)}`, () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never, timeoutMs);
+  return until(
+    `pi's response to ${String(cmd.type)}`,
+    () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never,
+    timeoutMs,
+  );
 }
 /** No turn running and nothing queued, twice in a row (pi refuses a prompt or compacts mid-turn otherwise). */
 async function quiet(): Promise<void> {
@@ -112,7 +157,9 @@ async function prompt(message: string): Promise<string | undefined> {
   const r = await command({ type: "prompt", message });
   assert.equal(r.success, true, `pi refused the prompt: ${r.error}`);
   await until("the end of the run", () => owner.events.slice(from).some((e) => e.type === "agent_end"));
-  const end = owner.events.slice(from).find((e) => e.type === "tool_execution_end" && e.toolName === "crew_spawn") as Entry | undefined;
+  const end = owner.events.slice(from).find((e) => e.type === "tool_execution_end" && e.toolName === "crew_spawn") as
+    | Entry
+    | undefined;
   return end ? (JSON.parse(end.result.content[0].text as string) as { subagent_id: string }).subagent_id : undefined;
 }
 const task = (taskId: string) => h.cli.request<AgentResult>("task.get", { taskId });
@@ -134,29 +181,55 @@ test("compaction: a kept snapshot is not appended again; a dropped one is follow
   // A boundary after the child runs: the newest snapshot now says "running" and stays true for the whole test.
   await prompt("OWNER-PING while it runs");
   const before1 = readEntries(sessionPath()).filter(isSnapshot);
-  assert.ok(before1.length > 0 && String(before1.at(-1)!.content).includes(slowId), "a snapshot listing the child was persisted");
+  assert.ok(
+    before1.length > 0 && String(before1.at(-1)!.content).includes(slowId),
+    "a snapshot listing the child was persisted",
+  );
 
   // 1. Nothing dropped: the session is far below KEEP, so pi keeps every entry from the first user message on.
   await quiet();
   const c1 = await command({ type: "compact" });
   assert.equal(c1.success, true, `compact failed: ${c1.error}`);
-  const beforeCut = (es: Entry[], firstKept: string) => es.slice(0, es.findIndex((e) => e.id === firstKept));
+  const beforeCut = (es: Entry[], firstKept: string) =>
+    es.slice(
+      0,
+      es.findIndex((e) => e.id === firstKept),
+    );
   const cut1 = beforeCut(readEntries(sessionPath()), c1.data.firstKeptEntryId as string);
-  const summarized = cut1.filter((e) => (e.type === "message" && e.message.role !== "system") || e.type === "custom_message");
+  const summarized = cut1.filter(
+    (e) => (e.type === "message" && e.message.role !== "system") || e.type === "custom_message",
+  );
   if (line === "0.73") assert.deepEqual(summarized, [], "the first compaction kept every message");
   else {
     assert.deepEqual(summarized.filter(isSnapshot), [], "the first compaction kept every snapshot");
-    assert.ok(summarized.some((e) => String(e.message?.content?.[0]?.text ?? "").startsWith("OWNER-PRE")), "it summarized the big first exchange");
-    assert.ok(!summarized.some((e) => String(e.message?.content?.[0]?.text ?? "").startsWith("OWNER-COMPACT")), "and kept everything from the spawn on");
+    assert.ok(
+      summarized.some((e) => String(e.message?.content?.[0]?.text ?? "").startsWith("OWNER-PRE")),
+      "it summarized the big first exchange",
+    );
+    assert.ok(
+      !summarized.some((e) => String(e.message?.content?.[0]?.text ?? "").startsWith("OWNER-COMPACT")),
+      "and kept everything from the spawn on",
+    );
   }
   await prompt("OWNER-PING after a compaction that kept everything");
   let entries = readEntries(sessionPath());
   const compaction1 = entries.findIndex((e) => e.type === "compaction");
   assert.ok(compaction1 > 0, "pi recorded a compaction entry");
-  assert.deepEqual(entries.slice(compaction1).filter(isSnapshot), [], "no snapshot appended again when none was dropped");
+  assert.deepEqual(
+    entries.slice(compaction1).filter(isSnapshot),
+    [],
+    "no snapshot appended again when none was dropped",
+  );
   const req1 = requestFor("OWNER-PING after");
-  assert.ok(texts(req1).some((t) => t.includes(SUMMARY)), "the request carries the compaction summary");
-  assert.deepEqual(texts(req1).filter((t) => t.startsWith('{"crew_status"')), before1.map((e) => String(e.content)), "the kept snapshots reach the model once each");
+  assert.ok(
+    texts(req1).some((t) => t.includes(SUMMARY)),
+    "the request carries the compaction summary",
+  );
+  assert.deepEqual(
+    texts(req1).filter((t) => t.startsWith('{"crew_status"')),
+    before1.map((e) => String(e.content)),
+    "the kept snapshots reach the model once each",
+  );
 
   // 2. Dropped: BIG alone outweighs KEEP, so the cut lands on it and every snapshot before it is summarized away.
   await prompt(BIG);
@@ -165,7 +238,10 @@ test("compaction: a kept snapshot is not appended again; a dropped one is follow
   assert.equal(c2.success, true, `compact failed: ${c2.error}`);
   entries = readEntries(sessionPath());
   const kept = entries.findIndex((e) => e.id === c2.data.firstKeptEntryId);
-  assert.ok(kept > 0 && entries[kept]!.message?.content?.[0]?.text?.startsWith("OWNER-BIG"), "the second compaction cut at the big prompt");
+  assert.ok(
+    kept > 0 && entries[kept]!.message?.content?.[0]?.text?.startsWith("OWNER-BIG"),
+    "the second compaction cut at the big prompt",
+  );
   assert.ok(entries.slice(0, kept).filter(isSnapshot).length === before1.length, "every snapshot lies before the cut");
   assert.deepEqual(entries.slice(kept).filter(isSnapshot), [], "no snapshot survived the cut");
 
@@ -176,12 +252,27 @@ test("compaction: a kept snapshot is not appended again; a dropped one is follow
   const fresh = entries.slice(compaction2).filter(isSnapshot);
   assert.equal(fresh.length, 1, "exactly one fresh snapshot after the compaction that dropped them");
   const content = JSON.parse(String(fresh[0]!.content)) as { crew_status: { subagent_id: string; status: string }[] };
-  assert.deepEqual(content.crew_status.map((s) => s.subagent_id), [slowId], "it lists the open child");
-  assert.equal(String(fresh[0]!.content), String(before1.at(-1)!.content), "same state as before: only the loss made it due");
+  assert.deepEqual(
+    content.crew_status.map((s) => s.subagent_id),
+    [slowId],
+    "it lists the open child",
+  );
+  assert.equal(
+    String(fresh[0]!.content),
+    String(before1.at(-1)!.content),
+    "same state as before: only the loss made it due",
+  );
   const req2 = requestFor("OWNER-AFTER");
   assert.ok(texts(req2).some((t) => t.includes(SUMMARY)));
-  assert.deepEqual(texts(req2).filter((t) => t.startsWith('{"crew_status"')), [String(fresh[0]!.content)], "the fresh snapshot reaches the model; compacted ones are not replayed");
-  assert.ok(h.model.requests().filter((r) => r.conversation === "summarize").length >= 2, "pi asked the model for both summaries");
+  assert.deepEqual(
+    texts(req2).filter((t) => t.startsWith('{"crew_status"')),
+    [String(fresh[0]!.content)],
+    "the fresh snapshot reaches the model; compacted ones are not replayed",
+  );
+  assert.ok(
+    h.model.requests().filter((r) => r.conversation === "summarize").length >= 2,
+    "pi asked the model for both summaries",
+  );
 });
 
 test("/fork from a user message: open subagents and their later results move to the new session; the old one gets none", async () => {
@@ -193,7 +284,9 @@ test("/fork from a user message: open subagents and their later results move to 
   assert.match((await task(lateId)).status, /^(starting|running)$/, "still open at the fork");
 
   const forkable = await command({ type: "get_fork_messages" });
-  const at = (forkable.data.messages as { entryId: string; text: string }[]).find((m) => m.text.startsWith("OWNER-LAST"))!;
+  const at = (forkable.data.messages as { entryId: string; text: string }[]).find((m) =>
+    m.text.startsWith("OWNER-LAST"),
+  )!;
   await quiet();
   const forked = await command({ type: "fork", entryId: at.entryId });
   assert.equal(forked.success, true, `fork failed: ${forked.error}`);
@@ -202,14 +295,27 @@ test("/fork from a user message: open subagents and their later results move to 
   assert.notEqual(state.sessionId, oldOwner);
   assert.notEqual(state.sessionFile, oldPath);
   const newEntries = () => readEntries(state.sessionFile);
-  assert.equal(newEntries().some((e) => e.type === "message" && e.message.role === "user" && JSON.stringify(e.message.content).includes("OWNER-LAST")), false, "a fork (not a clone) ends before the chosen message");
+  assert.equal(
+    newEntries().some(
+      (e) =>
+        e.type === "message" && e.message.role === "user" && JSON.stringify(e.message.content).includes("OWNER-LAST"),
+    ),
+    false,
+    "a fork (not a clone) ends before the chosen message",
+  );
 
-  for (const id of [lateId, slowId]) await until(`${id} owned by the forked session`, async () => (await task(id)).owner === state.sessionId, 10_000);
+  for (const id of [lateId, slowId])
+    await until(`${id} owned by the forked session`, async () => (await task(id)).owner === state.sessionId, 10_000);
   await h.waitFor(lateId, (r) => r.status === "completed", "the late child's report");
-  const resultIn = (es: Entry[]) => es.some((e) => e.customType === "crew-result" && e.details.card.subagent_id === lateId);
+  const resultIn = (es: Entry[]) =>
+    es.some((e) => e.customType === "crew-result" && e.details.card.subagent_id === lateId);
   await until("the late result in the forked session", () => resultIn(newEntries()));
   assert.equal(resultIn(readEntries(oldPath)), false, "not in the session it left");
   const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { owner: oldOwner });
-  assert.deepEqual(tasks.map((t) => t.taskId).filter((id) => id === lateId || id === slowId), [], "the old session owns neither");
+  assert.deepEqual(
+    tasks.map((t) => t.taskId).filter((id) => id === lateId || id === slowId),
+    [],
+    "the old session owns neither",
+  );
   await quiet();
 });

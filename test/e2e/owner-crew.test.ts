@@ -14,7 +14,10 @@ import { startHarness, type Harness } from "./daemon-harness.js";
 const root = join(import.meta.dirname, "..", "..", "..");
 const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
 const task = (goal: string) => ({ goal, context: [], instructions: ["Do it and report with crew_report."] });
-const spawn = (brief: string, goal: string) => ({ name: "crew_spawn", arguments: { subagent: "worker", brief, task: task(goal) } });
+const spawn = (brief: string, goal: string) => ({
+  name: "crew_spawn",
+  arguments: { subagent: "worker", brief, task: task(goal) },
+});
 const report = (r: string) => ({ name: "crew_report", arguments: { outcome: "completed", report: r } });
 
 // Filled in by the tests once the ids exist: the server reads the script object on every request.
@@ -27,30 +30,61 @@ const SCRIPT: Script = {
     { name: "child-a", match: "CHILD-DONE-A", steps: [{ toolCalls: [report("Report A\n\nwith *markdown*")] }] },
     { name: "child-b", match: "CHILD-DONE-B", steps: [{ toolCalls: [report("Report B")], delayMs: 300 }] },
     {
-      name: "child-ask", match: "CHILD-ASK",
+      name: "child-ask",
+      match: "CHILD-ASK",
       steps: [
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color?" } }] },
+        {
+          toolCalls: [
+            { name: "crew_report", arguments: { outcome: "needs_input", report: "Half way.", needs: "Which color?" } },
+          ],
+        },
         { match: "Use blue", toolCalls: [report("Painted it blue")] },
       ],
     },
     { name: "child-slow", match: "CHILD-SLOW", steps: [{ text: "slow", delayMs: 60_000 }] },
-    { name: "child-lazy", match: "CHILD-LAZY", steps: [{ text: "I think it is done." }, { match: "/^FINALIZE/", toolCalls: [report("Finalized after the reminder")] }] },
+    {
+      name: "child-lazy",
+      match: "CHILD-LAZY",
+      steps: [
+        { text: "I think it is done." },
+        { match: "/^FINALIZE/", toolCalls: [report("Finalized after the reminder")] },
+      ],
+    },
     { name: "child-never", match: "CHILD-NEVER", afterEnd: "repeat", steps: [{ text: "No report from me." }] },
     {
-      name: "child-wrong", match: "CHILD-WRONG",
-      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "done", report: "x" } }] }, { toolCalls: [report("Right the second time")] }],
+      name: "child-wrong",
+      match: "CHILD-WRONG",
+      steps: [
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "done", report: "x" } }] },
+        { toolCalls: [report("Right the second time")] },
+      ],
     },
-    { name: "child-later", match: "CHILD-LATER", steps: [{ toolCalls: [report("Produced while the owner was away")], delayMs: 5000 }] },
-    { name: "child-fork-quick", match: "CHILD-FORK-QUICK", steps: [{ toolCalls: [report("Quick before the clone")] }] },
-    { name: "child-fork-slow", match: "CHILD-FORK-SLOW", steps: [{ toolCalls: [report("Finished after the clone")], delayMs: 8000 }] },
     {
-      name: "owner", match: "OWNER-",
+      name: "child-later",
+      match: "CHILD-LATER",
+      steps: [{ toolCalls: [report("Produced while the owner was away")], delayMs: 5000 }],
+    },
+    { name: "child-fork-quick", match: "CHILD-FORK-QUICK", steps: [{ toolCalls: [report("Quick before the clone")] }] },
+    {
+      name: "child-fork-slow",
+      match: "CHILD-FORK-SLOW",
+      steps: [{ toolCalls: [report("Finished after the clone")], delayMs: 8000 }],
+    },
+    {
+      name: "owner",
+      match: "OWNER-",
       steps: [
         { match: "OWNER-TWO", toolCalls: [spawn("first", "CHILD-DONE-A"), spawn("second", "CHILD-DONE-B")] },
         { match: "OWNER-FLOW", toolCalls: [spawn("ask", "CHILD-ASK"), spawn("slow", "CHILD-SLOW")] },
-        { match: "OWNER-LAZY", toolCalls: [spawn("lazy", "CHILD-LAZY"), spawn("never", "CHILD-NEVER"), spawn("wrong", "CHILD-WRONG")] },
+        {
+          match: "OWNER-LAZY",
+          toolCalls: [spawn("lazy", "CHILD-LAZY"), spawn("never", "CHILD-NEVER"), spawn("wrong", "CHILD-WRONG")],
+        },
         { match: "OWNER-AWAY", toolCalls: [spawn("later", "CHILD-LATER")] },
-        { match: "OWNER-FORK", toolCalls: [spawn("fork-quick", "CHILD-FORK-QUICK"), spawn("fork-slow", "CHILD-FORK-SLOW")] },
+        {
+          match: "OWNER-FORK",
+          toolCalls: [spawn("fork-quick", "CHILD-FORK-QUICK"), spawn("fork-slow", "CHILD-FORK-SLOW")],
+        },
         { match: "DO-RESPOND", toolCalls: [{ name: "crew_respond", arguments: respondArgs }] },
         { match: "DO-DONE", toolCalls: [{ name: "crew_done", arguments: doneArgs }] },
         { match: "DO-ABORT", toolCalls: [{ name: "crew_abort", arguments: abortArgs }] },
@@ -79,8 +113,17 @@ let sessionPath: string;
 function startOwner(name: string): void {
   sessionPath = join(h.dir, name, `${name}.jsonl`);
   owner = startRpcPi({
-    env: { HOME: join(h.dir, "home"), PI_CODING_AGENT_DIR: join(h.dir, "agent"), PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", DSH_HERDR_HOME: h.home },
-    cwd: h.repo, sessionPath, model: h.modelName, extensionPaths: [ownerExt],
+    env: {
+      HOME: join(h.dir, "home"),
+      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
+      PI_OFFLINE: "1",
+      PI_SKIP_VERSION_CHECK: "1",
+      DSH_HERDR_HOME: h.home,
+    },
+    cwd: h.repo,
+    sessionPath,
+    model: h.modelName,
+    extensionPaths: [ownerExt],
     // The whole file runs against this owner; under load it outlives the fixture's 120 s safety net.
     lifetimeMs: 600_000,
   });
@@ -99,15 +142,20 @@ after(async () => {
 const ownerRequests = (): RecordedRequest[] => h.model.requests().filter((r) => r.conversation === "owner");
 const texts = (r: RecordedRequest): string[] =>
   ((r.body as { messages: { content?: unknown }[] }).messages ?? []).map((m) =>
-    typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: string }) => p.text ?? "").join("") : "",
+    typeof m.content === "string"
+      ? m.content
+      : Array.isArray(m.content)
+        ? m.content.map((p: { text?: string }) => p.text ?? "").join("")
+        : "",
   );
 const deliveriesSeen = (): Record<string, unknown>[] => {
   const seen = new Map<string, Record<string, unknown>>();
-  for (const r of ownerRequests()) for (const t of texts(r)) {
-    if (!t.startsWith('{"subagent_id"')) continue;
-    const j = JSON.parse(t) as Record<string, unknown>;
-    if ("brief" in j) seen.set(t, j);
-  }
+  for (const r of ownerRequests())
+    for (const t of texts(r)) {
+      if (!t.startsWith('{"subagent_id"')) continue;
+      const j = JSON.parse(t) as Record<string, unknown>;
+      if ("brief" in j) seen.set(t, j);
+    }
   return [...seen.values()];
 };
 async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
@@ -125,7 +173,11 @@ async function command(cmd: Record<string, unknown>): Promise<{ success: boolean
   const id = `t${++rpcSeq}`;
   const from = owner.events.length;
   owner.send({ ...cmd, id } as Parameters<RpcPi["send"]>[0]);
-  return until(`pi's response to ${String(cmd.type)}`, () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never, 30_000);
+  return until(
+    `pi's response to ${String(cmd.type)}`,
+    () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never,
+    30_000,
+  );
 }
 /**
  * Until the owner pi runs no turn and holds no queued message, twice in a row: a delivery starts a turn of its own,
@@ -145,8 +197,13 @@ const prompt = async (message: string) => {
   assert.equal(r.success, true, `pi refused the prompt: ${r.error}`);
 };
 const idle = () => owner.waitFor((e) => e.type === "agent_end", 60_000);
-const sessionEntries = () => readFileSync(sessionPath, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, any>);
-const toolEnd = (name: string) => owner.waitFor((e) => e.type === "tool_execution_end" && e.toolName === name, 30_000) as Promise<Record<string, any>>;
+const sessionEntries = () =>
+  readFileSync(sessionPath, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, any>);
+const toolEnd = (name: string) =>
+  owner.waitFor((e) => e.type === "tool_execution_end" && e.toolName === name, 30_000) as Promise<Record<string, any>>;
 const ownedTasks = async (brief: string) => {
   const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
   return tasks.filter((t) => t.brief === brief);
@@ -155,14 +212,17 @@ const ownedTasks = async (brief: string) => {
 test("two crew_spawn calls → {subagent_id} each; both results arrive as JSON custom messages and start owner turns", async () => {
   await prompt("OWNER-TWO: run two workers");
   // The two calls run as one parallel batch, so their results can end in either order: tell them apart by brief.
-  const ends = [await toolEnd("crew_spawn"), await toolEnd("crew_spawn")].map((e) => e.result.content[0].text as string);
+  const ends = [await toolEnd("crew_spawn"), await toolEnd("crew_spawn")].map(
+    (e) => e.result.content[0].text as string,
+  );
   for (const text of ends) assert.match(text, /^\{"subagent_id":"t[0-9a-z]{11}"\}$/);
   const ids = ends.map((t) => (JSON.parse(t) as { subagent_id: string }).subagent_id);
   const briefOf = async (id: string) => (await h.cli.request<AgentResult>("task.get", { taskId: id })).brief;
   const briefs = await Promise.all(ids.map(briefOf));
   assert.deepEqual([...briefs].sort(), ["first", "second"]);
   // The worker definition names no model and the daemon has no defaultModel: the owner session's model it is.
-  for (const id of ids) assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: id })).agent.model, h.modelName);
+  for (const id of ids)
+    assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: id })).agent.model, h.modelName);
   const idA = ids[briefs.indexOf("first")]!;
   const idB = ids[briefs.indexOf("second")]!;
   const seen = await until("both deliveries in the model's requests", () => {
@@ -173,8 +233,16 @@ test("two crew_spawn calls → {subagent_id} each; both results arrive as JSON c
     seen.find((d) => d.subagent_id === idA),
     { subagent_id: idA, brief: "first", result: { outcome: "completed", report: "Report A\n\nwith *markdown*" } },
   );
-  assert.deepEqual(seen.find((d) => d.subagent_id === idB), { subagent_id: idB, brief: "second", result: { outcome: "completed", report: "Report B" } });
-  await until("the owner idle again", () => (ownerRequests().at(-1) && sessionEntries().filter((e) => e.customType === "crew-result").length === 2) || undefined);
+  assert.deepEqual(
+    seen.find((d) => d.subagent_id === idB),
+    { subagent_id: idB, brief: "second", result: { outcome: "completed", report: "Report B" } },
+  );
+  await until(
+    "the owner idle again",
+    () =>
+      (ownerRequests().at(-1) && sessionEntries().filter((e) => e.customType === "crew-result").length === 2) ||
+      undefined,
+  );
   const results = sessionEntries().filter((e) => e.type === "custom_message" && e.customType === "crew-result");
   assert.deepEqual(new Set(results.map((e) => e.details.deliveryId)).size, 2, "each delivery injected once");
   assert.ok(results.every((e) => e.display === true && e.details.card.report));
@@ -186,7 +254,11 @@ test("the provider-bound message prefix never changes between consecutive owner 
   for (let i = 1; i < reqs.length; i++) {
     const prev = (reqs[i - 1]!.body as { messages: unknown[] }).messages;
     const cur = (reqs[i]!.body as { messages: unknown[] }).messages;
-    assert.deepEqual(cur.slice(0, prev.length), prev, `request ${reqs[i]!.seq} rewrote the prefix of ${reqs[i - 1]!.seq}`);
+    assert.deepEqual(
+      cur.slice(0, prev.length),
+      prev,
+      `request ${reqs[i]!.seq} rewrote the prefix of ${reqs[i - 1]!.seq}`,
+    );
   }
   const snapshots = reqs.flatMap(texts).filter((t) => t.startsWith('{"crew_status"'));
   assert.ok(snapshots.length > 0, "a crew_status snapshot reached the model");
@@ -199,9 +271,14 @@ test("needs_input → crew_respond → completed → crew_done; crew_abort repor
   const askTask = (await ownedTasks("ask"))[0]!;
   const slowTask = (await ownedTasks("slow"))[0]!;
   await until("the needs_input delivery", () => deliveriesSeen().find((d) => d.subagent_id === askTask.taskId));
-  assert.deepEqual(deliveriesSeen().find((d) => d.subagent_id === askTask.taskId), {
-    subagent_id: askTask.taskId, brief: "ask", result: { outcome: "needs_input", report: "Half way.", needs: "Which color?" },
-  });
+  assert.deepEqual(
+    deliveriesSeen().find((d) => d.subagent_id === askTask.taskId),
+    {
+      subagent_id: askTask.taskId,
+      brief: "ask",
+      result: { outcome: "needs_input", report: "Half way.", needs: "Which color?" },
+    },
+  );
   await idle();
   respondArgs.subagent_id = askTask.taskId;
   await prompt("DO-RESPOND");
@@ -209,7 +286,10 @@ test("needs_input → crew_respond → completed → crew_done; crew_abort repor
   assert.equal(responded.isError, false);
   assert.equal(responded.result.content[0].text, JSON.stringify({ subagent_id: askTask.taskId }));
   await until("the completed delivery", () =>
-    deliveriesSeen().find((d) => d.subagent_id === askTask.taskId && (d.result as { outcome?: string } | undefined)?.outcome === "completed"),
+    deliveriesSeen().find(
+      (d) =>
+        d.subagent_id === askTask.taskId && (d.result as { outcome?: string } | undefined)?.outcome === "completed",
+    ),
   );
   await idle();
   doneArgs.subagent_id = askTask.taskId;
@@ -218,58 +298,118 @@ test("needs_input → crew_respond → completed → crew_done; crew_abort repor
   assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: askTask.taskId })).status, "closed");
   await idle();
 
-  const { taskId: foreign } = await h.spawn({ prompt: "CHILD-SLOW foreign work", brief: "foreign", runtime: "headless" });
+  const { taskId: foreign } = await h.spawn({
+    prompt: "CHILD-SLOW foreign work",
+    brief: "foreign",
+    runtime: "headless",
+  });
   abortArgs.subagent_ids = [slowTask.taskId, foreign, "tzzzzzzzzzzz"];
   await prompt("DO-ABORT");
   const aborted = await toolEnd("crew_abort");
-  assert.deepEqual(JSON.parse(aborted.result.content[0].text), { aborted_ids: [slowTask.taskId], missing_ids: ["tzzzzzzzzzzz"], foreign_ids: [foreign] });
-  assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: foreign })).status === "interrupted", false, "the foreign task was not touched");
+  assert.deepEqual(JSON.parse(aborted.result.content[0].text), {
+    aborted_ids: [slowTask.taskId],
+    missing_ids: ["tzzzzzzzzzzz"],
+    foreign_ids: [foreign],
+  });
+  assert.equal(
+    (await h.cli.request<AgentResult>("task.get", { taskId: foreign })).status === "interrupted",
+    false,
+    "the foreign task was not touched",
+  );
   await idle();
   // The abort card is TUI-only: recorded in the session, never in a model request.
-  await until("the abort card", () => sessionEntries().find((e) => e.customType === "crew-abort" && e.details.card.subagent_id === slowTask.taskId));
+  await until("the abort card", () =>
+    sessionEntries().find((e) => e.customType === "crew-abort" && e.details.card.subagent_id === slowTask.taskId),
+  );
   await prompt("OWNER-CHECK after abort");
   await idle();
-  assert.ok(!ownerRequests().flatMap(texts).some((t) => t.includes("⏹")), "no abort card in model context");
+  assert.ok(
+    !ownerRequests()
+      .flatMap(texts)
+      .some((t) => t.includes("⏹")),
+    "no abort card in model context",
+  );
   await h.cli.request("task.abort", { taskIds: [foreign] });
 });
 
-test("a reportless child gets one finalization follow-up; twice → contract error delivered as {status:\"error\"}; a wrong outcome is an {error}", async () => {
+test('a reportless child gets one finalization follow-up; twice → contract error delivered as {status:"error"}; a wrong outcome is an {error}', async () => {
   await prompt("OWNER-LAZY: three children");
   for (let i = 0; i < 3; i++) await toolEnd("crew_spawn");
   const lazy = (await ownedTasks("lazy"))[0]!;
   const never = (await ownedTasks("never"))[0]!;
   const wrong = (await ownedTasks("wrong"))[0]!;
-  await until("three deliveries", () => [lazy, never, wrong].every((t) => deliveriesSeen().some((d) => d.subagent_id === t.taskId)) || undefined, 90_000);
-  assert.deepEqual(deliveriesSeen().find((d) => d.subagent_id === lazy.taskId), { subagent_id: lazy.taskId, brief: "lazy", result: { outcome: "completed", report: "Finalized after the reminder" } });
+  await until(
+    "three deliveries",
+    () => [lazy, never, wrong].every((t) => deliveriesSeen().some((d) => d.subagent_id === t.taskId)) || undefined,
+    90_000,
+  );
+  assert.deepEqual(
+    deliveriesSeen().find((d) => d.subagent_id === lazy.taskId),
+    {
+      subagent_id: lazy.taskId,
+      brief: "lazy",
+      result: { outcome: "completed", report: "Finalized after the reminder" },
+    },
+  );
   const err = deliveriesSeen().find((d) => d.subagent_id === never.taskId)!;
   assert.equal(err.status, "error");
   assert.equal(err.brief, "never");
   assert.match(String(err.error), /^CONTRACT_ERROR: .*crew_report/);
   assert.equal("result" in err, false, "never a fabricated result");
   const neverReqs = h.model.requests().filter((r) => r.conversation === "child-never");
-  assert.equal(neverReqs.filter((r) => texts(r).at(-1)!.startsWith("FINALIZE")).length, 1, "exactly one follow-up prompt");
+  assert.equal(
+    neverReqs.filter((r) => texts(r).at(-1)!.startsWith("FINALIZE")).length,
+    1,
+    "exactly one follow-up prompt",
+  );
   assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: never.taskId })).status, "failed");
-  const wrongReq = h.model.requests().filter((r) => r.conversation === "child-wrong").at(-1)!;
-  const toolMsg = (wrongReq.body as { messages: { role: string; content: unknown }[] }).messages.find((m) => m.role === "tool")!;
-  assert.match(String(typeof toolMsg.content === "string" ? toolMsg.content : JSON.stringify(toolMsg.content)), /\{\\?"error\\?":\\?"outcome must be/);
-  assert.deepEqual((deliveriesSeen().find((d) => d.subagent_id === wrong.taskId) as { result: unknown }).result, { outcome: "completed", report: "Right the second time" });
+  const wrongReq = h.model
+    .requests()
+    .filter((r) => r.conversation === "child-wrong")
+    .at(-1)!;
+  const toolMsg = (wrongReq.body as { messages: { role: string; content: unknown }[] }).messages.find(
+    (m) => m.role === "tool",
+  )!;
+  assert.match(
+    String(typeof toolMsg.content === "string" ? toolMsg.content : JSON.stringify(toolMsg.content)),
+    /\{\\?"error\\?":\\?"outcome must be/,
+  );
+  assert.deepEqual((deliveriesSeen().find((d) => d.subagent_id === wrong.taskId) as { result: unknown }).result, {
+    outcome: "completed",
+    report: "Right the second time",
+  });
   await idle();
 });
 
-test("every owner tool's bad input is an {\"error\"} naming the problem", async () => {
+test('every owner tool\'s bad input is an {"error"} naming the problem', async () => {
   await prompt("DO-BAD");
   // pi runs a batch's tools in parallel: their ends arrive in completion order, not in batch order.
   const ends: Record<string, any>[] = [];
-  for (let i = 0; i < 5; i++) ends.push((await owner.waitFor((e) => e.type === "tool_execution_end", 30_000)) as Record<string, any>);
+  for (let i = 0; i < 5; i++)
+    ends.push((await owner.waitFor((e) => e.type === "tool_execution_end", 30_000)) as Record<string, any>);
   const errs = (name: string) =>
-    ends.filter((e) => e.toolName === name).map((e) => {
-      assert.equal(e.isError, true, `${name} should fail`);
-      return (JSON.parse(e.result.content[0].text) as { error: string }).error;
-    });
-  assert.deepEqual(ends.map((e) => e.toolName).sort(), ["crew_abort", "crew_done", "crew_respond", "crew_spawn", "crew_spawn"]);
+    ends
+      .filter((e) => e.toolName === name)
+      .map((e) => {
+        assert.equal(e.isError, true, `${name} should fail`);
+        return (JSON.parse(e.result.content[0].text) as { error: string }).error;
+      });
+  assert.deepEqual(ends.map((e) => e.toolName).sort(), [
+    "crew_abort",
+    "crew_done",
+    "crew_respond",
+    "crew_spawn",
+    "crew_spawn",
+  ]);
   const spawnErrs = errs("crew_spawn");
-  assert.ok(spawnErrs.some((e) => /brief is required/.test(e)), JSON.stringify(spawnErrs));
-  assert.ok(spawnErrs.some((e) => /Unknown subagent: "nobody"/.test(e)), JSON.stringify(spawnErrs));
+  assert.ok(
+    spawnErrs.some((e) => /brief is required/.test(e)),
+    JSON.stringify(spawnErrs),
+  );
+  assert.ok(
+    spawnErrs.some((e) => /Unknown subagent: "nobody"/.test(e)),
+    JSON.stringify(spawnErrs),
+  );
   assert.match(errs("crew_respond")[0]!, /No subagent with id "tzzzzzzzzzzz"/);
   assert.match(errs("crew_done")[0]!, /unknown field\(s\) force/);
   assert.match(errs("crew_abort")[0]!, /exactly one of: subagent_id, subagent_ids, or all=true/);
@@ -291,15 +431,25 @@ test("owner away (/new): the result waits; back (/resume): delivered once; a red
     await new Promise((r) => setTimeout(r, 100));
     box = await readOutbox(h.home, ownerId);
   }
-  assert.deepEqual(box.filter((r) => r.taskId === later.taskId).map((r) => r.state), ["queued"], "not pushed to a session that is away");
+  assert.deepEqual(
+    box.filter((r) => r.taskId === later.taskId).map((r) => r.state),
+    ["queued"],
+    "not pushed to a session that is away",
+  );
   raw({ type: "switch_session", sessionPath, id: "s1" });
   await owner.waitFor((e) => e.type === "response" && e.id === "s1");
-  await until("the delivery after the owner returned", () => deliveriesSeen().find((d) => d.subagent_id === later.taskId));
-  const injectedOnce = () => sessionEntries().filter((e) => e.customType === "crew-result" && e.details.card.subagent_id === later.taskId);
+  await until("the delivery after the owner returned", () =>
+    deliveriesSeen().find((d) => d.subagent_id === later.taskId),
+  );
+  const injectedOnce = () =>
+    sessionEntries().filter((e) => e.customType === "crew-result" && e.details.card.subagent_id === later.taskId);
   await until("persisted", () => injectedOnce().length === 1 || undefined);
   // Simulate a crash between injection and ack: the daemon pushes the same id again on the next attach.
   const id = injectedOnce()[0]!.details.deliveryId as string;
-  appendFileSync(join(h.home, "owners", ownerId, "outbox.jsonl"), JSON.stringify({ deliveryId: id, state: "sent", ts: Date.now() }) + "\n");
+  appendFileSync(
+    join(h.home, "owners", ownerId, "outbox.jsonl"),
+    JSON.stringify({ deliveryId: id, state: "sent", ts: Date.now() }) + "\n",
+  );
   raw({ type: "new_session", id: "n2" });
   await owner.waitFor((e) => e.type === "response" && e.id === "n2");
   raw({ type: "switch_session", sessionPath, id: "s2" });
@@ -318,7 +468,9 @@ test("every status message persisted in the session (snapshots, reminders) is in
   await prompt("OWNER-CHECK status context after a resume");
   await idle();
   const isStatus = (t: string) => t.startsWith('{"crew_status"') || t.startsWith('{"crew_reminder"');
-  const persisted = sessionEntries().filter((e) => e.type === "custom_message" && (e.customType === "crew_status" || e.customType === "crew_reminder")).map((e) => String(e.content));
+  const persisted = sessionEntries()
+    .filter((e) => e.type === "custom_message" && (e.customType === "crew_status" || e.customType === "crew_reminder"))
+    .map((e) => String(e.content));
   const sent = texts(ownerRequests().at(-1)!).filter(isStatus);
   assert.ok(persisted.length >= 2, `snapshots were persisted: ${persisted.length}`);
   // The extension's context hook puts back what pi's own message list lacks (after /new and /resume here), at its
@@ -337,27 +489,59 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
   const quick = (await ownedTasks("fork-quick"))[0]!;
   const slow = (await ownedTasks("fork-slow"))[0]!;
   const oldOwner = quick.owner!;
-  await until("the quick result in the old session", () => sessionEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === quick.taskId) || undefined);
+  await until(
+    "the quick result in the old session",
+    () =>
+      sessionEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === quick.taskId) ||
+      undefined,
+  );
   await idle();
-  assert.match((await h.cli.request<AgentResult>("task.get", { taskId: slow.taskId })).status, /^(starting|running)$/, "still open at the clone");
+  assert.match(
+    (await h.cli.request<AgentResult>("task.get", { taskId: slow.taskId })).status,
+    /^(starting|running)$/,
+    "still open at the clone",
+  );
   raw({ type: "clone", id: "c1" });
   await owner.waitFor((e) => e.type === "response" && e.id === "c1");
   raw({ type: "get_state", id: "g1" });
-  const state = (await owner.waitFor((e) => e.type === "response" && e.id === "g1")) as { data: { sessionId: string; sessionFile: string } };
+  const state = (await owner.waitFor((e) => e.type === "response" && e.id === "g1")) as {
+    data: { sessionId: string; sessionFile: string };
+  };
   const newOwner = state.data.sessionId;
   assert.notEqual(newOwner, oldOwner);
   const ownerOf = async (taskId: string) => (await h.cli.request<AgentResult>("task.get", { taskId })).owner;
   const end = Date.now() + 10_000;
-  while (Date.now() < end && ((await ownerOf(quick.taskId)) !== newOwner || (await ownerOf(slow.taskId)) !== newOwner)) await new Promise((r) => setTimeout(r, 100));
+  while (Date.now() < end && ((await ownerOf(quick.taskId)) !== newOwner || (await ownerOf(slow.taskId)) !== newOwner))
+    await new Promise((r) => setTimeout(r, 100));
   assert.equal(await ownerOf(quick.taskId), newOwner, "a completed subagent awaiting the owner moves");
   assert.equal(await ownerOf(slow.taskId), newOwner, "a running subagent moves");
   await h.waitFor(slow.taskId, (r) => r.status === "completed", "the slow child's report");
-  const newEntries = () => readFileSync(state.data.sessionFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, any>);
-  await until("the slow result in the new session", () => newEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === slow.taskId) || undefined);
-  assert.equal(sessionEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === slow.taskId), false, "not in the session it left");
+  const newEntries = () =>
+    readFileSync(state.data.sessionFile, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, any>);
+  await until(
+    "the slow result in the new session",
+    () =>
+      newEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === slow.taskId) ||
+      undefined,
+  );
+  assert.equal(
+    sessionEntries().some((e) => e.customType === "crew-result" && e.details.card.subagent_id === slow.taskId),
+    false,
+    "not in the session it left",
+  );
   // The clone copied the quick result's entry: it is not injected a second time.
-  assert.equal(newEntries().filter((e) => e.customType === "crew-result" && e.details.card.subagent_id === quick.taskId).length, 1);
+  assert.equal(
+    newEntries().filter((e) => e.customType === "crew-result" && e.details.card.subagent_id === quick.taskId).length,
+    1,
+  );
   const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { owner: oldOwner });
-  assert.deepEqual(tasks.filter((t) => t.taskId === quick.taskId || t.taskId === slow.taskId), [], "the old session owns neither any more");
+  assert.deepEqual(
+    tasks.filter((t) => t.taskId === quick.taskId || t.taskId === slow.taskId),
+    [],
+    "the old session owns neither any more",
+  );
   await idle();
 });

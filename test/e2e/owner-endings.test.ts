@@ -13,7 +13,11 @@ const ownerExt = join(import.meta.dirname, "..", "..", "..", "dist", "src", "ext
 const SCRIPT: Script = {
   conversations: [
     { name: "slow", match: "CHILD-SLOW", steps: [{ text: "slow", delayMs: 120_000 }] },
-    { name: "quick", match: "CHILD-QUICK", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick" } }] }] },
+    {
+      name: "quick",
+      match: "CHILD-QUICK",
+      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick" } }] }],
+    },
     { name: "owner", match: "OWNER-", afterEnd: "repeat", steps: [{ text: "Noted." }] },
   ],
 };
@@ -23,8 +27,18 @@ let owner: RpcPi;
 before(async () => {
   h = await startHarness(SCRIPT, { runtime: "headless", readinessTimeoutMs: 30_000 });
   owner = startRpcPi({
-    env: { HOME: join(h.dir, "home"), PI_CODING_AGENT_DIR: join(h.dir, "agent"), PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", DSH_HERDR_HOME: h.home },
-    cwd: h.repo, sessionPath: join(h.dir, "owner", "owner.jsonl"), model: h.modelName, extensionPaths: [ownerExt], lifetimeMs: 600_000,
+    env: {
+      HOME: join(h.dir, "home"),
+      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
+      PI_OFFLINE: "1",
+      PI_SKIP_VERSION_CHECK: "1",
+      DSH_HERDR_HOME: h.home,
+    },
+    cwd: h.repo,
+    sessionPath: join(h.dir, "owner", "owner.jsonl"),
+    model: h.modelName,
+    extensionPaths: [ownerExt],
+    lifetimeMs: 600_000,
   });
 });
 after(async () => {
@@ -32,7 +46,11 @@ after(async () => {
   await h?.close();
 });
 
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 90_000): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 90_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -46,14 +64,23 @@ async function command(cmd: Record<string, unknown>): Promise<{ success: boolean
   const id = `e${++seq}`;
   const from = owner.events.length;
   owner.send({ ...cmd, id } as Parameters<RpcPi["send"]>[0]);
-  return until(`pi's response to ${String(cmd.type)}`, () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never, 30_000);
+  return until(
+    `pi's response to ${String(cmd.type)}`,
+    () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never,
+    30_000,
+  );
 }
 /** Error deliveries the owner's model has seen in its requests, by subagent id. */
 function errorsSeen(): Map<string, { status: string; error: string }> {
   const out = new Map<string, { status: string; error: string }>();
   for (const r of h.model.requests().filter((x: RecordedRequest) => x.conversation === "owner")) {
     for (const m of (r.body as { messages: { content?: unknown }[] }).messages ?? []) {
-      const t = typeof m.content === "string" ? m.content : Array.isArray(m.content) ? m.content.map((p: { text?: string }) => p.text ?? "").join("") : "";
+      const t =
+        typeof m.content === "string"
+          ? m.content
+          : Array.isArray(m.content)
+            ? m.content.map((p: { text?: string }) => p.text ?? "").join("")
+            : "";
       if (!t.startsWith('{"subagent_id"')) continue;
       const j = JSON.parse(t) as { subagent_id: string; status?: string; error?: string };
       if (j.status === "error") out.set(j.subagent_id, { status: j.status, error: j.error ?? "" });
@@ -71,7 +98,12 @@ test("the owner pi starts a session (its extension attaches at session start)", 
 });
 
 test("a child whose built-in provider has no API key: the owner's next model request holds PROMPT_FAILED with pi's words", async () => {
-  const s = await h.spawn({ prompt: "CHILD-QUICK", model: "anthropic/claude-haiku-4-5", owner: ownerId, brief: "no key" });
+  const s = await h.spawn({
+    prompt: "CHILD-QUICK",
+    model: "anthropic/claude-haiku-4-5",
+    owner: ownerId,
+    brief: "no key",
+  });
   const seen = await until("the error in the owner's model context", () => errorsSeen().get(s.taskId));
   assert.match(seen.error, /^PROMPT_FAILED: pi did not run the prompt: No API key found for anthropic/);
 });

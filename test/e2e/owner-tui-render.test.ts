@@ -20,11 +20,23 @@ const REPORT = "Fixed it: **BOLD-WORD** stays and `CODE-WORD` too.\n\n- ITEM-ONE
 
 const SCRIPT: Script = {
   conversations: [
-    { name: "render-child", match: "RENDER-CHILD", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: REPORT } }] }] },
     {
-      name: "owner", match: "OWNER-RENDER",
+      name: "render-child",
+      match: "RENDER-CHILD",
+      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: REPORT } }] }],
+    },
+    {
+      name: "owner",
+      match: "OWNER-RENDER",
       steps: [
-        { toolCalls: [{ name: "crew_spawn", arguments: { subagent: "worker", brief: "retry with jitter", task: task("RENDER-CHILD") } }] },
+        {
+          toolCalls: [
+            {
+              name: "crew_spawn",
+              arguments: { subagent: "worker", brief: "retry with jitter", task: task("RENDER-CHILD") },
+            },
+          ],
+        },
         { toolCalls: [{ name: "crew_done", arguments: { subagent_id: "tnosuchtask1" } }] },
         { text: "OWNER-ACK" },
       ],
@@ -48,20 +60,48 @@ after(async () => {
 
 test("interactive owner: crew tools show one-line confirmations and errors as text; the card renders Markdown", async () => {
   pane = await runtime.launch({
-    taskId: "townerrender", name: "owner-render", cwd: h.repo, taskDir: h.dir,
+    taskId: "townerrender",
+    name: "owner-render",
+    cwd: h.repo,
+    taskDir: h.dir,
     env: { ...h.childEnv, DSH_HERDR_HOME: h.home },
-    argv: [resolvePiBin(), "--model", h.modelName, "--session", join(h.dir, "owner-render", "owner.jsonl"), "-e", ownerExt, "OWNER-RENDER go"],
+    argv: [
+      resolvePiBin(),
+      "--model",
+      h.modelName,
+      "--session",
+      join(h.dir, "owner-render", "owner.jsonl"),
+      "-e",
+      ownerExt,
+      "OWNER-RENDER go",
+    ],
   });
   const screen = () => runtime.readOutput(pane!, { lines: 400 });
-  const child = await waitFor("the child settled", async () => {
-    const r = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
-    return r.tasks.find((t) => t.status === "completed");
-  }, 90_000, 200);
+  const child = await waitFor(
+    "the child settled",
+    async () => {
+      const r = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+      return r.tasks.find((t) => t.status === "completed");
+    },
+    90_000,
+    200,
+  );
   let last = "";
-  const text = await waitFor("the confirmation, the error and the card on screen", async () => {
-    const s = (last = await screen());
-    return s.includes("spawned ") && s.includes("tnosuchtask1") && s.includes(`✅ ${child.taskId}`) && s.includes("ITEM-TWO") && s.includes("OWNER-ACK") ? s : undefined;
-  }, 60_000, 200).catch((e: Error) => {
+  const text = await waitFor(
+    "the confirmation, the error and the card on screen",
+    async () => {
+      const s = (last = await screen());
+      return s.includes("spawned ") &&
+        s.includes("tnosuchtask1") &&
+        s.includes(`✅ ${child.taskId}`) &&
+        s.includes("ITEM-TWO") &&
+        s.includes("OWNER-ACK")
+        ? s
+        : undefined;
+    },
+    60_000,
+    200,
+  ).catch((e: Error) => {
     throw new Error(`${e.message}; the screen:\n${last}`);
   });
   // The spawn's result line: the agent name (its last 4 are the id's) and the brief, not {"subagent_id": ...}.
@@ -77,6 +117,12 @@ test("interactive owner: crew tools show one-line confirmations and errors as te
   assert.doesNotMatch(text, /\*\*BOLD-WORD\*\*|`CODE-WORD`/);
   assert.match(text, /ITEM-ONE[\s\S]*ITEM-TWO/);
   // The model still got the JSON.
-  const bodies = h.model.requests().filter((r) => r.conversation === "owner").map((r) => JSON.stringify(r.body));
-  assert.ok(bodies.some((b) => b.includes(`{\\"subagent_id\\":\\"${child.taskId}\\"}`)), "the spawn result reached the model as JSON");
+  const bodies = h.model
+    .requests()
+    .filter((r) => r.conversation === "owner")
+    .map((r) => JSON.stringify(r.body));
+  assert.ok(
+    bodies.some((b) => b.includes(`{\\"subagent_id\\":\\"${child.taskId}\\"}`)),
+    "the spawn result reached the model as JSON",
+  );
 });

@@ -18,19 +18,47 @@ const task = (goal: string) => ({ goal, context: [], instructions: ["Report with
 
 const SCRIPT: Script = {
   conversations: [
-    { name: "tui-done", match: "TUI-CHILD-DONE", steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "REPORT-LINE-ONE\n\nREPORT-LINE-TWO" } }] }] },
     {
-      name: "tui-ask", match: "TUI-CHILD-ASK",
-      steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "needs_input", report: "ASK-REPORT-TEXT", needs: "NEEDS-QUESTION-TEXT" } }], delayMs: 500 }],
+      name: "tui-done",
+      match: "TUI-CHILD-DONE",
+      steps: [
+        {
+          toolCalls: [
+            { name: "crew_report", arguments: { outcome: "completed", report: "REPORT-LINE-ONE\n\nREPORT-LINE-TWO" } },
+          ],
+        },
+      ],
     },
     {
-      name: "owner", match: "OWNER-TUI",
+      name: "tui-ask",
+      match: "TUI-CHILD-ASK",
+      steps: [
+        {
+          toolCalls: [
+            {
+              name: "crew_report",
+              arguments: { outcome: "needs_input", report: "ASK-REPORT-TEXT", needs: "NEEDS-QUESTION-TEXT" },
+            },
+          ],
+          delayMs: 500,
+        },
+      ],
+    },
+    {
+      name: "owner",
+      match: "OWNER-TUI",
       steps: [
         {
           match: "OWNER-TUI",
           toolCalls: [
-            { name: "crew_spawn", arguments: { subagent: "worker", brief: "tui-done-brief", task: task("TUI-CHILD-DONE") } },
-            { name: "crew_spawn", arguments: { subagent: "worker", brief: "tui-ask-brief", task: task("TUI-CHILD-ASK") } },
+            {
+              name: "crew_spawn",
+              arguments: { subagent: "worker", brief: "tui-done-brief", task: task("TUI-CHILD-DONE") },
+            },
+            {
+              name: "crew_spawn",
+              arguments: { subagent: "worker", brief: "tui-ask-brief", task: task("TUI-CHILD-ASK") },
+            },
           ],
         },
         { text: "OWNER-ACK" },
@@ -56,21 +84,38 @@ after(async () => {
 test("interactive owner: result and needs-input cards render through the registered renderer, never as JSON", async () => {
   const sessionFile = join(h.dir, "owner-tui", "owner.jsonl");
   pane = await runtime.launch({
-    taskId: "townertui001", name: "owner-tui", cwd: h.repo, taskDir: h.dir,
+    taskId: "townertui001",
+    name: "owner-tui",
+    cwd: h.repo,
+    taskDir: h.dir,
     env: { ...h.childEnv, DSH_HERDR_HOME: h.home },
     argv: [resolvePiBin(), "--model", h.modelName, "--session", sessionFile, "-e", ownerExt, "OWNER-TUI spawn two"],
   });
   const screen = () => runtime.readOutput(pane!, { lines: 400 });
-  const { tasks } = await waitFor("both children spawned and settled", async () => {
-    const r = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
-    return r.tasks.length === 2 && r.tasks.every((t) => t.status === "completed" || t.status === "blocked") ? r : undefined;
-  }, 90_000, 200);
+  const { tasks } = await waitFor(
+    "both children spawned and settled",
+    async () => {
+      const r = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+      return r.tasks.length === 2 && r.tasks.every((t) => t.status === "completed" || t.status === "blocked")
+        ? r
+        : undefined;
+    },
+    90_000,
+    200,
+  );
   const done = tasks.find((t) => t.brief === "tui-done-brief")!;
   const ask = tasks.find((t) => t.brief === "tui-ask-brief")!;
-  const text = await waitFor("both cards on screen", async () => {
-    const s = await screen();
-    return s.includes(`✅ ${done.taskId}`) && s.includes(`❓ ${ask.taskId}`) && s.includes("REPORT-LINE-TWO") ? s : undefined;
-  }, 60_000, 200);
+  const text = await waitFor(
+    "both cards on screen",
+    async () => {
+      const s = await screen();
+      return s.includes(`✅ ${done.taskId}`) && s.includes(`❓ ${ask.taskId}`) && s.includes("REPORT-LINE-TWO")
+        ? s
+        : undefined;
+    },
+    60_000,
+    200,
+  );
   assert.match(text, new RegExp(`✅ ${done.taskId} · tui-done-brief`));
   // Bold comes from pi's theme, not from markdown markers shown literally.
   assert.match(text, /^\s*Needs\s*$/m);
@@ -78,11 +123,21 @@ test("interactive owner: result and needs-input cards render through the registe
   assert.match(text, /REPORT-LINE-ONE[\s\S]*REPORT-LINE-TWO/);
   // Needs comes before the report on a needs-input card.
   const askAt = text.indexOf(`❓ ${ask.taskId}`);
-  assert.ok(text.indexOf("NEEDS-QUESTION-TEXT", askAt) > askAt && text.indexOf("NEEDS-QUESTION-TEXT", askAt) < text.indexOf("ASK-REPORT-TEXT", askAt), text);
+  assert.ok(
+    text.indexOf("NEEDS-QUESTION-TEXT", askAt) > askAt &&
+      text.indexOf("NEEDS-QUESTION-TEXT", askAt) < text.indexOf("ASK-REPORT-TEXT", askAt),
+    text,
+  );
   // The model-bound delivery JSON stays out of the TUI: the card is drawn from details, not from the content.
   assert.doesNotMatch(text, /\{"subagent_id":"[^"]+","brief"/);
   assert.doesNotMatch(text, /"crew_status"/, "status snapshots are hidden in the TUI");
   // And the same deliveries did reach the model as JSON.
-  const bodies = h.model.requests().filter((r) => r.conversation === "owner").map((r) => JSON.stringify(r.body));
-  assert.ok(bodies.some((b) => b.includes(`\\"subagent_id\\":\\"${done.taskId}\\"`)), "the completed delivery reached the model");
+  const bodies = h.model
+    .requests()
+    .filter((r) => r.conversation === "owner")
+    .map((r) => JSON.stringify(r.body));
+  assert.ok(
+    bodies.some((b) => b.includes(`\\"subagent_id\\":\\"${done.taskId}\\"`)),
+    "the completed delivery reached the model",
+  );
 });

@@ -11,8 +11,15 @@ import { startHarness, type Harness } from "./daemon-harness.js";
 import { testPiLine } from "../helpers/pi.js";
 
 // OpenAI's quota error. pi 1.x never retries it; pi 0.73.1's rule ("429") retries it up to maxRetries.
-const QUOTA = { status: 429, message: "You exceeded your current quota, please check your plan and billing details.", type: "insufficient_quota", code: "insufficient_quota" };
-const report = (text: string) => ({ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: text } }] });
+const QUOTA = {
+  status: 429,
+  message: "You exceeded your current quota, please check your plan and billing details.",
+  type: "insufficient_quota",
+  code: "insufficient_quota",
+};
+const report = (text: string) => ({
+  toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: text } }],
+});
 
 const SCRIPT: Script = {
   conversations: [
@@ -27,7 +34,13 @@ before(async () => {
   h = await startHarness(SCRIPT, { runtime: "headless", readinessTimeoutMs: 30_000 });
   const settingsPath = join(h.dir, "agent", "settings.json");
   const settings = JSON.parse(readFileSync(settingsPath, "utf8")) as Record<string, unknown>;
-  writeFileSync(settingsPath, JSON.stringify({ ...settings, retry: { enabled: true, maxRetries: 2, baseDelayMs: 100, provider: { maxRetries: 0 } } }));
+  writeFileSync(
+    settingsPath,
+    JSON.stringify({
+      ...settings,
+      retry: { enabled: true, maxRetries: 2, baseDelayMs: 100, provider: { maxRetries: 0 } },
+    }),
+  );
 });
 after(async () => {
   await h?.close();
@@ -54,12 +67,15 @@ test(`pi ${testPiLine()}: an unknown model fails as MODEL_NOT_FOUND with pi's ow
 
 test(`pi ${testPiLine()}: an alias nobody defined is refused at spawn with MODEL_UNKNOWN naming the fix`, async () => {
   const before = (await h.cli.request<{ tasks: AgentResult[] }>("task.list", { limit: 100 })).tasks.length;
-  await assert.rejects(h.cli.request("task.spawn", { cwd: h.repo, prompt: "PI-DEFAULT x", model: "flash" }), (e: unknown) => {
-    const err = e as { code?: string; message?: string };
-    assert.equal(err.code, "MODEL_UNKNOWN");
-    assert.match(err.message ?? "", /config set modelAliases\.flash provider\/id/);
-    return true;
-  });
+  await assert.rejects(
+    h.cli.request("task.spawn", { cwd: h.repo, prompt: "PI-DEFAULT x", model: "flash" }),
+    (e: unknown) => {
+      const err = e as { code?: string; message?: string };
+      assert.equal(err.code, "MODEL_UNKNOWN");
+      assert.match(err.message ?? "", /config set modelAliases\.flash provider\/id/);
+      return true;
+    },
+  );
   const listed = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { limit: 100 });
   assert.equal(listed.tasks.length, before, "nothing was recorded");
 });

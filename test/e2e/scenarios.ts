@@ -8,9 +8,18 @@ import type { AgentResult, RuntimeKind } from "../../src/core/types.js";
 import type { DshError } from "../../src/core/errors.js";
 import { connect } from "../../src/client/index.js";
 
-export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, kill: (h: Harness, taskId: string) => Promise<void>): void {
+export function defineRuntimeScenarios(
+  h: () => Harness,
+  runtime: RuntimeKind,
+  kill: (h: Harness, taskId: string) => Promise<void>,
+): void {
   test(`${runtime}: isolated worker writes a file and reports → completed with patch, usage, finalMessage`, async () => {
-    const { taskId } = await h().spawn({ prompt: "MARK-WORKER add a feature file", isolated: true, brief: "feature", runtime });
+    const { taskId } = await h().spawn({
+      prompt: "MARK-WORKER add a feature file",
+      isolated: true,
+      brief: "feature",
+      runtime,
+    });
     const r = await h().wait(taskId);
     assert.equal(r.status, "completed");
     assert.equal(r.nextAction, "none");
@@ -19,7 +28,11 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     assert.equal(r.brief, "feature");
     assert.equal(r.owner, "cli");
     // Herdr's own screen-based guess may lag the child's evidence by its quiet period.
-    if (runtime === "herdr") assert.ok(["idle", "done", "working"].includes(r.herdrStatus) && r.agent.paneId && r.agent.tabId && r.agent.workspaceId, JSON.stringify(r.agent));
+    if (runtime === "herdr")
+      assert.ok(
+        ["idle", "done", "working"].includes(r.herdrStatus) && r.agent.paneId && r.agent.tabId && r.agent.workspaceId,
+        JSON.stringify(r.agent),
+      );
     else assert.equal(r.herdrStatus, "unknown");
     assert.equal(r.agent.kind, "pi");
     assert.equal(r.agent.model, h().modelName);
@@ -46,7 +59,8 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     const stored = JSON.parse(readFileSync(join(h().home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
     assert.deepEqual(stored, r);
     const types = readJournal(h(), taskId).map((e) => e.type);
-    for (const t of ["created", "admitted", "worktree", "baseline", "launched", "prompt_sent", "report", "settle"]) assert.ok(types.includes(t), `journal has ${t}: ${types}`);
+    for (const t of ["created", "admitted", "worktree", "baseline", "launched", "prompt_sent", "report", "settle"])
+      assert.ok(types.includes(t), `journal has ${t}: ${types}`);
   });
 
   test(`${runtime}: a reviewer that modifies a file → completed with the reviewer-changed-files warning`, async () => {
@@ -56,7 +70,10 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     assert.equal(r.role, "reviewer");
     assert.match(r.agent.name, /^review-/);
     assert.ok(r.diff?.files.includes("README.md"));
-    assert.ok(r.warnings?.some((w) => /reviewer/i.test(w) && /README\.md/.test(w)), JSON.stringify(r.warnings));
+    assert.ok(
+      r.warnings?.some((w) => /reviewer/i.test(w) && /README\.md/.test(w)),
+      JSON.stringify(r.warnings),
+    );
     assert.match(readFileSync(join(h().home, "tasks", taskId, "prompt.md"), "utf8"), /REVIEWER.*read-only/s);
   });
 
@@ -81,8 +98,14 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     const resp = await h().cli.request<{ cycle: number }>("task.respond", { taskId, message: "blue please" });
     assert.equal(resp.cycle, 2);
     const r2 = await h().wait(taskId);
-    const statuses = readJournal(h(), taskId).filter((e) => e.type === "status").map((e) => `${e.cycle}:${e.status}`);
-    assert.deepEqual(statuses.filter((s) => s.startsWith("2:")), ["2:running", "2:completed"], JSON.stringify(readJournal(h(), taskId)));
+    const statuses = readJournal(h(), taskId)
+      .filter((e) => e.type === "status")
+      .map((e) => `${e.cycle}:${e.status}`);
+    assert.deepEqual(
+      statuses.filter((s) => s.startsWith("2:")),
+      ["2:running", "2:completed"],
+      JSON.stringify(readJournal(h(), taskId)),
+    );
     assert.equal(r2.status, "completed");
     assert.equal(r2.summary, "Painted it blue");
     assert.equal(r2.finalMessage, "Painted it blue");
@@ -90,11 +113,23 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     assert.ok(existsSync(join(h().home, "tasks", taskId, "result.cycle1.md")));
     // respond is refused unless completed or blocked: close it, then try again
     await h().cli.request("task.close", { taskId });
-    await assert.rejects(h().cli.request("task.respond", { taskId, message: "more" }), (e: DshError) => e.code === "TASK_NOT_FOUND");
+    await assert.rejects(
+      h().cli.request("task.respond", { taskId, message: "more" }),
+      (e: DshError) => e.code === "TASK_NOT_FOUND",
+    );
     if (runtime === "headless") {
       // No pane to keep: closing a headless task ends its child, so nothing is left running.
-      const { handle } = JSON.parse(readFileSync(join(h().home, "tasks", taskId, "task.json"), "utf8")) as { handle: { pid: number } };
-      const alive = () => { try { process.kill(handle.pid, 0); return true; } catch { return false; } };
+      const { handle } = JSON.parse(readFileSync(join(h().home, "tasks", taskId, "task.json"), "utf8")) as {
+        handle: { pid: number };
+      };
+      const alive = () => {
+        try {
+          process.kill(handle.pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
       for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 100));
       assert.equal(alive(), false, `headless child ${handle.pid} still running after close`);
     }
@@ -107,7 +142,10 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     const r = await h().wait(taskId);
     // pi 0.73 just dies; pi 1.x, on a signal it handles, first writes an `aborted` ending and fires agent_end.
     const how = `${r.status}/${r.error?.code}`;
-    assert.ok(how === "gone/PANE_GONE" || how === "failed/AGENT_ABORTED", `${how}: a child death explains itself (the owner gets it as an error delivery)`);
+    assert.ok(
+      how === "gone/PANE_GONE" || how === "failed/AGENT_ABORTED",
+      `${how}: a child death explains itself (the owner gets it as an error delivery)`,
+    );
     assert.equal(r.nextAction, "inspect");
   });
 
@@ -126,11 +164,22 @@ export function defineRuntimeScenarios(h: () => Harness, runtime: RuntimeKind, k
     // an owner cannot abort another owner's task
     const t3 = await h().spawn({ prompt: "MARK-SLOW foreign", runtime, owner: "alice" });
     const bob = await connect(h().home, { kind: "owner", ownerId: "bob" });
-    assert.deepEqual(await bob.request("task.abort", { taskIds: [t3.taskId] }), { aborted_ids: [], missing_ids: [], foreign_ids: [t3.taskId] });
-    await assert.rejects(bob.request("task.respond", { taskId: t3.taskId, message: "x" }), (e: DshError) => e.code === "NOT_OWNER");
+    assert.deepEqual(await bob.request("task.abort", { taskIds: [t3.taskId] }), {
+      aborted_ids: [],
+      missing_ids: [],
+      foreign_ids: [t3.taskId],
+    });
+    await assert.rejects(
+      bob.request("task.respond", { taskId: t3.taskId, message: "x" }),
+      (e: DshError) => e.code === "NOT_OWNER",
+    );
     bob.close();
     const alice = await connect(h().home, { kind: "owner", ownerId: "alice" });
-    assert.deepEqual(await alice.request("task.abort", { all: true }), { aborted_ids: [t3.taskId], missing_ids: [], foreign_ids: [] });
+    assert.deepEqual(await alice.request("task.abort", { all: true }), {
+      aborted_ids: [t3.taskId],
+      missing_ids: [],
+      foreign_ids: [],
+    });
     alice.close();
   });
 }

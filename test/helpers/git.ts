@@ -4,7 +4,16 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
-const IDENTITY = ["-c", "user.name=dsh test", "-c", "user.email=test@dsh.invalid", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"];
+const IDENTITY = [
+  "-c",
+  "user.name=dsh test",
+  "-c",
+  "user.email=test@dsh.invalid",
+  "-c",
+  "commit.gpgsign=false",
+  "-c",
+  "init.defaultBranch=main",
+];
 
 /** Run git in cwd (sync) and return stdout; throws with git's stderr on failure. */
 export function git(cwd: string, ...args: string[]): string {
@@ -19,7 +28,11 @@ export function git(cwd: string, ...args: string[]): string {
 
 /** Raw bytes of a git command's stdout (for byte-identical comparisons). */
 export function gitBytes(cwd: string, ...args: string[]): Buffer {
-  return execFileSync("git", [...IDENTITY, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 256 * 1024 * 1024 });
+  return execFileSync("git", [...IDENTITY, ...args], {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 256 * 1024 * 1024,
+  });
 }
 
 export function write(root: string, rel: string, content: string | Buffer): void {

@@ -5,7 +5,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 
-export const herdrSchemaPath = join(import.meta.dirname, "..", "..", "..", "fixtures", "herdr", "herdr-api.schema.json");
+export const herdrSchemaPath = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "..",
+  "fixtures",
+  "herdr",
+  "herdr-api.schema.json",
+);
 
 export type HerdrSchemaName = "request" | "success_response" | "error_response" | "event" | "subscription_event";
 

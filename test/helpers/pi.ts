@@ -25,7 +25,11 @@ let version: string | undefined;
 /** `piBin --version` (asked once per test process). */
 export function testPiVersion(): string {
   if (version === undefined) {
-    const r = spawnSync(piBin, ["--version"], { encoding: "utf8", env: { ...process.env, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1" }, timeout: 30_000 });
+    const r = spawnSync(piBin, ["--version"], {
+      encoding: "utf8",
+      env: { ...process.env, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1" },
+      timeout: 30_000,
+    });
     const v = /\d+\.\d+\.\d+\S*/.exec(`${r.stdout}\n${r.stderr}`)?.[0];
     if (!v) throw new Error(`${piBin} --version printed no version: ${r.stderr || r.stdout}`);
     version = v;
@@ -70,7 +74,13 @@ export async function startPiHarness(opts: { script: Script; retry?: boolean; pr
   const agent = preparePiAgentDir(dir, model.url, opts.retry === undefined ? {} : { retry: opts.retry });
   const children = new Set<ResultPromise>();
   return {
-    dir, work, model, modelName: agent.model, env: agent.env, piBin, requestLog,
+    dir,
+    work,
+    model,
+    modelName: agent.model,
+    env: agent.env,
+    piBin,
+    requestLog,
     runPi(args, o = {}) {
       const child = execa(piBin, args, {
         cwd: o.cwd ?? work,

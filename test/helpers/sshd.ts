@@ -4,7 +4,19 @@
 // host (never StrictHostKeyChecking=no). Needs root (useradd, sshd); `sshdUnavailable()` says why not.
 // close() stops sshd, kills every process of the user by pid, and `userdel -r`s it.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { accessSync, chmodSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -149,7 +161,10 @@ function removeUser(name: string, uid: number): void {
 
 /** Can `user` run `node bin/dsh-herdr --version` from `root` with `node`? */
 function userCanRun(user: string, node: string, root: string): boolean {
-  const r = spawnSync("runuser", ["-u", user, "--", node, join(root, "bin", "dsh-herdr"), "--version"], { encoding: "utf8", cwd: "/" });
+  const r = spawnSync("runuser", ["-u", user, "--", node, join(root, "bin", "dsh-herdr"), "--version"], {
+    encoding: "utf8",
+    cwd: "/",
+  });
   return r.status === 0;
 }
 
@@ -239,7 +254,14 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
     });
   }
   try {
-    const user: RemoteUser = { name, uid, gid, home, dshHome: join(home, ".dsh", "herdr"), piDir: join(home, ".pi", "agent") };
+    const user: RemoteUser = {
+      name,
+      uid,
+      gid,
+      home,
+      dshHome: join(home, ".dsh", "herdr"),
+      piDir: join(home, ".pi", "agent"),
+    };
 
     sh("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "dsh-test-host", "-f", join(dir, "host_ed25519")]);
     sh("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "dsh-test-client", "-f", join(dir, "client_ed25519")]);
@@ -256,7 +278,8 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
       chmodSync(dir, 0o711);
       let nodeOk = true;
       try {
-        spawnSync("runuser", ["-u", name, "--", node, "--version"], { stdio: "ignore" }).status === 0 || (nodeOk = false);
+        spawnSync("runuser", ["-u", name, "--", node, "--version"], { stdio: "ignore" }).status === 0 ||
+          (nodeOk = false);
       } catch {
         nodeOk = false;
       }
@@ -264,7 +287,8 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
       appRoot = c.root;
       node = c.node;
       copied = true;
-      if (!userCanRun(name, node, appRoot)) throw new Error(`user ${name} cannot run ${appRoot}/bin/dsh-herdr even from a copy`);
+      if (!userCanRun(name, node, appRoot))
+        throw new Error(`user ${name} cannot run ${appRoot}/bin/dsh-herdr even from a copy`);
     }
     const command = `${node} ${join(appRoot, "bin", "dsh-herdr")}`;
 
@@ -276,7 +300,13 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
       PATH: `${dirname(node)}:/usr/local/bin:/usr/bin:/bin`,
       ...(opts.env ?? {}),
     };
-    writeFileSync(join(sshDir, "environment"), Object.entries(env).map(([k, v]) => `${k}=${v}\n`).join(""), { mode: 0o600 });
+    writeFileSync(
+      join(sshDir, "environment"),
+      Object.entries(env)
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join(""),
+      { mode: 0o600 },
+    );
     spawnSync("chown", ["-R", `${uid}:${gid}`, sshDir, join(home, ".pi")]);
 
     // sshd wants its privilege-separation dir; the package's service would create it.
@@ -342,7 +372,11 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
       log,
       userPids: () => pidsOfUid(uid),
       runAs: (argv) =>
-        execFileSync("runuser", ["-u", name, "--", "env", "-i", `HOME=${home}`, ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], { encoding: "utf8", cwd: "/" }),
+        execFileSync(
+          "runuser",
+          ["-u", name, "--", "env", "-i", `HOME=${home}`, ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv],
+          { encoding: "utf8", cwd: "/" },
+        ),
       giveToUser: (path) => void spawnSync("chown", ["-R", `${uid}:${gid}`, path]),
       async close() {
         if (cleaned) return;

@@ -6,8 +6,12 @@ export function stubRuntime(overrides: Partial<Runtime> = {}): Runtime {
   return {
     kind: "headless",
     launch: async () => ({ runtime: "headless", pid: process.pid }),
-    isAlive: async () => true, exitStatus: async () => null, readOutput: async () => "",
-    sendText: async () => undefined, sendKeys: async () => undefined, close: async () => undefined,
+    isAlive: async () => true,
+    exitStatus: async () => null,
+    readOutput: async () => "",
+    sendText: async () => undefined,
+    sendKeys: async () => undefined,
+    close: async () => undefined,
     watch: () => () => undefined,
     ...overrides,
   };

@@ -36,7 +36,12 @@ export function privateTmux(prefix = "dsh-test"): PrivateTmux {
 }
 
 /** Polls `check` until it returns a value that is not undefined/null/false, or fails after timeoutMs. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

@@ -27,7 +27,8 @@ const STATUS: Expected[] = [];
 for (const path of ["extension", "file"])
   for (const n of [1, 10])
     for (const p of [50, 99])
-      for (const signal of ["owner\\.delivery", "task\\.wait returns"]) STATUS.push(fig(`status ${path} N=${n} p${p} append→${signal}`, "ms", "500 ms poll"));
+      for (const signal of ["owner\\.delivery", "task\\.wait returns"])
+        STATUS.push(fig(`status ${path} N=${n} p${p} append→${signal}`, "ms", "500 ms poll"));
 
 const FIGURES: Record<string, Expected[]> = {
   "live-tasks": [
@@ -102,7 +103,14 @@ function eagerGcConfig(dir: string): string {
 
 let tmp: string;
 let gitHome: string;
-let run: { code: number | null; signal: string | null; stdout: string; stderr: string; leftDirs: string[]; leftPids: number[] };
+let run: {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  leftDirs: string[];
+  leftPids: number[];
+};
 /** The output of each `## <name>` section. */
 const sections = new Map<string, string>();
 
@@ -110,16 +118,28 @@ describe("npm run bench, quick mode (BENCH_QUICK=1)", { timeout: RUN_TIMEOUT_MS 
   before(async () => {
     tmp = mkdtempSync(join(tmpdir(), "dsh-smoke-tmp-"));
     gitHome = mkdtempSync(join(tmpdir(), "dsh-smoke-git-"));
-    const env: NodeJS.ProcessEnv = { ...process.env, BENCH_QUICK: "1", TMPDIR: tmp, GIT_CONFIG_GLOBAL: eagerGcConfig(gitHome) };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      BENCH_QUICK: "1",
+      TMPDIR: tmp,
+      GIT_CONFIG_GLOBAL: eagerGcConfig(gitHome),
+    };
     delete env.BENCH_KEEP; // kept dirs would read as leaks
     // Its own process group, so a timeout kills the bench scripts and their daemons too, not only run-bench.
-    const child = spawn(process.execPath, [join(root, "scripts", "run-bench.mjs")], { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [join(root, "scripts", "run-bench.mjs")], {
+      cwd: root,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     const timer = setTimeout(() => process.kill(-child.pid!, "SIGKILL"), RUN_TIMEOUT_MS);
-    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.once("exit", (c, s) => resolve([c, s])));
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+      child.once("exit", (c, s) => resolve([c, s])),
+    );
     clearTimeout(timer);
     // A daemon left running would hold the output pipes open (it inherits run-bench's stderr): read what is there
     // for a moment, then judge; the leak test names it.
@@ -171,11 +191,17 @@ describe("npm run bench, quick mode (BENCH_QUICK=1)", { timeout: RUN_TIMEOUT_MS 
     test(`${script} prints each of its ${figures.length} figures once, with a finite value and baseline`, () => {
       const out = sections.get(script) ?? "";
       for (const f of figures) {
-        const re = new RegExp(`^${f.name}: (\\S+) ${f.unit} \\| baseline ${f.baseline}: (\\S+) ${f.unit} \\| ratio `, "gm");
+        const re = new RegExp(
+          `^${f.name}: (\\S+) ${f.unit} \\| baseline ${f.baseline}: (\\S+) ${f.unit} \\| ratio `,
+          "gm",
+        );
         const hits = [...out.matchAll(re)];
         assert.equal(hits.length, 1, `${re} once in the ${script} section:\n${out}`);
         const [line, value, baseline] = hits[0]!;
-        assert.ok(Number.isFinite(Number(value)) && Number.isFinite(Number(baseline)), `not a finite value or baseline: ${line}`);
+        assert.ok(
+          Number.isFinite(Number(value)) && Number.isFinite(Number(baseline)),
+          `not a finite value or baseline: ${line}`,
+        );
       }
     });
   }

@@ -1,7 +1,17 @@
 // Baseline and diff harvest on real git repositories in temp dirs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { captureBaseline } from "../../src/git/baseline.js";
 import { harvestDiff } from "../../src/git/diff.js";
@@ -23,7 +33,12 @@ test("baseline records HEAD and dirty files; harvest includes modified, staged a
     const d = await harvestDiff({ cwd: r.dir, baselineHead: b.baselineHead, dirtyAtStart: b.dirtyAtStart, patchPath });
     assert.deepEqual(d.untracked, ["new file.txt"]);
     assert.deepEqual([...d.files].sort(), ["a.txt", "keep.txt", "new file.txt"]);
-    assert.equal(d.stat, git(r.dir, "diff", "--shortstat", "HEAD").replace(/\n$/, "").replace(" 2 files changed, 2 insertions(+)", " 3 files changed, 3 insertions(+)"));
+    assert.equal(
+      d.stat,
+      git(r.dir, "diff", "--shortstat", "HEAD")
+        .replace(/\n$/, "")
+        .replace(" 2 files changed, 2 insertions(+)", " 3 files changed, 3 insertions(+)"),
+    );
     const patch = readFileSync(patchPath, "utf8");
     assert.match(patch, /diff --git a\/new file.txt b\/new file.txt\nnew file mode 100644/);
     assert.match(patch, /\+brand new/);
@@ -83,7 +98,12 @@ test("a patch over the cap is cut at a file boundary, says so, and patchBytes is
   const r = makeRepo(files);
   try {
     const head = git(r.dir, "rev-parse", "HEAD").trim();
-    for (let i = 0; i < 20; i++) write(r.dir, `f${String(i).padStart(2, "0")}.txt`, "y".repeat(300) + "\n".repeat(1) + String(i).repeat(200) + "\n");
+    for (let i = 0; i < 20; i++)
+      write(
+        r.dir,
+        `f${String(i).padStart(2, "0")}.txt`,
+        "y".repeat(300) + "\n".repeat(1) + String(i).repeat(200) + "\n",
+      );
     const patchPath = join(r.base, "diff.patch");
     const d = await harvestDiff({ cwd: r.dir, baselineHead: head, patchPath, capBytes: 4096 });
     assert.equal(d.truncated, true);
@@ -140,14 +160,23 @@ test("a repo with no commits diffs against the empty tree; a non-repo gives a wa
     const nb = await captureBaseline(plain);
     assert.equal(nb.isRepo, false);
     assert.match(nb.warnings[0] ?? "", /not a git repository/);
-    await assert.rejects(harvestDiff({ cwd: plain, baselineHead: null, patchPath: join(r.base, "q.patch") }), { code: "NOT_A_REPO" });
+    await assert.rejects(harvestDiff({ cwd: plain, baselineHead: null, patchPath: join(r.base, "q.patch") }), {
+      code: "NOT_A_REPO",
+    });
   } finally {
     r.cleanup();
   }
 });
 
 test("binary, rename, delete, mode change and ignored files", async () => {
-  const r = makeRepo({ "img.bin": Buffer.from([0, 1, 2, 3, 0, 255]), "old name.txt": "line one\nline two\nline three\n", "gone.txt": "bye\n", "run.sh": "echo hi\n", ".gitignore": "*.log\n", "moved.txt": "alpha\nbeta\ngamma\ndelta\n" });
+  const r = makeRepo({
+    "img.bin": Buffer.from([0, 1, 2, 3, 0, 255]),
+    "old name.txt": "line one\nline two\nline three\n",
+    "gone.txt": "bye\n",
+    "run.sh": "echo hi\n",
+    ".gitignore": "*.log\n",
+    "moved.txt": "alpha\nbeta\ngamma\ndelta\n",
+  });
   try {
     const head = git(r.dir, "rev-parse", "HEAD").trim();
     write(r.dir, "img.bin", Buffer.from([0, 9, 9, 9, 0, 254, 7]));
@@ -158,7 +187,15 @@ test("binary, rename, delete, mode change and ignored files", async () => {
     write(r.dir, "debug.log", "ignored\n");
     const patchPath = join(r.base, "p.patch");
     const d = await harvestDiff({ cwd: r.dir, baselineHead: head, patchPath });
-    assert.deepEqual([...d.files].sort(), ["gone.txt", "img.bin", "moved-by-mv.txt", "moved.txt", "new name.txt", "old name.txt", "run.sh"]);
+    assert.deepEqual([...d.files].sort(), [
+      "gone.txt",
+      "img.bin",
+      "moved-by-mv.txt",
+      "moved.txt",
+      "new name.txt",
+      "old name.txt",
+      "run.sh",
+    ]);
     assert.deepEqual(d.untracked, ["moved-by-mv.txt"]);
     const patch = readFileSync(patchPath, "utf8");
     assert.match(patch, /GIT binary patch/);

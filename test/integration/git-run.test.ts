@@ -25,7 +25,10 @@ test("git(): empty stdout quickly, stdout verbatim, GIT_FAILED naming the comman
     }
     // simple-git waited >= 50 ms after every empty answer. Relative to a git call with output in the same loop, so
     // a loaded machine slows both alike.
-    assert.ok(Math.min(...empty) < Math.min(...full) + 40, `fastest empty git status ${Math.min(...empty).toFixed(1)} ms, rev-parse ${Math.min(...full).toFixed(1)} ms`);
+    assert.ok(
+      Math.min(...empty) < Math.min(...full) + 40,
+      `fastest empty git status ${Math.min(...empty).toFixed(1)} ms, rev-parse ${Math.min(...full).toFixed(1)} ms`,
+    );
     assert.equal((await runGit(r.dir, ["rev-parse", "HEAD"])).trim(), git(r.dir, "rev-parse", "HEAD").trim());
     await assert.rejects(runGit(r.dir, ["rev-parse", "--verify", "no-such-ref"]), (e: Error & { code?: string }) => {
       assert.equal(e.code, "GIT_FAILED");
@@ -84,10 +87,18 @@ test("spawn path: a baseline without status for isolated tasks; the worktree bra
     write(r.dir, "later.txt", "later\n");
     commitAll(r.dir, "after the baseline");
     const home = join(r.base, "home");
-    const wt = await createWorktree({ repoCwd: r.dir, home, taskId: "tmg3k2a1b010", known: { repoRoot: lean.repoRoot!, head: lean.baselineHead } });
+    const wt = await createWorktree({
+      repoCwd: r.dir,
+      home,
+      taskId: "tmg3k2a1b010",
+      known: { repoRoot: lean.repoRoot!, head: lean.baselineHead },
+    });
     assert.equal(git(wt.path, "rev-parse", "HEAD").trim(), lean.baselineHead);
     assert.equal(wt.base, "HEAD");
-    await assert.rejects(createWorktree({ repoCwd: r.dir, home, taskId: "tmg3k2a1b011", known: { repoRoot: r.dir, head: null } }), { code: "GIT_FAILED" });
+    await assert.rejects(
+      createWorktree({ repoCwd: r.dir, home, taskId: "tmg3k2a1b011", known: { repoRoot: r.dir, head: null } }),
+      { code: "GIT_FAILED" },
+    );
   } finally {
     r.cleanup();
     empty.cleanup();

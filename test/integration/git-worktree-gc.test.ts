@@ -17,7 +17,13 @@ test("worktree add makes dsh/<taskId> under <home>/worktrees; the diff is comput
   try {
     const home = join(r.base, "home");
     const wt = await createWorktree({ repoCwd: join(r.dir, "src"), home, taskId: IDS[0] });
-    assert.deepEqual(wt, { path: join(home, "worktrees", `repo-${IDS[0]}`), branch: `dsh/${IDS[0]}`, repo: r.dir, base: "HEAD", head: git(r.dir, "rev-parse", "HEAD").trim() });
+    assert.deepEqual(wt, {
+      path: join(home, "worktrees", `repo-${IDS[0]}`),
+      branch: `dsh/${IDS[0]}`,
+      repo: r.dir,
+      base: "HEAD",
+      head: git(r.dir, "rev-parse", "HEAD").trim(),
+    });
     assert.equal(git(wt.path, "rev-parse", "--abbrev-ref", "HEAD").trim(), `dsh/${IDS[0]}`);
     const b = await captureBaseline(wt.path);
     write(wt.path, "src/a.txt", "a\nin worktree\n");
@@ -28,7 +34,9 @@ test("worktree add makes dsh/<taskId> under <home>/worktrees; the diff is comput
     assert.deepEqual([...d.files].sort(), ["fresh.txt", "later.txt", "src/a.txt"]);
     assert.equal(git(r.dir, "status", "--porcelain"), "", "the source checkout is untouched");
     await assert.rejects(createWorktree({ repoCwd: r.dir, home, taskId: "../evil" }), { code: "BAD_TASK_ID" });
-    await assert.rejects(createWorktree({ repoCwd: r.dir, home, taskId: IDS[1], base: "no-such-branch" }), { code: "BAD_PARAMS" });
+    await assert.rejects(createWorktree({ repoCwd: r.dir, home, taskId: IDS[1], base: "no-such-branch" }), {
+      code: "BAD_PARAMS",
+    });
   } finally {
     r.cleanup();
   }
@@ -46,7 +54,12 @@ test("gc removes captured worktrees only; keeps open tasks, unknown branches and
       write(wt.path, "untracked.txt", "u\n");
       const patchPath = join(r.base, `${id}.patch`);
       const d = await harvestDiff({ cwd: wt.path, baselineHead: b.baselineHead, patchPath });
-      tasks.push({ taskId: id, open: id === IDS[2], worktree: wt, diff: { baselineHead: d.baselineHead, patchPath, truncated: d.truncated } });
+      tasks.push({
+        taskId: id,
+        open: id === IDS[2],
+        worktree: wt,
+        diff: { baselineHead: d.baselineHead, patchPath, truncated: d.truncated },
+      });
     }
     // Task 2: an uncommitted change made after its last harvest.
     write(tasks[1]!.worktree!.path, "a.txt", "a\nchanged after harvest\n");
@@ -126,7 +139,10 @@ test("the spawn's git-free path: locateRepo finds the work tree as git does, and
     assert.equal(git(wt.path, "rev-parse", "HEAD").trim(), wt.head);
     const linked = await locateRepo(wt.path);
     assert.deepEqual(linked, { root: wt.path }, "a linked worktree (.git is a file) is a work tree too");
-    await assert.rejects(createWorktree({ repoCwd: empty.dir, home, taskId: IDS[3], known: { repoRoot: empty.dir } }), (e: Error & { code?: string }) => e.code === "GIT_FAILED" && /no commits yet/.test(e.message));
+    await assert.rejects(
+      createWorktree({ repoCwd: empty.dir, home, taskId: IDS[3], known: { repoRoot: empty.dir } }),
+      (e: Error & { code?: string }) => e.code === "GIT_FAILED" && /no commits yet/.test(e.message),
+    );
   } finally {
     r.cleanup();
     empty.cleanup();

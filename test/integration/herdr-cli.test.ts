@@ -22,7 +22,10 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "herdr-cli-"));
   mkdirSync(join(dir, "bin"));
   herdrBin = join(dir, "bin", "herdr");
-  writeFileSync(herdrBin, `#!/bin/sh\nexec "${process.execPath}" "${join(root, "dist", "fixtures", "fake-herdr", "cli.js")}" "$@"\n`);
+  writeFileSync(
+    herdrBin,
+    `#!/bin/sh\nexec "${process.execPath}" "${join(root, "dist", "fixtures", "fake-herdr", "cli.js")}" "$@"\n`,
+  );
   chmodSync(herdrBin, 0o755);
   piPath = join(dir, "bin", "pi");
   writeFileSync(piPath, `#!/bin/sh\necho "remote child: $*"\nread line\necho "remote got: $line"\n`);
@@ -46,7 +49,16 @@ async function until(what: string, f: () => Promise<boolean>): Promise<void> {
 
 test("--machine: launch, read, follow-up, exit and close through the herdr CLI", async () => {
   const rt = createHerdrRuntime({ machine: "buildbox", herdrBin, env });
-  const h = await rt.launch({ taskId: "tcli00000001", name: "worker-m1", argv: [piPath, "remote task"], env: {}, cwd: dir, taskDir: dir, repoName: "api", machine: "buildbox" });
+  const h = await rt.launch({
+    taskId: "tcli00000001",
+    name: "worker-m1",
+    argv: [piPath, "remote task"],
+    env: {},
+    cwd: dir,
+    taskDir: dir,
+    repoName: "api",
+    machine: "buildbox",
+  });
   assert.equal(h.machine, "buildbox");
   assert.equal(fake.core.model.workspaces.get(h.workspaceId as string)?.label, "DSH · api");
   const events: RuntimeEvent[] = [];
@@ -61,7 +73,10 @@ test("--machine: launch, read, follow-up, exit and close through the herdr CLI",
   await until("gone (polled)", async () => events.some((e) => e.type === "gone"));
   stop?.();
   const methods = fake.log.filter((e) => e.kind === "request").map((e) => (e.message as { id: string }).id);
-  assert.ok(methods.every((id) => id.startsWith("cli:")), "every request came through the CLI");
+  assert.ok(
+    methods.every((id) => id.startsWith("cli:")),
+    "every request came through the CLI",
+  );
 });
 
 test("--machine errors: unknown machine, missing binary, protocol 19, refused start", async () => {
@@ -78,5 +93,8 @@ test("--machine errors: unknown machine, missing binary, protocol 19, refused st
     fake.misbehave({ protocol: 20 });
   }
   const rt = createHerdrRuntime({ machine: "buildbox", herdrBin, env });
-  await assert.rejects(rt.readOutput({ runtime: "herdr", paneId: "w9:p9" }), (e) => e instanceof DshError && e.code === "PANE_GONE");
+  await assert.rejects(
+    rt.readOutput({ runtime: "herdr", paneId: "w9:p9" }),
+    (e) => e instanceof DshError && e.code === "PANE_GONE",
+  );
 });

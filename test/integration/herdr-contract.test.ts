@@ -26,7 +26,16 @@ exit 3
 `;
 
 function spec(name: string, extra: Partial<LaunchSpec> = {}): LaunchSpec {
-  return { taskId: "tabc", name, argv: [piPath, "do the thing"], env: { FOO: "bar baz" }, cwd: dir, taskDir: dir, repoName: "demo", ...extra };
+  return {
+    taskId: "tabc",
+    name,
+    argv: [piPath, "do the thing"],
+    env: { FOO: "bar baz" },
+    cwd: dir,
+    taskDir: dir,
+    repoName: "demo",
+    ...extra,
+  };
 }
 
 async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
@@ -92,7 +101,9 @@ describe("herdr runtime against the fake Herdr", () => {
     });
     assert.match(first, new RegExp(`args=\\[do the thing\\] cwd=${dir} FOO=bar baz`));
     await rt.sendText(h, "follow-up please");
-    await until("the child's reply", async () => ((await rt.readOutput(h)).includes("child got: follow-up please") ? true : undefined));
+    await until("the child's reply", async () =>
+      (await rt.readOutput(h)).includes("child got: follow-up please") ? true : undefined,
+    );
     await until("exit", async () => ((await rt.agentState?.(h)) === "missing" ? true : undefined));
     assert.equal(await rt.isAlive(h), false);
     assert.equal(await rt.exitStatus(h), null);
@@ -105,11 +116,27 @@ describe("herdr runtime against the fake Herdr", () => {
     await rt.close(h); // idempotent
     await until("the gone event", async () => (events.some((e) => e.type === "gone") ? true : undefined));
     stop?.();
-    const methods = new Set(fake.log.filter((e) => e.kind === "request").map((e) => (e.message as { method: string }).method));
-    for (const m of ["ping", "workspace.list", "workspace.create", "tab.create", "agent.start", "agent.get", "pane.read", "pane.send_input", "pane.close", "events.subscribe"]) {
+    const methods = new Set(
+      fake.log.filter((e) => e.kind === "request").map((e) => (e.message as { method: string }).method),
+    );
+    for (const m of [
+      "ping",
+      "workspace.list",
+      "workspace.create",
+      "tab.create",
+      "agent.start",
+      "agent.get",
+      "pane.read",
+      "pane.send_input",
+      "pane.close",
+      "events.subscribe",
+    ]) {
       assert.ok(methods.has(m), `the adapter sent ${m}`);
     }
-    assert.ok(fake.log.some((e) => e.kind === "event"), "events were pushed");
+    assert.ok(
+      fake.log.some((e) => e.kind === "event"),
+      "events were pushed",
+    );
     assert.ok(assertLogValid() > 20);
   });
 
@@ -122,7 +149,11 @@ describe("herdr runtime against the fake Herdr", () => {
       assert.deepEqual(found, h, "the same handle launch() returned");
       assert.deepEqual(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f2" }), other);
       assert.equal(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-none" }), undefined);
-      assert.equal(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: join(dir, "elsewhere") }), undefined, "same name, another workdir");
+      assert.equal(
+        await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: join(dir, "elsewhere") }),
+        undefined,
+        "same name, another workdir",
+      );
       await rt.close(h);
       assert.equal(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: dir }), undefined, "closed");
       assert.ok(fake.log.some((e) => (e.message as { method?: string }).method === "agent.list"));
@@ -142,7 +173,9 @@ describe("herdr runtime against the fake Herdr", () => {
     const c = await rt.launch(spec("worker-b3", { ownerPaneId: a.paneId as string }));
     assert.equal(c.tabId, a.tabId, "the split lands in the owner's tab");
     assert.ok(fake.log.some((e) => (e.message as { method?: string }).method === "pane.split"));
-    const split = fake.log.find((e) => (e.message as { method?: string }).method === "pane.split")?.message as { params: Record<string, unknown> };
+    const split = fake.log.find((e) => (e.message as { method?: string }).method === "pane.split")?.message as {
+      params: Record<string, unknown>;
+    };
     assert.equal(split.params.target_pane_id, a.paneId);
     for (const h of [a, b, c]) await rt.close(h);
     assertLogValid();
@@ -150,7 +183,8 @@ describe("herdr runtime against the fake Herdr", () => {
 
   test("agent_pane_busy is retried until the shell is ready; too many gives up and closes the pane", async () => {
     const rt = createHerdrRuntime({ socketPath: fake.socketPath, busyBackoffMs: 20, busyRetries: 5 });
-    const starts = (): number => fake.log.filter((e) => (e.message as { method?: string }).method === "agent.start").length;
+    const starts = (): number =>
+      fake.log.filter((e) => (e.message as { method?: string }).method === "agent.start").length;
     const before = starts();
     fake.misbehave({ busy: 3 });
     const h = await rt.launch(spec("worker-c1"));
@@ -188,7 +222,9 @@ describe("herdr runtime against the fake Herdr", () => {
     const stop = rt.watch?.(h, (e) => events.push(e));
     await fake.setAgentStatus(h.paneId as string, "blocked");
     assert.equal(await rt.agentState?.(h), "blocked");
-    await until("blocked event", async () => (events.some((e) => e.type === "state" && e.state === "blocked") ? true : undefined));
+    await until("blocked event", async () =>
+      events.some((e) => e.type === "state" && e.state === "blocked") ? true : undefined,
+    );
     await rt.sendKeys(h, ["C-c"]);
     stop?.();
     await rt.close(h);
@@ -240,9 +276,12 @@ describe("herdr server misbehaviour", () => {
       const rt = createHerdrRuntime({ socketPath: fake.socketPath });
       assert.equal((await herdrPing({ socketPath: fake.socketPath })).ok, true);
       fake.misbehave({ malformed });
-      const err = await rejectsWith(herdrPing({ socketPath: fake.socketPath }).then((p) => {
-        if (!p.ok) throw new DshError(p.code as "HERDR_PROTOCOL", p.reason ?? "");
-      }), "HERDR_PROTOCOL");
+      const err = await rejectsWith(
+        herdrPing({ socketPath: fake.socketPath }).then((p) => {
+          if (!p.ok) throw new DshError(p.code as "HERDR_PROTOCOL", p.reason ?? "");
+        }),
+        "HERDR_PROTOCOL",
+      );
       assert.match(err.message, /Fix:/);
       fake.misbehave({ malformed });
       await rejectsWith(rt.readOutput({ runtime: "herdr", paneId: "w1:p1" }), "HERDR_PROTOCOL");

@@ -25,7 +25,14 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_0
 before(async () => {
   pi = await startPiHarness({
     prefix: "herdr-pi-",
-    script: { conversations: [{ name: "herdr", steps: [{ text: "FIRST-ANSWER from the scripted model" }, { text: "SECOND-ANSWER after the follow-up" }] }] },
+    script: {
+      conversations: [
+        {
+          name: "herdr",
+          steps: [{ text: "FIRST-ANSWER from the scripted model" }, { text: "SECOND-ANSWER after the follow-up" }],
+        },
+      ],
+    },
   });
   fake = await startFakeHerdr({ quietMs: 1_000 });
 });
@@ -38,18 +45,27 @@ after(async () => {
 test("real pi in a Herdr pane: working → done, reads, follow-up, /quit → exited, close → gone", async () => {
   const rt = createHerdrRuntime({ socketPath: fake.socketPath });
   const h = await rt.launch({
-    taskId: "tpi000000001", name: "worker-pi-a1", argv: [pi.piBin, "--model", pi.modelName, "Say the first answer"],
-    env: pi.env, cwd: pi.work, taskDir: pi.dir, repoName: "pi-demo",
+    taskId: "tpi000000001",
+    name: "worker-pi-a1",
+    argv: [pi.piBin, "--model", pi.modelName, "Say the first answer"],
+    env: pi.env,
+    cwd: pi.work,
+    taskDir: pi.dir,
+    repoName: "pi-demo",
   });
   const events: RuntimeEvent[] = [];
   const stop = rt.watch?.(h, (e) => events.push(e));
   assert.equal(await rt.isAlive(h), true);
-  await until("the first answer on screen", async () => ((await rt.readOutput(h, { lines: 200 })).includes("FIRST-ANSWER") ? true : undefined));
+  await until("the first answer on screen", async () =>
+    (await rt.readOutput(h, { lines: 200 })).includes("FIRST-ANSWER") ? true : undefined,
+  );
   await until("Herdr's state to settle", async () => ((await rt.agentState?.(h)) === "done" ? true : undefined));
   assert.equal(pi.model.requests().length, 1);
 
   await rt.sendText(h, "Now the second answer");
-  await until("the second answer", async () => ((await rt.readOutput(h, { lines: 200 })).includes("SECOND-ANSWER") ? true : undefined));
+  await until("the second answer", async () =>
+    (await rt.readOutput(h, { lines: 200 })).includes("SECOND-ANSWER") ? true : undefined,
+  );
   assert.equal(pi.model.requests().length, 2);
   await until("settled again", async () => ((await rt.agentState?.(h)) === "done" ? true : undefined));
 
@@ -64,6 +80,10 @@ test("real pi in a Herdr pane: working → done, reads, follow-up, /quit → exi
   await until("the gone event", async () => (events.some((e) => e.type === "gone") ? true : undefined));
   stop?.();
   for (const { kind, message } of fake.log) {
-    assert.equal(herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message), "", JSON.stringify(message));
+    assert.equal(
+      herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message),
+      "",
+      JSON.stringify(message),
+    );
   }
 });

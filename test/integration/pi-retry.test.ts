@@ -25,7 +25,12 @@ for (const retry of [false, true]) {
 
 // OpenAI's quota error: HTTP 429 with code insufficient_quota. pi 1.x never retries it (quota does not come back in
 // seconds); pi 0.73.1's rule matches "429" and retries it. Each line as it is: the daemon reads each line's signals.
-const QUOTA = { status: 429, message: "You exceeded your current quota, please check your plan and billing details.", type: "insufficient_quota", code: "insufficient_quota" };
+const QUOTA = {
+  status: 429,
+  message: "You exceeded your current quota, please check your plan and billing details.",
+  type: "insufficient_quota",
+  code: "insufficient_quota",
+};
 test("HTTP 429 insufficient_quota with retry on: pi 1.x makes 1 request, pi 0.73.1 retries it (2)", async () => {
   const h = await startPiHarness({ script: { conversations: [{ steps: [{ httpError: QUOTA }] }] }, retry: true });
   try {

@@ -18,7 +18,12 @@ before(async () => {
           name: "write",
           match: "[write]",
           steps: [
-            { thinking: "I should write the file.", toolCalls: [{ name: "write", arguments: { path: "hello.txt", content: "hello from the scripted model\n" } }] },
+            {
+              thinking: "I should write the file.",
+              toolCalls: [
+                { name: "write", arguments: { path: "hello.txt", content: "hello from the scripted model\n" } },
+              ],
+            },
             { text: "Done: wrote hello.txt (DONE-MARKER)", usage: { prompt: 1500, completion: 9 } },
           ],
         },
@@ -28,7 +33,10 @@ before(async () => {
           steps: [
             { toolCalls: [{ name: "bash", arguments: { command: "echo first > notes.md && echo wrote-first" } }] },
             { text: "Cycle one done." },
-            { match: "FOLLOW-UP", toolCalls: [{ name: "bash", arguments: { command: "echo second >> notes.md && echo appended-ok" } }] },
+            {
+              match: "FOLLOW-UP",
+              toolCalls: [{ name: "bash", arguments: { command: "echo second >> notes.md && echo appended-ok" } }],
+            },
             { match: "appended-ok", text: "Cycle two done." },
           ],
         },
@@ -42,7 +50,10 @@ after(async () => {
 });
 
 function readSession(path: string): Record<string, any>[] {
-  return readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, any>);
+  return readFileSync(path, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, any>);
 }
 
 function readerFacts(path: string) {
@@ -62,18 +73,30 @@ test("print mode: pi writes the file through a write tool call and the session J
   assert.equal(readFileSync(join(h.work, "hello.txt"), "utf8"), "hello from the scripted model\n");
 
   const mine = h.model.requests().slice(before);
-  assert.deepEqual(mine.map((q) => [q.conversation, q.step]), [["write", 0], ["write", 1]]);
+  assert.deepEqual(
+    mine.map((q) => [q.conversation, q.step]),
+    [
+      ["write", 0],
+      ["write", 1],
+    ],
+  );
   t.diagnostic(`print run: first request ${mine[0]!.at - start} ms after spawn, wall ${wall} ms`);
 
   // pi 1.x records the run's system prompt as a first role:"system" message; 0.73.1 does not.
   const line = testPiLine();
   const lines = readSession(sessionPath).filter((e) => !(e.type === "message" && e.message.role === "system"));
   if (line === "1.x") assert.equal(readSession(sessionPath)[3]!.message.role, "system");
-  assert.deepEqual(lines.map((e) => e.type), ["session", "model_change", "thinking_level_change", "message", "message", "message", "message"]);
+  assert.deepEqual(
+    lines.map((e) => e.type),
+    ["session", "model_change", "thinking_level_change", "message", "message", "message", "message"],
+  );
   assert.equal(lines[0]!.cwd, h.work);
   assert.deepEqual([lines[1]!.provider, lines[1]!.modelId], ["scripted", "scripted-model"]);
   const msgs = lines.slice(3).map((e) => e.message);
-  assert.deepEqual(msgs.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"]);
+  assert.deepEqual(
+    msgs.map((m) => m.role),
+    ["user", "assistant", "toolResult", "assistant"],
+  );
   const call = msgs[1].content.find((c: any) => c.type === "toolCall");
   assert.equal(call.name, "write");
   assert.deepEqual(call.arguments, { path: "hello.txt", content: "hello from the scripted model\n" });
@@ -102,7 +125,11 @@ test("rpc mode: the session file is announced before it exists, and a follow-up 
     pi.send({ type: "get_state", id: "s1" });
     const state = await pi.waitFor((e) => e.type === "response" && e.id === "s1");
     assert.equal((state.data as { sessionFile: string }).sessionFile, sessionPath);
-    assert.equal(existsSync(sessionPath), false, "pi writes the session lazily: no file before the first assistant message");
+    assert.equal(
+      existsSync(sessionPath),
+      false,
+      "pi writes the session lazily: no file before the first assistant message",
+    );
     const ready = Date.now();
 
     pi.send({ type: "prompt", message: "[rpc] Start notes.md" });
@@ -118,14 +145,28 @@ test("rpc mode: the session file is announced before it exists, and a follow-up 
     assert.equal(exit.exitCode, 0, exit.stderr);
 
     const mine = h.model.requests().slice(before);
-    assert.deepEqual(mine.map((q) => q.step), [0, 1, 2, 3]);
-    t.diagnostic(`rpc run: ready (get_state) ${ready - pi.spawnedAt} ms, first request ${mine[0]!.at - pi.spawnedAt} ms, ` +
-      `cycle 1 ${cycle1 - ready} ms, wall ${Date.now() - pi.spawnedAt} ms`);
+    assert.deepEqual(
+      mine.map((q) => q.step),
+      [0, 1, 2, 3],
+    );
+    t.diagnostic(
+      `rpc run: ready (get_state) ${ready - pi.spawnedAt} ms, first request ${mine[0]!.at - pi.spawnedAt} ms, ` +
+        `cycle 1 ${cycle1 - ready} ms, wall ${Date.now() - pi.spawnedAt} ms`,
+    );
 
     assert.equal(readFileSync(join(h.work, "notes.md"), "utf8"), "first\nsecond\n");
     const lines = readSession(sessionPath);
     const roles = lines.filter((e) => e.type === "message" && e.message.role !== "system").map((e) => e.message.role);
-    assert.deepEqual(roles, ["user", "assistant", "toolResult", "assistant", "user", "assistant", "toolResult", "assistant"]);
+    assert.deepEqual(roles, [
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
     // One file, one header: the follow-up appends.
     assert.equal(lines.filter((e) => e.type === "session").length, 1);
 

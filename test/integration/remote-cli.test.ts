@@ -16,7 +16,11 @@ const root = join(import.meta.dirname, "..", "..", "..");
 const bin = join(root, "bin", "dsh-herdr");
 const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version;
 
-interface Run { code: number; out: string; err: string }
+interface Run {
+  code: number;
+  out: string;
+  err: string;
+}
 
 function cliIn(dir: string) {
   const env = { ...process.env, HOME: join(dir, "home"), DSH_HERDR_HOME: join(dir, "dsh") };
@@ -26,11 +30,16 @@ function cliIn(dir: string) {
   };
 }
 
-test("daemon connect: bridges stdio to the home's daemon, starting it; exits when stdin closes", { timeout: 60_000 }, async () => {
+test("daemon connect: bridges stdio to the home's daemon, starting it; exits when stdin closes", {
+  timeout: 60_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), "dsh-connect-"));
   const home = join(dir, "dsh");
   try {
-    const p = spawn(process.execPath, [bin, "daemon", "connect"], { env: { ...process.env, DSH_HERDR_HOME: home }, stdio: ["pipe", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [bin, "daemon", "connect"], {
+      env: { ...process.env, DSH_HERDR_HOME: home },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     const reader = new FrameReader();
     const frames: { id?: number; result?: Record<string, unknown> }[] = [];
     p.stdout.on("data", (c: Buffer) => {
@@ -49,11 +58,17 @@ test("daemon connect: bridges stdio to the home's daemon, starting it; exits whe
     p.stdin.end();
     assert.equal(await exited, 0);
     // The daemon outlives the bridge: a second bridge finds the same one.
-    const r = await execa(process.execPath, [bin, "daemon", "status", "--json"], { env: { ...process.env, DSH_HERDR_HOME: home }, reject: false });
+    const r = await execa(process.execPath, [bin, "daemon", "status", "--json"], {
+      env: { ...process.env, DSH_HERDR_HOME: home },
+      reject: false,
+    });
     assert.equal(r.exitCode, 0);
     assert.equal((JSON.parse(String(r.stdout)) as { pid: number }).pid, frames[1]!.result!["pid"]);
   } finally {
-    await execa(process.execPath, [bin, "daemon", "stop"], { env: { ...process.env, DSH_HERDR_HOME: home }, reject: false });
+    await execa(process.execPath, [bin, "daemon", "stop"], {
+      env: { ...process.env, DSH_HERDR_HOME: home },
+      reject: false,
+    });
     killUnder(dir);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -76,11 +91,33 @@ describe("machine commands over real ssh", { skip: sshdUnavailable(), timeout: 3
 
   test("machine add, list, check and remove via the real binary", async () => {
     const m = sshd.machine;
-    const add = await cli(["machine", "add", "builder", "--ssh", m.ssh, "--port", String(m.port), "--identity", m.identity!, "--known-hosts", m.knownHosts!, "--command", m.command!]);
+    const add = await cli([
+      "machine",
+      "add",
+      "builder",
+      "--ssh",
+      m.ssh,
+      "--port",
+      String(m.port),
+      "--identity",
+      m.identity!,
+      "--known-hosts",
+      m.knownHosts!,
+      "--command",
+      m.command!,
+    ]);
     assert.equal(add.code, 0, add.err);
     assert.match(add.out, /added machine builder/);
-    const cfg = JSON.parse(readFileSync(join(dir, "dsh", "config.json"), "utf8")) as { machines: Record<string, unknown> };
-    assert.deepEqual(cfg.machines["builder"], { ssh: m.ssh, port: m.port, identity: m.identity, knownHosts: m.knownHosts, command: m.command });
+    const cfg = JSON.parse(readFileSync(join(dir, "dsh", "config.json"), "utf8")) as {
+      machines: Record<string, unknown>;
+    };
+    assert.deepEqual(cfg.machines["builder"], {
+      ssh: m.ssh,
+      port: m.port,
+      identity: m.identity,
+      knownHosts: m.knownHosts,
+      command: m.command,
+    });
 
     const again = await cli(["machine", "add", "builder", "--ssh", m.ssh]);
     assert.equal(again.code, 2);
@@ -88,15 +125,54 @@ describe("machine commands over real ssh", { skip: sshdUnavailable(), timeout: 3
 
     // A second machine on a closed port: listed as unreachable with ssh's line.
     const closed = await freePort();
-    assert.equal((await cli(["machine", "add", "gone", "--ssh", m.ssh, "--port", String(closed), "--identity", m.identity!, "--known-hosts", m.knownHosts!])).code, 0);
+    assert.equal(
+      (
+        await cli([
+          "machine",
+          "add",
+          "gone",
+          "--ssh",
+          m.ssh,
+          "--port",
+          String(closed),
+          "--identity",
+          m.identity!,
+          "--known-hosts",
+          m.knownHosts!,
+        ])
+      ).code,
+      0,
+    );
 
     // A third whose --command does not exist there: ssh got in, the remote shell's line is the error.
-    assert.equal((await cli(["machine", "add", "nocmd", "--ssh", m.ssh, "--port", String(m.port), "--identity", m.identity!, "--known-hosts", m.knownHosts!, "--command", "no-such-dsh-herdr"])).code, 0);
+    assert.equal(
+      (
+        await cli([
+          "machine",
+          "add",
+          "nocmd",
+          "--ssh",
+          m.ssh,
+          "--port",
+          String(m.port),
+          "--identity",
+          m.identity!,
+          "--known-hosts",
+          m.knownHosts!,
+          "--command",
+          "no-such-dsh-herdr",
+        ])
+      ).code,
+      0,
+    );
 
     const list = await cli(["machine", "list", "--json"]);
     assert.equal(list.code, 0, list.err);
     const rows = (JSON.parse(list.out) as { machines: Record<string, unknown>[] }).machines;
-    assert.deepEqual(rows.find((r) => r["label"] === "builder"), { label: "builder", target: `${m.ssh}:${m.port}`, reachable: true, version, openTasks: 0 });
+    assert.deepEqual(
+      rows.find((r) => r["label"] === "builder"),
+      { label: "builder", target: `${m.ssh}:${m.port}`, reachable: true, version, openTasks: 0 },
+    );
     const gone = rows.find((r) => r["label"] === "gone")!;
     assert.equal(gone["reachable"], false);
     assert.match(String(gone["error"]), new RegExp(`port ${closed}: Connection refused`));
@@ -110,17 +186,30 @@ describe("machine commands over real ssh", { skip: sshdUnavailable(), timeout: 3
     const text = await cli(["machine", "list"]);
     assert.equal(text.code, 0);
     assert.match(text.out, /^LABEL\s+TARGET\s+REACHABLE\s+VERSION\s+OPEN TASKS$/m);
-    assert.match(text.out, new RegExp(`^builder\\s+${m.ssh.replace(/\./g, "\\.")}:${m.port}\\s+yes\\s+${version.replace(/\./g, "\\.")}\\s+0$`, "m"));
+    assert.match(
+      text.out,
+      new RegExp(
+        `^builder\\s+${m.ssh.replace(/\./g, "\\.")}:${m.port}\\s+yes\\s+${version.replace(/\./g, "\\.")}\\s+0$`,
+        "m",
+      ),
+    );
     assert.match(text.out, /^gone: .*Connection refused/m);
 
     const check = await cli(["machine", "check", "builder", "--json"]);
-    const report = JSON.parse(check.out) as { ok: boolean; version: string; checks: { name: string; level: string; detail: string }[] };
+    const report = JSON.parse(check.out) as {
+      ok: boolean;
+      version: string;
+      checks: { name: string; level: string; detail: string }[];
+    };
     assert.equal(report.version, version);
     assert.equal(report.checks[0]!.name, "link");
     assert.match(report.checks[0]!.detail, new RegExp(`home ${sshd.user.dshHome}`));
     // The rest is the remote's own doctor: its home check names the second user's home, not ours.
     assert.ok(report.checks.length > 3, JSON.stringify(report.checks));
-    assert.ok(report.checks.some((c) => c.detail.includes(sshd.user.dshHome) && c.name !== "link"), JSON.stringify(report.checks));
+    assert.ok(
+      report.checks.some((c) => c.detail.includes(sshd.user.dshHome) && c.name !== "link"),
+      JSON.stringify(report.checks),
+    );
     assert.equal(check.code, report.ok ? 0 : 1);
 
     const checkGone = await cli(["machine", "check", "gone"]);

@@ -11,9 +11,16 @@ import { freePort, sshdUnavailable, startSshd, uidOf, type TestSshd } from "../h
 import { waitFor } from "../helpers/tmux.js";
 
 const skip = sshdUnavailable();
-const version = (JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "..", "package.json"), "utf8")) as { version: string }).version;
+const version = (
+  JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "..", "package.json"), "utf8")) as { version: string }
+).version;
 
-interface Status { pid: number; version: string; home: string; openTasks: number }
+interface Status {
+  pid: number;
+  version: string;
+  home: string;
+  openTasks: number;
+}
 
 const alive = (pid: number) => uidOf(pid) !== undefined;
 
@@ -30,7 +37,13 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
   let sshd: TestSshd;
   const links: MachineLink[] = [];
   const newLink = (o: Partial<ConstructorParameters<typeof MachineLink>[0]> = {}) => {
-    const l = new MachineLink({ label: "builder", machine: sshd.machine, version, backoff: { baseMs: 100, maxMs: 1000, factor: 2 }, ...o });
+    const l = new MachineLink({
+      label: "builder",
+      machine: sshd.machine,
+      version,
+      backoff: { baseMs: 100, maxMs: 1000, factor: 2 },
+      ...o,
+    });
     links.push(l);
     return l;
   };
@@ -44,7 +57,8 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
   });
 
   test("connects to the second user's daemon, which daemon connect started, and gets daemon.status", async (t) => {
-    if (sshd.copied) t.diagnostic(`the checkout is not readable by ${sshd.user.name}: it runs a copy in ${sshd.appRoot}`);
+    if (sshd.copied)
+      t.diagnostic(`the checkout is not readable by ${sshd.user.name}: it runs a copy in ${sshd.appRoot}`);
     assert.equal(sshd.userPids().length, 0, "no process of the user before the link");
     const link = newLink().start();
     const up = await link.ready();
@@ -59,10 +73,14 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     await link.close();
     assert.equal(link.client, undefined);
     // The bridge ends with its ssh session (stdin closed); only the daemon stays, as it would locally.
-    await waitFor("only the remote daemon left", async () => {
-      const left = sshd.userPids();
-      return left.length === 1 && left[0] === s.pid;
-    }, 20_000);
+    await waitFor(
+      "only the remote daemon left",
+      async () => {
+        const left = sshd.userPids();
+        return left.length === 1 && left[0] === s.pid;
+      },
+      20_000,
+    );
     assert.equal(link.state, "closed");
     await assert.rejects(link.request("daemon.status"), (e: DshError) => e.code === "MACHINE_UNREACHABLE");
   });
@@ -105,12 +123,20 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     const machine = { ...sshd.machine, port };
     await assert.rejects(connectMachine({ label: "nowhere", machine, version }), (e: DshError) => {
       assert.equal(e.code, "MACHINE_UNREACHABLE");
-      assert.match(String(e.details?.["sshError"]), new RegExp(`connect to host 127\\.0\\.0\\.1 port ${port}: Connection refused`));
+      assert.match(
+        String(e.details?.["sshError"]),
+        new RegExp(`connect to host 127\\.0\\.0\\.1 port ${port}: Connection refused`),
+      );
       assert.match(e.message, /Connection refused/);
       assert.match(e.message, /machine nowhere/);
       return true;
     });
-    const link = newLink({ label: "nowhere", machine, backoff: { baseMs: 50, maxMs: 400, factor: 2 }, random: () => 0.999 });
+    const link = newLink({
+      label: "nowhere",
+      machine,
+      backoff: { baseMs: 50, maxMs: 400, factor: 2 },
+      random: () => 0.999,
+    });
     const ev = record(link);
     link.start();
     await assert.rejects(link.ready(), (e: DshError) => e.code === "MACHINE_UNREACHABLE");
@@ -129,12 +155,15 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
   test("an unknown or changed host key is refused, and known_hosts is left as it was", async () => {
     const empty = join(sshd.dir, "known_hosts.empty");
     writeFileSync(empty, "");
-    await assert.rejects(connectMachine({ label: "builder", machine: { ...sshd.machine, knownHosts: empty }, version }), (e: DshError) => {
-      assert.ok(isDshError(e));
-      assert.equal(e.code, "MACHINE_UNREACHABLE");
-      assert.equal(e.details?.["sshError"], "Host key verification failed.");
-      return true;
-    });
+    await assert.rejects(
+      connectMachine({ label: "builder", machine: { ...sshd.machine, knownHosts: empty }, version }),
+      (e: DshError) => {
+        assert.ok(isDshError(e));
+        assert.equal(e.code, "MACHINE_UNREACHABLE");
+        assert.equal(e.details?.["sshError"], "Host key verification failed.");
+        return true;
+      },
+    );
     assert.equal(readFileSync(empty, "utf8"), "", "the key was not learned");
 
     // Another key recorded for this host and port: a changed host key.
@@ -142,12 +171,15 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(sshd.dir, "foreign")]);
     const foreign = readFileSync(join(sshd.dir, "foreign.pub"), "utf8").split(" ")[1]!;
     writeFileSync(other, `[127.0.0.1]:${sshd.port} ssh-ed25519 ${foreign}\n`);
-    await assert.rejects(connectMachine({ label: "builder", machine: { ...sshd.machine, knownHosts: other }, version }), (e: DshError) => {
-      assert.equal(e.code, "MACHINE_UNREACHABLE");
-      assert.equal(e.details?.["sshError"], "Host key verification failed.");
-      assert.match(String(e.details?.["stderr"]), /REMOTE HOST IDENTIFICATION HAS CHANGED/);
-      return true;
-    });
+    await assert.rejects(
+      connectMachine({ label: "builder", machine: { ...sshd.machine, knownHosts: other }, version }),
+      (e: DshError) => {
+        assert.equal(e.code, "MACHINE_UNREACHABLE");
+        assert.equal(e.details?.["sshError"], "Host key verification failed.");
+        assert.match(String(e.details?.["stderr"]), /REMOTE HOST IDENTIFICATION HAS CHANGED/);
+        return true;
+      },
+    );
     assert.equal(readFileSync(other, "utf8"), `[127.0.0.1]:${sshd.port} ssh-ed25519 ${foreign}\n`);
   });
 });

@@ -27,20 +27,36 @@ const started: RuntimeHandle[] = [];
 const rt = createHeadlessRuntime({ closeGraceMs: 500, watchIntervalMs: 50 });
 const taskDir = () => join(dir, `task${++n}`);
 
-before(() => { dir = mkdtempSync(join(tmpdir(), "dsh-headless-")); });
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), "dsh-headless-"));
+});
 after(async () => {
   for (const h of started) await rt.close(h);
   rmSync(dir, { recursive: true, force: true });
 });
 
-const dead = (pid: number) => { try { process.kill(pid, 0); return false; } catch { return true; } };
+const dead = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+};
 
 test("headless: a plain program gets env and argv exactly, reads a line from the FIFO, exit code is recorded", async () => {
   const td = taskDir();
   const marker = join(dir, "pwned");
   const envValue = "line1\nline2 $(touch " + marker + ");";
   const args = [`$(touch ${marker}) ; "a b" 'c'`, ";", "-n", "", "*"];
-  const h = await rt.launch({ taskId: "tplain000001", name: "plain", argv: [process.execPath, "-e", ECHO_CHILD, ...args], env: { DSH_K: envValue }, cwd: dir, taskDir: td });
+  const h = await rt.launch({
+    taskId: "tplain000001",
+    name: "plain",
+    argv: [process.execPath, "-e", ECHO_CHILD, ...args],
+    env: { DSH_K: envValue },
+    cwd: dir,
+    taskDir: td,
+  });
   started.push(h);
   assert.equal(h.runtime, "headless");
   assert.equal(h.stdinPath, join(td, "stdin.fifo"));
@@ -49,7 +65,11 @@ test("headless: a plain program gets env and argv exactly, reads a line from the
   assert.equal(state?.childPid, h.pid);
   assert.equal(state?.protocol, "raw");
 
-  const line = await waitFor("the ARGS line", async () => readFileSync(h.stdoutPath!, "utf8").split("\n").find((l) => l.startsWith("ARGS:")));
+  const line = await waitFor("the ARGS line", async () =>
+    readFileSync(h.stdoutPath!, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("ARGS:")),
+  );
   assert.deepEqual(JSON.parse(line.slice(5)), { k: envValue, argv: args, cwd: dir });
   assert.equal(existsSync(marker), false, "nothing may be interpreted by a shell");
   assert.equal(await rt.isAlive(h), true);
@@ -70,12 +90,26 @@ test("headless: a plain program gets env and argv exactly, reads a line from the
 test("headless: bad input is refused with LAUNCH_FAILED and starts nothing", async () => {
   const td = taskDir();
   await assert.rejects(
-    rt.launch({ taskId: "tbad00000001", name: "w", argv: [process.execPath], env: {}, cwd: join(dir, "nope"), taskDir: td }),
+    rt.launch({
+      taskId: "tbad00000001",
+      name: "w",
+      argv: [process.execPath],
+      env: {},
+      cwd: join(dir, "nope"),
+      taskDir: td,
+    }),
     (e) => isDshError(e) && e.code === "LAUNCH_FAILED" && /does not exist/.test(e.message),
   );
   assert.equal(existsSync(td), false, "no task files for a refused launch");
   await assert.rejects(
-    rt.launch({ taskId: "tbad00000001", name: "w", argv: [join(dir, "no-such-program")], env: {}, cwd: dir, taskDir: td }),
+    rt.launch({
+      taskId: "tbad00000001",
+      name: "w",
+      argv: [join(dir, "no-such-program")],
+      env: {},
+      cwd: dir,
+      taskDir: td,
+    }),
     (e) => isDshError(e) && e.code === "LAUNCH_FAILED" && /ENOENT/.test(e.message),
   );
   await assert.rejects(
@@ -85,7 +119,14 @@ test("headless: bad input is refused with LAUNCH_FAILED and starts nothing", asy
 });
 
 test("headless: kill -9 of the child → not alive, exit shows SIGKILL, watch reports it", async () => {
-  const h = await rt.launch({ taskId: "tkill0000001", name: "victim", argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"], env: {}, cwd: dir, taskDir: taskDir() });
+  const h = await rt.launch({
+    taskId: "tkill0000001",
+    name: "victim",
+    argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"],
+    env: {},
+    cwd: dir,
+    taskDir: taskDir(),
+  });
   started.push(h);
   assert.equal(await rt.isAlive(h), true);
   const events: RuntimeEvent[] = [];
@@ -99,15 +140,30 @@ test("headless: kill -9 of the child → not alive, exit shows SIGKILL, watch re
 });
 
 test("headless: close sends SIGTERM to the group and escalates to SIGKILL for a child that ignores it", async () => {
-  const polite = await rt.launch({ taskId: "tclose000001", name: "polite", argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"], env: {}, cwd: dir, taskDir: taskDir() });
+  const polite = await rt.launch({
+    taskId: "tclose000001",
+    name: "polite",
+    argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"],
+    env: {},
+    cwd: dir,
+    taskDir: taskDir(),
+  });
   started.push(polite);
   await rt.close(polite);
   assert.equal(await rt.isAlive(polite), false);
   assert.deepEqual(await waitFor("exit.json", async () => rt.exitStatus(polite)), { code: null, signal: "SIGTERM" });
 
   const stubborn = await rt.launch({
-    taskId: "tclose000002", name: "stubborn", env: {}, cwd: dir, taskDir: taskDir(),
-    argv: [process.execPath, "-e", "process.on('SIGTERM', () => console.log('ignored TERM')); console.log('ready'); setInterval(() => {}, 1000)"],
+    taskId: "tclose000002",
+    name: "stubborn",
+    env: {},
+    cwd: dir,
+    taskDir: taskDir(),
+    argv: [
+      process.execPath,
+      "-e",
+      "process.on('SIGTERM', () => console.log('ignored TERM')); console.log('ready'); setInterval(() => {}, 1000)",
+    ],
   });
   started.push(stubborn);
   await waitFor("the handler to be installed", async () => /ready/.test(await rt.readOutput(stubborn)));
@@ -138,7 +194,14 @@ test("headless: a child launched by one daemon process is driven by another afte
 });
 
 test("headless: a reused pid is not mistaken for the child", async () => {
-  const h = await rt.launch({ taskId: "treuse000001", name: "short", argv: [process.execPath, "-e", "setTimeout(() => {}, 100)"], env: {}, cwd: dir, taskDir: taskDir() });
+  const h = await rt.launch({
+    taskId: "treuse000001",
+    name: "short",
+    argv: [process.execPath, "-e", "setTimeout(() => {}, 100)"],
+    env: {},
+    cwd: dir,
+    taskDir: taskDir(),
+  });
   await waitFor("exit.json", async () => rt.exitStatus(h));
   // Point the handle at a live process that is not ours (this test runner): start times differ.
   const forged: RuntimeHandle = { ...h, pid: process.pid };
@@ -148,15 +211,30 @@ test("headless: a reused pid is not mistaken for the child", async () => {
 test("headless: find rebuilds the handle launch returned for a live child, and finds nothing once it is gone or never ran", async () => {
   const td = taskDir();
   assert.equal(await rt.find!({ taskId: "tfind0000001", taskDir: td, name: "finder" }), undefined, "no launch yet");
-  const h = await rt.launch({ taskId: "tfind0000001", name: "finder", argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"], env: {}, cwd: dir, taskDir: td });
+  const h = await rt.launch({
+    taskId: "tfind0000001",
+    name: "finder",
+    argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"],
+    env: {},
+    cwd: dir,
+    taskDir: td,
+  });
   started.push(h);
   // A second runtime instance stands for the next daemon: it knows only the task's id, dir and name.
   const next = createHeadlessRuntime({ closeGraceMs: 500 });
   const found = await next.find!({ taskId: "tfind0000001", taskDir: td, name: "finder" });
   assert.deepEqual(found, h);
   assert.equal(await next.isAlive(found!), true);
-  assert.equal(await rt.find!({ taskId: "tother000001", taskDir: taskDir(), name: "finder" }), undefined, "another task's dir holds no child");
+  assert.equal(
+    await rt.find!({ taskId: "tother000001", taskDir: taskDir(), name: "finder" }),
+    undefined,
+    "another task's dir holds no child",
+  );
   await next.close(found!);
   assert.ok(dead(h.pid!));
-  assert.equal(await next.find!({ taskId: "tfind0000001", taskDir: td, name: "finder" }), undefined, "an ended child is not found");
+  assert.equal(
+    await next.find!({ taskId: "tfind0000001", taskDir: td, name: "finder" }),
+    undefined,
+    "an ended child is not found",
+  );
 });

@@ -18,27 +18,59 @@ after(async () => {
 /** Assistant texts in the session file, in order ("" until the file exists). */
 function assistantTexts(sessionFile: string): string[] {
   let text = "";
-  try { text = readFileSync(sessionFile, "utf8"); } catch { return []; }
-  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { type: string; message?: { role: string; content: { type: string; text?: string }[] } })
+  try {
+    text = readFileSync(sessionFile, "utf8");
+  } catch {
+    return [];
+  }
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map(
+      (l) => JSON.parse(l) as { type: string; message?: { role: string; content: { type: string; text?: string }[] } },
+    )
     .filter((e) => e.type === "message" && e.message?.role === "assistant")
-    .map((e) => e.message!.content.filter((c) => c.type === "text").map((c) => c.text).join(""));
+    .map((e) =>
+      e
+        .message!.content.filter((c) => c.type === "text")
+        .map((c) => c.text)
+        .join(""),
+    );
 }
 
 test("tmux + real pi: the initial prompt runs, a multi-line follow-up typed into the pane gets one second answer, close ends it", async () => {
   harness = await startPiHarness({
     prefix: "dsh-tmux-pi-",
-    script: { conversations: [{ steps: [{ text: "FIRST-ANSWER from scripted model" }, { text: "SECOND-ANSWER after follow-up" }] }] },
+    script: {
+      conversations: [
+        { steps: [{ text: "FIRST-ANSWER from scripted model" }, { text: "SECOND-ANSWER after follow-up" }] },
+      ],
+    },
   });
   const runtime = createTmuxRuntime({ socketName: tmux.socketName, configFile: "/dev/null" });
   const sessionFile = join(harness.dir, "sessions", "child.jsonl");
   const h = await runtime.launch({
-    taskId: "tpitmux00001", name: "worker-pi-a1", cwd: harness.work, taskDir: harness.dir, env: harness.env,
+    taskId: "tpitmux00001",
+    name: "worker-pi-a1",
+    cwd: harness.work,
+    taskDir: harness.dir,
+    env: harness.env,
     argv: [harness.piBin, "--model", harness.modelName, "--session", sessionFile, "first prompt from the owner"],
   });
-  await waitFor("the first answer in the session file", async () => assistantTexts(sessionFile).length === 1, 45_000, 100);
+  await waitFor(
+    "the first answer in the session file",
+    async () => assistantTexts(sessionFile).length === 1,
+    45_000,
+    100,
+  );
   assert.deepEqual(assistantTexts(sessionFile), ["FIRST-ANSWER from scripted model"]);
   assert.equal(await runtime.isAlive(h), true);
-  await waitFor("the answer on screen", async () => /FIRST-ANSWER/.test(await runtime.readOutput(h, { lines: 200 })), 15_000, 100);
+  await waitFor(
+    "the answer on screen",
+    async () => /FIRST-ANSWER/.test(await runtime.readOutput(h, { lines: 200 })),
+    15_000,
+    100,
+  );
 
   // Multi-line text arrives as one message (bracketed paste), not one submit per line.
   await runtime.sendText(h, "second prompt:\nplease continue");
@@ -52,5 +84,16 @@ test("tmux + real pi: the initial prompt runs, a multi-line follow-up typed into
   await runtime.close(h);
   assert.equal(await runtime.isAlive(h), false);
   assert.equal(await runtime.agentState!(h), "missing");
-  await waitFor("pi to exit", async () => { try { process.kill(pid, 0); return false; } catch { return true; } }, 15_000);
+  await waitFor(
+    "pi to exit",
+    async () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    15_000,
+  );
 });

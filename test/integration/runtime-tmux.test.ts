@@ -42,8 +42,12 @@ test("tmux: a plain program gets env and argv exactly, takes a line, exits, and 
   const envValue = "line1\nline2 #{pane_id} $(touch " + marker + ");";
   const args = [`$(touch ${marker}) ; "a b" 'c'`, ";", "semi;", "esc\\;", "#{pane_id}", "-n", ""];
   const h = await runtime.launch({
-    taskId: "tplain000001", name: "worker-#{x}-a1", argv: [process.execPath, "-e", ECHO_CHILD, ...args],
-    env: { DSH_K: envValue }, cwd: dir, taskDir: dir,
+    taskId: "tplain000001",
+    name: "worker-#{x}-a1",
+    argv: [process.execPath, "-e", ECHO_CHILD, ...args],
+    env: { DSH_K: envValue },
+    cwd: dir,
+    taskDir: dir,
   });
   assert.equal(h.runtime, "tmux");
   assert.match(h.tmuxPaneId ?? "", /^%\d+$/);
@@ -77,12 +81,26 @@ test("tmux: a missing cwd is refused before anything starts", async () => {
   const fresh = privateTmux("dsh-test-nocwd");
   const runtime = createTmuxRuntime({ socketName: fresh.socketName, configFile: "/dev/null" });
   await assert.rejects(
-    runtime.launch({ taskId: "tnocwd000001", name: "w", argv: ["true", "x"], env: {}, cwd: join(dir, "nope"), taskDir: dir }),
+    runtime.launch({
+      taskId: "tnocwd000001",
+      name: "w",
+      argv: ["true", "x"],
+      env: {},
+      cwd: join(dir, "nope"),
+      taskDir: dir,
+    }),
     (e) => isDshError(e) && e.code === "LAUNCH_FAILED" && /does not exist/.test(e.message),
   );
   await assert.rejects(fresh.run(["list-sessions"]), /no server running|error connecting/);
   await assert.rejects(
-    runtime.launch({ taskId: "tnocwd000001", name: "w", argv: ["true"], env: { "BAD-NAME": "x" }, cwd: dir, taskDir: dir }),
+    runtime.launch({
+      taskId: "tnocwd000001",
+      name: "w",
+      argv: ["true"],
+      env: { "BAD-NAME": "x" },
+      cwd: dir,
+      taskDir: dir,
+    }),
     (e) => isDshError(e) && e.code === "LAUNCH_FAILED" && /BAD-NAME/.test(e.message),
   );
   await fresh.kill();
@@ -91,7 +109,14 @@ test("tmux: a missing cwd is refused before anything starts", async () => {
 test("tmux: a one-word argv is exec'd, not run by sh -c", async () => {
   const runtime = rt();
   const marker = join(dir, "pwned-single");
-  const h = await runtime.launch({ taskId: "tsingle00001", name: "single", argv: [`nope-${Date.now()} $(touch ${marker})`], env: {}, cwd: dir, taskDir: dir });
+  const h = await runtime.launch({
+    taskId: "tsingle00001",
+    name: "single",
+    argv: [`nope-${Date.now()} $(touch ${marker})`],
+    env: {},
+    cwd: dir,
+    taskDir: dir,
+  });
   await waitFor("the child to exit", async () => !(await runtime.isAlive(h)));
   assert.deepEqual(await runtime.exitStatus(h), { code: 127, signal: null });
   assert.equal(existsSync(marker), false);
@@ -101,7 +126,12 @@ test("tmux: a one-word argv is exec'd, not run by sh -c", async () => {
 test("tmux: kill -9 of the child is seen as a dead pane with the signal, by polling and by watch", async () => {
   const runtime = rt();
   const h: RuntimeHandle = await runtime.launch({
-    taskId: "tkill0000001", name: "victim", argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"], env: {}, cwd: dir, taskDir: dir,
+    taskId: "tkill0000001",
+    name: "victim",
+    argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"],
+    env: {},
+    cwd: dir,
+    taskDir: dir,
   });
   assert.ok(h.pid && h.pid > 0);
   assert.equal(await runtime.isAlive(h), true);
@@ -125,9 +155,16 @@ test("tmux: kill -9 of the child is seen as a dead pane with the signal, by poll
 test("tmux: close kills a live child and sendKeys reaches it", async () => {
   const runtime = rt();
   const h = await runtime.launch({
-    taskId: "tclose000001", name: "sigint",
-    argv: [process.execPath, "-e", "process.stdin.setRawMode(true); process.stdin.on('data', d => process.stdout.write('KEY:' + JSON.stringify(d.toString()) + '\\n')); setInterval(() => {}, 1000)"],
-    env: {}, cwd: dir, taskDir: dir,
+    taskId: "tclose000001",
+    name: "sigint",
+    argv: [
+      process.execPath,
+      "-e",
+      "process.stdin.setRawMode(true); process.stdin.on('data', d => process.stdout.write('KEY:' + JSON.stringify(d.toString()) + '\\n')); setInterval(() => {}, 1000)",
+    ],
+    env: {},
+    cwd: dir,
+    taskDir: dir,
   });
   await waitFor("the child to start", async () => runtime.isAlive(h));
   await new Promise((r) => setTimeout(r, 300)); // raw mode set
@@ -135,7 +172,14 @@ test("tmux: close kills a live child and sendKeys reaches it", async () => {
   await waitFor("the Escape key", async () => /KEY:"\\u001b"/.test(await runtime.readOutput(h)));
   const pid = h.pid!;
   await runtime.close(h);
-  await waitFor("the child process to die", async () => { try { process.kill(pid, 0); return false; } catch { return true; } });
+  await waitFor("the child process to die", async () => {
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  });
   assert.equal(await runtime.isAlive(h), false);
 });
 

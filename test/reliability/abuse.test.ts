@@ -19,7 +19,14 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), "dsh-abuse-"));
   home = join(dir, "home");
   // The default cap (1024) is lowered so the test stays far below any fd limit; the other bounds are the defaults.
-  d = await startDaemonProc(home, {}, { config: { enabled: false }, env: { DSH_TEST_LIMITS: JSON.stringify({ maxConnections: MAX_CONNECTIONS, partialFrameTimeoutMs: 15_000 }) } });
+  d = await startDaemonProc(
+    home,
+    {},
+    {
+      config: { enabled: false },
+      env: { DSH_TEST_LIMITS: JSON.stringify({ maxConnections: MAX_CONNECTIONS, partialFrameTimeoutMs: 15_000 }) },
+    },
+  );
 });
 after(async () => {
   d.proc.kill("SIGTERM");
@@ -72,7 +79,10 @@ test("a client that sends requests and never reads: the daemon stops reading it,
   while (sent < LIMIT) {
     sent += frame.length;
     if (!s.write(frame)) {
-      const drained = await Promise.race([new Promise<boolean>((r) => s.once("drain", () => r(true))), sleep(5000).then(() => false)]);
+      const drained = await Promise.race([
+        new Promise<boolean>((r) => s.once("drain", () => r(true))),
+        sleep(5000).then(() => false),
+      ]);
       if (!drained) break;
     }
   }
@@ -94,14 +104,24 @@ test("300 connections holding a 1 MB unfinished frame each: the daemon holds at 
     for (const c of conns) c.write(partial);
     // Refused at once with CONNECTION_LIMIT, or held within the budget until the partial-frame timeout (15 s here)
     // closes it with TIMEOUT: each connection ends with exactly one of the two.
-    const refusedNow = await until("the first refusals", () => {
-      const n = seen.filter((r) => r.text().includes('"CONNECTION_LIMIT"')).length;
-      return n >= 200 ? n : undefined;
-    }, 60_000);
+    const refusedNow = await until(
+      "the first refusals",
+      () => {
+        const n = seen.filter((r) => r.text().includes('"CONNECTION_LIMIT"')).length;
+        return n >= 200 ? n : undefined;
+      },
+      60_000,
+    );
     const during = rssMB(d.pid);
-    await until("every connection refused or timed out", () => (seen.every((r) => /"CONNECTION_LIMIT"|"TIMEOUT"/.test(r.text())) ? true : undefined), 60_000);
+    await until(
+      "every connection refused or timed out",
+      () => (seen.every((r) => /"CONNECTION_LIMIT"|"TIMEOUT"/.test(r.text())) ? true : undefined),
+      60_000,
+    );
     const held = seen.filter((r) => r.text().includes('"TIMEOUT"')).length;
-    t.diagnostic(`partial frames: 300 × 1 MB sent, ${held} held (then timed out), ${300 - held} refused (${refusedNow} when RSS was read); daemon RSS ${before} → ${during} MB`);
+    t.diagnostic(
+      `partial frames: 300 × 1 MB sent, ${held} held (then timed out), ${300 - held} refused (${refusedNow} when RSS was read); daemon RSS ${before} → ${during} MB`,
+    );
     assert.ok(held <= 34, `${held} connections held 1 MB each (budget 32 MiB)`);
     assert.match(seen.find((r) => r.text().includes("CONNECTION_LIMIT"))!.text(), /unfinished frames/);
     assert.ok(during - before < 200, `daemon RSS grew ${during - before} MB for 300 MB of partial frames`);
@@ -110,16 +130,22 @@ test("300 connections holding a 1 MB unfinished frame each: the daemon holds at 
     for (const c of conns) c.destroy();
   }
   // The budget is given back when those connections go: a large whole frame is served again.
-  await until("budget released", async () => {
-    const c = await rawConnect(sock());
-    try {
-      c.send(JSON.stringify({ id: "big", method: "hello", params: { kind: "cli" }, pad: "x".repeat(900_000) }) + "\n");
-      const r = await c.next(30_000).catch(() => undefined);
-      return r?.error?.code === "CONNECTION_LIMIT" ? undefined : r;
-    } finally {
-      c.close();
-    }
-  }, 30_000);
+  await until(
+    "budget released",
+    async () => {
+      const c = await rawConnect(sock());
+      try {
+        c.send(
+          JSON.stringify({ id: "big", method: "hello", params: { kind: "cli" }, pad: "x".repeat(900_000) }) + "\n",
+        );
+        const r = await c.next(30_000).catch(() => undefined);
+        return r?.error?.code === "CONNECTION_LIMIT" ? undefined : r;
+      } finally {
+        c.close();
+      }
+    },
+    30_000,
+  );
 });
 
 test("a connection that never completes its frame is closed with TIMEOUT", async () => {
@@ -145,16 +171,24 @@ test("more connections than the cap: the extra ones get CONNECTION_LIMIT, the he
     t.diagnostic(`connection cap: ${MAX_CONNECTIONS} held, the next refused; daemon RSS ${rssMB(d.pid)} MB`);
     conns[0]!.write(JSON.stringify({ id: 0, method: "hello", params: { kind: "cli" } }) + "\n");
     const first = received(conns[0]!);
-    await until("the held connection is answered", () => (first.text().includes('"kind":"cli"') ? true : undefined), 30_000);
+    await until(
+      "the held connection is answered",
+      () => (first.text().includes('"kind":"cli"') ? true : undefined),
+      30_000,
+    );
   } finally {
     for (const c of conns) c.destroy();
   }
-  await until("a new connection is served", async () => {
-    try {
-      await stillServes();
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 30_000);
+  await until(
+    "a new connection is served",
+    async () => {
+      try {
+        await stillServes();
+        return true;
+      } catch {
+        return undefined;
+      }
+    },
+    30_000,
+  );
 });

@@ -14,7 +14,19 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { privateTmux, type PrivateTmux } from "../helpers/tmux.js";
-import { alive, cliClient, makeRepo, processesMentioning, sampleProcesses, sleep, startDaemonProc, startShared, until, type DaemonProc, type Shared } from "./proc-harness.js";
+import {
+  alive,
+  cliClient,
+  makeRepo,
+  processesMentioning,
+  sampleProcesses,
+  sleep,
+  startDaemonProc,
+  startShared,
+  until,
+  type DaemonProc,
+  type Shared,
+} from "./proc-harness.js";
 
 const SCRIPT: Script = {
   conversations: [
@@ -23,7 +35,10 @@ const SCRIPT: Script = {
       match: "MARK-LIFE",
       steps: [
         { toolCalls: [{ name: "write", arguments: { path: "feature.txt", content: "one\n" } }], delayMs: 700 },
-        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "first pass" } }], delayMs: 700 },
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "first pass" } }],
+          delayMs: 700,
+        },
         { text: "cycle one done" },
         { toolCalls: [{ name: "write", arguments: { path: "more.txt", content: "two\n" } }], delayMs: 500 },
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "second pass" } }] },
@@ -99,13 +114,16 @@ type Ev = { type: string; [k: string]: unknown };
 const journal = (home: string, taskId: string): Ev[] => {
   const p = join(home, "tasks", taskId, "events.jsonl");
   if (!existsSync(p)) return [];
-  return readFileSync(p, "utf8").split("\n").filter((l) => l.trim()).flatMap((l) => {
-    try {
-      return [JSON.parse(l) as Ev];
-    } catch {
-      return [];
-    }
-  });
+  return readFileSync(p, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Ev];
+      } catch {
+        return [];
+      }
+    });
 };
 const matches = (e: Ev, point: string) => e.type === point || `${e.type}:${String(e.status ?? "")}` === point;
 
@@ -143,7 +161,10 @@ class Driver {
   runs = 0;
   readonly ownerId = `0b1e${"c0ffee".repeat(2)}-crash`;
   readonly session: OwnerSession = { injected: [], pushes: new Map(), pushedAfterAck: 0, acked: new Set() };
-  constructor(readonly home: string, readonly point: Point) {}
+  constructor(
+    readonly home: string,
+    readonly point: Point,
+  ) {}
 
   /** Who spawns, responds and closes: the owner session, or the person at the CLI. */
   get actor(): DaemonClient {
@@ -161,7 +182,10 @@ class Driver {
           s.pushes.set(d.deliveryId, (s.pushes.get(d.deliveryId) ?? 0) + 1);
           if (s.acked.has(d.deliveryId)) s.pushedAfterAck++;
           if (!s.injected.includes(d.deliveryId)) s.injected.push(d.deliveryId); // inject once, as the extension does
-          void c.request<{ acked: number }>("owner.ack", { deliveryIds: [d.deliveryId] }).then(() => s.acked.add(d.deliveryId), () => undefined);
+          void c.request<{ acked: number }>("owner.ack", { deliveryIds: [d.deliveryId] }).then(
+            () => s.acked.add(d.deliveryId),
+            () => undefined,
+          );
         },
       },
     });
@@ -175,7 +199,10 @@ class Driver {
       const crash = this.runs === 1 ? this.point.at : this.runs === 2 ? this.point.again : undefined;
       try {
         const config = this.point.runtime === "tmux" ? { runtime: "tmux", tmuxSocket: tmux.socketName } : {};
-        this.d = await startDaemonProc(this.home, shared.childEnv, { env: crash ? { DSH_HERDR_CRASH_AT: crash } : {}, config });
+        this.d = await startDaemonProc(this.home, shared.childEnv, {
+          env: crash ? { DSH_HERDR_CRASH_AT: crash } : {},
+          config,
+        });
         break;
       } catch (e) {
         if (!crash) throw e; // only a planted kill point may end a start-up (a crash during recovery)
@@ -192,7 +219,7 @@ class Driver {
       const r = await Promise.race([fn(this.cli!), died]);
       if (r !== "died") return r as T;
     } catch (e) {
-      if (!(await Promise.race([died, sleep(3000).then(() => "alive" as const)]) === "died")) throw e;
+      if (!((await Promise.race([died, sleep(3000).then(() => "alive" as const)])) === "died")) throw e;
     }
     const how = await this.d.exited;
     assert.equal(how, "SIGKILL", `daemon died by ${how}: ${this.d.stderr()}`);
@@ -227,34 +254,68 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     return r.tasks[0]?.taskId;
   };
   const killer = p.killAfter
-    ? until(`journal ${p.killAfter}`, () => (taskId && journal(home, taskId).some((e) => matches(e, p.killAfter!)) ? true : undefined), 90_000).then(() => process.kill(drv.d.pid, "SIGKILL"))
+    ? until(
+        `journal ${p.killAfter}`,
+        () => (taskId && journal(home, taskId).some((e) => matches(e, p.killAfter!)) ? true : undefined),
+        90_000,
+      ).then(() => process.kill(drv.d.pid, "SIGKILL"))
     : undefined;
   try {
     // spawn once: after a crash the task may exist already (the reply was lost, the record was not)
     while (!taskId) {
-      taskId = await drv.step(async (c) => (await ours(c)) ?? (await drv.actor.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: `${marker} point ${idx}`, isolated: !p.shared })).taskId);
+      taskId = await drv.step(
+        async (c) =>
+          (await ours(c)) ??
+          (
+            await drv.actor.request<{ taskId: string }>("task.spawn", {
+              model: shared.modelName,
+              cwd: repo,
+              prompt: `${marker} point ${idx}`,
+              isolated: !p.shared,
+            })
+          ).taskId,
+      );
     }
-    const settledAt = (cycle: number) => journal(home, taskId!).some((e) => e.type === "status" && e.settled === true && e.cycle === cycle);
+    const settledAt = (cycle: number) =>
+      journal(home, taskId!).some((e) => e.type === "status" && e.settled === true && e.cycle === cycle);
     const waitSettled = async (cycle: number) => {
-      while (!(await drv.step(async (c) => {
-        await c.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
-        return until(`cycle ${cycle} settled`, () => (settledAt(cycle) ? true : undefined), 90_000);
-      })));
+      while (
+        !(await drv.step(async (c) => {
+          await c.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+          return until(`cycle ${cycle} settled`, () => (settledAt(cycle) ? true : undefined), 90_000);
+        }))
+      );
     };
     if (p.life === "two-cycles") {
       await waitSettled(1);
-      while (!journal(home, taskId).some((e) => e.type === "respond")) await drv.step(() => drv.actor.request("task.respond", { taskId, message: "AGAIN please" }));
+      while (!journal(home, taskId).some((e) => e.type === "respond"))
+        await drv.step(() => drv.actor.request("task.respond", { taskId, message: "AGAIN please" }));
       await waitSettled(2);
     } else {
       while (!journal(home, taskId).some((e) => e.type === "interrupted")) {
         await drv.step(async (c) => {
           // Abort mid-cycle: the model is holding the child's request.
-          await until("the model request", () => (shared.model.requests().some((r) => userMessagesWith(r.body, `${marker} point ${idx}`) > 0) ? true : undefined), 60_000);
+          await until(
+            "the model request",
+            () =>
+              shared.model.requests().some((r) => userMessagesWith(r.body, `${marker} point ${idx}`) > 0)
+                ? true
+                : undefined,
+            60_000,
+          );
           let last: AgentResult | undefined;
-          await until("running", async () => ((last = await c.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000).catch((e: Error) => {
+          await until(
+            "running",
+            async () =>
+              (last = await c.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined,
+            60_000,
+          ).catch((e: Error) => {
             const tdir = join(home, "tasks", taskId!);
-            const tail = (f: string) => (existsSync(join(tdir, f)) ? readFileSync(join(tdir, f), "utf8").slice(-600) : "-");
-            throw new Error(`${e.message}: ${JSON.stringify(last)} exit.json ${tail("exit.json")} stderr ${tail("stderr.log")} journal ${tail("events.jsonl")}`);
+            const tail = (f: string) =>
+              existsSync(join(tdir, f)) ? readFileSync(join(tdir, f), "utf8").slice(-600) : "-";
+            throw new Error(
+              `${e.message}: ${JSON.stringify(last)} exit.json ${tail("exit.json")} stderr ${tail("stderr.log")} journal ${tail("events.jsonl")}`,
+            );
           });
           return c.request("task.abort", { taskIds: [taskId] });
         });
@@ -268,26 +329,50 @@ async function runPoint(p: Point, idx: number): Promise<void> {
       // Every recovered two-cycle task ends with the diff of its worktree: a task.json older than the worktree and
       // baseline records (a crash at the launch) or a settled diff held only in memory (a crash after a settle) loses nothing.
       const changed = [...(before.diff?.files ?? []), ...(before.diff?.untracked ?? [])];
-      assert.ok(changed.includes("feature.txt") && changed.includes("more.txt"), `diff of the worktree: ${JSON.stringify(before.diff)} worktree ${JSON.stringify(before.worktree)}`);
+      assert.ok(
+        changed.includes("feature.txt") && changed.includes("more.txt"),
+        `diff of the worktree: ${JSON.stringify(before.diff)} worktree ${JSON.stringify(before.worktree)}`,
+      );
       if (p.shared) {
         // The files dirty before the task come back from the journal: named as such, no "not known" warning.
         assert.deepEqual(before.diff?.dirtyAtStart, ["?? dirty-before.txt"], JSON.stringify(before.diff));
-        assert.ok(!(before.warnings ?? []).some((w) => /not known after the daemon's crash/.test(w)), JSON.stringify(before.warnings));
+        assert.ok(
+          !(before.warnings ?? []).some((w) => /not known after the daemon's crash/.test(w)),
+          JSON.stringify(before.warnings),
+        );
       }
     }
     if (p.owner) {
       // Every settled cycle reaches the owner's session exactly once, and every delivery ends acked.
-      const outboxOf = () => readFileSync(join(home, "owners", drv.ownerId, "outbox.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { deliveryId: string; state: string });
+      const outboxOf = () =>
+        readFileSync(join(home, "owners", drv.ownerId, "outbox.jsonl"), "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l) as { deliveryId: string; state: string });
       // Acked in the outbox (an ack whose reply was lost to the crash is still durable there).
-      await until("both deliveries acked", () => (outboxOf().filter((r) => r.state === "acked").length >= 2 ? true : undefined), 60_000).catch(() => undefined);
-      assert.equal(drv.session.injected.length, 2, `injected: ${JSON.stringify(drv.session.injected)} pushes ${JSON.stringify([...drv.session.pushes])}`);
-      assert.ok(drv.session.injected.every((id) => id.includes(taskId!)), JSON.stringify(drv.session.injected));
+      await until(
+        "both deliveries acked",
+        () => (outboxOf().filter((r) => r.state === "acked").length >= 2 ? true : undefined),
+        60_000,
+      ).catch(() => undefined);
+      assert.equal(
+        drv.session.injected.length,
+        2,
+        `injected: ${JSON.stringify(drv.session.injected)} pushes ${JSON.stringify([...drv.session.pushes])}`,
+      );
+      assert.ok(
+        drv.session.injected.every((id) => id.includes(taskId!)),
+        JSON.stringify(drv.session.injected),
+      );
       assert.equal(new Set(drv.session.injected).size, 2, "two distinct deliveries (one per cycle)");
       assert.equal(drv.session.pushedAfterAck, 0, "nothing pushed again after its ack was confirmed");
       const outbox = outboxOf();
       for (const id of drv.session.injected) {
         assert.equal(outbox.filter((r) => r.deliveryId === id && r.state === "queued").length, 1, `${id} queued once`);
-        assert.ok(outbox.some((r) => r.deliveryId === id && r.state === "acked"), `${id} acked`);
+        assert.ok(
+          outbox.some((r) => r.deliveryId === id && r.state === "acked"),
+          `${id} acked`,
+        );
       }
     }
     while (!(await drv.step(() => drv.actor.request<AgentResult>("task.close", { taskId, closePane: true })))) {
@@ -309,40 +394,66 @@ async function runPoint(p: Point, idx: number): Promise<void> {
       else if (e.type === "prompt_accepted") confirmed.add(e.cycle);
       else if (e.type === "prompt_sent") {
         if (pushed.has(e.cycle)) {
-          assert.ok(restartedSincePush && !confirmed.has(e.cycle), `prompt of cycle ${String(e.cycle)} pushed again without a restart or after it was confirmed`);
+          assert.ok(
+            restartedSincePush && !confirmed.has(e.cycle),
+            `prompt of cycle ${String(e.cycle)} pushed again without a restart or after it was confirmed`,
+          );
         }
         pushed.add(e.cycle);
         restartedSincePush = false;
       }
     }
     // The model saw the task prompt once in every request of this task (a second prompt would show in the history).
-    const seen = shared.model.requests().map((r) => userMessagesWith(r.body, `${marker} point ${idx}`)).filter((n) => n > 0);
+    const seen = shared.model
+      .requests()
+      .map((r) => userMessagesWith(r.body, `${marker} point ${idx}`))
+      .filter((n) => n > 0);
     assert.ok(seen.length > 0 && seen.every((n) => n === 1), `task prompt per request: ${JSON.stringify(seen)}`);
-    if (p.life === "two-cycles") assert.equal(promptsInSession(home, taskId, marker), 1, "the task prompt reached the child's session once");
+    if (p.life === "two-cycles")
+      assert.equal(promptsInSession(home, taskId, marker), 1, "the task prompt reached the child's session once");
     if (p.life === "two-cycles") {
       const n = promptsInSession(home, taskId, "AGAIN please");
-      assert.equal(n, 1, `the follow-up reached the child once; journal: ${ev.map((e) => `${e.type}${e.cycle ? "#" + String(e.cycle) : ""}${e.why ? "(" + String(e.why) + ")" : ""}`).join(" ")}`);
+      assert.equal(
+        n,
+        1,
+        `the follow-up reached the child once; journal: ${ev.map((e) => `${e.type}${e.cycle ? "#" + String(e.cycle) : ""}${e.why ? "(" + String(e.why) + ")" : ""}`).join(" ")}`,
+      );
     }
     const launched = ev.filter((e) => e.type === "launched");
     assert.equal(launched.length, 1, `launched once: ${launched.length}`);
     if (p.at === "launch_returned") {
       // The child the first daemon launched (and never journaled) was found and adopted, not started again.
       assert.equal(launched[0]!.adopted, true, `adopted: ${JSON.stringify(launched[0])}`);
-      assert.ok(ev.some((e) => e.type === "recovered" && String(e.action).startsWith("adopt")), "recovery journaled the adoption");
+      assert.ok(
+        ev.some((e) => e.type === "recovered" && String(e.action).startsWith("adopt")),
+        "recovery journaled the adoption",
+      );
     }
     children.stop();
-    assert.deepEqual([...children.seen], [(launched[0]!.handle as { pid: number }).pid], "exactly one pi child ever ran, the journaled one");
+    assert.deepEqual(
+      [...children.seen],
+      [(launched[0]!.handle as { pid: number }).pid],
+      "exactly one pi child ever ran, the journaled one",
+    );
 
     // No orphans: every launched process is dead; the only worktree is the task's own, recorded one.
     for (const l of launched) {
       const pid = (l.handle as { pid?: number }).pid!;
       await until(`child ${pid} gone`, () => (!alive(pid) ? true : undefined), 10_000);
     }
-    await until("no pi child of this home left", () => (processesMentioning(childOf).length === 0 ? true : undefined), 10_000)
-      .catch(() => assert.fail(`orphan children: ${processesMentioning(childOf).join(", ")}`));
+    await until(
+      "no pi child of this home left",
+      () => (processesMentioning(childOf).length === 0 ? true : undefined),
+      10_000,
+    ).catch(() => assert.fail(`orphan children: ${processesMentioning(childOf).join(", ")}`));
     const wts = existsSync(join(home, "worktrees")) ? readdirSync(join(home, "worktrees")) : [];
-    assert.ok(wts.every((w) => w.endsWith(taskId!)), `orphan worktrees: ${wts.join(", ")}`);
-    const listed = execFileSync("git", ["worktree", "list", "--porcelain"], { cwd: repo, encoding: "utf8" }).split("\n").filter((l) => l.startsWith("worktree "));
+    assert.ok(
+      wts.every((w) => w.endsWith(taskId!)),
+      `orphan worktrees: ${wts.join(", ")}`,
+    );
+    const listed = execFileSync("git", ["worktree", "list", "--porcelain"], { cwd: repo, encoding: "utf8" })
+      .split("\n")
+      .filter((l) => l.startsWith("worktree "));
     assert.ok(listed.length <= 2, `git worktrees: ${listed.join("; ")}`);
   } finally {
     children.stop();
@@ -371,5 +482,9 @@ async function runPoint(p: Point, idx: number): Promise<void> {
 const only = process.env.DSH_CRASH_POINTS?.trim() ? process.env.DSH_CRASH_POINTS.split(",").map(Number) : undefined;
 POINTS.forEach((p, i) => {
   if (only && !only.includes(i)) return;
-  test(`crash point ${i}: ${p.at === "launch_returned" ? "SIGKILL after runtime.launch returned, before journaling it" : p.at ? `SIGKILL after journaling ${p.at}` : `SIGKILL from outside after ${p.killAfter}`}${p.again ? ` and again after ${p.again}` : ""} (${p.life}, ${p.owner ? "pi owner" : "cli owner"}${p.runtime ? `, ${p.runtime}` : ""})`, { timeout: 240_000 }, () => runPoint(p, i));
+  test(
+    `crash point ${i}: ${p.at === "launch_returned" ? "SIGKILL after runtime.launch returned, before journaling it" : p.at ? `SIGKILL after journaling ${p.at}` : `SIGKILL from outside after ${p.killAfter}`}${p.again ? ` and again after ${p.again}` : ""} (${p.life}, ${p.owner ? "pi owner" : "cli owner"}${p.runtime ? `, ${p.runtime}` : ""})`,
+    { timeout: 240_000 },
+    () => runPoint(p, i),
+  );
 });

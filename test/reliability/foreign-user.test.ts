@@ -49,7 +49,11 @@ after(async () => {
 
 /** The real CLI as the second user, pointed at our home. */
 function asOther(...args: string[]): { status: number | null; stderr: string; stdout: string } {
-  const r = spawnSync("runuser", ["-u", user, "--", "env", `HOME=${userHome}`, `DSH_HERDR_HOME=${home}`, process.execPath, cli, ...args], { encoding: "utf8", timeout: 60_000 });
+  const r = spawnSync(
+    "runuser",
+    ["-u", user, "--", "env", `HOME=${userHome}`, `DSH_HERDR_HOME=${home}`, process.execPath, cli, ...args],
+    { encoding: "utf8", timeout: 60_000 },
+  );
   return { status: r.status, stderr: r.stderr, stdout: r.stdout };
 }
 
@@ -57,7 +61,9 @@ test("a home that exists with mode 0755 is tightened to 0700 when the daemon sta
   assert.equal((statSync(home).mode & 0o777).toString(8), "700");
 });
 
-test("a second local user reaching the home gets HOME_NOT_YOURS naming the fix, from list and from daemon start", { skip }, () => {
+test("a second local user reaching the home gets HOME_NOT_YOURS naming the fix, from list and from daemon start", {
+  skip,
+}, () => {
   for (const args of [["list"], ["daemon", "start"], ["daemon", "status"]]) {
     const r = asOther(...args);
     assert.notEqual(r.status, 0, `${args.join(" ")}: ${r.stdout}`);
@@ -67,6 +73,10 @@ test("a second local user reaching the home gets HOME_NOT_YOURS naming the fix, 
     assert.doesNotMatch(r.stderr, /INTERNAL|EACCES|DAEMON_UNAVAILABLE/, r.stderr);
   }
   // Our daemon is untouched and still serves its owner.
-  const mine = spawnSync(process.execPath, [cli, "list"], { encoding: "utf8", env: { ...process.env, DSH_HERDR_HOME: home }, timeout: 60_000 });
+  const mine = spawnSync(process.execPath, [cli, "list"], {
+    encoding: "utf8",
+    env: { ...process.env, DSH_HERDR_HOME: home },
+    timeout: 60_000,
+  });
   assert.equal(mine.status, 0, mine.stderr);
 });

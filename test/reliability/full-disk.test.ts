@@ -93,8 +93,12 @@ test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-writte
     const before = tasks();
     const filler = join(home, "filler");
     fill(filler);
-    const spawn = () => cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK go" });
-    await assert.rejects(spawn(), (e: DshError) => e.code === "HOME_UNWRITABLE" && /disk is full/.test(e.message) && e.message.includes(home));
+    const spawn = () =>
+      cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK go" });
+    await assert.rejects(
+      spawn(),
+      (e: DshError) => e.code === "HOME_UNWRITABLE" && /disk is full/.test(e.message) && e.message.includes(home),
+    );
     assert.deepEqual(tasks(), before, "no task directory left behind");
     const st = await cli.request<{ pid: number }>("daemon.status", {});
     assert.equal(st.pid, d.pid, "the daemon still answers");
@@ -116,7 +120,11 @@ test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-writte
 
     // Writable again: the same daemon spawns and the task runs to its end.
     const { taskId } = await spawn();
-    const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+    const w = await cli.request<{ results: AgentResult[] }>(
+      "task.wait",
+      { taskIds: [taskId], timeoutMs: 90_000 },
+      { timeoutMs: 95_000 },
+    );
     assert.equal(w.results[0]?.status, "completed", JSON.stringify(w.results[0]));
     await cli.request("task.close", { taskId, closePane: true });
     await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
@@ -151,28 +159,54 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
   owner.onPush("owner.delivery", (p: { taskId?: string; deliveryId: string }) => pushed.push(p.deliveryId));
   await owner.request("owner.attach", {});
   try {
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK-SLOW go" });
-    await until("running", async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000);
+    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+      model: shared.modelName,
+      cwd: repo,
+      prompt: "MARK-DISK-SLOW go",
+    });
+    await until(
+      "running",
+      async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined),
+      60_000,
+    );
     const filler = join(home, "filler");
     fill(filler);
     fill(join(home, "daemon.log"), "a");
     fill(join(home, "tasks", taskId, "events.jsonl"), "a");
-    const w = await cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds: [taskId], timeoutMs: 60_000 }, { timeoutMs: 65_000 });
+    const w = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
+      "task.wait",
+      { taskIds: [taskId], timeoutMs: 60_000 },
+      { timeoutMs: 65_000 },
+    );
     assert.equal(w.timedOut, false, `the task settled on a full disk: ${JSON.stringify(w.results[0])}`);
     assert.equal(d.proc.exitCode, null, `the daemon is alive: ${d.stderr()}`);
     const settled = w.results[0]!;
     // pi cannot write its session and dies: the result says the disk was the cause, not just "gone".
     assert.equal(settled.status, "gone", JSON.stringify(settled));
-    assert.match(settled.error?.message ?? "", /the disk holding .*dsh-home-mid is full \(\d+ KiB free\), so free space first/);
+    assert.match(
+      settled.error?.message ?? "",
+      /the disk holding .*dsh-home-mid is full \(\d+ KiB free\), so free space first/,
+    );
     const stored = () => JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
     assert.notEqual(stored().status, "gone", "the settled record could not be written on the full disk");
     rmSync(filler);
     // Space back: the settled record is written without any new event (the daemon retries the save).
     assert.equal(pushed.length, 0, "nothing delivered while the outbox cannot be written");
-    await until("the settled result.json after space is back", () => (stored().status === "gone" ? true : undefined), 60_000);
+    await until(
+      "the settled result.json after space is back",
+      () => (stored().status === "gone" ? true : undefined),
+      60_000,
+    );
     // And the owner hears the settled cycle once space is back (the delivery is retried, not dropped).
-    await until("the delivery after space is back", () => (pushed.some((id) => id.startsWith(`${taskId}-c1-`)) ? true : undefined), 60_000);
-    assert.ok(readFileSync(join(home, "tasks", taskId, "events.jsonl"), "utf8").includes('"status":"gone"'), "the settled status is journaled");
+    await until(
+      "the delivery after space is back",
+      () => (pushed.some((id) => id.startsWith(`${taskId}-c1-`)) ? true : undefined),
+      60_000,
+    );
+    assert.ok(
+      readFileSync(join(home, "tasks", taskId, "events.jsonl"), "utf8").includes('"status":"gone"'),
+      "the settled status is journaled",
+    );
     // Space back: the close is recorded durably.
     const closed = await cli.request<AgentResult>("task.close", { taskId, closePane: true });
     assert.equal(closed.status, "closed");

@@ -30,16 +30,57 @@ after(async () => {
 
 // daemon.stop is the one method whose success ends the run; everything else may be generated.
 const methods = REQUEST_METHODS.filter((m) => m !== "daemon.stop");
-const fieldNames = ["taskId", "taskIds", "kind", "token", "ownerId", "cwd", "prompt", "message", "status", "owner", "limit", "timeoutMs", "mode", "all", "closePane", "type", "cycle", "outcome", "report", "external", "x"];
+const fieldNames = [
+  "taskId",
+  "taskIds",
+  "kind",
+  "token",
+  "ownerId",
+  "cwd",
+  "prompt",
+  "message",
+  "status",
+  "owner",
+  "limit",
+  "timeoutMs",
+  "mode",
+  "all",
+  "closePane",
+  "type",
+  "cycle",
+  "outcome",
+  "report",
+  "external",
+  "x",
+];
 const value = fc.oneof(
   fc.jsonValue({ maxDepth: 4 }),
-  fc.constantFrom("tabcdefghijk", "../../etc/passwd", "/etc/passwd", "t", "T".repeat(300), "", "\u0000", "cli", "child", "owner"),
+  fc.constantFrom(
+    "tabcdefghijk",
+    "../../etc/passwd",
+    "/etc/passwd",
+    "t",
+    "T".repeat(300),
+    "",
+    "\u0000",
+    "cli",
+    "child",
+    "owner",
+  ),
 );
 const params = fc.oneof(fc.dictionary(fc.constantFrom(...fieldNames), value, { maxKeys: 5 }), value);
 const request = fc.record(
   {
-    id: fc.oneof({ weight: 8, arbitrary: fc.integer() }, { weight: 1, arbitrary: fc.string({ maxLength: 8 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) }),
-    method: fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...methods) }, { weight: 1, arbitrary: fc.string({ maxLength: 20 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) }),
+    id: fc.oneof(
+      { weight: 8, arbitrary: fc.integer() },
+      { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) },
+    ),
+    method: fc.oneof(
+      { weight: 8, arbitrary: fc.constantFrom(...methods) },
+      { weight: 1, arbitrary: fc.string({ maxLength: 20 }) },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) },
+    ),
     params,
   },
   { requiredKeys: ["id"] },
@@ -49,13 +90,18 @@ const frame = fc
   .oneof(
     { weight: 6, arbitrary: request.map((r) => Buffer.from(JSON.stringify(r))) },
     { weight: 2, arbitrary: fc.jsonValue().map((v) => Buffer.from(JSON.stringify(v) ?? "null")) },
-    { weight: 1, arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: 200 }).map((s) => Buffer.from(s, "utf8")) },
+    {
+      weight: 1,
+      arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: 200 }).map((s) => Buffer.from(s, "utf8")),
+    },
     { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 200 }).map((a) => Buffer.from(a)) },
   )
   .map((b) => Buffer.from(b.filter((x) => x !== 0x0a)))
   .filter((b) => b.toString("latin1").trim() !== "");
 
-test(`fuzz: ${RUNS} generated frames each get exactly one reply; a concurrent well-formed client sees no failure`, { timeout: 600_000 }, async () => {
+test(`fuzz: ${RUNS} generated frames each get exactly one reply; a concurrent well-formed client sees no failure`, {
+  timeout: 600_000,
+}, async () => {
   const fuzz = await rawConnect(join(home, "daemon.sock"));
   fuzz.send(JSON.stringify({ id: "h", method: "hello", params: { kind: "cli" } }) + "\n");
   assert.equal((await fuzz.next()).result.kind, "cli");
@@ -68,7 +114,10 @@ test(`fuzz: ${RUNS} generated frames each get exactly one reply; a concurrent we
       const st = await good.request<{ pid: number }>("daemon.status");
       assert.equal(st.pid, d.pid);
       assert.deepEqual(await good.request("task.list", {}), { tasks: [] });
-      await assert.rejects(good.request("task.get", { taskId: "tabcdefghijk" }), (e: { code?: string }) => e.code === "TASK_NOT_FOUND");
+      await assert.rejects(
+        good.request("task.get", { taskId: "tabcdefghijk" }),
+        (e: { code?: string }) => e.code === "TASK_NOT_FOUND",
+      );
       goodOk += 3;
     }
   })();
@@ -85,7 +134,10 @@ test(`fuzz: ${RUNS} generated frames each get exactly one reply; a concurrent we
           results++;
           return;
         }
-        assert.ok((ERROR_CODES as readonly string[]).includes(r.error?.code), `unknown error code in ${JSON.stringify(r)}`);
+        assert.ok(
+          (ERROR_CODES as readonly string[]).includes(r.error?.code),
+          `unknown error code in ${JSON.stringify(r)}`,
+        );
         assert.equal(typeof r.error.message, "string");
         assert.ok(r.error.message.length > 10);
         codes.set(r.error.code, (codes.get(r.error.code) ?? 0) + 1);
@@ -105,6 +157,9 @@ test(`fuzz: ${RUNS} generated frames each get exactly one reply; a concurrent we
   assert.ok(goodOk > 30, `the well-formed client made progress (${goodOk})`);
   assert.equal(codes.get("INTERNAL") ?? 0, 0, "no frame made the daemon fail internally");
   // The spread shows the generator reaches past the parser (params checks, handlers, access rules).
-  for (const c of ["BAD_REQUEST", "BAD_PARAMS", "UNKNOWN_METHOD"]) assert.ok((codes.get(c) ?? 0) > 0, `${c} reached: ${JSON.stringify([...codes])}`);
-  process.stdout.write(`# fuzz: ${RUNS} frames, ${results} results, errors ${JSON.stringify(Object.fromEntries(codes))}, well-formed requests ${goodOk}\n`);
+  for (const c of ["BAD_REQUEST", "BAD_PARAMS", "UNKNOWN_METHOD"])
+    assert.ok((codes.get(c) ?? 0) > 0, `${c} reached: ${JSON.stringify([...codes])}`);
+  process.stdout.write(
+    `# fuzz: ${RUNS} frames, ${results} results, errors ${JSON.stringify(Object.fromEntries(codes))}, well-formed requests ${goodOk}\n`,
+  );
 });

@@ -17,17 +17,38 @@ import { killUnder } from "../helpers/procs.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const cliBin = join(root, "bin", "dsh-herdr");
-const report = (r: string) => ({ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: r } }] });
+const report = (r: string) => ({
+  toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: r } }],
+});
 const SCRIPT: Script = {
   conversations: [
     {
-      name: "commit", match: "MARK-GC-COMMIT",
+      name: "commit",
+      match: "MARK-GC-COMMIT",
       steps: [
-        { toolCalls: [{ name: "bash", arguments: { command: "echo work > c.txt && git add c.txt && git commit -qm 'child commit' && git rev-parse HEAD" } }] },
-        report("committed"), { text: "ok" },
+        {
+          toolCalls: [
+            {
+              name: "bash",
+              arguments: {
+                command: "echo work > c.txt && git add c.txt && git commit -qm 'child commit' && git rev-parse HEAD",
+              },
+            },
+          ],
+        },
+        report("committed"),
+        { text: "ok" },
       ],
     },
-    { name: "ignored", match: "MARK-GC-IGNORED", steps: [{ toolCalls: [{ name: "write", arguments: { path: "w.txt", content: "w\n" } }] }, report("wrote"), { text: "ok" }] },
+    {
+      name: "ignored",
+      match: "MARK-GC-IGNORED",
+      steps: [
+        { toolCalls: [{ name: "write", arguments: { path: "w.txt", content: "w\n" } }] },
+        report("wrote"),
+        { text: "ok" },
+      ],
+    },
     { name: "detached", match: "MARK-GC-DETACHED", steps: [report("nothing"), { text: "ok" }] },
     { name: "nobranch", match: "MARK-GC-NOBRANCH", steps: [report("nothing"), { text: "ok" }] },
     { name: "open", match: "MARK-GC-OPEN", steps: [{ text: "thinking", delayMs: 120_000 }] },
@@ -44,7 +65,16 @@ after(async () => {
   await shared?.close();
 });
 
-type Item = { taskId: string; action: string; reason: string; path: string | null; archiveRef?: string; done?: boolean; error?: string; ignored?: { count: number; bytes: number; first: string[] } };
+type Item = {
+  taskId: string;
+  action: string;
+  reason: string;
+  path: string | null;
+  archiveRef?: string;
+  done?: boolean;
+  error?: string;
+  ignored?: { count: number; bytes: number; first: string[] };
+};
 
 test("gc keeps commits reachable, names ignored files and deletes only those, lists detached and branchless worktrees, spares open tasks", async () => {
   const repo = makeRepo(shared.dir);
@@ -58,18 +88,40 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
     const cli = await cliClient(home);
     try {
       for (const k of ["COMMIT", "IGNORED", "DETACHED", "NOBRANCH", "OPEN"]) {
-        const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: `MARK-GC-${k} go`, isolated: true });
+        const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+          model: shared.modelName,
+          cwd: repo,
+          prompt: `MARK-GC-${k} go`,
+          isolated: true,
+        });
         ids[k] = taskId;
       }
       const done = ["COMMIT", "IGNORED", "DETACHED", "NOBRANCH"].map((k) => ids[k]!);
-      const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: done, timeoutMs: 120_000 }, { timeoutMs: 125_000 });
+      const w = await cli.request<{ results: AgentResult[] }>(
+        "task.wait",
+        { taskIds: done, timeoutMs: 120_000 },
+        { timeoutMs: 125_000 },
+      );
       for (const r of w.results) assert.equal(r.status, "completed", JSON.stringify(r));
       for (const id of done) await cli.request("task.close", { taskId: id });
       // The fifth task may wait for a slot (maxParallelAgents): its worktree exists once it runs.
-      await until("the open task running", async () => ((await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "running" ? true : undefined), 60_000);
-      for (const [k, id] of Object.entries(ids)) wt[k] = (await cli.request<AgentResult>("task.get", { taskId: id })).worktree!.path;
+      await until(
+        "the open task running",
+        async () =>
+          (await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "running" ? true : undefined,
+        60_000,
+      );
+      for (const [k, id] of Object.entries(ids))
+        wt[k] = (await cli.request<AgentResult>("task.get", { taskId: id })).worktree!.path;
       await cli.request("task.abort", { taskIds: [ids.OPEN!] });
-      await until("the open task interrupted", async () => ((await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "interrupted" ? true : undefined), 60_000);
+      await until(
+        "the open task interrupted",
+        async () =>
+          (await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "interrupted"
+            ? true
+            : undefined,
+        60_000,
+      );
     } finally {
       cli.close();
     }
@@ -84,7 +136,11 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
   git(repo, "update-ref", "-d", `refs/heads/dsh/${ids.NOBRANCH}`);
 
   const run = (...args: string[]) => {
-    const r = spawnSync(process.execPath, [cliBin, ...args], { encoding: "utf8", env: { ...process.env, DSH_HERDR_HOME: home }, timeout: 120_000 });
+    const r = spawnSync(process.execPath, [cliBin, ...args], {
+      encoding: "utf8",
+      env: { ...process.env, DSH_HERDR_HOME: home },
+      timeout: 120_000,
+    });
     assert.equal(r.status, 0, `${args.join(" ")}: ${r.stderr}`);
     return r.stdout;
   };
@@ -116,7 +172,11 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
   const yes = gc("--yes");
   assert.equal(yes("COMMIT").done, true, JSON.stringify(yes("COMMIT")));
   assert.ok(!existsSync(wt.COMMIT!));
-  assert.match(git(repo, "for-each-ref", "--contains", childCommit, "--format=%(refname)"), new RegExp(`refs/dsh/archive/${ids.COMMIT}`), "the child's commit is still reachable");
+  assert.match(
+    git(repo, "for-each-ref", "--contains", childCommit, "--format=%(refname)"),
+    new RegExp(`refs/dsh/archive/${ids.COMMIT}`),
+    "the child's commit is still reachable",
+  );
   assert.equal(yes("IGNORED").action, "keep", JSON.stringify(yes("IGNORED")));
   assert.match(yes("IGNORED").reason, /no dry run named/);
   assert.ok(existsSync(join(wt.IGNORED!, "late.log")) && existsSync(join(wt.IGNORED!, "build.log")));

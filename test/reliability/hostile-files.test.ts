@@ -14,7 +14,12 @@ import type { DshError } from "../../src/core/errors.js";
 
 async function withFiles(fn: (dir: string, files: TaskFiles) => Promise<void>) {
   const dir = mkdtempSync(join(tmpdir(), "dsh-hfiles-"));
-  const files = new TaskFiles({ taskDir: dir, sessionPath: join(dir, "session.jsonl"), resultPath: join(dir, "result.md"), onChange: () => undefined });
+  const files = new TaskFiles({
+    taskDir: dir,
+    sessionPath: join(dir, "session.jsonl"),
+    resultPath: join(dir, "result.md"),
+    onChange: () => undefined,
+  });
   try {
     await fn(dir, files);
   } finally {
@@ -25,7 +30,10 @@ async function withFiles(fn: (dir: string, files: TaskFiles) => Promise<void>) {
 
 test("result.md as a symlink is refused without following it: the secret it points at is never read", async () => {
   await withFiles(async (dir, files) => {
-    writeFileSync(join(dir, "secret.txt"), "---\nstatus: completed\nsummary: SECRET-TOKEN-123\n---\nSECRET-TOKEN-123\n");
+    writeFileSync(
+      join(dir, "secret.txt"),
+      "---\nstatus: completed\nsummary: SECRET-TOKEN-123\n---\nSECRET-TOKEN-123\n",
+    );
     symlinkSync(join(dir, "secret.txt"), join(dir, "result.md"));
     await files.readResult();
     const r = files.result!;
@@ -44,7 +52,10 @@ test("result.md as a FIFO is refused at once (no hang waiting for a writer)", as
 
 test("result.md over the size bound is read only up to the bound and says so; binary and broken frontmatter are named", async () => {
   await withFiles(async (dir, files) => {
-    writeFileSync(join(dir, "result.md"), "---\nstatus: completed\nsummary: big\n---\n" + "x".repeat(RESULT_MD_MAX_BYTES * 20));
+    writeFileSync(
+      join(dir, "result.md"),
+      "---\nstatus: completed\nsummary: big\n---\n" + "x".repeat(RESULT_MD_MAX_BYTES * 20),
+    );
     await files.readResult();
     assert.match(files.result!.warnings.join(" "), /over \d+ bytes; the body was truncated/);
     assert.ok(files.result!.body.length <= RESULT_MD_MAX_BYTES);
@@ -63,13 +74,25 @@ test("session lines that are not JSON, truncated or huge are counted and skipped
   await withFiles(async (dir, files) => {
     const p = join(dir, "session.jsonl");
     const ts = new Date().toISOString();
-    const msg = (role: string, text: string, extra: object = {}) => JSON.stringify({ type: "message", id: Math.random().toString(36).slice(2), timestamp: ts, message: { role, content: [{ type: "text", text }], ...extra } }) + "\n";
+    const msg = (role: string, text: string, extra: object = {}) =>
+      JSON.stringify({
+        type: "message",
+        id: Math.random().toString(36).slice(2),
+        timestamp: ts,
+        message: { role, content: [{ type: "text", text }], ...extra },
+      }) + "\n";
     writeFileSync(p, JSON.stringify({ type: "session", version: 3, id: "s1", timestamp: ts, cwd: dir }) + "\n");
     appendFileSync(p, "this is not json\n");
     appendFileSync(p, '{"type":"message","message":{"role":"assistant","content":[{"type":"text","te\n'); // torn mid-line
     appendFileSync(p, JSON.stringify({ type: "custom", data: "y".repeat(8 * 1024 * 1024) }) + "\n"); // 8 MiB line
     appendFileSync(p, msg("user", "hello"));
-    appendFileSync(p, msg("assistant", "final words", { stopReason: "stop", usage: { input: 5, output: 7, cacheRead: 0, cacheWrite: 0, totalTokens: 12 } }));
+    appendFileSync(
+      p,
+      msg("assistant", "final words", {
+        stopReason: "stop",
+        usage: { input: 5, output: 7, cacheRead: 0, cacheWrite: 0, totalTokens: 12 },
+      }),
+    );
     await files.readSession();
     const f = files.facts()!;
     assert.equal(f.invalidLines, 2); // the 8 MiB line (valid JSON, read across 1 MiB chunks) counts as an entry
@@ -82,11 +105,20 @@ test("config with unknown keys or wrong types is CONFIG_INVALID naming the key a
   const home = mkdtempSync(join(tmpdir(), "dsh-hcfg-"));
   try {
     writeFileSync(join(home, "config.json"), JSON.stringify({ maxParalelAgents: 2 }));
-    await assert.rejects(loadConfig(home), (e: DshError) => e.code === "CONFIG_INVALID" && /maxParalelAgents/.test(e.message));
+    await assert.rejects(
+      loadConfig(home),
+      (e: DshError) => e.code === "CONFIG_INVALID" && /maxParalelAgents/.test(e.message),
+    );
     writeFileSync(join(home, "config.json"), JSON.stringify({ maxParallelAgents: "three" }));
-    await assert.rejects(loadConfig(home), (e: DshError) => e.code === "CONFIG_INVALID" && /maxParallelAgents/.test(e.message));
+    await assert.rejects(
+      loadConfig(home),
+      (e: DshError) => e.code === "CONFIG_INVALID" && /maxParallelAgents/.test(e.message),
+    );
     writeFileSync(join(home, "config.json"), "{ not json");
-    await assert.rejects(loadConfig(home), (e: DshError) => e.code === "CONFIG_INVALID" && /config\.json/.test(e.message));
+    await assert.rejects(
+      loadConfig(home),
+      (e: DshError) => e.code === "CONFIG_INVALID" && /config\.json/.test(e.message),
+    );
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

@@ -41,21 +41,95 @@ async function stillServes(c: RawConn): Promise<void> {
 const cases: { name: string; frame: string | Buffer; code: string; message: RegExp }[] = [
   { name: "not JSON", frame: "hello there\n", code: "BAD_REQUEST", message: /not valid JSON/ },
   { name: "truncated JSON", frame: '{"id":1,"method":"daemon.st\n', code: "BAD_REQUEST", message: /not valid JSON/ },
-  { name: "not UTF-8", frame: Buffer.concat([Buffer.from('{"id":1,"method":"task.get","params":{"taskId":"t'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}}\n')]), code: "BAD_REQUEST", message: /not valid UTF-8/ },
-  { name: "over 1 MiB", frame: JSON.stringify({ id: 1, method: "task.respond", params: { taskId: "tabcdefghijk", message: "x".repeat(1024 * 1024) } }) + "\n", code: "FRAME_TOO_LARGE", message: /1 MiB/ },
-  { name: "deeply nested", frame: '{"id":1,"method":"task.list","params":{"x":' + "[".repeat(100_000) + "]".repeat(100_000) + "}}\n", code: "BAD_REQUEST", message: /nests deeper than 64/ },
+  {
+    name: "not UTF-8",
+    frame: Buffer.concat([
+      Buffer.from('{"id":1,"method":"task.get","params":{"taskId":"t'),
+      Buffer.from([0xff, 0xfe, 0xc3]),
+      Buffer.from('"}}\n'),
+    ]),
+    code: "BAD_REQUEST",
+    message: /not valid UTF-8/,
+  },
+  {
+    name: "over 1 MiB",
+    frame:
+      JSON.stringify({
+        id: 1,
+        method: "task.respond",
+        params: { taskId: "tabcdefghijk", message: "x".repeat(1024 * 1024) },
+      }) + "\n",
+    code: "FRAME_TOO_LARGE",
+    message: /1 MiB/,
+  },
+  {
+    name: "deeply nested",
+    frame: '{"id":1,"method":"task.list","params":{"x":' + "[".repeat(100_000) + "]".repeat(100_000) + "}}\n",
+    code: "BAD_REQUEST",
+    message: /nests deeper than 64/,
+  },
   { name: "a JSON array", frame: "[1,2,3]\n", code: "BAD_REQUEST", message: /JSON object/ },
   { name: "no id", frame: '{"method":"daemon.status"}\n', code: "BAD_REQUEST", message: /needs an id/ },
-  { name: "id of a wrong type", frame: '{"id":{"a":1},"method":"daemon.status"}\n', code: "BAD_REQUEST", message: /needs an id/ },
-  { name: "unknown method", frame: '{"id":7,"method":"task.explode","params":{}}\n', code: "UNKNOWN_METHOD", message: /socket-protocol/ },
-  { name: "method of a wrong type", frame: '{"id":7,"method":42}\n', code: "UNKNOWN_METHOD", message: /unknown method/ },
-  { name: "params of a wrong type", frame: '{"id":8,"method":"task.get","params":"tabcdefghijk"}\n', code: "BAD_PARAMS", message: /params must be object/ },
-  { name: "field of a wrong type", frame: '{"id":9,"method":"task.wait","params":{"taskIds":"tabcdefghijk"}}\n', code: "BAD_PARAMS", message: /params\.taskIds must be array/ },
-  { name: "unknown field", frame: '{"id":10,"method":"task.get","params":{"taskId":"tabcdefghijk","sudo":true}}\n', code: "BAD_PARAMS", message: /unknown field "sudo"/ },
-  { name: "task id with path separators", frame: '{"id":11,"method":"task.get","params":{"taskId":"../../etc/passwd"}}\n', code: "BAD_PARAMS", message: /params\.taskId/ },
-  { name: "child method from a cli", frame: '{"id":12,"method":"child.event","params":{"type":"agent_end"}}\n', code: "FORBIDDEN", message: /child connections only/ },
-  { name: "second hello", frame: '{"id":13,"method":"hello","params":{"kind":"child","taskId":"tabcdefghijk","token":"x"}}\n', code: "BAD_STATE", message: /already sent/ },
-  { name: "spawn while disabled", frame: '{"id":14,"method":"task.spawn","params":{"cwd":"/","prompt":"hi"}}\n', code: "SPAWN_REFUSED", message: /enabled/ },
+  {
+    name: "id of a wrong type",
+    frame: '{"id":{"a":1},"method":"daemon.status"}\n',
+    code: "BAD_REQUEST",
+    message: /needs an id/,
+  },
+  {
+    name: "unknown method",
+    frame: '{"id":7,"method":"task.explode","params":{}}\n',
+    code: "UNKNOWN_METHOD",
+    message: /socket-protocol/,
+  },
+  {
+    name: "method of a wrong type",
+    frame: '{"id":7,"method":42}\n',
+    code: "UNKNOWN_METHOD",
+    message: /unknown method/,
+  },
+  {
+    name: "params of a wrong type",
+    frame: '{"id":8,"method":"task.get","params":"tabcdefghijk"}\n',
+    code: "BAD_PARAMS",
+    message: /params must be object/,
+  },
+  {
+    name: "field of a wrong type",
+    frame: '{"id":9,"method":"task.wait","params":{"taskIds":"tabcdefghijk"}}\n',
+    code: "BAD_PARAMS",
+    message: /params\.taskIds must be array/,
+  },
+  {
+    name: "unknown field",
+    frame: '{"id":10,"method":"task.get","params":{"taskId":"tabcdefghijk","sudo":true}}\n',
+    code: "BAD_PARAMS",
+    message: /unknown field "sudo"/,
+  },
+  {
+    name: "task id with path separators",
+    frame: '{"id":11,"method":"task.get","params":{"taskId":"../../etc/passwd"}}\n',
+    code: "BAD_PARAMS",
+    message: /params\.taskId/,
+  },
+  {
+    name: "child method from a cli",
+    frame: '{"id":12,"method":"child.event","params":{"type":"agent_end"}}\n',
+    code: "FORBIDDEN",
+    message: /child connections only/,
+  },
+  {
+    name: "second hello",
+    frame: '{"id":13,"method":"hello","params":{"kind":"child","taskId":"tabcdefghijk","token":"x"}}\n',
+    code: "BAD_STATE",
+    message: /already sent/,
+  },
+  {
+    name: "spawn while disabled",
+    frame: '{"id":14,"method":"task.spawn","params":{"cwd":"/","prompt":"hi"}}\n',
+    code: "SPAWN_REFUSED",
+    message: /enabled/,
+  },
 ];
 
 for (const c of cases) {
@@ -90,7 +164,14 @@ test("hostile hello: a child with a made-up token is UNAUTHORIZED; methods befor
 test("500 connections at once: every one is answered and a well-formed client still works", async () => {
   const conns = await Promise.all(Array.from({ length: 500 }, () => rawConnect(sock())));
   try {
-    conns.forEach((c, i) => c.send(JSON.stringify({ id: i, method: "hello", params: { kind: "cli" } }) + "\n" + JSON.stringify({ id: `s${i}`, method: "daemon.status" }) + "\n"));
+    conns.forEach((c, i) =>
+      c.send(
+        JSON.stringify({ id: i, method: "hello", params: { kind: "cli" } }) +
+          "\n" +
+          JSON.stringify({ id: `s${i}`, method: "daemon.status" }) +
+          "\n",
+      ),
+    );
     const replies = await Promise.all(conns.map(async (c) => [await c.next(20_000), await c.next(20_000)]));
     assert.ok(replies.every(([h, s]) => h.result?.kind === "cli" && s.result?.pid === d.pid));
     const cli = await connect(home, { kind: "cli" });
@@ -110,7 +191,10 @@ test("a client sending one byte per second holds nobody up; its frame is answere
     for (let i = 0; i < 4; i++) {
       slow.send(frame[i]!);
       // A server that waited for the slow client's frame would never answer: bound the wait generously.
-      const answered = await Promise.race([cli.request("task.list", {}).then(() => true), sleep(10_000).then(() => false)]);
+      const answered = await Promise.race([
+        cli.request("task.list", {}).then(() => true),
+        sleep(10_000).then(() => false),
+      ]);
       assert.ok(answered, "a normal request is not held up by the slow client");
       await sleep(1000);
     }

@@ -11,7 +11,9 @@ import type { AgentResult } from "../../src/core/types.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 import { killUnder } from "../helpers/procs.js";
 
-const SCRIPT: Script = { conversations: [{ name: "slow", match: "MARK-MOVE", steps: [{ text: "still thinking", delayMs: 120_000 }] }] };
+const SCRIPT: Script = {
+  conversations: [{ name: "slow", match: "MARK-MOVE", steps: [{ text: "still thinking", delayMs: 120_000 }] }],
+};
 
 let shared: Shared;
 before(async () => {
@@ -43,14 +45,26 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
 
     const cli = await cliClient(home);
     clients.push(cli);
-    const { taskId } = await a.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-MOVE wait", isolated: true });
-    await until("A's task running", async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000);
+    const { taskId } = await a.request<{ taskId: string }>("task.spawn", {
+      model: shared.modelName,
+      cwd: repo,
+      prompt: "MARK-MOVE wait",
+      isolated: true,
+    });
+    await until(
+      "A's task running",
+      async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined),
+      60_000,
+    );
 
     const thief = await owner("0b0b0b0b-owner-b");
     await assert.rejects(thief.request("owner.move", { fromOwnerId: idA }), notOwner);
     await assert.rejects(thief.request("owner.move", { fromOwnerId: idA, secret: "0".repeat(64) }), notOwner);
     // An owner that was never issued a secret cannot be moved either.
-    await assert.rejects(thief.request("owner.move", { fromOwnerId: "never-attached", secret: first.secret }), notOwner);
+    await assert.rejects(
+      thief.request("owner.move", { fromOwnerId: "never-attached", secret: first.secret }),
+      notOwner,
+    );
     assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, idA, "nothing moved");
 
     assert.match(first.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the secret");

@@ -43,7 +43,10 @@ after(async () => {
 const code = (c: string) => (e: DshError) => e.code === c && e.message.length > 0;
 type Ev = { type: string };
 const journal = (home: string, id: string): Ev[] =>
-  readFileSync(join(home, "tasks", id, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Ev);
+  readFileSync(join(home, "tasks", id, "events.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Ev);
 
 test("owner B is refused on owner A's running task (respond, close, abort, spawn as A, A's child hello); A's task completes untouched", async () => {
   const dir = join(shared.dir, "o");
@@ -58,31 +61,67 @@ test("owner B is refused on owner A's running task (respond, close, abort, spawn
     const b = await connect(home, { kind: "owner", ownerId: idB, timeoutMs: 120_000 });
     const cli = await cliClient(home);
     clients.push(a, b, cli);
-    const { taskId } = await a.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-OWNER-A go", isolated: true });
-    const { taskId: taskB } = await b.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-OWNER-B go", isolated: true });
-    await until("A running", async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined), 60_000);
+    const { taskId } = await a.request<{ taskId: string }>("task.spawn", {
+      model: shared.modelName,
+      cwd: repo,
+      prompt: "MARK-OWNER-A go",
+      isolated: true,
+    });
+    const { taskId: taskB } = await b.request<{ taskId: string }>("task.spawn", {
+      model: shared.modelName,
+      cwd: repo,
+      prompt: "MARK-OWNER-B go",
+      isolated: true,
+    });
+    await until(
+      "A running",
+      async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined),
+      60_000,
+    );
 
     await assert.rejects(b.request("task.respond", { taskId, message: "hijack" }), code("NOT_OWNER"));
     await assert.rejects(b.request("task.close", { taskId }), code("NOT_OWNER"));
-    await assert.rejects(b.request("task.spawn", { model: shared.modelName, cwd: repo, prompt: "x", owner: idA }), code("NOT_OWNER"));
+    await assert.rejects(
+      b.request("task.spawn", { model: shared.modelName, cwd: repo, prompt: "x", owner: idA }),
+      code("NOT_OWNER"),
+    );
     const missing = "t000000000zz";
-    const mixed = await b.request<{ aborted_ids: string[]; foreign_ids: string[]; missing_ids: string[] }>("task.abort", { taskIds: [taskId, missing] });
+    const mixed = await b.request<{ aborted_ids: string[]; foreign_ids: string[]; missing_ids: string[] }>(
+      "task.abort",
+      { taskIds: [taskId, missing] },
+    );
     assert.deepEqual(mixed, { aborted_ids: [], foreign_ids: [taskId], missing_ids: [missing] });
     // "all" means B's own tasks: naming A as owner changes nothing on an owner connection.
-    const all = await b.request<{ aborted_ids: string[]; foreign_ids: string[] }>("task.abort", { all: true, owner: idA });
+    const all = await b.request<{ aborted_ids: string[]; foreign_ids: string[] }>("task.abort", {
+      all: true,
+      owner: idA,
+    });
     assert.deepEqual(all.aborted_ids, [taskB], JSON.stringify(all));
     // B's child token (read from B's own record) does not open A's task.
-    const tokenB = (JSON.parse(readFileSync(join(home, "tasks", taskB, "task.json"), "utf8")) as { token: string }).token;
+    const tokenB = (JSON.parse(readFileSync(join(home, "tasks", taskB, "task.json"), "utf8")) as { token: string })
+      .token;
     await assert.rejects(connect(home, { kind: "child", taskId, token: tokenB }), code("UNAUTHORIZED"));
 
-    const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+    const w = await cli.request<{ results: AgentResult[] }>(
+      "task.wait",
+      { taskIds: [taskId], timeoutMs: 90_000 },
+      { timeoutMs: 95_000 },
+    );
     const r = w.results[0]!;
     assert.equal(r.status, "completed", JSON.stringify(r));
     const types = journal(home, taskId).map((e) => e.type);
-    for (const t of ["respond", "interrupted", "closed"]) assert.ok(!types.includes(t), `A's journal has no ${t}: ${types.join(",")}`);
-    assert.ok(!JSON.stringify(shared.model.requests().map((q) => q.body)).includes("hijack"), "B's follow-up never reached the model");
+    for (const t of ["respond", "interrupted", "closed"])
+      assert.ok(!types.includes(t), `A's journal has no ${t}: ${types.join(",")}`);
+    assert.ok(
+      !JSON.stringify(shared.model.requests().map((q) => q.body)).includes("hijack"),
+      "B's follow-up never reached the model",
+    );
     // A's delivery went to A only.
-    await until("A's delivery queued", () => (existsSync(join(home, "owners", idA, "outbox.jsonl")) ? true : undefined), 30_000);
+    await until(
+      "A's delivery queued",
+      () => (existsSync(join(home, "owners", idA, "outbox.jsonl")) ? true : undefined),
+      30_000,
+    );
     assert.match(readFileSync(join(home, "owners", idA, "outbox.jsonl"), "utf8"), new RegExp(taskId));
     const outB = join(home, "owners", idB, "outbox.jsonl");
     assert.ok(!existsSync(outB) || !readFileSync(outB, "utf8").includes(taskId), "B got no delivery of A's task");

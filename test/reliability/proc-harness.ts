@@ -25,7 +25,10 @@ export async function startShared(script: Script, prefix = "dsh-rel-"): Promise<
   const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
   const agent = preparePiAgentDir(dir, model.url);
   return {
-    dir, model, modelName: agent.model, childEnv: agent.env,
+    dir,
+    model,
+    modelName: agent.model,
+    childEnv: agent.env,
     async close() {
       await model.close();
       rmSync(dir, { recursive: true, force: true });
@@ -46,11 +49,19 @@ export interface DaemonProc {
 }
 
 /** Start a daemon process on `home`; resolves once it serves the socket (or rejects with its stderr). */
-export async function startDaemonProc(home: string, childEnv: Record<string, string>, opts: { env?: Record<string, string>; config?: object } = {}): Promise<DaemonProc> {
-  const proc = spawn(process.execPath, [DAEMON_PROC, home, JSON.stringify(childEnv), JSON.stringify(opts.config ?? {})], {
-    env: { ...process.env, ...(opts.env ?? {}) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+export async function startDaemonProc(
+  home: string,
+  childEnv: Record<string, string>,
+  opts: { env?: Record<string, string>; config?: object } = {},
+): Promise<DaemonProc> {
+  const proc = spawn(
+    process.execPath,
+    [DAEMON_PROC, home, JSON.stringify(childEnv), JSON.stringify(opts.config ?? {})],
+    {
+      env: { ...process.env, ...(opts.env ?? {}) },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let err = "";
   proc.stderr!.on("data", (d) => (err += d));
   const exited = new Promise<string>((resolve) => proc.on("exit", (code, sig) => resolve(sig ?? String(code))));
@@ -81,7 +92,11 @@ export function alive(pid: number): boolean {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

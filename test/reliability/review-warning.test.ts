@@ -46,8 +46,17 @@ test("a reviewer that edits an already-dirty file is named for it; every name ap
   try {
     const cli = await cliClient(home);
     try {
-      const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-REVIEW look at it", role: "reviewer" });
-      const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+      const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+        model: shared.modelName,
+        cwd: repo,
+        prompt: "MARK-REVIEW look at it",
+        role: "reviewer",
+      });
+      const w = await cli.request<{ results: AgentResult[] }>(
+        "task.wait",
+        { taskIds: [taskId], timeoutMs: 90_000 },
+        { timeoutMs: 95_000 },
+      );
       const r = w.results[0]!;
       assert.equal(r.status, "completed", JSON.stringify(r));
       assert.match(git(repo, "status", "--porcelain"), /feature\.txt/);

@@ -11,7 +11,15 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { killUnder, processesUnder } from "../helpers/procs.js";
-import { cliClient, makeRepo, startDaemonProc, startShared, until, type DaemonProc, type Shared } from "./proc-harness.js";
+import {
+  cliClient,
+  makeRepo,
+  startDaemonProc,
+  startShared,
+  until,
+  type DaemonProc,
+  type Shared,
+} from "./proc-harness.js";
 
 const SCRIPT: Script = {
   conversations: [
@@ -20,7 +28,16 @@ const SCRIPT: Script = {
       match: "MARK-SECRET",
       steps: [
         // Proves the child really holds the keys (so a leak had something to leak) without printing them.
-        { toolCalls: [{ name: "bash", arguments: { command: 'test -n "$OPENAI_API_KEY" && test -n "$DSH_TEST_CHILD_API_KEY" && echo KEYS-PRESENT-IN-CHILD' } }] },
+        {
+          toolCalls: [
+            {
+              name: "bash",
+              arguments: {
+                command: 'test -n "$OPENAI_API_KEY" && test -n "$DSH_TEST_CHILD_API_KEY" && echo KEYS-PRESENT-IN-CHILD',
+              },
+            },
+          ],
+        },
         { toolCalls: [{ name: "write", arguments: { path: "note.txt", content: "done\n" } }] },
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "wrote note.txt" } }] },
         { text: "all done" },
@@ -60,17 +77,34 @@ function assertClean(what: string, text: string): void {
 }
 
 async function oneTask(home: string, repo: string, ownerId: string, level: string | undefined): Promise<string> {
-  const d: DaemonProc = await startDaemonProc(home, { ...shared.childEnv, ...CHILD_SECRET }, {
-    env: { ...SECRETS, ...(level ? { DSH_HERDR_LOG_LEVEL: level } : {}) },
-  });
+  const d: DaemonProc = await startDaemonProc(
+    home,
+    { ...shared.childEnv, ...CHILD_SECRET },
+    {
+      env: { ...SECRETS, ...(level ? { DSH_HERDR_LOG_LEVEL: level } : {}) },
+    },
+  );
   const owner: DaemonClient = await connect(home, { kind: "owner", ownerId, timeoutMs: 120_000 });
   const cli = await cliClient(home);
   try {
     await owner.request("owner.attach", {});
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: `MARK-SECRET ${level ?? "info"}`, isolated: true });
-    const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+      model: shared.modelName,
+      cwd: repo,
+      prompt: `MARK-SECRET ${level ?? "info"}`,
+      isolated: true,
+    });
+    const w = await cli.request<{ results: AgentResult[] }>(
+      "task.wait",
+      { taskIds: [taskId], timeoutMs: 90_000 },
+      { timeoutMs: 95_000 },
+    );
     assert.equal(w.results[0]?.status, "completed", JSON.stringify(w.results[0]));
-    assert.match(readFileSync(join(home, "tasks", taskId, "session.jsonl"), "utf8"), /KEYS-PRESENT-IN-CHILD/, "the child ran with the keys");
+    assert.match(
+      readFileSync(join(home, "tasks", taskId, "session.jsonl"), "utf8"),
+      /KEYS-PRESENT-IN-CHILD/,
+      "the child ran with the keys",
+    );
     assertClean("task.get", JSON.stringify(await owner.request("task.get", { taskId })));
     assertClean("task.list", JSON.stringify(await cli.request("task.list", { statuses: undefined })));
     assertClean("task.wait", JSON.stringify(w));
@@ -98,11 +132,19 @@ test("API keys in the daemon's and the children's env appear in no log, task fil
   ids.push(await oneTask(home, repo, ownerId, "debug"));
   const log = readFileSync(join(home, "daemon.log"), "utf8");
   assert.doesNotMatch(infoLog, /launching child/, "the default level keeps debug lines out");
-  assert.match(log.slice(infoLog.length), /"level":20,.*"launching child"/, "the second run logged the launch at debug level");
+  assert.match(
+    log.slice(infoLog.length),
+    /"level":20,.*"launching child"/,
+    "the second run logged the launch at debug level",
+  );
   assertClean("daemon.log", log);
   for (const id of ids) {
     const files = filesUnder(join(home, "tasks", id));
-    for (const f of ["task.json", "events.jsonl", "prompt.md", "result.json", "result.md"]) assert.ok(files.some((p) => p.endsWith(`/${f}`)), `${id} has ${f}`);
+    for (const f of ["task.json", "events.jsonl", "prompt.md", "result.json", "result.md"])
+      assert.ok(
+        files.some((p) => p.endsWith(`/${f}`)),
+        `${id} has ${f}`,
+      );
     for (const f of files) assertClean(f, readFileSync(f, "utf8"));
   }
   const outbox = join(home, "owners", ownerId, "outbox.jsonl");

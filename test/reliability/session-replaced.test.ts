@@ -17,7 +17,10 @@ const conversation = (mark: string) => ({
   steps: [
     { toolCalls: [{ name: "write", arguments: { path: `${mark}.txt`, content: "one\n" } }] },
     // The test swaps the file during this delay (pi writes nothing while it waits on the model).
-    { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: `${mark} reported` } }], delayMs: 6000 },
+    {
+      toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: `${mark} reported` } }],
+      delayMs: 6000,
+    },
     { text: `${mark} done` },
   ],
 });
@@ -35,9 +38,18 @@ after(async () => {
 
 type Line = { type: string; message?: { role?: string; content?: { type: string }[] } };
 function usageOfFile(path: string): { assistant: number; toolCalls: number } {
-  const lines = readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Line);
+  const lines = readFileSync(path, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Line);
   const assistants = lines.filter((l) => l.type === "message" && l.message?.role === "assistant");
-  return { assistant: assistants.length, toolCalls: assistants.reduce((n, a) => n + (a.message?.content ?? []).filter((b) => b.type === "toolCall").length, 0) };
+  return {
+    assistant: assistants.length,
+    toolCalls: assistants.reduce(
+      (n, a) => n + (a.message?.content ?? []).filter((b) => b.type === "toolCall").length,
+      0,
+    ),
+  };
 }
 
 for (const how of ["truncate", "replace"] as const) {
@@ -49,16 +61,25 @@ for (const how of ["truncate", "replace"] as const) {
     const cli = await cliClient(home);
     try {
       const mark = how === "truncate" ? "MARK-TRUNCATE" : "MARK-REPLACE";
-      const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: `${mark} go`, isolated: true });
+      const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+        model: shared.modelName,
+        cwd: repo,
+        prompt: `${mark} go`,
+        isolated: true,
+      });
       const sessionPath = (await cli.request<AgentResult>("task.get", { taskId })).sessionPath!;
       // The write's tool result is in the file: pi now waits (6 s) for the model's next answer.
-      await until("the first tool result in the session", () => {
-        try {
-          return readFileSync(sessionPath, "utf8").includes('"role":"toolResult"') ? true : undefined;
-        } catch {
-          return undefined;
-        }
-      }, 60_000);
+      await until(
+        "the first tool result in the session",
+        () => {
+          try {
+            return readFileSync(sessionPath, "utf8").includes('"role":"toolResult"') ? true : undefined;
+          } catch {
+            return undefined;
+          }
+        },
+        60_000,
+      );
       const text = readFileSync(sessionPath, "utf8");
       const header = text.slice(0, text.indexOf("\n") + 1);
       const inode = statSync(sessionPath).ino;
@@ -66,15 +87,30 @@ for (const how of ["truncate", "replace"] as const) {
         truncateSync(sessionPath, header.length);
       } else {
         // Same entries after a long extra line: bytes at the old offset are now mid-line.
-        const pad = JSON.stringify({ type: "custom", customType: "rotation-note", data: { note: "x".repeat(4096) }, id: "feedbeef", parentId: null, timestamp: new Date().toISOString() }) + "\n";
+        const pad =
+          JSON.stringify({
+            type: "custom",
+            customType: "rotation-note",
+            data: { note: "x".repeat(4096) },
+            id: "feedbeef",
+            parentId: null,
+            timestamp: new Date().toISOString(),
+          }) + "\n";
         writeFileSync(`${sessionPath}.new`, header + pad + text.slice(header.length));
         renameSync(`${sessionPath}.new`, sessionPath);
         assert.notEqual(statSync(sessionPath).ino, inode);
       }
-      const w = await cli.request<{ results: AgentResult[] }>("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+      const w = await cli.request<{ results: AgentResult[] }>(
+        "task.wait",
+        { taskIds: [taskId], timeoutMs: 90_000 },
+        { timeoutMs: 95_000 },
+      );
       const r = w.results[0]!;
       assert.equal(r.status, "completed", JSON.stringify(r));
-      assert.ok((r.warnings ?? []).some((x) => /session file was truncated or replaced mid-task/.test(x)), JSON.stringify(r.warnings));
+      assert.ok(
+        (r.warnings ?? []).some((x) => /session file was truncated or replaced mid-task/.test(x)),
+        JSON.stringify(r.warnings),
+      );
       assert.ok(!(r.warnings ?? []).some((x) => /invalid line/.test(x)), JSON.stringify(r.warnings));
       const inFile = usageOfFile(sessionPath);
       assert.equal(r.usage?.assistant, inFile.assistant, JSON.stringify({ usage: r.usage, inFile }));

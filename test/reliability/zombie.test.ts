@@ -40,24 +40,39 @@ test("a SIGKILLed daemon left a zombie: kill(pid, 0) succeeds on it, and a new d
   const home = join(dir, "home");
   // sh starts the daemon in the background, then becomes `sleep`, which never reaps it.
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const sh = spawn("sh", ["-c", `${q(process.execPath)} ${q(DAEMON_PROC)} ${q(home)} '{}' '{"enabled":false}' >/dev/null 2>&1 & exec sleep 600`], { stdio: "ignore" });
+  const sh = spawn(
+    "sh",
+    [
+      "-c",
+      `${q(process.execPath)} ${q(DAEMON_PROC)} ${q(home)} '{}' '{"enabled":false}' >/dev/null 2>&1 & exec sleep 600`,
+    ],
+    { stdio: "ignore" },
+  );
   parents.push(sh.pid!);
-  const pid = await until("the first daemon's pid file", () => {
-    try {
-      const n = Number.parseInt(readFileSync(join(home, "daemon.pid"), "utf8"), 10);
-      return n > 0 ? n : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 60_000);
-  await until("the first daemon serves", async () => {
-    try {
-      (await cliClient(home)).close();
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 60_000);
+  const pid = await until(
+    "the first daemon's pid file",
+    () => {
+      try {
+        const n = Number.parseInt(readFileSync(join(home, "daemon.pid"), "utf8"), 10);
+        return n > 0 ? n : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    60_000,
+  );
+  await until(
+    "the first daemon serves",
+    async () => {
+      try {
+        (await cliClient(home)).close();
+        return true;
+      } catch {
+        return undefined;
+      }
+    },
+    60_000,
+  );
   process.kill(pid, "SIGKILL");
   await until("the killed daemon is a zombie", () => (stateOf(pid) === "Z" ? true : undefined), 30_000);
   assert.doesNotThrow(() => process.kill(pid, 0), "the zombie answers kill(pid, 0)");
@@ -83,7 +98,10 @@ test("a SIGKILLed daemon left a zombie: kill(pid, 0) succeeds on it, and a new d
 test("a failed start quotes only its own log lines, not an older run's", async () => {
   const home = join(dir, "home-badcfg");
   mkdirSync(home, { recursive: true, mode: 0o700 });
-  appendFileSync(join(home, "daemon.log"), ["OLD-RUN line one", "OLD-RUN line two", "OLD-RUN line three", ""].join("\n"));
+  appendFileSync(
+    join(home, "daemon.log"),
+    ["OLD-RUN line one", "OLD-RUN line two", "OLD-RUN line three", ""].join("\n"),
+  );
   writeFileSync(join(home, "config.json"), '{"maxParallelAgents": "lots"}');
   const err = await startDaemon(home, { timeoutMs: 60_000 }).then(
     () => assert.fail("the start should fail on the bad config"),

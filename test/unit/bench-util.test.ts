@@ -13,10 +13,28 @@ test("percentile uses the nearest rank and ignores input order", () => {
 });
 
 test("figureLine reads the ratio as times better than the baseline, both directions, and flags a missed target", () => {
-  const lat = figureLine({ name: "x", value: 25, unit: "ms", baselineName: "poll", baseline: 250, better: "lower", target: "< 50 ms", met: true });
+  const lat = figureLine({
+    name: "x",
+    value: 25,
+    unit: "ms",
+    baselineName: "poll",
+    baseline: 250,
+    better: "lower",
+    target: "< 50 ms",
+    met: true,
+  });
   assert.match(lat, /ratio 10x \(lower is better\)/);
   assert.match(lat, /target < 50 ms: met/);
-  const thr = figureLine({ name: "y", value: 50, unit: "MB/s", baselineName: "wc", baseline: 200, better: "higher", target: "t", met: false });
+  const thr = figureLine({
+    name: "y",
+    value: 50,
+    unit: "MB/s",
+    baselineName: "wc",
+    baseline: 200,
+    better: "higher",
+    target: "t",
+    met: false,
+  });
   assert.match(thr, /ratio 0\.25x/);
   assert.match(thr, /MISSED/);
 });

@@ -18,15 +18,28 @@ function result(over: Partial<AgentResult> = {}): AgentResult {
     taskId: "tmg3k2a1b2c3",
     status: "completed",
     role: "reviewer",
-    agent: { name: "review-grok4-7-a1b2", kind: "pi", model: "xai/grok-4.7", thinking: "high", paneId: "wV:p12", tabId: "wV:t6", runtime: "herdr" },
+    agent: {
+      name: "review-grok4-7-a1b2",
+      kind: "pi",
+      model: "xai/grok-4.7",
+      thinking: "high",
+      paneId: "wV:p12",
+      tabId: "wV:t6",
+      runtime: "herdr",
+    },
     herdrStatus: "done",
     sessionPath: "/home/u/.pi/agent/sessions/x.jsonl",
     summary: "2 majors, 1 minor",
     finalMessage: "[MAJOR] src/auth.ts:42 — token compared with ==",
     diff: {
-      baselineHead: "abc", stat: " src/a.ts | 3 ++-\n 4 files changed, 120 insertions(+), 18 deletions(-)\n",
-      files: ["a", "b", "c"], untracked: ["d"], patchPath: "/home/u/.dsh/herdr/tasks/tmg3k2a1b2c3/diff.patch",
-      patchBytes: 900, truncated: false, dirtyAtStart: [],
+      baselineHead: "abc",
+      stat: " src/a.ts | 3 ++-\n 4 files changed, 120 insertions(+), 18 deletions(-)\n",
+      files: ["a", "b", "c"],
+      untracked: ["d"],
+      patchPath: "/home/u/.dsh/herdr/tasks/tmg3k2a1b2c3/diff.patch",
+      patchBytes: 900,
+      truncated: false,
+      dirtyAtStart: [],
     },
     timing: { createdAt: 1_760_000_000_000, settledAt: 1_760_000_042_000, elapsedMs: 42_000 },
     nextAction: "none",
@@ -44,11 +57,14 @@ test("parseDuration accepts 90s, 5m, 1h30m, 250ms and plain ms", () => {
 
 test("parseDuration rejects garbage as a usage error naming the accepted forms", () => {
   for (const bad of ["", "5 minutes", "m5", "-3s", "5x"]) {
-    assert.throws(() => parseDuration(bad, "--timeout"), (e: DshError) => {
-      assert.equal(exitCodeForError(e), 2);
-      assert.match(e.message, /--timeout.*90s, 5m/);
-      return true;
-    });
+    assert.throws(
+      () => parseDuration(bad, "--timeout"),
+      (e: DshError) => {
+        assert.equal(exitCodeForError(e), 2);
+        assert.match(e.message, /--timeout.*90s, 5m/);
+        return true;
+      },
+    );
   }
 });
 
@@ -63,9 +79,18 @@ test("resolveTaskId: exact, unique prefix, ambiguous, unknown with closest", () 
   const ids = ["tmg3k2a1b2c3", "tmg3zzzzzzzz", "tk81aaaaaaaa"];
   assert.equal(resolveTaskId("tk8", ids), "tk81aaaaaaaa");
   assert.equal(resolveTaskId("TMG3K2A1B2C3", ids), "tmg3k2a1b2c3");
-  assert.throws(() => resolveTaskId("tmg3", ids), (e: DshError) => e.code === "BAD_TASK_ID" && /2 tasks/.test(e.message));
-  assert.throws(() => resolveTaskId("tk82", ids), (e: DshError) => e.code === "TASK_NOT_FOUND" && /Closest: tk81aaaaaaaa/.test(e.message));
-  assert.throws(() => resolveTaskId("tx", []), (e: DshError) => e.code === "TASK_NOT_FOUND" && /no tasks yet/.test(e.message));
+  assert.throws(
+    () => resolveTaskId("tmg3", ids),
+    (e: DshError) => e.code === "BAD_TASK_ID" && /2 tasks/.test(e.message),
+  );
+  assert.throws(
+    () => resolveTaskId("tk82", ids),
+    (e: DshError) => e.code === "TASK_NOT_FOUND" && /Closest: tk81aaaaaaaa/.test(e.message),
+  );
+  assert.throws(
+    () => resolveTaskId("tx", []),
+    (e: DshError) => e.code === "TASK_NOT_FOUND" && /no tasks yet/.test(e.message),
+  );
   assert.deepEqual(closestIds("tmg3k2a1b2c4", ids, 1), ["tmg3k2a1b2c3"]);
 });
 
@@ -91,11 +116,18 @@ test("renderCard follows the original plugin's card layout", () => {
 });
 
 test("renderCard shows the error, warnings, next action and headless pid", () => {
-  const card = renderCard(result({
-    status: "failed", nextAction: "inspect", error: { code: "AGENT_STALLED", message: "no turn started" },
-    warnings: ["empty harvest"], agent: { name: "worker-x", kind: "pi", model: "m", thinking: "off", runtime: "headless", runtimeId: "4242" },
-    diff: undefined, finalMessage: undefined,
-  }), home);
+  const card = renderCard(
+    result({
+      status: "failed",
+      nextAction: "inspect",
+      error: { code: "AGENT_STALLED", message: "no turn started" },
+      warnings: ["empty harvest"],
+      agent: { name: "worker-x", kind: "pi", model: "m", thinking: "off", runtime: "headless", runtimeId: "4242" },
+      diff: undefined,
+      finalMessage: undefined,
+    }),
+    home,
+  );
   assert.match(card, /^\[headless\] reviewer pi \(m · off\) → failed$/m);
   assert.match(card, /· pid 4242$/m);
   assert.match(card, /^error: AGENT_STALLED: no turn started$/m);
@@ -106,7 +138,19 @@ test("renderCard shows the error, warnings, next action and headless pid", () =>
 
 test("renderTable aligns columns and cuts lines to the terminal width", () => {
   const now = 1_760_000_000_000 + 5 * 60_000;
-  const lines = renderTable([result(), result({ taskId: "tk81aaaaaaaa", status: "running", worktree: { path: "/home/u/.dsh/herdr/worktrees/api-tk81", branch: "dsh/tk81", repo: "/r", base: "HEAD" } })], now, 200, home);
+  const lines = renderTable(
+    [
+      result(),
+      result({
+        taskId: "tk81aaaaaaaa",
+        status: "running",
+        worktree: { path: "/home/u/.dsh/herdr/worktrees/api-tk81", branch: "dsh/tk81", repo: "/r", base: "HEAD" },
+      }),
+    ],
+    now,
+    200,
+    home,
+  );
   assert.match(lines[0] ?? "", /^ID\s+AGENT\s+ROLE\s+STATUS\s+AGE\s+RUNTIME\s+BRIEF\s+CWD$/);
   assert.match(lines[1] ?? "", /^tmg3k2a1b2c3\s+review-grok4-7-a1b2\s+reviewer\s+completed\s+5m\s+herdr\s+-\s+-$/);
   assert.match(lines[2] ?? "", /running .*~\/\.dsh\/herdr\/worktrees\/api-tk81$/);
@@ -125,21 +169,34 @@ test("LiveBlock rewrites the previous block in place instead of appending", () =
 });
 
 test("renderCard prints the crew_report report, and the final message only when it adds something", () => {
-  const withReport = result({ result: { path: "/r/result.md", text: "Wrote docs/usage.md.", meta: {} }, finalMessage: "Reported." });
+  const withReport = result({
+    result: { path: "/r/result.md", text: "Wrote docs/usage.md.", meta: {} },
+    finalMessage: "Reported.",
+  });
   const card = renderCard(withReport, home);
   assert.match(card, /^--- report ---\nWrote docs\/usage\.md\.\n--- final message ---\nReported\.\n$/m);
-  const same = renderCard(result({ result: { path: "/r/result.md", text: "Same text.", meta: {} }, finalMessage: "Same text." }), home);
+  const same = renderCard(
+    result({ result: { path: "/r/result.md", text: "Same text.", meta: {} }, finalMessage: "Same text." }),
+    home,
+  );
   assert.equal(same.match(/^--- /gm)?.length, 1, "one section when report and final message agree");
   assert.match(same, /^--- final message ---\nSame text\.$/m);
   // A crew_report cycle: result.md (with its frontmatter) holds the report and the final message is that report.
-  const reported = renderCard(result({ result: { path: "/r/result.md", text: "Done.", meta: { status: "completed" } }, finalMessage: "Done." }), home);
+  const reported = renderCard(
+    result({ result: { path: "/r/result.md", text: "Done.", meta: { status: "completed" } }, finalMessage: "Done." }),
+    home,
+  );
   assert.equal(reported.match(/^--- /gm)?.length, 1, "one section for a reported cycle");
   assert.match(reported, /^--- report ---\nDone\.$/m);
 });
 
 test("renderTable measures wide briefs in terminal columns and colours statuses only when asked", () => {
   const now = 1_760_000_000_000 + 5 * 60_000;
-  const rows = [result({ brief: "重试与抖动" }), result({ taskId: "tk81aaaaaaaa", brief: "emoji 🚀 ok", status: "failed" }), result({ taskId: "tk82aaaaaaaa", brief: "plain" })];
+  const rows = [
+    result({ brief: "重试与抖动" }),
+    result({ taskId: "tk81aaaaaaaa", brief: "emoji 🚀 ok", status: "failed" }),
+    result({ taskId: "tk82aaaaaaaa", brief: "plain" }),
+  ];
   const lines = renderTable(rows, now, 200, home);
   // The CWD column starts at the same terminal column on every line, whatever the brief's characters.
   const cwdCol = (l: string) => stringWidth(l.slice(0, l.lastIndexOf(" -") + 1));
@@ -162,13 +219,28 @@ test("resolveTaskId: a unique suffix, the agent name, and an ambiguous input lis
   assert.equal(resolveTaskId("review-grok-vzzn", known), "tmx4irfkvzzn");
   // A name whose task has no recorded name still resolves by its trailing suffix.
   assert.equal(resolveTaskId("worker-model-aazn", known), "tmx4irfkaazn");
-  assert.throws(() => resolveTaskId("zn", known), (e: DshError) =>
-    e.code === "BAD_TASK_ID" && /matches 2 tasks/.test(e.message) && /tmx4irfkvzzn {2}review-grok-vzzn {2}重试/.test(e.message) && /tmx4irfkaazn/.test(e.message) && !/41hs/.test(e.message));
-  assert.throws(() => resolveTaskId("qqqq", known), (e: DshError) => e.code === "TASK_NOT_FOUND");
+  assert.throws(
+    () => resolveTaskId("zn", known),
+    (e: DshError) =>
+      e.code === "BAD_TASK_ID" &&
+      /matches 2 tasks/.test(e.message) &&
+      /tmx4irfkvzzn {2}review-grok-vzzn {2}重试/.test(e.message) &&
+      /tmx4irfkaazn/.test(e.message) &&
+      !/41hs/.test(e.message),
+  );
+  assert.throws(
+    () => resolveTaskId("qqqq", known),
+    (e: DshError) => e.code === "TASK_NOT_FOUND",
+  );
 });
 
 test("inCliWords: a daemon's params.x message names the CLI flag and is a usage error", () => {
-  const e = inCliWords(new DshError("BAD_PARAMS", "task.spawn: params.timeoutMs must be >= 1000; fix the request (see docs/socket-protocol.md#taskspawn)"));
+  const e = inCliWords(
+    new DshError(
+      "BAD_PARAMS",
+      "task.spawn: params.timeoutMs must be >= 1000; fix the request (see docs/socket-protocol.md#taskspawn)",
+    ),
+  );
   assert.equal(e.message, "--timeout must be at least 1000 ms; see `dsh-herdr <command> --help`");
   assert.equal(e.details?.["usage"], true);
   const other = new DshError("BAD_PARAMS", "something else");

@@ -8,15 +8,18 @@ import { parseResultMd } from "../../src/core/result-md.js";
 import { SessionReader } from "../../src/core/session-reader.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
-const validate = new Ajv2020({ strict: true }).compile(JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")));
+const validate = new Ajv2020({ strict: true }).compile(
+  JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")),
+);
 
 // The tail of pi's real run (shared/reference/pi.md §1.4): a write tool call, then the final text.
-const SESSION = [
-  `{"type":"session","version":3,"id":"01a22ae8-a338-719c-ac94-168ce2f5e4fc","timestamp":"2026-11-30T05:23:38.937Z","cwd":"/home/dev/demo/work"}`,
-  `{"type":"message","id":"62f4f9f6","parentId":"98006b9d","timestamp":"2026-11-30T05:23:39.066Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"call_fake_1","name":"write","arguments":{"path":"hello.txt","content":"hi"}}],"usage":{"output":42},"stopReason":"toolUse","timestamp":1796016219000}}`,
-  `{"type":"message","id":"92fb7544","parentId":"13a07c17","timestamp":"2026-11-30T05:23:39.091Z","message":{"role":"assistant","content":[{"type":"text","text":"Done: wrote hello.txt (DONE-MARKER)"}],"usage":{"output":42},"stopReason":"stop","timestamp":1796016219078}}`,
-  "{broken",
-].join("\n") + "\n";
+const SESSION =
+  [
+    `{"type":"session","version":3,"id":"01a22ae8-a338-719c-ac94-168ce2f5e4fc","timestamp":"2026-11-30T05:23:38.937Z","cwd":"/home/dev/demo/work"}`,
+    `{"type":"message","id":"62f4f9f6","parentId":"98006b9d","timestamp":"2026-11-30T05:23:39.066Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"call_fake_1","name":"write","arguments":{"path":"hello.txt","content":"hi"}}],"usage":{"output":42},"stopReason":"toolUse","timestamp":1796016219000}}`,
+    `{"type":"message","id":"92fb7544","parentId":"13a07c17","timestamp":"2026-11-30T05:23:39.091Z","message":{"role":"assistant","content":[{"type":"text","text":"Done: wrote hello.txt (DONE-MARKER)"}],"usage":{"output":42},"stopReason":"stop","timestamp":1796016219078}}`,
+    "{broken",
+  ].join("\n") + "\n";
 
 function facts() {
   const r = new SessionReader();
@@ -25,18 +28,36 @@ function facts() {
 }
 
 const DIFF = {
-  baselineHead: "4b825dc642cb6eb9a060e54bf8d69288fbee4904", stat: " 1 file changed, 1 insertion(+)", files: ["hello.txt"],
-  untracked: [], patchPath: "/h/tasks/tmg3k2a1b2c3/diff.patch", patchBytes: 120, truncated: false, dirtyAtStart: [],
+  baselineHead: "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+  stat: " 1 file changed, 1 insertion(+)",
+  files: ["hello.txt"],
+  untracked: [],
+  patchPath: "/h/tasks/tmg3k2a1b2c3/diff.patch",
+  patchBytes: 120,
+  truncated: false,
+  dirtyAtStart: [],
 };
 
 function input(over: Partial<HarvestInput> = {}): HarvestInput {
   return {
-    taskId: "tmg3k2a1b2c3", role: "worker",
-    agent: { name: "worker-fake-b2c3", kind: "pi", model: "fake/fake-model", thinking: "off", runtime: "tmux", runtimeId: "%3" },
+    taskId: "tmg3k2a1b2c3",
+    role: "worker",
+    agent: {
+      name: "worker-fake-b2c3",
+      kind: "pi",
+      model: "fake/fake-model",
+      thinking: "off",
+      runtime: "tmux",
+      runtimeId: "%3",
+    },
     timing: { createdAt: 1000, promptedAt: 1500, settledAt: 43000 },
     raw: { external: false, runtime: "idle", sessionError: false },
-    sessionPath: "/s/x.jsonl", session: facts(), sessionChangedAfterPrompt: true, resultPath: "/h/tasks/tmg3k2a1b2c3/result.md",
-    diff: DIFF, settled: true,
+    sessionPath: "/s/x.jsonl",
+    session: facts(),
+    sessionChangedAfterPrompt: true,
+    resultPath: "/h/tasks/tmg3k2a1b2c3/result.md",
+    diff: DIFF,
+    settled: true,
     ...over,
   };
 }
@@ -48,7 +69,9 @@ function build(over: Partial<HarvestInput> = {}) {
 }
 
 test("with result.md: status, summary, text, tests and files come from the artifact; usage from the session", () => {
-  const md = parseResultMd("---\nstatus: completed\nsummary: wrote hello\ntests: none\nfiles: hello.txt\n---\nWrote it.\n");
+  const md = parseResultMd(
+    "---\nstatus: completed\nsummary: wrote hello\ntests: none\nfiles: hello.txt\n---\nWrote it.\n",
+  );
   const r = build({ resultMd: md, brief: "write hello", owner: "cli" });
   assert.equal(r.status, "completed");
   assert.equal(r.nextAction, "none");
@@ -87,12 +110,22 @@ test("result.md verdicts drive the status; a session error beats them", () => {
   assert.equal(blocked.status, "blocked");
   assert.equal(blocked.nextAction, "answer");
   assert.equal(build({ resultMd: parseResultMd("---\nstatus: failed\n---\nno") }).status, "failed");
-  const err = build({ raw: { external: false, runtime: "idle", sessionError: true }, resultMd: parseResultMd("---\nstatus: completed\n---\n"), error: { code: "INTERNAL", message: "x" } });
+  const err = build({
+    raw: { external: false, runtime: "idle", sessionError: true },
+    resultMd: parseResultMd("---\nstatus: completed\n---\n"),
+    error: { code: "INTERNAL", message: "x" },
+  });
   assert.equal(err.status, "failed");
   assert.equal(err.nextAction, "inspect");
   assert.deepEqual(err.error, { code: "INTERNAL", message: "x" });
   // an explicit raw.resultStatus (e.g. from crew_report) wins over the file
-  assert.equal(build({ raw: { external: false, runtime: "idle", sessionError: false, resultStatus: "blocked" }, resultMd: parseResultMd("---\nstatus: completed\n---\n") }).status, "blocked");
+  assert.equal(
+    build({
+      raw: { external: false, runtime: "idle", sessionError: false, resultStatus: "blocked" },
+      resultMd: parseResultMd("---\nstatus: completed\n---\n"),
+    }).status,
+    "blocked",
+  );
 });
 
 test("result.md problems surface as warnings, never as a failed harvest", () => {
@@ -110,19 +143,33 @@ test("reviewer that changed files is warned about", () => {
 });
 
 test("live snapshots: running and starting carry wait and no empty-harvest warning", () => {
-  const running = build({ raw: { external: false, runtime: "working", sessionError: false }, session: undefined, sessionChangedAfterPrompt: false, settled: undefined, timing: { createdAt: 1000 } });
+  const running = build({
+    raw: { external: false, runtime: "working", sessionError: false },
+    session: undefined,
+    sessionChangedAfterPrompt: false,
+    settled: undefined,
+    timing: { createdAt: 1000 },
+  });
   assert.equal(running.status, "running");
   assert.equal(running.nextAction, "wait");
   assert.equal(running.usage, undefined);
   assert.equal(running.warnings, undefined);
   assert.equal(running.timing.elapsedMs, undefined);
-  const starting = build({ raw: { external: false, runtime: "working", sessionError: false, lifecycle: "starting" }, session: undefined, settled: undefined });
+  const starting = build({
+    raw: { external: false, runtime: "working", sessionError: false, lifecycle: "starting" },
+    session: undefined,
+    settled: undefined,
+  });
   assert.equal(starting.status, "starting");
   assert.equal(starting.summary, "The child is starting.");
 });
 
 test("external records: idle, observational, no verdict warnings", () => {
-  const r = build({ raw: { external: true, runtime: "done", sessionError: true }, settled: undefined, diff: undefined });
+  const r = build({
+    raw: { external: true, runtime: "done", sessionError: true },
+    settled: undefined,
+    diff: undefined,
+  });
   assert.equal(r.status, "idle");
   assert.equal(r.nextAction, "none");
   assert.equal(r.warnings?.some((w) => w.startsWith("empty harvest")) ?? false, false);

@@ -1,13 +1,22 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { deriveStatus, nextActionFor, normalizeResultStatus, resultStatusWarning, type RawState } from "../../src/core/derive.js";
+import {
+  deriveStatus,
+  nextActionFor,
+  normalizeResultStatus,
+  resultStatusWarning,
+  type RawState,
+} from "../../src/core/derive.js";
 import type { AgentStatus, HerdrStatus } from "../../src/core/types.js";
 
 const base: RawState = { external: false, runtime: "idle", sessionError: false };
 
 test("flowchart: runtime state alone decides blocked, running and gone", () => {
   const cases: [HerdrStatus | "missing", AgentStatus][] = [
-    ["blocked", "blocked"], ["working", "running"], ["unknown", "running"], ["missing", "gone"],
+    ["blocked", "blocked"],
+    ["working", "running"],
+    ["unknown", "running"],
+    ["missing", "gone"],
   ];
   for (const [runtime, want] of cases) {
     // a session error or a result.md verdict does not matter until the agent is idle/done
@@ -59,10 +68,16 @@ test("lifecycle overrides win over every runtime state", () => {
 
 test("nextActionFor covers every status", () => {
   const want: Record<AgentStatus, string> = {
-    completed: "none", closed: "none", idle: "none",
-    starting: "wait", working: "wait", running: "wait",
+    completed: "none",
+    closed: "none",
+    idle: "none",
+    starting: "wait",
+    working: "wait",
+    running: "wait",
     blocked: "answer",
-    failed: "inspect", gone: "inspect", interrupted: "inspect",
+    failed: "inspect",
+    gone: "inspect",
+    interrupted: "inspect",
   };
   for (const [status, action] of Object.entries(want)) {
     assert.equal(nextActionFor(status as AgentStatus), action, status);

@@ -10,10 +10,15 @@ import { buildAgentResult } from "../../src/core/agent-result.js";
 import { parseResultMd } from "../../src/core/result-md.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
-const validate = new Ajv2020({ strict: true }).compile(JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")));
+const validate = new Ajv2020({ strict: true }).compile(
+  JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")),
+);
 
 type Line = "0.73" | "1.x";
-const LINES: { line: Line; dir: string }[] = [{ line: "0.73", dir: "" }, { line: "1.x", dir: "pi1" }];
+const LINES: { line: Line; dir: string }[] = [
+  { line: "0.73", dir: "" },
+  { line: "1.x", dir: "pi1" },
+];
 
 function readRecording(name: string, opts?: SessionReaderOptions, chunk = 4096) {
   const bytes = readFileSync(join(root, "fixtures", "sessions", name));
@@ -28,12 +33,23 @@ function readRecording(name: string, opts?: SessionReaderOptions, chunk = 4096) 
 function harvest(name: string, opts?: SessionReaderOptions, resultMd?: string) {
   const session = readRecording(name, opts);
   const result = buildAgentResult({
-    taskId: "tmg3k2a1b2c3", role: "worker",
-    agent: { name: "worker-scripted-b2c3", kind: "pi", model: "scripted/scripted-model", thinking: "off", runtime: "headless", runtimeId: "4242" },
+    taskId: "tmg3k2a1b2c3",
+    role: "worker",
+    agent: {
+      name: "worker-scripted-b2c3",
+      kind: "pi",
+      model: "scripted/scripted-model",
+      thinking: "off",
+      runtime: "headless",
+      runtimeId: "4242",
+    },
     timing: { createdAt: 1796017900000, promptedAt: 1796017900500, settledAt: 1796017960000 },
     raw: { external: false, runtime: session.cycleSettled ? "idle" : "working", sessionError: sessionErrorOf(session) },
-    sessionPath: `/tmp/dsh-fixture/${name}`, session, sessionChangedAfterPrompt: true,
-    resultPath: "/tmp/dsh-fixture/result.md", ...(resultMd === undefined ? {} : { resultMd: parseResultMd(resultMd) }),
+    sessionPath: `/tmp/dsh-fixture/${name}`,
+    session,
+    sessionChangedAfterPrompt: true,
+    resultPath: "/tmp/dsh-fixture/result.md",
+    ...(resultMd === undefined ? {} : { resultMd: parseResultMd(resultMd) }),
   });
   assert.ok(validate(result), JSON.stringify(validate.errors));
   return { session, result };
@@ -64,7 +80,10 @@ for (const { line, dir } of LINES) {
     const { session, result } = harvest(join(dir, "http-500-no-retry.jsonl"), { maxRetries: 0 });
     assert.equal(session.lastStopReason, "error");
     // pi's wording: 0.73 "500 scripted upstream failure", 1.x "500: {"message":"scripted upstream failure",...}".
-    assert.match(session.lastErrorMessage ?? "", line === "0.73" ? /^500 scripted upstream failure$/ : /^500: .*"scripted upstream failure"/);
+    assert.match(
+      session.lastErrorMessage ?? "",
+      line === "0.73" ? /^500 scripted upstream failure$/ : /^500: .*"scripted upstream failure"/,
+    );
     assert.deepEqual(session.usage, { assistant: 1, toolCalls: 0, outputTokens: 0 });
     assert.equal(result.status, "failed");
     assert.equal(result.nextAction, "inspect");
@@ -94,7 +113,9 @@ for (const { line, dir } of LINES) {
       }
       assert.equal(harvest(name).result.status, "failed");
       // Cut after the first error's omission: a retry is on its way.
-      const lines = readFileSync(join(root, "fixtures", "sessions", name), "utf8").trimEnd().split("\n");
+      const lines = readFileSync(join(root, "fixtures", "sessions", name), "utf8")
+        .trimEnd()
+        .split("\n");
       const cut = lines.findIndex((l) => JSON.parse(l).type === "context_edit");
       assert.ok(cut > 0, "the 1.x recording has the omission marker");
       const r = new SessionReader();
@@ -134,7 +155,10 @@ for (const { line, dir } of LINES) {
     assert.equal(session.lastMessageRole, "toolResult");
     assert.equal(session.terminatedBy, "crew_report");
     assert.equal(session.cycleSettled, true);
-    assert.deepEqual(session.lastToolCalls[0]?.arguments, { outcome: "completed", report: "## Report\n\nChecked the repo: all good." });
+    assert.deepEqual(session.lastToolCalls[0]?.arguments, {
+      outcome: "completed",
+      report: "## Report\n\nChecked the repo: all good.",
+    });
     assert.deepEqual(session.usage, { assistant: 2, toolCalls: 2, outputTokens: 40 });
     assert.equal(result.status, "completed");
     assert.equal(result.summary, "all good");

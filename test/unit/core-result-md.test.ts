@@ -17,14 +17,21 @@ Evidence: npm test.
 
 test("the spec's example: four meta keys, files split, body text", () => {
   const r = parseResultMd(SPEC_EXAMPLE);
-  assert.deepEqual(r.meta, { status: "completed", summary: "added retry with jitter", tests: "npm test (42 passed)", files: "src/http.ts, src/http.test.ts" });
+  assert.deepEqual(r.meta, {
+    status: "completed",
+    summary: "added retry with jitter",
+    tests: "npm test (42 passed)",
+    files: "src/http.ts, src/http.test.ts",
+  });
   assert.deepEqual(r.files, ["src/http.ts", "src/http.test.ts"]);
   assert.equal(r.body, "Retries now back off with jitter.\n\nEvidence: npm test.");
   assert.deepEqual(r.warnings, []);
 });
 
 test("unknown keys are ignored; scalars become strings; a files list is accepted; other non-scalars warn", () => {
-  const r = parseResultMd("---\nstatus: failed\nextra: {a: 1}\ntests: 42\nsummary: true\nfiles: [a.ts, ' b.ts ']\n---\nbody");
+  const r = parseResultMd(
+    "---\nstatus: failed\nextra: {a: 1}\ntests: 42\nsummary: true\nfiles: [a.ts, ' b.ts ']\n---\nbody",
+  );
   assert.deepEqual(r.meta, { status: "failed", tests: "42", summary: "true", files: "a.ts, b.ts" });
   assert.deepEqual(r.files, ["a.ts", "b.ts"]);
   assert.deepEqual(r.warnings, []);
@@ -89,18 +96,26 @@ test("renderResultMd reads back identically (property), including awkward values
     status: fc.constantFrom("completed", "failed", "blocked"),
     summary: fc.option(text, { nil: undefined }),
     tests: fc.option(text, { nil: undefined }),
-    files: fc.option(fc.array(fc.stringMatching(/^[a-z0-9/._-]{1,20}$/), { minLength: 1, maxLength: 4 }), { nil: undefined }),
+    files: fc.option(fc.array(fc.stringMatching(/^[a-z0-9/._-]{1,20}$/), { minLength: 1, maxLength: 4 }), {
+      nil: undefined,
+    }),
   });
-  fc.assert(fc.property(arb, text, (fields, body) => {
-    const back = parseResultMd(renderResultMd(fields, body));
-    assert.deepEqual(back.warnings, []);
-    assert.equal(back.meta.status, fields.status);
-    assert.equal(back.meta.summary, fields.summary?.trim());
-    assert.equal(back.meta.tests, fields.tests?.trim());
-    assert.deepEqual(back.files, fields.files);
-    assert.equal(back.body, normalizeBody(body));
-  }), { numRuns: 300 });
-  const tricky = renderResultMd({ status: "completed", summary: "a: b # not a comment\n---\nstill summary", tests: "123", files: "x.ts, y.ts" }, "---\nbody with a rule\n");
+  fc.assert(
+    fc.property(arb, text, (fields, body) => {
+      const back = parseResultMd(renderResultMd(fields, body));
+      assert.deepEqual(back.warnings, []);
+      assert.equal(back.meta.status, fields.status);
+      assert.equal(back.meta.summary, fields.summary?.trim());
+      assert.equal(back.meta.tests, fields.tests?.trim());
+      assert.deepEqual(back.files, fields.files);
+      assert.equal(back.body, normalizeBody(body));
+    }),
+    { numRuns: 300 },
+  );
+  const tricky = renderResultMd(
+    { status: "completed", summary: "a: b # not a comment\n---\nstill summary", tests: "123", files: "x.ts, y.ts" },
+    "---\nbody with a rule\n",
+  );
   const back = parseResultMd(tricky);
   assert.equal(back.meta.summary, "a: b # not a comment\n---\nstill summary");
   assert.equal(back.meta.tests, "123");

@@ -15,15 +15,32 @@ const PI_RUN = [
 const enc = (s: string) => new TextEncoder().encode(s);
 const file = (lines: string[]) => enc(lines.map((l) => l + "\n").join(""));
 
-function assistant(stopReason: string, opts: { text?: string; errorMessage?: string; output?: number; calls?: string[] } = {}): string {
+function assistant(
+  stopReason: string,
+  opts: { text?: string; errorMessage?: string; output?: number; calls?: string[] } = {},
+): string {
   const content: unknown[] = [];
   if (opts.text !== undefined) content.push({ type: "text", text: opts.text });
-  for (const id of opts.calls ?? []) content.push({ type: "toolCall", id, name: "bash", arguments: { command: "true" } });
-  const message: Record<string, unknown> = { role: "assistant", content, usage: { output: opts.output ?? 5 }, stopReason, timestamp: 1 };
+  for (const id of opts.calls ?? [])
+    content.push({ type: "toolCall", id, name: "bash", arguments: { command: "true" } });
+  const message: Record<string, unknown> = {
+    role: "assistant",
+    content,
+    usage: { output: opts.output ?? 5 },
+    stopReason,
+    timestamp: 1,
+  };
   if (opts.errorMessage !== undefined) message.errorMessage = opts.errorMessage;
   return JSON.stringify({ type: "message", id: "a", parentId: null, timestamp: "2026-11-30T05:23:40.000Z", message });
 }
-const user = (text: string) => JSON.stringify({ type: "message", id: "u", parentId: null, timestamp: "2026-11-30T05:23:41.000Z", message: { role: "user", content: text, timestamp: 1 } });
+const user = (text: string) =>
+  JSON.stringify({
+    type: "message",
+    id: "u",
+    parentId: null,
+    timestamp: "2026-11-30T05:23:41.000Z",
+    message: { role: "user", content: text, timestamp: 1 },
+  });
 const read = (lines: string[], opts = {}) => {
   const r = new SessionReader(opts);
   r.push(file(lines));
@@ -55,13 +72,17 @@ test("mid-run: a toolUse leaf lists its tool calls; their results are matched; t
   let f = r.facts();
   assert.equal(f.cycleSettled, false);
   assert.equal(f.lastStopReason, "toolUse");
-  assert.deepEqual(f.lastToolCalls, [{ id: "call_fake_1", name: "write", arguments: { path: "hello.txt", content: "hello from fake model\n" } }]);
+  assert.deepEqual(f.lastToolCalls, [
+    { id: "call_fake_1", name: "write", arguments: { path: "hello.txt", content: "hello from fake model\n" } },
+  ]);
   assert.deepEqual(f.lastToolResults, []);
   r.push(file(PI_RUN.slice(5, 6)));
   f = r.facts();
   assert.equal(f.lastMessageRole, "toolResult");
   assert.equal(f.cycleSettled, false);
-  assert.deepEqual(f.lastToolResults, [{ toolCallId: "call_fake_1", toolName: "write", isError: false, text: "Successfully wrote 22 bytes to hello.txt" }]);
+  assert.deepEqual(f.lastToolResults, [
+    { toolCallId: "call_fake_1", toolName: "write", isError: false, text: "Successfully wrote 22 bytes to hello.txt" },
+  ]);
 });
 
 test("chunked feed split at every byte boundary gives the same entries, with multi-byte UTF-8 intact", () => {
@@ -100,7 +121,13 @@ test("a partial last line is held back: offset counts complete lines only", () =
 
 test("invalid lines are skipped and counted; blank lines and CRLF are tolerated; unknown types and fields pass", () => {
   const lines = [
-    PI_RUN[0]!, "{not json", "[1,2]", `{"type":5}`, "null", "", "   ",
+    PI_RUN[0]!,
+    "{not json",
+    "[1,2]",
+    `{"type":5}`,
+    "null",
+    "",
+    "   ",
     `{"type":"future_entry_kind","id":"x","whatever":{"deep":[1]}}`,
     PI_RUN[3]!.replace(`"role":"user"`, `"role":"user","newField":true`) + "\r",
     assistant("stop", { text: "ok" }),
@@ -172,10 +199,19 @@ test("a non-retryable error is final at once; aborted and length settle the cycl
 });
 
 test("isRetryableError follows pi's pattern", () => {
-  for (const m of ["429 Too Many Requests", "503 Service Unavailable", "overloaded_error", "fetch failed", "Request timed out", "socket hang up", "Connection error."]) {
+  for (const m of [
+    "429 Too Many Requests",
+    "503 Service Unavailable",
+    "overloaded_error",
+    "fetch failed",
+    "Request timed out",
+    "socket hang up",
+    "Connection error.",
+  ]) {
     assert.equal(isRetryableError(m), true, m);
   }
-  for (const m of ["Provider finish_reason: content_filter", "401 Unauthorized", "", undefined]) assert.equal(isRetryableError(m), false, String(m));
+  for (const m of ["Provider finish_reason: content_filter", "401 Unauthorized", "", undefined])
+    assert.equal(isRetryableError(m), false, String(m));
 });
 
 test("cycles: a prompt after a settled cycle starts the next; per-cycle usage and text restart", () => {
@@ -187,7 +223,13 @@ test("cycles: a prompt after a settled cycle starts the next; per-cycle usage an
   assert.equal(f.cycleSettled, false);
   assert.equal(f.cycle.index, 2);
   assert.deepEqual(f.cycle.usage, { assistant: 0, toolCalls: 0, outputTokens: 0 });
-  r.push(file([assistant("toolUse", { calls: ["c1", "c2"], output: 7 }), user("steer: use vitest"), assistant("stop", { text: "\n\nAdded the test", output: 3 })]));
+  r.push(
+    file([
+      assistant("toolUse", { calls: ["c1", "c2"], output: 7 }),
+      user("steer: use vitest"),
+      assistant("stop", { text: "\n\nAdded the test", output: 3 }),
+    ]),
+  );
   f = r.facts();
   assert.equal(f.cycle.index, 2, "a steer mid-cycle does not start a new cycle");
   assert.deepEqual(f.cycle.usage, { assistant: 2, toolCalls: 2, outputTokens: 10 });

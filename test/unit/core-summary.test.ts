@@ -1,9 +1,21 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { collectWarnings, firstLine, pickSummary, porcelainPath, SUMMARY_MAX_CHARS, type WarningInput } from "../../src/core/summary.js";
+import {
+  collectWarnings,
+  firstLine,
+  pickSummary,
+  porcelainPath,
+  SUMMARY_MAX_CHARS,
+  type WarningInput,
+} from "../../src/core/summary.js";
 
 test("summary precedence: result.md summary → final message → body → status sentence", () => {
-  const all = { meta: { summary: "from meta" }, finalMessage: "from final\nmore", body: "from body", status: "completed" as const };
+  const all = {
+    meta: { summary: "from meta" },
+    finalMessage: "from final\nmore",
+    body: "from body",
+    status: "completed" as const,
+  };
   assert.equal(pickSummary(all), "from meta");
   assert.equal(pickSummary({ ...all, meta: { summary: "   " } }), "from final", "a blank meta summary is skipped");
   assert.equal(pickSummary({ ...all, meta: {} }), "from final");
@@ -23,7 +35,14 @@ test("summaries are one trimmed line, headings unmarked, capped", () => {
 });
 
 const w = (over: Partial<WarningInput>): string[] =>
-  collectWarnings({ role: "worker", session: "fresh", hasArtifact: true, hasFinalMessage: true, settled: true, ...over });
+  collectWarnings({
+    role: "worker",
+    session: "fresh",
+    hasArtifact: true,
+    hasFinalMessage: true,
+    settled: true,
+    ...over,
+  });
 
 test("no warnings for a clean worker harvest", () => {
   assert.deepEqual(w({ changedFiles: ["src/a.ts"] }), []);
@@ -43,7 +62,9 @@ test("empty harvest: settled with no artifact and no new final message", () => {
 });
 
 test("reviewer changed files, minus paths that were dirty at spawn", () => {
-  assert.deepEqual(w({ role: "reviewer", changedFiles: ["src/a.ts", "new.txt"], dirtyAtStart: [" M src/a.ts"] }), ["reviewer changed files: new.txt"]);
+  assert.deepEqual(w({ role: "reviewer", changedFiles: ["src/a.ts", "new.txt"], dirtyAtStart: [" M src/a.ts"] }), [
+    "reviewer changed files: new.txt",
+  ]);
   assert.deepEqual(w({ role: "reviewer", changedFiles: ["src/a.ts"], dirtyAtStart: [" M src/a.ts"] }), []);
   assert.deepEqual(w({ role: "reviewer", changedFiles: [] }), []);
   const many = w({ role: "reviewer", changedFiles: ["1", "2", "3", "4", "5", "6", "7"] })[0] ?? "";
@@ -53,6 +74,9 @@ test("reviewer changed files, minus paths that were dirty at spawn", () => {
 });
 
 test("extra warnings pass through in order, without blanks or duplicates", () => {
-  assert.deepEqual(w({ session: "stale", extra: ["session: 2 invalid line(s) skipped", "", "x", "x"] }),
-    ["stale session: the session file did not change after the prompt; finalMessage omitted", "session: 2 invalid line(s) skipped", "x"]);
+  assert.deepEqual(w({ session: "stale", extra: ["session: 2 invalid line(s) skipped", "", "x", "x"] }), [
+    "stale session: the session file did not change after the prompt; finalMessage omitted",
+    "session: 2 invalid line(s) skipped",
+    "x",
+  ]);
 });

@@ -1,7 +1,14 @@
 // The lifecycle machine (src/core/task-cycle.ts) and the recovery plan, table-driven: no timers, no socket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { settleVerdict, step, type CycleEvent, type Effect, type Phase, type TaskState } from "../../src/core/task-cycle.js";
+import {
+  settleVerdict,
+  step,
+  type CycleEvent,
+  type Effect,
+  type Phase,
+  type TaskState,
+} from "../../src/core/task-cycle.js";
 import { planRecovery, type RecoveryInput } from "../../src/core/recovery-plan.js";
 import { deliveryFor } from "../../src/core/crew-delivery.js";
 import type { AgentResult } from "../../src/core/types.js";
@@ -24,7 +31,11 @@ test("every way a running cycle ends is exactly one settle, journaled before any
   const endings: [string, CycleEvent, string][] = [
     ["agent_end", { type: "agent_end", willRetry: false, stopReason: "stop" }, "agent_end"],
     ["contract error", { type: "contract_error" }, "contract_error"],
-    ["prompt pi refused", { type: "prompt_failed", cycle: 1, message: "No API key found for anthropic." }, "prompt_failed"],
+    [
+      "prompt pi refused",
+      { type: "prompt_failed", cycle: 1, message: "No API key found for anthropic." },
+      "prompt_failed",
+    ],
     ["pane gone", { type: "runtime_gone", how: "gone" }, "runtime_gone"],
     ["timeout", { type: "timeout_fired", ms: 1000 }, "timeout"],
     ["owner abort", { type: "abort" }, "owner_abort"],
@@ -42,7 +53,8 @@ test("every way a running cycle ends is exactly one settle, journaled before any
     assert.ok(k.indexOf("release_slot") < k.indexOf("harvest_settled"), `${what}: the slot frees with the settle`);
     // A settled cycle is final: nothing that arrives later settles it again.
     // (An owner's abort is the one command that may still end a finished cycle: tested below.)
-    for (const late of endings.filter((e) => e[1].type !== "abort")) assert.equal(settles(step(state, late[1]).effects), 0, `${what} then ${late[0]}`);
+    for (const late of endings.filter((e) => e[1].type !== "abort"))
+      assert.equal(settles(step(state, late[1]).effects), 0, `${what} then ${late[0]}`);
   }
 });
 
@@ -52,7 +64,13 @@ test("a settled cycle is final: late evidence is journaled, never re-judged; onl
   assert.equal(late.state, settled);
   assert.deepEqual(kinds(late.effects), ["journal"]);
   assert.equal((late.effects[0] as { entry: { type: string } }).entry.type, "late_evidence");
-  for (const ev of [{ type: "agent_end", willRetry: false }, { type: "session_settled", retryMayFollow: false, fresh: true }, { type: "contract_error" }, { type: "prompt_accepted", cycle: 1 }, { type: "timeout_fired", ms: 1 }] as CycleEvent[]) {
+  for (const ev of [
+    { type: "agent_end", willRetry: false },
+    { type: "session_settled", retryMayFollow: false, fresh: true },
+    { type: "contract_error" },
+    { type: "prompt_accepted", cycle: 1 },
+    { type: "timeout_fired", ms: 1 },
+  ] as CycleEvent[]) {
     assert.equal(step(settled, ev).state.phase, settled.phase, ev.type);
     assert.equal(settles(step(settled, ev).effects), 0, ev.type);
   }
@@ -70,25 +88,50 @@ test("a retry pi will make keeps the cycle running; only the final agent_end set
 
 test("races fixed earlier: prompt accepted before the launch returned; a cycle finished while the launch was journaled; close while launching", () => {
   // The child said hello and took its prompt during the launch call.
-  const early = run(st({ name: "launching", cycle: 1, attempt: 1 }, false), { type: "child_hello" }, { type: "prompt_accepted", cycle: 1 }, { type: "launch_returned" });
+  const early = run(
+    st({ name: "launching", cycle: 1, attempt: 1 }, false),
+    { type: "child_hello" },
+    { type: "prompt_accepted", cycle: 1 },
+    { type: "launch_returned" },
+  );
   assert.equal(early.state.phase.name, "running");
-  assert.deepEqual(kinds(early.effects).filter((k) => k === "arm_timeout"), ["arm_timeout"]); // armed once, for the running cycle
+  assert.deepEqual(
+    kinds(early.effects).filter((k) => k === "arm_timeout"),
+    ["arm_timeout"],
+  ); // armed once, for the running cycle
   // ...and even finished it: the late launch_returned arms no timeout for a settled cycle.
-  const done = run(st({ name: "launching", cycle: 1, attempt: 1 }), { type: "prompt_accepted", cycle: 1 }, { type: "agent_end", willRetry: false });
+  const done = run(
+    st({ name: "launching", cycle: 1, attempt: 1 }),
+    { type: "prompt_accepted", cycle: 1 },
+    { type: "agent_end", willRetry: false },
+  );
   const after = step(done.state, { type: "launch_returned" });
   assert.equal(after.state.phase.name, "settled");
   assert.deepEqual(after.effects, []);
   // Closed while launching: closed is final, the launch's later return changes nothing.
-  const closed = run(st({ name: "launching", cycle: 1, attempt: 1 }), { type: "close", closePane: false, headless: true });
+  const closed = run(st({ name: "launching", cycle: 1, attempt: 1 }), {
+    type: "close",
+    closePane: false,
+    headless: true,
+  });
   assert.deepEqual(closed.state.phase, { name: "closed" });
   assert.deepEqual(step(closed.state, { type: "launch_returned" }).effects, []);
   assert.deepEqual(step(closed.state, { type: "prompt_accepted", cycle: 1 }).effects, []);
 });
 
 test("a prompt pi did not run fails the cycle with pi's words; a timeout is TIMEOUT; an unrequested abort is never completed", () => {
-  assert.deepEqual(settleVerdict({ kind: "prompt_failed", message: "No API key found for anthropic." }).status, "failed");
-  assert.match(settleVerdict({ kind: "prompt_failed", message: "No API key found for anthropic." }).error!.message, /^pi did not run the prompt: No API key found for anthropic; /);
-  assert.deepEqual([settleVerdict({ kind: "timeout", ms: 5 }).status, settleVerdict({ kind: "timeout", ms: 5 }).error?.code], ["interrupted", "TIMEOUT"]);
+  assert.deepEqual(
+    settleVerdict({ kind: "prompt_failed", message: "No API key found for anthropic." }).status,
+    "failed",
+  );
+  assert.match(
+    settleVerdict({ kind: "prompt_failed", message: "No API key found for anthropic." }).error!.message,
+    /^pi did not run the prompt: No API key found for anthropic; /,
+  );
+  assert.deepEqual(
+    [settleVerdict({ kind: "timeout", ms: 5 }).status, settleVerdict({ kind: "timeout", ms: 5 }).error?.code],
+    ["interrupted", "TIMEOUT"],
+  );
   assert.equal(settleVerdict({ kind: "agent_end", stopReason: "aborted" }).status, "failed");
   assert.equal(settleVerdict({ kind: "agent_end", stopReason: "aborted" }).error?.code, "AGENT_ABORTED");
   assert.equal(settleVerdict({ kind: "session_settled", stopReason: "aborted" }).status, "failed");
@@ -125,7 +168,17 @@ test("respond is a queued cycle until a slot frees; a queue failure settles that
 });
 
 test("every settle yields exactly one owner outcome; only the owner's abort is TUI-only", () => {
-  const base = { schemaVersion: 1, taskId: "tabc123456789", role: "worker", brief: "b", summary: "s", agent: {}, herdrStatus: "unknown", timing: { createdAt: 1 }, nextAction: "inspect" } as unknown as AgentResult;
+  const base = {
+    schemaVersion: 1,
+    taskId: "tabc123456789",
+    role: "worker",
+    brief: "b",
+    summary: "s",
+    agent: {},
+    herdrStatus: "unknown",
+    timing: { createdAt: 1 },
+    nextAction: "inspect",
+  } as unknown as AgentResult;
   const cases: [AgentResult, "model" | "tui"][] = [
     [{ ...base, status: "completed", finalMessage: "done" }, "model"],
     [{ ...base, status: "blocked", finalMessage: "need a colour" }, "model"],
@@ -142,7 +195,16 @@ test("every settle yields exactly one owner outcome; only the owner's abort is T
 });
 
 test("planRecovery: what a restarted daemon does with each open task", () => {
-  const base: RecoveryInput = { cycle: 1, harvested: false, launched: true, alive: true, prompted: true, accepted: true, settling: false, endedMeanwhile: false };
+  const base: RecoveryInput = {
+    cycle: 1,
+    harvested: false,
+    launched: true,
+    alive: true,
+    prompted: true,
+    accepted: true,
+    settling: false,
+    endedMeanwhile: false,
+  };
   const rows: [string, Partial<RecoveryInput>, string][] = [
     ["closed before the crash", { closed: { closePane: true } }, "finish_close"],
     ["aborted before the crash", { interrupted: {} }, "finish_abort"],
@@ -164,5 +226,10 @@ test("planRecovery: what a restarted daemon does with each open task", () => {
   const t = planRecovery({ ...base, interrupted: { code: "TIMEOUT" } });
   assert.deepEqual(t, { kind: "finish_abort", timeout: true });
   const kept = planRecovery({ ...base, harvested: true, alive: false });
-  assert.deepEqual(kept.kind === "keep_settled" && kept.phase, { name: "settled", cycle: 1, reason: { kind: "settled_before_crash" }, parked: true });
+  assert.deepEqual(kept.kind === "keep_settled" && kept.phase, {
+    name: "settled",
+    cycle: 1,
+    reason: { kind: "settled_before_crash" },
+    parked: true,
+  });
 });

@@ -10,32 +10,60 @@ const def = (fm: string, body = "Do the work.") => `---\n${fm}\n---\n${body}\n`;
 
 test("a definition parses every frontmatter field; bad optional fields warn and fall back", () => {
   const { agent, warnings } = parseAgentDefinition(
-    def("name: scout\ndescription: Finds things\nmodel: fake/m1\nthinking: low\ntools: read, grep\nrole: reviewer\nisolated: true\ninteractive: true"),
-    "/x/scout.md", "project",
+    def(
+      "name: scout\ndescription: Finds things\nmodel: fake/m1\nthinking: low\ntools: read, grep\nrole: reviewer\nisolated: true\ninteractive: true",
+    ),
+    "/x/scout.md",
+    "project",
   );
   assert.deepEqual(warnings, []);
   assert.deepEqual(agentSummary(agent!), {
-    name: "scout", description: "Finds things", model: "fake/m1", thinking: "low", tools: ["read", "grep"], role: "reviewer", isolated: true, interactive: true, source: "project",
+    name: "scout",
+    description: "Finds things",
+    model: "fake/m1",
+    thinking: "low",
+    tools: ["read", "grep"],
+    role: "reviewer",
+    isolated: true,
+    interactive: true,
+    source: "project",
   });
   assert.equal(agent!.prompt, "Do the work.");
-  const loose = parseAgentDefinition(def("name: w\ndescription: d\nmodel: nope\nthinking: huge\nrole: boss\ncolor: red"), "/x/w.md", "user");
+  const loose = parseAgentDefinition(
+    def("name: w\ndescription: d\nmodel: nope\nthinking: huge\nrole: boss\ncolor: red"),
+    "/x/w.md",
+    "user",
+  );
   assert.equal(loose.agent?.model, undefined);
   assert.equal(loose.agent?.role, "worker");
-  assert.deepEqual(loose.warnings.map((w) => w.message.split(" ")[0]), ["unknown", "model", "thinking", "role"]);
+  assert.deepEqual(
+    loose.warnings.map((w) => w.message.split(" ")[0]),
+    ["unknown", "model", "thinking", "role"],
+  );
 });
 
 test("unusable files are warnings naming the problem", () => {
   assert.match(parseAgentDefinition("just text", "/a.md", "user").warnings[0]!.message, /no YAML frontmatter/);
   assert.match(parseAgentDefinition(def("name: [x"), "/a.md", "user").warnings[0]!.message, /not valid YAML/);
   assert.match(parseAgentDefinition(def("description: d"), "/a.md", "user").warnings[0]!.message, /name is required/);
-  assert.match(parseAgentDefinition(def("name: my agent\ndescription: d"), "/a.md", "user").warnings[0]!.message, /whitespace/);
+  assert.match(
+    parseAgentDefinition(def("name: my agent\ndescription: d"), "/a.md", "user").warnings[0]!.message,
+    /whitespace/,
+  );
   assert.match(parseAgentDefinition(def("name: a"), "/a.md", "user").warnings[0]!.message, /description is required/);
 });
 
 test("merge: the higher-priority source wins; a duplicate inside one source is skipped with a warning", () => {
-  const a = (name: string, source: "project" | "user", file: string) => parseAgentDefinition(def(`name: ${name}\ndescription: ${source}`), file, source).agent!;
-  const merged = mergeAgentSources([{ agents: [a("w", "project", "/p/w.md"), a("w", "project", "/p/w2.md")] }, { agents: [a("w", "user", "/u/w.md"), a("s", "user", "/u/s.md")] }]);
-  assert.deepEqual(merged.agents.map((x) => `${x.name}:${x.description}`), ["s:user", "w:project"]);
+  const a = (name: string, source: "project" | "user", file: string) =>
+    parseAgentDefinition(def(`name: ${name}\ndescription: ${source}`), file, source).agent!;
+  const merged = mergeAgentSources([
+    { agents: [a("w", "project", "/p/w.md"), a("w", "project", "/p/w2.md")] },
+    { agents: [a("w", "user", "/u/w.md"), a("s", "user", "/u/s.md")] },
+  ]);
+  assert.deepEqual(
+    merged.agents.map((x) => `${x.name}:${x.description}`),
+    ["s:user", "w:project"],
+  );
   assert.equal(merged.warnings.length, 1);
   assert.match(merged.warnings[0]!.message, /duplicate subagent name "w"/);
 });
@@ -48,13 +76,22 @@ test("discovery reads <cwd>/.pi/agents over the user's agent dir over the bundle
     writeFileSync(join(dir, "work", ".pi", "agents", "worker.md"), def("name: worker\ndescription: project worker"));
     writeFileSync(join(dir, "agent", "agents", "worker.md"), def("name: worker\ndescription: user worker"));
     writeFileSync(join(dir, "agent", "agents", "broken.md"), "no frontmatter");
-    const { agents, warnings } = discoverAgents(join(dir, "work"), { PI_CODING_AGENT_DIR: join(dir, "agent"), HOME: dir });
+    const { agents, warnings } = discoverAgents(join(dir, "work"), {
+      PI_CODING_AGENT_DIR: join(dir, "agent"),
+      HOME: dir,
+    });
     assert.equal(agents.find((a) => a.name === "worker")?.description, "project worker");
     assert.ok(warnings.some((w) => w.file.endsWith("broken.md")));
     // the bundled definitions are found too (and parse without warnings)
     const bundled = discoverAgents(join(dir, "work"), { PI_CODING_AGENT_DIR: join(dir, "none"), HOME: dir });
-    assert.ok(bundled.agents.some((a) => a.source === "bundled"), `no bundled agents in ${bundledAgentsDir}`);
-    assert.deepEqual(bundled.warnings.filter((w) => w.file.startsWith(bundledAgentsDir)), []);
+    assert.ok(
+      bundled.agents.some((a) => a.source === "bundled"),
+      `no bundled agents in ${bundledAgentsDir}`,
+    );
+    assert.deepEqual(
+      bundled.warnings.filter((w) => w.file.startsWith(bundledAgentsDir)),
+      [],
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

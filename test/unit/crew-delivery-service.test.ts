@@ -16,22 +16,39 @@ function conn(ownerId: string) {
   const pushes: { method: string; params: any }[] = [];
   const closers: (() => void)[] = [];
   const c = {
-    id: nextConn++, kind: "owner" as const, ownerId, closed: false, pushes,
-    push(method: string, params: unknown) { pushes.push({ method, params }); },
-    onClose(fn: () => void) { closers.push(fn); },
-    close() { (c as { closed: boolean }).closed = true; for (const f of closers) f(); },
+    id: nextConn++,
+    kind: "owner" as const,
+    ownerId,
+    closed: false,
+    pushes,
+    push(method: string, params: unknown) {
+      pushes.push({ method, params });
+    },
+    onClose(fn: () => void) {
+      closers.push(fn);
+    },
+    close() {
+      (c as { closed: boolean }).closed = true;
+      for (const f of closers) f();
+    },
   };
   return c as typeof c & Connection;
 }
 const payload = (id: string): DeliveryPayload => ({
-  deliveryId: id, taskId: "tabc123456789", cycle: 1,
+  deliveryId: id,
+  taskId: "tabc123456789",
+  cycle: 1,
   model: { subagent_id: "tabc123456789", brief: "b", result: { outcome: "completed", report: "r" } },
   card: { status: "completed", subagent_id: "tabc123456789", brief: "b", report: "r" },
 });
 
 async function withHome(fn: (home: string) => Promise<void>) {
   const home = mkdtempSync(join(tmpdir(), "crew-deliv-"));
-  try { await fn(home); } finally { rmSync(home, { recursive: true, force: true }); }
+  try {
+    await fn(home);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 }
 
 test("an attached owner gets a queued delivery pushed at once; acking is idempotent; a re-enqueue of the same id is ignored", () =>
@@ -48,7 +65,10 @@ test("an attached owner gets a queued delivery pushed at once; acking is idempot
     assert.equal(c.pushes.length, 1);
     assert.deepEqual(await svc.ack(c, ["d1"]), { acked: 1 });
     assert.deepEqual(await svc.ack(c, ["d1", "nope"]), { acked: 0 });
-    assert.deepEqual((await readOutbox(home, "owner-1")).map((r) => r.state), ["queued", "sent", "acked"]);
+    assert.deepEqual(
+      (await readOutbox(home, "owner-1")).map((r) => r.state),
+      ["queued", "sent", "acked"],
+    );
   }));
 
 test("an inactive owner's deliveries wait durably and are pushed on attach, oldest first; unacked ones come again", () =>
@@ -58,13 +78,20 @@ test("an inactive owner's deliveries wait durably and are pushed on attach, olde
     const svc = new DeliveryService({ home, log }); // a restarted daemon
     const c1 = conn("owner-2");
     assert.deepEqual(await svc.attach(c1), { pending: 2 });
-    assert.deepEqual(c1.pushes.map((p) => p.params.deliveryId), ["d1", "d2"]);
+    assert.deepEqual(
+      c1.pushes.map((p) => p.params.deliveryId),
+      ["d1", "d2"],
+    );
     await svc.ack(c1, ["d1"]);
     c1.close();
     assert.equal(svc.isActive("owner-2"), false);
     const c2 = conn("owner-2");
     assert.deepEqual(await svc.attach(c2), { pending: 1 });
-    assert.deepEqual(c2.pushes.map((p) => p.params.deliveryId), ["d2"], "the unacked one is redelivered with its id");
+    assert.deepEqual(
+      c2.pushes.map((p) => p.params.deliveryId),
+      ["d2"],
+      "the unacked one is redelivered with its id",
+    );
   }));
 
 test("deliveries older than 24 h are dropped when the owner returns", () =>
@@ -76,7 +103,10 @@ test("deliveries older than 24 h are dropped when the owner returns", () =>
     await svc.enqueue("owner-3", payload("new"));
     const c = conn("owner-3");
     assert.deepEqual(await svc.attach(c), { pending: 1 });
-    assert.deepEqual(c.pushes.map((p) => p.params.deliveryId), ["new"]);
+    assert.deepEqual(
+      c.pushes.map((p) => p.params.deliveryId),
+      ["new"],
+    );
     assert.ok((await readOutbox(home, "owner-3")).some((r) => r.deliveryId === "old" && r.state === "expired"));
   }));
 
@@ -87,8 +117,10 @@ test("watch turns settled harvests of pi owners into deliveries; live snapshots 
     svc.watch({ onStatus: (fn) => ((listener = fn), () => undefined) });
     const c = conn("owner-4");
     await svc.attach(c);
-    const res = (status: AgentResult["status"]) => ({ schemaVersion: 1, taskId: "tabc123456789", status, brief: "b", summary: "s" }) as AgentResult;
-    const live = (owner: string) => ({ rec: { owner, cycle: 3 }, report: { outcome: "completed", report: "exact report" } }) as unknown as Live;
+    const res = (status: AgentResult["status"]) =>
+      ({ schemaVersion: 1, taskId: "tabc123456789", status, brief: "b", summary: "s" }) as AgentResult;
+    const live = (owner: string) =>
+      ({ rec: { owner, cycle: 3 }, report: { outcome: "completed", report: "exact report" } }) as unknown as Live;
     listener!(live("owner-4"), res("completed"), { settled: false });
     listener!(live("cli"), res("completed"), { settled: true });
     listener!(live("owner-4"), res("completed"), { settled: true });
@@ -121,18 +153,29 @@ test("group commit: 60 deliveries settling at once share a few outbox writes, ea
     const push = c.push.bind(c);
     c.push = (method: string, params: any) => {
       // Synchronous read at push time: the queued record must already be in the file.
-      onDiskAtPush.push(readFileSync(join(home, "owners", "owner-g", "outbox.jsonl"), "utf8").includes(`"deliveryId":"${params.deliveryId}","state":"queued"`));
+      onDiskAtPush.push(
+        readFileSync(join(home, "owners", "owner-g", "outbox.jsonl"), "utf8").includes(
+          `"deliveryId":"${params.deliveryId}","state":"queued"`,
+        ),
+      );
       push(method, params);
     };
     const queued = await Promise.all(ids.map((id) => svc.enqueue("owner-g", payload(id))));
     assert.ok(queued.every(Boolean));
-    assert.deepEqual(c.pushes.map((p) => p.params.deliveryId), ids, "each pushed once, in enqueue order");
+    assert.deepEqual(
+      c.pushes.map((p) => p.params.deliveryId),
+      ids,
+      "each pushed once, in enqueue order",
+    );
     assert.ok(onDiskAtPush.every(Boolean), "a delivery is pushed only after its queued record is written");
     // 60 queued + 60 sent records; one at a time this was 120 appends (60 of them fsynced).
     assert.equal(svc.stats.records, 120);
     assert.ok(svc.stats.writes <= 10, `${svc.stats.writes} outbox writes for 60 deliveries`);
     const recs = await readOutbox(home, "owner-g");
-    assert.deepEqual(recs.filter((r) => r.state === "queued").map((r) => r.deliveryId), ids);
+    assert.deepEqual(
+      recs.filter((r) => r.state === "queued").map((r) => r.deliveryId),
+      ids,
+    );
     assert.deepEqual(await svc.ack(c, ids), { acked: 60 });
     // A fresh service (a restarted daemon) reads the same state back: nothing pending, no id queued twice.
     const again = new DeliveryService({ home, log });
@@ -168,6 +211,9 @@ test("an owner that leaves is dropped from memory; when it returns its state is 
     assert.equal(await svc.enqueue("owner-away", payload("a2")), false, "a pending id is still known");
     const c2 = conn("owner-away");
     assert.deepEqual(await svc.attach(c2), { pending: 1 });
-    assert.deepEqual(c2.pushes.map((p) => p.params.deliveryId), ["a2"]);
+    assert.deepEqual(
+      c2.pushes.map((p) => p.params.deliveryId),
+      ["a2"],
+    );
     assert.equal(c2.pushes[0]!.params.card.report, "r", "the payload came back from disk");
   }));

@@ -12,27 +12,54 @@ const pushSchema = JSON.parse(readFileSync(join(root, "schema", "protocol", "del
 const validPush = new Ajv2020({ strict: false }).compile(pushSchema.$defs.params);
 
 const result = (status: AgentStatus, extra: Partial<AgentResult> = {}): AgentResult => ({
-  schemaVersion: 1, taskId: "tabc123456789", status, role: "worker", herdrStatus: "unknown", summary: "sum", nextAction: "none",
-  agent: { name: "w", kind: "pi", model: "m", thinking: "off" }, timing: { createdAt: 1 }, brief: "label", ...extra,
+  schemaVersion: 1,
+  taskId: "tabc123456789",
+  status,
+  role: "worker",
+  herdrStatus: "unknown",
+  summary: "sum",
+  nextAction: "none",
+  agent: { name: "w", kind: "pi", model: "m", thinking: "off" },
+  timing: { createdAt: 1 },
+  brief: "label",
+  ...extra,
 });
 
 test("completed and needs_input deliveries carry the validated crew_report unchanged", () => {
-  const report = { outcome: "needs_input" as const, report: "The *implementation* needs a decision.", needs: "Delete or keep?" };
+  const report = {
+    outcome: "needs_input" as const,
+    report: "The *implementation* needs a decision.",
+    needs: "Delete or keep?",
+  };
   const d = deliveryFor(result("blocked"), 2, report)!;
   assert.deepEqual(d.model, { subagent_id: "tabc123456789", brief: "label", result: report });
   assert.equal(d.deliveryId, "tabc123456789-c2-needs_input");
   assert.equal(validPush({ ...d, queuedAt: 5 }), true, JSON.stringify(validPush.errors));
   const c = deliveryFor(result("completed"), 1, { outcome: "completed", report: "done" })!;
-  assert.deepEqual(c.model, { subagent_id: "tabc123456789", brief: "label", result: { outcome: "completed", report: "done" } });
+  assert.deepEqual(c.model, {
+    subagent_id: "tabc123456789",
+    brief: "label",
+    result: { outcome: "completed", report: "done" },
+  });
 });
 
 test("errors use status/error, never a fabricated result; only the owner's abort is TUI-only; running and closed owe nothing", () => {
   const e = deliveryFor(result("failed", { error: { code: "CONTRACT_ERROR", message: "no crew_report twice" } }), 1)!;
-  assert.deepEqual(e.model, { subagent_id: "tabc123456789", brief: "label", status: "error", error: "CONTRACT_ERROR: no crew_report twice" });
+  assert.deepEqual(e.model, {
+    subagent_id: "tabc123456789",
+    brief: "label",
+    status: "error",
+    error: "CONTRACT_ERROR: no crew_report twice",
+  });
   assert.equal(validPush({ ...e, queuedAt: 5 }), true);
   // A timeout is no abort the owner asked for: its model hears it as an error.
   const t = deliveryFor(result("interrupted", { error: { code: "TIMEOUT", message: "too slow" } }), 1)!;
-  assert.deepEqual(t.model, { subagent_id: "tabc123456789", brief: "label", status: "error", error: "TIMEOUT: too slow" });
+  assert.deepEqual(t.model, {
+    subagent_id: "tabc123456789",
+    brief: "label",
+    status: "error",
+    error: "TIMEOUT: too slow",
+  });
   assert.equal(t.deliveryId, "tabc123456789-c1-error");
   assert.equal(validPush({ ...t, queuedAt: 5 }), true);
   const a = deliveryFor(result("interrupted"), 1)!;
@@ -43,13 +70,21 @@ test("errors use status/error, never a fabricated result; only the owner's abort
 });
 
 test("without the child's report the result.md body stands in; a report of another outcome is not used", () => {
-  const r = result("completed", { result: { path: "/r.md", text: "---\nstatus: completed\n---\nBody text\n", meta: { status: "completed" } } });
-  assert.deepEqual((deliveryFor(r, 1)!.model as { result: unknown }).result, { outcome: "completed", report: "Body text" });
+  const r = result("completed", {
+    result: { path: "/r.md", text: "---\nstatus: completed\n---\nBody text\n", meta: { status: "completed" } },
+  });
+  assert.deepEqual((deliveryFor(r, 1)!.model as { result: unknown }).result, {
+    outcome: "completed",
+    report: "Body text",
+  });
   const mism = deliveryFor(r, 1, { outcome: "needs_input", report: "x", needs: "y" })!;
   assert.equal((mism.model as { result: { outcome: string } }).result.outcome, "completed");
   // The final message verbatim when there is no result.md; with neither, an error, never a made-up report.
   const fm = deliveryFor(result("completed", { finalMessage: "  All done, see the diff.  " }), 1)!;
-  assert.deepEqual((fm.model as { result: unknown }).result, { outcome: "completed", report: "All done, see the diff." });
+  assert.deepEqual((fm.model as { result: unknown }).result, {
+    outcome: "completed",
+    report: "All done, see the diff.",
+  });
   const none = deliveryFor(result("completed", { summary: "completed" }), 1)!;
   assert.equal((none.model as { status: string }).status, "error");
   assert.match((none.model as { error: string }).error, /^NO_REPORT: /);
@@ -57,31 +92,84 @@ test("without the child's report the result.md body stands in; a report of anoth
 });
 
 test("status mapping and the 24 h expiry", () => {
-  assert.deepEqual((["blocked", "completed", "failed", "gone", "interrupted", "closed", "working"] as const).map(crewStatusOf), ["needs_input", "completed", "error", "error", "aborted", "closed", "running"]);
+  assert.deepEqual(
+    (["blocked", "completed", "failed", "gone", "interrupted", "closed", "working"] as const).map(crewStatusOf),
+    ["needs_input", "completed", "error", "error", "aborted", "closed", "running"],
+  );
   assert.equal(isExpired(0, DELIVERY_TTL_MS), false);
   assert.equal(isExpired(0, DELIVERY_TTL_MS + 1), true);
 });
 
 test("cards: icon, id and brief first; Needs before the unchanged report; error explanation; compact abort", () => {
-  assert.equal(cardMarkdown({ status: "completed", subagent_id: "t1", brief: "b", report: "R\n\nmore" }), "**✅ t1** · b\n\nR\n\nmore");
-  assert.equal(cardMarkdown({ status: "needs_input", subagent_id: "t1", brief: "b", report: "R", needs: "N?" }), "**❓ t1** · b\n\n**Needs**\n\nN?\n\nR");
-  assert.equal(cardMarkdown({ status: "error", subagent_id: "t1", brief: "b", error: "E" }), "**❌ t1** · b\n\n**Error**\n\nE");
-  assert.equal(cardMarkdown({ status: "aborted", subagent_id: "t1", brief: "b", reason: "by owner" }), "**⏹ t1** · b · aborted: by owner");
-  const long = { details: { card: { status: "completed", subagent_id: "t1", brief: "b", report: Array.from({ length: 30 }, (_, i) => `line ${i}`).join("\n") } } };
+  assert.equal(
+    cardMarkdown({ status: "completed", subagent_id: "t1", brief: "b", report: "R\n\nmore" }),
+    "**✅ t1** · b\n\nR\n\nmore",
+  );
+  assert.equal(
+    cardMarkdown({ status: "needs_input", subagent_id: "t1", brief: "b", report: "R", needs: "N?" }),
+    "**❓ t1** · b\n\n**Needs**\n\nN?\n\nR",
+  );
+  assert.equal(
+    cardMarkdown({ status: "error", subagent_id: "t1", brief: "b", error: "E" }),
+    "**❌ t1** · b\n\n**Error**\n\nE",
+  );
+  assert.equal(
+    cardMarkdown({ status: "aborted", subagent_id: "t1", brief: "b", reason: "by owner" }),
+    "**⏹ t1** · b · aborted: by owner",
+  );
+  const long = {
+    details: {
+      card: {
+        status: "completed",
+        subagent_id: "t1",
+        brief: "b",
+        report: Array.from({ length: 30 }, (_, i) => `line ${i}`).join("\n"),
+      },
+    },
+  };
   const collapsed = renderCrewCard(long, { expanded: false })!.render(40);
   assert.equal(collapsed.length, 13);
   assert.match(collapsed.at(-1)!, /more lines/);
   assert.equal(renderCrewCard(long, { expanded: true })!.render(40).length, 32);
-  assert.ok(renderCrewCard(long, { expanded: true })!.render(12).every((l) => l.length <= 12));
+  assert.ok(
+    renderCrewCard(long, { expanded: true })!
+      .render(12)
+      .every((l) => l.length <= 12),
+  );
   assert.equal(renderCrewCard({ details: {} }, { expanded: true }), undefined);
   // Rendered, no markdown markers show; with pi's theme the id and the labels are bold, wrapped by visible width.
-  const ask = { details: { card: { status: "needs_input", subagent_id: "t1", brief: "a brief", report: "the report", needs: "which one?" } } };
-  assert.deepEqual(renderCrewCard(ask, { expanded: true })!.render(40), ["❓ t1 · a brief", "", "Needs", "", "which one?", "", "the report"]);
+  const ask = {
+    details: {
+      card: { status: "needs_input", subagent_id: "t1", brief: "a brief", report: "the report", needs: "which one?" },
+    },
+  };
+  assert.deepEqual(renderCrewCard(ask, { expanded: true })!.render(40), [
+    "❓ t1 · a brief",
+    "",
+    "Needs",
+    "",
+    "which one?",
+    "",
+    "the report",
+  ]);
   const theme = { bold: (t: string) => `<b>${t}</b>` };
-  assert.deepEqual(renderCrewCard(ask, { expanded: true }, theme)!.render(40), ["<b>❓ t1</b> · a brief", "", "<b>Needs</b>", "", "which one?", "", "the report"]);
-  const err = { details: { card: { status: "error", subagent_id: "t2", brief: "b", error: "word ".repeat(10).trim() } } };
+  assert.deepEqual(renderCrewCard(ask, { expanded: true }, theme)!.render(40), [
+    "<b>❓ t1</b> · a brief",
+    "",
+    "<b>Needs</b>",
+    "",
+    "which one?",
+    "",
+    "the report",
+  ]);
+  const err = {
+    details: { card: { status: "error", subagent_id: "t2", brief: "b", error: "word ".repeat(10).trim() } },
+  };
   const lines = renderCrewCard(err, { expanded: true }, theme)!.render(12);
   assert.deepEqual(lines.slice(0, 3), ["<b>❌ t2</b> · b", "", "<b>Error</b>"]);
-  assert.ok(lines.every((l) => l.replace(/<\/?b>/g, "").length <= 12), JSON.stringify(lines));
+  assert.ok(
+    lines.every((l) => l.replace(/<\/?b>/g, "").length <= 12),
+    JSON.stringify(lines),
+  );
   assert.ok(lines.every((l) => !l.includes("**")));
 });

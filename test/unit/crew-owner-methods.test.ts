@@ -31,16 +31,27 @@ const open = async (opts: { kind: "cli" } | { kind: "owner"; ownerId: string }) 
   return c;
 };
 const payload = (id: string): DeliveryPayload => ({
-  deliveryId: id, taskId: "tabc123456789", cycle: 1,
+  deliveryId: id,
+  taskId: "tabc123456789",
+  cycle: 1,
   model: { subagent_id: "tabc123456789", brief: "b", result: { outcome: "completed", report: "r" } },
   card: { status: "completed", subagent_id: "tabc123456789", brief: "b", report: "r" },
 });
-const queue = (owner: string, id: string) => appendOutbox(daemon.home, owner, { deliveryId: id, state: "queued", taskId: "tabc123456789", payload: payload(id) });
+const queue = (owner: string, id: string) =>
+  appendOutbox(daemon.home, owner, { deliveryId: id, state: "queued", taskId: "tabc123456789", payload: payload(id) });
 
 test("owner.* is refused to a cli connection with FORBIDDEN naming the fix", async () => {
   const cli = await open({ kind: "cli" });
-  for (const [method, params] of [["owner.attach", {}], ["owner.ack", { deliveryIds: ["x"] }], ["owner.move", { fromOwnerId: "a" }]] as const) {
-    await assert.rejects(cli.request(method, params), (e: DshError) => e.code === "FORBIDDEN" && /owner connections only/.test(e.message) && /hello/.test(e.message), method);
+  for (const [method, params] of [
+    ["owner.attach", {}],
+    ["owner.ack", { deliveryIds: ["x"] }],
+    ["owner.move", { fromOwnerId: "a" }],
+  ] as const) {
+    await assert.rejects(
+      cli.request(method, params),
+      (e: DshError) => e.code === "FORBIDDEN" && /owner connections only/.test(e.message) && /hello/.test(e.message),
+      method,
+    );
   }
   // The connection lives on.
   assert.equal(typeof (await cli.request<{ pid: number }>("daemon.status", {})).pid, "number");
@@ -55,12 +66,21 @@ test("attach pushes queued deliveries (then marks them sent); ack acks once; bad
   assert.equal(attached.pending, 1);
   assert.match(attached.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the owner secret");
   await new Promise((r) => setTimeout(r, 50));
-  assert.deepEqual(pushed.map((p) => p.deliveryId), ["d-a1"]);
-  assert.deepEqual((await readOutbox(daemon.home, "sess-a")).map((r) => r.state), ["queued", "sent"]);
+  assert.deepEqual(
+    pushed.map((p) => p.deliveryId),
+    ["d-a1"],
+  );
+  assert.deepEqual(
+    (await readOutbox(daemon.home, "sess-a")).map((r) => r.state),
+    ["queued", "sent"],
+  );
   assert.deepEqual(await owner.request("owner.ack", { deliveryIds: ["d-a1", "unknown"] }), { acked: 1 });
   assert.deepEqual(await owner.request("owner.ack", { deliveryIds: ["d-a1"] }), { acked: 0 });
   await assert.rejects(owner.request("owner.ack", { deliveryIds: [] }), (e: DshError) => e.code === "BAD_PARAMS");
-  await assert.rejects(owner.request("owner.move", { fromOwnerId: "../etc" }), (e: DshError) => e.code === "BAD_PARAMS" && /fromOwnerId/.test(e.message));
+  await assert.rejects(
+    owner.request("owner.move", { fromOwnerId: "../etc" }),
+    (e: DshError) => e.code === "BAD_PARAMS" && /fromOwnerId/.test(e.message),
+  );
 });
 
 test("owner.move: the previous session's unacked deliveries go to the new session (pushed at once), and leave the old one", async () => {
@@ -76,14 +96,23 @@ test("owner.move: the previous session's unacked deliveries go to the new sessio
   const pushed: string[] = [];
   fresh.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p.deliveryId));
   await fresh.request("owner.attach", {});
-  await assert.rejects(fresh.request("owner.move", { fromOwnerId: "sess-old" }), (e: DshError) => e.code === "NOT_OWNER");
-  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old", secret }), { moved_ids: [], deliveries: 1 });
+  await assert.rejects(
+    fresh.request("owner.move", { fromOwnerId: "sess-old" }),
+    (e: DshError) => e.code === "NOT_OWNER",
+  );
+  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old", secret }), {
+    moved_ids: [],
+    deliveries: 1,
+  });
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(pushed, ["d-o1"], "only the unacked one moves");
   const old = await readOutbox(daemon.home, "sess-old");
   assert.equal(old.filter((r) => r.deliveryId === "d-o1").at(-1)?.state, "acked");
   assert.equal(old.filter((r) => r.deliveryId === "d-o1").at(-1)?.movedTo, "sess-new");
   // Moving again finds nothing left; moving from oneself is a no-op.
-  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old", secret }), { moved_ids: [], deliveries: 0 });
+  assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-old", secret }), {
+    moved_ids: [],
+    deliveries: 0,
+  });
   assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-new" }), { moved_ids: [], deliveries: 0 });
 });

@@ -1,6 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { REMINDER_INTERVAL, StatusContext, insertMissingStatus, type ContextMessage } from "../../src/core/crew-status.js";
+import {
+  REMINDER_INTERVAL,
+  StatusContext,
+  insertMissingStatus,
+  type ContextMessage,
+} from "../../src/core/crew-status.js";
 
 test("an owner that never had open work gets nothing, ever", () => {
   const s = new StatusContext("o");
@@ -11,14 +16,26 @@ test("an owner that never had open work gets nothing, ever", () => {
 
 test("snapshots: on change only, coalesced between boundaries, one empty list after the last close", () => {
   const s = new StatusContext("o");
-  s.setOpen([{ subagent_id: "t2", status: "running" }, { subagent_id: "t1", status: "running" }]);
+  s.setOpen([
+    { subagent_id: "t2", status: "running" },
+    { subagent_id: "t1", status: "running" },
+  ]);
   const first = s.atBoundary()!;
   assert.equal(first.customType, "crew_status");
-  assert.equal(first.content, '{"crew_status":[{"subagent_id":"t1","status":"running"},{"subagent_id":"t2","status":"running"}]}');
+  assert.equal(
+    first.content,
+    '{"crew_status":[{"subagent_id":"t1","status":"running"},{"subagent_id":"t2","status":"running"}]}',
+  );
   assert.equal(s.atBoundary(), null, "no change, no snapshot");
   // two changes between boundaries → one snapshot of the latest state
-  s.setOpen([{ subagent_id: "t1", status: "completed" }, { subagent_id: "t2", status: "running" }]);
-  s.setOpen([{ subagent_id: "t1", status: "completed" }, { subagent_id: "t2", status: "needs_input" }]);
+  s.setOpen([
+    { subagent_id: "t1", status: "completed" },
+    { subagent_id: "t2", status: "running" },
+  ]);
+  s.setOpen([
+    { subagent_id: "t1", status: "completed" },
+    { subagent_id: "t2", status: "needs_input" },
+  ]);
   const second = s.atBoundary()!;
   assert.match(second.content, /"t1","status":"completed".*"t2","status":"needs_input"/);
   assert.notEqual(second.details.statusId, first.details.statusId);
@@ -29,7 +46,10 @@ test("snapshots: on change only, coalesced between boundaries, one empty list af
 
 test("reminders: after ten model calls, only sessions awaiting the owner; a snapshot wins and resets the count", () => {
   const s = new StatusContext("o");
-  s.setOpen([{ subagent_id: "t1", status: "running" }, { subagent_id: "t2", status: "completed" }]);
+  s.setOpen([
+    { subagent_id: "t1", status: "running" },
+    { subagent_id: "t2", status: "completed" },
+  ]);
   assert.equal(s.atBoundary()!.customType, "crew_status");
   for (let i = 0; i < REMINDER_INTERVAL - 1; i++) s.modelCall();
   assert.equal(s.atBoundary(), null, "nine calls are not enough");
@@ -39,7 +59,10 @@ test("reminders: after ten model calls, only sessions awaiting the owner; a snap
   assert.equal(r.content, '{"crew_reminder":[{"subagent_id":"t2","status":"completed"}]}');
   assert.equal(s.atBoundary(), null, "the reminder reset the counter");
   for (let i = 0; i < REMINDER_INTERVAL; i++) s.modelCall();
-  s.setOpen([{ subagent_id: "t1", status: "needs_input" }, { subagent_id: "t2", status: "completed" }]);
+  s.setOpen([
+    { subagent_id: "t1", status: "needs_input" },
+    { subagent_id: "t2", status: "completed" },
+  ]);
   assert.equal(s.atBoundary()!.customType, "crew_status", "a changed state wins over a due reminder");
   assert.equal(s.atBoundary(), null, "and resets the count");
 });
@@ -68,12 +91,23 @@ test("after compaction drops the snapshot a fresh one follows while work is open
 
 test("insertMissingStatus puts persisted status messages back by timestamp and moves nothing else", () => {
   const u = (t: number): ContextMessage => ({ role: "user", timestamp: t });
-  const st = (t: number, id: string): ContextMessage => ({ role: "custom", customType: "crew_status", timestamp: t, details: { statusId: id } });
+  const st = (t: number, id: string): ContextMessage => ({
+    role: "custom",
+    customType: "crew_status",
+    timestamp: t,
+    details: { statusId: id },
+  });
   const messages = [u(1), u(3), st(5, "s2"), u(7)];
   const persisted = [st(2, "s1"), st(5, "s2"), st(8, "s3")];
   const out = insertMissingStatus(messages, persisted);
-  assert.deepEqual(out.map((m) => m.timestamp), [1, 2, 3, 5, 7, 8]);
-  assert.deepEqual(out.filter((m) => m.role === "user"), messages.filter((m) => m.role === "user"));
+  assert.deepEqual(
+    out.map((m) => m.timestamp),
+    [1, 2, 3, 5, 7, 8],
+  );
+  assert.deepEqual(
+    out.filter((m) => m.role === "user"),
+    messages.filter((m) => m.role === "user"),
+  );
   assert.equal(insertMissingStatus(out, persisted), out, "nothing missing: the same array");
   assert.equal(insertMissingStatus(out, persisted).length, 6, "never duplicated");
 });

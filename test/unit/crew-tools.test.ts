@@ -2,7 +2,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import {
-  CREW_TOOL_PARAMETERS, checkAbortArgs, checkDoneArgs, checkNoArgs, checkRespondArgs, checkSpawnArgs, formatCrewTask, toolErrorText,
+  CREW_TOOL_PARAMETERS,
+  checkAbortArgs,
+  checkDoneArgs,
+  checkNoArgs,
+  checkRespondArgs,
+  checkSpawnArgs,
+  formatCrewTask,
+  toolErrorText,
 } from "../../src/core/crew-tools.js";
 
 const task = { goal: "Add a flag", context: [], instructions: ["Edit cli.ts"] };
@@ -11,18 +18,45 @@ const err = (c: { ok: boolean; error?: string }) => (c.ok ? "" : c.error!);
 test("crew_spawn: valid args come back trimmed; blank brief, unknown subagent, unknown fields and bad tasks are named", () => {
   const good = checkSpawnArgs({ subagent: " worker ", brief: " label ", task }, ["worker", "scout"]);
   assert.deepEqual(good, { ok: true, value: { subagent: "worker", brief: "label", task } });
-  assert.equal(err(checkSpawnArgs({ subagent: "worker", brief: "  ", task }, ["worker"])), "brief is required and must not be empty.");
-  assert.equal(err(checkSpawnArgs({ subagent: "nope", brief: "b", task }, ["scout", "worker"])), 'Unknown subagent: "nope". Available: scout, worker.');
-  assert.match(err(checkSpawnArgs({ subagent: "worker", brief: "b", task, extra: 1 }, ["worker"])), /unknown field\(s\) extra/);
-  assert.equal(err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, goal: "" } }, ["worker"])), "task.goal is required and must not be empty.");
-  assert.match(err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, instructions: [] } }, ["worker"])), /task.instructions must contain at least one/);
-  assert.match(err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, context: [" "] } }, ["worker"])), /task.context must be an array of non-empty strings/);
-  assert.match(err(checkSpawnArgs({ subagent: "worker", brief: "b", task: "do it" }, ["worker"])), /task is required and must be a structured assignment/);
-  assert.match(err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, steps: [] } }, ["worker"])), /task has unknown field\(s\) steps/);
+  assert.equal(
+    err(checkSpawnArgs({ subagent: "worker", brief: "  ", task }, ["worker"])),
+    "brief is required and must not be empty.",
+  );
+  assert.equal(
+    err(checkSpawnArgs({ subagent: "nope", brief: "b", task }, ["scout", "worker"])),
+    'Unknown subagent: "nope". Available: scout, worker.',
+  );
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task, extra: 1 }, ["worker"])),
+    /unknown field\(s\) extra/,
+  );
+  assert.equal(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, goal: "" } }, ["worker"])),
+    "task.goal is required and must not be empty.",
+  );
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, instructions: [] } }, ["worker"])),
+    /task.instructions must contain at least one/,
+  );
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, context: [" "] } }, ["worker"])),
+    /task.context must be an array of non-empty strings/,
+  );
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task: "do it" }, ["worker"])),
+    /task is required and must be a structured assignment/,
+  );
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task: { ...task, steps: [] } }, ["worker"])),
+    /task has unknown field\(s\) steps/,
+  );
 });
 
 test("crew_respond / crew_done: ids and messages must be non-blank, unknown fields rejected", () => {
-  assert.deepEqual(checkRespondArgs({ subagent_id: " t1 ", message: "yes" }), { ok: true, value: { subagent_id: "t1", message: "yes" } });
+  assert.deepEqual(checkRespondArgs({ subagent_id: " t1 ", message: "yes" }), {
+    ok: true,
+    value: { subagent_id: "t1", message: "yes" },
+  });
   assert.match(err(checkRespondArgs({ subagent_id: "t1", message: " " })), /message is required/);
   assert.match(err(checkRespondArgs({ subagent_id: "", message: "x" })), /needs subagent_id/);
   assert.match(err(checkRespondArgs({ subagent_id: "t1", message: "x", urgent: true })), /unknown field\(s\) urgent/);
@@ -31,7 +65,10 @@ test("crew_respond / crew_done: ids and messages must be non-blank, unknown fiel
 });
 
 test("crew_abort: exactly one mode; ids trimmed and de-duplicated", () => {
-  assert.deepEqual(checkAbortArgs({ subagent_ids: ["a", " a", "b"] }), { ok: true, value: { mode: "ids", ids: ["a", "b"] } });
+  assert.deepEqual(checkAbortArgs({ subagent_ids: ["a", " a", "b"] }), {
+    ok: true,
+    value: { mode: "ids", ids: ["a", "b"] },
+  });
   assert.deepEqual(checkAbortArgs({ subagent_id: "a" }), { ok: true, value: { mode: "ids", ids: ["a"] } });
   assert.deepEqual(checkAbortArgs({ all: true }), { ok: true, value: { mode: "all" } });
   const one = "Provide exactly one of: subagent_id, subagent_ids, or all=true.";
@@ -43,7 +80,10 @@ test("crew_abort: exactly one mode; ids trimmed and de-duplicated", () => {
 test("crew_list / crew_status take no arguments", () => {
   assert.equal(checkNoArgs("crew_list", {}).ok, true);
   assert.equal(checkNoArgs("crew_status", undefined).ok, true);
-  assert.match(err(checkNoArgs("crew_status", { verbose: true })), /crew_status has unknown field\(s\) verbose; it takes no fields/);
+  assert.match(
+    err(checkNoArgs("crew_status", { verbose: true })),
+    /crew_status has unknown field\(s\) verbose; it takes no fields/,
+  );
 });
 
 test("tool parameter schemas require the fields but leave unknown fields to the checks (so they get {error})", () => {
@@ -59,6 +99,9 @@ test("tool parameter schemas require the fields but leave unknown fields to the 
 });
 
 test("formatCrewTask and the error envelope", () => {
-  assert.equal(formatCrewTask({ goal: "G", context: [], instructions: ["a", "b"] }), "## Goal\n\nG\n\n## Context\n\nNone.\n\n## Instructions\n\n1. a\n2. b");
+  assert.equal(
+    formatCrewTask({ goal: "G", context: [], instructions: ["a", "b"] }),
+    "## Goal\n\nG\n\n## Context\n\nNone.\n\n## Instructions\n\n1. a\n2. b",
+  );
   assert.deepEqual(JSON.parse(toolErrorText('bad "x"')), { error: 'bad "x"' });
 });

@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 import { Admission } from "../../src/daemon/admission.js";
 import type { DshError } from "../../src/core/errors.js";
 
-const limits = (p: number, q: number, t = 60_000) => () => ({ maxParallelAgents: p, maxQueuedAgents: q, queueTimeoutMs: t });
+const limits =
+  (p: number, q: number, t = 60_000) =>
+  () => ({ maxParallelAgents: p, maxQueuedAgents: q, queueTimeoutMs: t });
 
 test("50 simultaneous spawns never exceed the cap; queue overflow is CONCURRENCY_LIMIT; FIFO admission", async () => {
   const a = new Admission(limits(3, 10));
@@ -48,7 +50,10 @@ test("queue timeout rejects with CONCURRENCY_LIMIT naming queueTimeoutMs; cancel
   const a = new Admission(limits(1, 2, 50));
   await a.acquire("t00000000001");
   const waiting = a.acquire("t00000000002");
-  await assert.rejects(waiting, (e: DshError) => e.code === "CONCURRENCY_LIMIT" && /queueTimeoutMs \(50 ms\)/.test(e.message));
+  await assert.rejects(
+    waiting,
+    (e: DshError) => e.code === "CONCURRENCY_LIMIT" && /queueTimeoutMs \(50 ms\)/.test(e.message),
+  );
   assert.equal(a.queued, 0);
   const q = a.acquire("t00000000003");
   assert.equal(a.cancel("t00000000003", new Error("aborted")), true);

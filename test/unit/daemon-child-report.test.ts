@@ -6,10 +6,17 @@ import { parseResultMd } from "../../src/core/result-md.js";
 
 test("crew_report: valid reports pass; bad ones get a message naming the fix", () => {
   assert.deepEqual(checkCrewReport({ outcome: "completed", report: "done" }), { outcome: "completed", report: "done" });
-  assert.deepEqual(checkCrewReport({ outcome: "needs_input", report: "r", needs: "q?" }), { outcome: "needs_input", report: "r", needs: "q?" });
+  assert.deepEqual(checkCrewReport({ outcome: "needs_input", report: "r", needs: "q?" }), {
+    outcome: "needs_input",
+    report: "r",
+    needs: "q?",
+  });
   assert.match(checkCrewReport({ outcome: "completed", report: "  " }) as string, /non-blank/);
   assert.match(checkCrewReport({ outcome: "needs_input", report: "r" }) as string, /requires a non-blank `needs`/);
-  assert.match(checkCrewReport({ outcome: "completed", report: "r", needs: "x" }) as string, /only allowed with outcome "needs_input"/);
+  assert.match(
+    checkCrewReport({ outcome: "completed", report: "r", needs: "x" }) as string,
+    /only allowed with outcome "needs_input"/,
+  );
   assert.match(checkCrewReport({ outcome: "done", report: "r" }) as string, /"completed" or "needs_input"/);
   assert.match(checkCrewReport({ outcome: "completed", report: "r", extra: 1 }) as string, /unknown field\(s\) extra/);
 });

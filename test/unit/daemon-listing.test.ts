@@ -17,7 +17,8 @@ import type { LaunchSpec } from "../../src/runtime/types.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
 
-const stub = (launches: LaunchSpec[]) => stubRuntime({ launch: async (spec) => (launches.push(spec), { runtime: "headless", pid: process.pid }) });
+const stub = (launches: LaunchSpec[]) =>
+  stubRuntime({ launch: async (spec) => (launches.push(spec), { runtime: "headless", pid: process.pid }) });
 
 /** `count` closed tasks written as the daemon writes them (task.json, result.json, an index line with a row). */
 async function addClosed(home: string, count: number, work: string): Promise<string[]> {
@@ -27,13 +28,36 @@ async function addClosed(home: string, count: number, work: string): Promise<str
   // daemon within the ms spread of ids minted at now + i and the spawned task sorted below them).
   const past = Date.now() - 60_000;
   for (let i = 0; i < count; i++) {
-    const rec = await store.createTask<TaskRecord>((taskId) => ({
-      taskId, owner: i % 2 ? "owner-b" : "owner-a", status: "closed", createdAt: Date.now(), cwd: work, kind: "pi", role: "worker",
-      model: "m/x", thinking: "off", isolated: false, timeoutMs: 60_000, runtime: "headless", name: `worker-x-${taskId.slice(-4)}`,
-      token: "t", workdir: work, sessionPath: join(home, "tasks", taskId, "session.jsonl"), resultPath: join(home, "tasks", taskId, "result.md"),
-      cycle: 1, timing: { createdAt: Date.now() }, lifecycle: "closed", brief: `brief ${i}`,
-    }), past + i, { sync: false });
-    await store.saveTask(rec, assemble({ rec, runtime: "idle", sessionChangedAfterPrompt: false, settled: true }), { sync: false });
+    const rec = await store.createTask<TaskRecord>(
+      (taskId) => ({
+        taskId,
+        owner: i % 2 ? "owner-b" : "owner-a",
+        status: "closed",
+        createdAt: Date.now(),
+        cwd: work,
+        kind: "pi",
+        role: "worker",
+        model: "m/x",
+        thinking: "off",
+        isolated: false,
+        timeoutMs: 60_000,
+        runtime: "headless",
+        name: `worker-x-${taskId.slice(-4)}`,
+        token: "t",
+        workdir: work,
+        sessionPath: join(home, "tasks", taskId, "session.jsonl"),
+        resultPath: join(home, "tasks", taskId, "result.md"),
+        cycle: 1,
+        timing: { createdAt: Date.now() },
+        lifecycle: "closed",
+        brief: `brief ${i}`,
+      }),
+      past + i,
+      { sync: false },
+    );
+    await store.saveTask(rec, assemble({ rec, runtime: "idle", sessionChangedAfterPrompt: false, settled: true }), {
+      sync: false,
+    });
     ids.push(rec.taskId);
   }
   return ids;
@@ -46,10 +70,19 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
   const ids = await addClosed(home, LIST_DEFAULT_LIMIT + 12, dir);
   // Proof that listing reads no result.json: they are gone.
   for (const id of ids) unlinkSync(join(home, "tasks", id, "result.json"));
-  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config: { readinessTimeoutMs: 60_000 } });
+  const d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: { headless: () => stub(launches) },
+    config: { readinessTimeoutMs: 60_000 },
+  });
   const cli = await connect(home, { kind: "cli" });
   try {
-    const spawned = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless" });
+    const spawned = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+    });
     for (let i = 0; i < 200 && launches.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(launches.length, 1, "the stub runtime from runtimeFactories got the launch");
 
@@ -60,7 +93,11 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     const liveResult = await cli.request<AgentResult>("task.get", { taskId: spawned.taskId });
     assert.equal(first.tasks[0]!.status, liveResult.status, "an open task's row carries its live status");
     assert.deepEqual(first.tasks[0]!.agent, liveResult.agent);
-    assert.equal(first.tasks[0]!.sessionPath, undefined, "a row of the live result, not the whole result (task.get has that)");
+    assert.equal(
+      first.tasks[0]!.sessionPath,
+      undefined,
+      "a row of the live result, not the whole result (task.get has that)",
+    );
     assert.ok(first.nextCursor);
 
     const seen: string[] = [];
@@ -85,7 +122,10 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     assert.equal(row.status, "closed");
     assert.equal(row.sessionPath, undefined, "a row, not the whole result");
 
-    await assert.rejects(cli.request("task.list", { cursor: "../etc" }), (e: Error & { code?: string }) => e.code === "BAD_PARAMS" && /nextCursor/.test(e.message));
+    await assert.rejects(
+      cli.request("task.list", { cursor: "../etc" }),
+      (e: Error & { code?: string }) => e.code === "BAD_PARAMS" && /nextCursor/.test(e.message),
+    );
 
     // Coalescing: a burst of 50 refreshes of one task costs at most 2 harvests (the running one and one queued),
     // counted by the session facts each harvest reads; and the unchanged status is written to disk once, later.
@@ -121,13 +161,19 @@ test("task index: a repaired line gets its row from result.json; a malformed res
   try {
     const ids = await addClosed(home, 3, dir);
     unlinkSync(join(home, "tasks", "index.jsonl"));
-    writeFileSync(join(home, "tasks", ids[1]!, "result.json"), "{\"schemaVersion\":1}");
+    writeFileSync(join(home, "tasks", ids[1]!, "result.json"), '{"schemaVersion":1}');
     const store = await TaskStore.open(home);
     const rows = store.listTasks({});
-    assert.deepEqual(rows.map((r) => r.taskId), [...ids].reverse());
+    assert.deepEqual(
+      rows.map((r) => r.taskId),
+      [...ids].reverse(),
+    );
     assert.equal(rows.find((r) => r.taskId === ids[0])!.row?.summary !== undefined, true);
     assert.equal(rows.find((r) => r.taskId === ids[1])!.row, undefined);
-    assert.deepEqual(store.listTasks({ before: ids[2]! }).map((r) => r.taskId), [ids[1], ids[0]]);
+    assert.deepEqual(
+      store.listTasks({ before: ids[2]! }).map((r) => r.taskId),
+      [ids[1], ids[0]],
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -52,13 +52,25 @@ test("home is 0700, socket 0600; a second daemon on the same home is DAEMON_RUNN
 
 test("spawn refusals: BAD_PARAMS, CWD_NOT_ALLOWED, NOT_A_REPO, SPAWN_REFUSED", async () => {
   await assert.rejects(cli.request("task.spawn", { cwd: repo }), code("BAD_PARAMS", /prompt|task/));
-  await assert.rejects(cli.request("task.spawn", { cwd: "relative/path", prompt: "x" }), code("BAD_PARAMS", /params\.cwd/));
-  await assert.rejects(cli.request("task.spawn", { cwd: repo, prompt: "x", role: "boss" }), code("BAD_PARAMS", /params\.role must be one of/));
-  await assert.rejects(cli.request("task.spawn", { cwd: join(dir, "nope"), prompt: "x" }), code("BAD_PARAMS", /existing directory/));
+  await assert.rejects(
+    cli.request("task.spawn", { cwd: "relative/path", prompt: "x" }),
+    code("BAD_PARAMS", /params\.cwd/),
+  );
+  await assert.rejects(
+    cli.request("task.spawn", { cwd: repo, prompt: "x", role: "boss" }),
+    code("BAD_PARAMS", /params\.role must be one of/),
+  );
+  await assert.rejects(
+    cli.request("task.spawn", { cwd: join(dir, "nope"), prompt: "x" }),
+    code("BAD_PARAMS", /existing directory/),
+  );
   await assert.rejects(cli.request("task.spawn", { cwd: tmpdir(), prompt: "x" }), code("CWD_NOT_ALLOWED", /allowCwd/));
   const plain = join(dir, "plain");
   mkdirSync(plain);
-  await assert.rejects(cli.request("task.spawn", { cwd: plain, prompt: "x", isolated: true }), code("NOT_A_REPO", /git init/));
+  await assert.rejects(
+    cli.request("task.spawn", { cwd: plain, prompt: "x", isolated: true }),
+    code("NOT_A_REPO", /git init/),
+  );
   const cfg = d.supervisor.deps.config();
   cfg.enabled = false;
   try {
@@ -69,18 +81,34 @@ test("spawn refusals: BAD_PARAMS, CWD_NOT_ALLOWED, NOT_A_REPO, SPAWN_REFUSED", a
 });
 
 test("a child that never says hello: one retry, then failed with AGENT_STALLED; CONCURRENCY_LIMIT while it holds the slot", async () => {
-  const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: repo, prompt: "stall please", owner: "alice" });
-  await assert.rejects(cli.request("task.spawn", { cwd: repo, prompt: "second" }), code("CONCURRENCY_LIMIT", /maxQueuedAgents/));
-  const { results } = await cli.request<{ results: { status: string; error?: { code: string; message: string } }[] }>("task.wait", { taskIds: [taskId], timeoutMs: 30_000 });
+  const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    cwd: repo,
+    prompt: "stall please",
+    owner: "alice",
+  });
+  await assert.rejects(
+    cli.request("task.spawn", { cwd: repo, prompt: "second" }),
+    code("CONCURRENCY_LIMIT", /maxQueuedAgents/),
+  );
+  const { results } = await cli.request<{ results: { status: string; error?: { code: string; message: string } }[] }>(
+    "task.wait",
+    { taskIds: [taskId], timeoutMs: 30_000 },
+  );
   assert.equal(results[0]!.status, "failed");
   assert.equal(results[0]!.error?.code, "AGENT_STALLED");
   assert.match(results[0]!.error!.message, /twice.*check the model/);
   // respond is refused unless completed or blocked; another owner may not touch it
-  await assert.rejects(cli.request("task.respond", { taskId, message: "hi" }), code("BAD_STATE", /completed or blocked/));
+  await assert.rejects(
+    cli.request("task.respond", { taskId, message: "hi" }),
+    code("BAD_STATE", /completed or blocked/),
+  );
   const bob = await connect(d.home, { kind: "owner", ownerId: "bob" });
   await assert.rejects(bob.request("task.respond", { taskId, message: "hi" }), code("NOT_OWNER", /only its owner/));
   await assert.rejects(bob.request("task.close", { taskId }), code("NOT_OWNER", /only its owner/));
-  await assert.rejects(bob.request("task.spawn", { cwd: repo, prompt: "x", owner: "alice" }), code("NOT_OWNER", /drop params\.owner/));
+  await assert.rejects(
+    bob.request("task.spawn", { cwd: repo, prompt: "x", owner: "alice" }),
+    code("NOT_OWNER", /drop params\.owner/),
+  );
   bob.close();
   const closed = await cli.request<{ status: string }>("task.close", { taskId });
   assert.equal(closed.status, "closed");
@@ -89,9 +117,18 @@ test("a child that never says hello: one retry, then failed with AGENT_STALLED; 
 
 test("task lookups: TASK_NOT_FOUND; child access rules: UNAUTHORIZED, FORBIDDEN", async () => {
   await assert.rejects(cli.request("task.get", { taskId: "tzzzzzzzzzzz" }), code("TASK_NOT_FOUND", /dsh-herdr list/));
-  await assert.rejects(cli.request("task.wait", { taskIds: ["tzzzzzzzzzzz"] }), code("TASK_NOT_FOUND", /dsh-herdr list/));
-  await assert.rejects(connect(d.home, { kind: "child", taskId: "tzzzzzzzzzzz", token: "guess" }), code("UNAUTHORIZED", /DSH_HERDR_TASK_TOKEN/));
-  await assert.rejects(cli.request("child.report", { outcome: "completed", report: "x" }), code("FORBIDDEN", /child connections only/));
+  await assert.rejects(
+    cli.request("task.wait", { taskIds: ["tzzzzzzzzzzz"] }),
+    code("TASK_NOT_FOUND", /dsh-herdr list/),
+  );
+  await assert.rejects(
+    connect(d.home, { kind: "child", taskId: "tzzzzzzzzzzz", token: "guess" }),
+    code("UNAUTHORIZED", /DSH_HERDR_TASK_TOKEN/),
+  );
+  await assert.rejects(
+    cli.request("child.report", { outcome: "completed", report: "x" }),
+    code("FORBIDDEN", /child connections only/),
+  );
   await assert.rejects(cli.request("no.such"), code("UNKNOWN_METHOD", /socket-protocol\.md/));
   await assert.rejects(cli.request("hello", { kind: "cli" }), code("BAD_STATE", /new one/));
 });
@@ -110,20 +147,29 @@ test("frames: invalid JSON, missing id and 1 MiB+ frames get error replies; the 
         resolve(lines.map((l) => JSON.parse(l)));
       }
     });
-    s.write("{oops\n{\"method\":\"daemon.status\"}\n");
+    s.write('{oops\n{"method":"daemon.status"}\n');
     s.write(Buffer.alloc(1024 * 1024 + 1, 0x20));
-    s.write("\n{\"id\":7,\"method\":\"hello\",\"params\":{\"kind\":\"cli\"}}\n");
+    s.write('\n{"id":7,"method":"hello","params":{"kind":"cli"}}\n');
   });
-  assert.deepEqual(replies.map((r) => r.error?.code ?? "ok"), ["BAD_REQUEST", "BAD_REQUEST", "FRAME_TOO_LARGE", "ok"]);
+  assert.deepEqual(
+    replies.map((r) => r.error?.code ?? "ok"),
+    ["BAD_REQUEST", "BAD_REQUEST", "FRAME_TOO_LARGE", "ok"],
+  );
   assert.match(replies[2].error.message, /1 MiB/);
 });
 
 test("timeouts: task.wait returns timedOut; a client request without reply is TIMEOUT", async () => {
   const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: repo, prompt: "stall again" });
-  const w = await cli.request<{ timedOut: boolean; results: { status: string }[] }>("task.wait", { taskIds: [taskId], timeoutMs: 50 });
+  const w = await cli.request<{ timedOut: boolean; results: { status: string }[] }>("task.wait", {
+    taskIds: [taskId],
+    timeoutMs: 50,
+  });
   assert.equal(w.timedOut, true);
   assert.equal(w.results[0]!.status, "starting");
-  await assert.rejects(cli.request("task.wait", { taskIds: [taskId] }, { timeoutMs: 50 }), code("TIMEOUT", /daemon status/));
+  await assert.rejects(
+    cli.request("task.wait", { taskIds: [taskId] }, { timeoutMs: 50 }),
+    code("TIMEOUT", /daemon status/),
+  );
   const ab = await cli.request("task.abort", { taskIds: [taskId] });
   assert.deepEqual(ab, { aborted_ids: [taskId], missing_ids: [], foreign_ids: [] });
 });

@@ -19,9 +19,15 @@ function fastChildRuntime(home: string, launches: LaunchSpec[], children: Daemon
   return stubRuntime({
     async launch(spec) {
       launches.push(spec);
-      const child = await connect(home, { kind: "child", taskId: spec.env.DSH_HERDR_TASK_ID!, token: spec.env.DSH_HERDR_TASK_TOKEN! });
+      const child = await connect(home, {
+        kind: "child",
+        taskId: spec.env.DSH_HERDR_TASK_ID!,
+        token: spec.env.DSH_HERDR_TASK_TOKEN!,
+      });
       children.push(child);
-      const cycle = await new Promise<number>((resolve) => child.onPush("child.prompt", (p: { cycle: number }) => resolve(p.cycle)));
+      const cycle = await new Promise<number>((resolve) =>
+        child.onPush("child.prompt", (p: { cycle: number }) => resolve(p.cycle)),
+      );
       await child.request("child.event", { type: "prompt_accepted", cycle });
       if (finish) {
         // ...and the whole cycle: the report, then the end of pi's agent loop.
@@ -39,10 +45,19 @@ test("a child that takes its prompt before the launch call returns is ready: no 
   const launches: LaunchSpec[] = [];
   const children: DaemonClient[] = [];
   const runtime = fastChildRuntime(home, launches, children, false);
-  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 500 } });
+  const d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: { headless: () => runtime },
+    config: { readinessTimeoutMs: 500 },
+  });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless" });
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+    });
     for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
     await sleep(1500); // three times readinessTimeoutMs
     const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
@@ -63,10 +78,20 @@ test("a child that finishes its whole cycle before the launch call returns: comp
   const launches: LaunchSpec[] = [];
   const children: DaemonClient[] = [];
   const runtime = fastChildRuntime(home, launches, children, true);
-  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 500 } });
+  const d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: { headless: () => runtime },
+    config: { readinessTimeoutMs: 500 },
+  });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless", timeoutMs: 1000 });
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+      timeoutMs: 1000,
+    });
     for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
     await sleep(2000); // past readinessTimeoutMs and the task's timeoutMs
     const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
@@ -82,7 +107,9 @@ test("a child that finishes its whole cycle before the launch call returns: comp
   }
 });
 
-test("a task closed while its launch call runs: the child that call started is ended, not left running", { timeout: 30_000 }, async () => {
+test("a task closed while its launch call runs: the child that call started is ended, not left running", {
+  timeout: 30_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), "dsh-ready-"));
   const home = join(dir, "home");
   let open!: () => void;
@@ -99,17 +126,29 @@ test("a task closed while its launch call runs: the child that call started is e
     },
     close: async (h) => void closed.push(h.pid!),
   });
-  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => runtime }, config: { readinessTimeoutMs: 1500 } });
+  const d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: { headless: () => runtime },
+    config: { readinessTimeoutMs: 1500 },
+  });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless" });
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+    });
     for (let i = 0; i < 1000 && launched.length === 0; i++) await sleep(10);
     assert.equal(launched.length, 1);
     const r = await cli.request<{ status: string }>("task.close", { taskId }); // the launch call is still running
     assert.equal(r.status, "closed");
     open();
     for (let i = 0; i < 500 && !closed.includes(launched[0]!); i++) await sleep(10);
-    assert.ok(closed.includes(launched[0]!), `the late child ${launched[0]} was ended (closed: ${JSON.stringify(closed)})`);
+    assert.ok(
+      closed.includes(launched[0]!),
+      `the late child ${launched[0]} was ended (closed: ${JSON.stringify(closed)})`,
+    );
     assert.equal(launched.length, 1, "and not launched again");
     cli.close();
   } finally {

@@ -36,7 +36,11 @@ test("replay: launch handle, worktree, baseline with its dirty list, prompts, se
 test("replay: a baseline journaled as a count only (a long dirty list, or an older daemon) has no list; junk is ignored", () => {
   const r = replayJournal([ev("baseline", { head: null, dirty: 5000 })]);
   assert.deepEqual(r.baseline, { head: null, dirty: 5000 });
-  const junk = replayJournal([ev("baseline", { head: "abc", dirty: 1, dirtyAtStart: [1, 2] }), ev("launched", {}), ev("prompt_sent", {})]);
+  const junk = replayJournal([
+    ev("baseline", { head: "abc", dirty: 1, dirtyAtStart: [1, 2] }),
+    ev("launched", {}),
+    ev("prompt_sent", {}),
+  ]);
   assert.deepEqual(junk.baseline, { head: "abc", dirty: 1 }, "a non-string dirty list is not trusted");
   assert.equal(junk.handle, undefined);
   assert.equal(junk.prompted.size, 0);

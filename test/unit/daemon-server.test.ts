@@ -70,21 +70,26 @@ test("socket is 0600 and bad frames get error replies while the connection lives
     const replies = await raw(
       sock,
       Buffer.concat([
-        Buffer.from("not json\n[1,2]\n{\"method\":\"hello\"}\n"),
+        Buffer.from('not json\n[1,2]\n{"method":"hello"}\n'),
         big,
-        Buffer.from("\n{\"id\":1,\"method\":\"nope.x\"}\n{\"id\":2,\"method\":\"task.get\",\"params\":{\"taskId\":\"tabcdefghijk\"}}\n"),
-        Buffer.from("{\"id\":3,\"method\":\"hello\",\"params\":{\"kind\":\"robot\"}}\n{\"id\":4,\"method\":\"hello\",\"params\":{\"kind\":\"cli\"}}\n"),
-        Buffer.from("{\"id\":5,\"method\":\"task.get\",\"params\":{\"taskId\":\"tabcdefghijk\"}}\n"),
+        Buffer.from('\n{"id":1,"method":"nope.x"}\n{"id":2,"method":"task.get","params":{"taskId":"tabcdefghijk"}}\n'),
+        Buffer.from(
+          '{"id":3,"method":"hello","params":{"kind":"robot"}}\n{"id":4,"method":"hello","params":{"kind":"cli"}}\n',
+        ),
+        Buffer.from('{"id":5,"method":"task.get","params":{"taskId":"tabcdefghijk"}}\n'),
       ]),
       9,
     );
     // Frames without a usable id are answered in order with id null; the rest are matched by id.
-    assert.deepEqual(replies.slice(0, 4).map((r) => [r.id, r.error.code]), [
-      [null, "BAD_REQUEST"], // not json
-      [null, "BAD_REQUEST"], // array
-      [null, "BAD_REQUEST"], // no id
-      [null, "FRAME_TOO_LARGE"],
-    ]);
+    assert.deepEqual(
+      replies.slice(0, 4).map((r) => [r.id, r.error.code]),
+      [
+        [null, "BAD_REQUEST"], // not json
+        [null, "BAD_REQUEST"], // array
+        [null, "BAD_REQUEST"], // no id
+        [null, "FRAME_TOO_LARGE"],
+      ],
+    );
     const byId = new Map(replies.slice(4).map((r) => [r.id, r]));
     assert.equal(byId.get(1).error.code, "UNKNOWN_METHOD");
     assert.equal(byId.get(2).error.code, "UNAUTHORIZED");
@@ -101,11 +106,23 @@ test("socket is 0600 and bad frames get error replies while the connection lives
 test("client: typed errors, params validation names the field, pushes, invalid result is caught", async () => {
   await withServer(async (sock, conns) => {
     const c = await connect(sock, { kind: "cli" });
-    await assert.rejects(c.request("task.get", { taskId: "BAD" }), (e: DshError) => e.code === "BAD_PARAMS" && /params\.taskId/.test(e.message));
-    await assert.rejects(c.request("task.get", { taskId: "tabcdefghijk", x: 1 }), (e: DshError) => e.code === "BAD_PARAMS" && /unknown field "x"/.test(e.message));
-    await assert.rejects(c.request("task.get", { taskId: "tabcdefghijk" }), (e: DshError) => e.code === "TASK_NOT_FOUND");
+    await assert.rejects(
+      c.request("task.get", { taskId: "BAD" }),
+      (e: DshError) => e.code === "BAD_PARAMS" && /params\.taskId/.test(e.message),
+    );
+    await assert.rejects(
+      c.request("task.get", { taskId: "tabcdefghijk", x: 1 }),
+      (e: DshError) => e.code === "BAD_PARAMS" && /unknown field "x"/.test(e.message),
+    );
+    await assert.rejects(
+      c.request("task.get", { taskId: "tabcdefghijk" }),
+      (e: DshError) => e.code === "TASK_NOT_FOUND",
+    );
     await assert.rejects(c.request("child.event", { type: "agent_start" }), (e: DshError) => e.code === "FORBIDDEN");
-    await assert.rejects(c.request("daemon.stop"), (e: DshError) => e.code === "INTERNAL" && /invalid result/.test(e.message));
+    await assert.rejects(
+      c.request("daemon.stop"),
+      (e: DshError) => e.code === "INTERNAL" && /invalid result/.test(e.message),
+    );
     await assert.rejects(c.request("hello", { kind: "cli" }), (e: DshError) => e.code === "BAD_STATE");
     const got = new Promise((resolve) => c.onPush("task.status", resolve));
     await c.request("task.subscribe", {});
@@ -123,7 +140,10 @@ test("child hello: wrong token is UNAUTHORIZED; a child may call only child.* fo
     );
     const child = await connect(sock, { kind: "child", taskId: "tabcdefghijk", token: "secret" });
     assert.deepEqual(await child.request("child.event", { type: "agent_start" }), { ok: true });
-    await assert.rejects(child.request("task.get", { taskId: "tabcdefghijk" }), (e: DshError) => e.code === "FORBIDDEN");
+    await assert.rejects(
+      child.request("task.get", { taskId: "tabcdefghijk" }),
+      (e: DshError) => e.code === "FORBIDDEN",
+    );
     child.close();
   });
 });
@@ -131,7 +151,10 @@ test("child hello: wrong token is UNAUTHORIZED; a child may call only child.* fo
 test("client: unreachable socket is DAEMON_UNAVAILABLE naming the start command", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dsh-srv-"));
   try {
-    await assert.rejects(connect(dir, { kind: "cli" }), (e: DshError) => e.code === "DAEMON_UNAVAILABLE" && /daemon start/.test(e.message));
+    await assert.rejects(
+      connect(dir, { kind: "cli" }),
+      (e: DshError) => e.code === "DAEMON_UNAVAILABLE" && /daemon start/.test(e.message),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -30,10 +30,20 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
   let d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const first = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p1", model: "m/x", runtime: "headless" });
+    const first = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p1",
+      model: "m/x",
+      runtime: "headless",
+    });
     for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
     assert.equal(launches.length, 1, "the first launched");
-    const queued = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p2", model: "m/x", runtime: "headless" });
+    const queued = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p2",
+      model: "m/x",
+      runtime: "headless",
+    });
     cli.close();
     await d.stop();
     assert.equal(launches.length, 1, "one slot: the second is queued");
@@ -46,13 +56,23 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
     assert.ok(!firstEvents.includes("stalled"), `a stopped daemon marked the launch stalled: ${firstEvents.join()}`);
     assert.equal(launches.length, 1, "a stopped daemon retried a launch");
     const queuedEvents = await types(queued.taskId);
-    assert.ok(!queuedEvents.some((t) => /fail|settle|closed|error/.test(t)), `a stopped daemon failed the queued spawn: ${queuedEvents.join()}`);
+    assert.ok(
+      !queuedEvents.some((t) => /fail|settle|closed|error/.test(t)),
+      `a stopped daemon failed the queued spawn: ${queuedEvents.join()}`,
+    );
 
     // The next daemon starts the queued task again (recovery), proof that it was left whole.
     const config2 = { ...config, readinessTimeoutMs: 60_000, queueTimeoutMs: 60_000, maxParallelAgents: 2 };
-    d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config: config2 });
+    d = await runDaemon(home, {
+      logLevel: "silent",
+      runtimeFactories: { headless: () => stub(launches) },
+      config: config2,
+    });
     for (let i = 0; i < 1000 && !launches.some((l) => l.taskId === queued.taskId); i++) await sleep(10);
-    assert.ok(launches.some((l) => l.taskId === queued.taskId), "the next daemon launched the queued task");
+    assert.ok(
+      launches.some((l) => l.taskId === queued.taskId),
+      "the next daemon launched the queued task",
+    );
   } finally {
     await d.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -66,11 +86,21 @@ test("daemon stop in the middle of a launch: the launch is journaled for the nex
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
   const timersBefore = liveTimers();
-  const d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches, gate) }, config: { readinessTimeoutMs: 300 } });
+  const d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: { headless: () => stub(launches, gate) },
+    config: { readinessTimeoutMs: 300 },
+  });
   // (300 ms: the timer starts only after the gated launch returns, which is after stop has begun.)
   try {
     const cli = await connect(home, { kind: "cli" });
-    const t = await cli.request<{ taskId: string }>("task.spawn", { cwd: dir, prompt: "p", model: "m/x", runtime: "headless", timeoutMs: 600_000 });
+    const t = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+      timeoutMs: 600_000,
+    });
     for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
     assert.equal(launches.length, 1);
     cli.close();
@@ -80,7 +110,10 @@ test("daemon stop in the middle of a launch: the launch is journaled for the nex
     await sleep(700); // past the readiness timeout: nothing may fire
     const events = (await (await TaskStore.open(home)).readEvents(t.taskId)).map((e) => e.type);
     assert.ok(events.includes("launched"), `the launch that finished after stop is journaled: ${events.join()}`);
-    assert.ok(!events.includes("stalled") && launches.length === 1, `a stopped daemon marked it stalled or retried: ${events.join()}`);
+    assert.ok(
+      !events.includes("stalled") && launches.length === 1,
+      `a stopped daemon marked it stalled or retried: ${events.join()}`,
+    );
     assert.ok(liveTimers() <= timersBefore, `timers left after stop: ${liveTimers()} (before: ${timersBefore})`);
   } finally {
     open();

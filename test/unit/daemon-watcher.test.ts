@@ -9,7 +9,9 @@ import { join } from "node:path";
 import { TaskFiles } from "../../src/daemon/watcher.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
-const fixture = readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8").split("\n").filter(Boolean);
+const fixture = readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8")
+  .split("\n")
+  .filter(Boolean);
 
 async function until<T>(fn: () => T | undefined, what: string, timeoutMs = 5000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -25,10 +27,17 @@ function setup() {
   const dir = mkdtempSync(join(tmpdir(), "dsh-watch-"));
   const changes: string[] = [];
   const files = new TaskFiles({
-    taskDir: dir, sessionPath: join(dir, "session.jsonl"), resultPath: join(dir, "result.md"),
+    taskDir: dir,
+    sessionPath: join(dir, "session.jsonl"),
+    resultPath: join(dir, "result.md"),
     onChange: (what) => changes.push(what),
   });
-  return { dir, files, changes, cleanup: async () => (await files.stop(), rmSync(dir, { recursive: true, force: true })) };
+  return {
+    dir,
+    files,
+    changes,
+    cleanup: async () => (await files.stop(), rmSync(dir, { recursive: true, force: true })),
+  };
 }
 
 test("watcher: the last session lines, appended 1-3 ms apart, are read without any further event", async () => {
@@ -43,7 +52,10 @@ test("watcher: the last session lines, appended 1-3 ms apart, are read without a
         await new Promise((r) => setTimeout(r, 1 + (round % 3)));
       }
       const size = readFileSync(session).length;
-      await until(() => (files.sessionOffset === size ? true : undefined), `offset ${size} in round ${round} (at ${files.sessionOffset})`);
+      await until(
+        () => (files.sessionOffset === size ? true : undefined),
+        `offset ${size} in round ${round} (at ${files.sessionOffset})`,
+      );
     }
     const f = files.facts();
     assert.ok(f, "the session was read");
@@ -67,7 +79,10 @@ test("watcher: result.md appearing, changing and vanishing each reach onChange; 
     await until(() => (files.result?.body.includes("decision") ? true : undefined), "result.md re-read");
     unlinkSync(resultPath);
     await until(() => (files.result === undefined ? true : undefined), "result.md gone");
-    assert.ok(changes.filter((c) => c === "result").length >= 3, `appear, change, vanish reported: ${changes.join(",")}`);
+    assert.ok(
+      changes.filter((c) => c === "result").length >= 3,
+      `appear, change, vanish reported: ${changes.join(",")}`,
+    );
   } finally {
     await cleanup();
   }
@@ -77,7 +92,13 @@ test("watcher: with no OS watch available it falls back to polling and still rea
   const dir = mkdtempSync(join(tmpdir(), "dsh-watch-"));
   // A task dir that does not exist yet makes fs.watch throw ENOENT: the same path as an exhausted inotify limit.
   const taskDir = join(dir, "later");
-  const files = new TaskFiles({ taskDir, sessionPath: join(taskDir, "session.jsonl"), resultPath: join(taskDir, "result.md"), onChange: () => undefined, fallbackPollMs: 20 });
+  const files = new TaskFiles({
+    taskDir,
+    sessionPath: join(taskDir, "session.jsonl"),
+    resultPath: join(taskDir, "result.md"),
+    onChange: () => undefined,
+    fallbackPollMs: 20,
+  });
   try {
     files.start();
     assert.equal(files.polling, true);

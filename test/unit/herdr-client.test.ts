@@ -25,23 +25,59 @@ test("socket path: explicit > --session > HERDR_SOCKET_PATH > HERDR_SESSION > de
   assert.equal(resolveHerdrSocketPath({ socketPath: "/x.sock", session: "s", env }), "/x.sock");
   assert.equal(resolveHerdrSocketPath({ session: "s", env }), "/h/.config/herdr/sessions/s/herdr.sock");
   assert.equal(resolveHerdrSocketPath({ env }), "/run/h.sock");
-  assert.equal(resolveHerdrSocketPath({ env: { HOME: "/h", HERDR_SESSION: "work" } }), "/h/.config/herdr/sessions/work/herdr.sock");
+  assert.equal(
+    resolveHerdrSocketPath({ env: { HOME: "/h", HERDR_SESSION: "work" } }),
+    "/h/.config/herdr/sessions/work/herdr.sock",
+  );
   assert.equal(resolveHerdrSocketPath({ env: { HOME: "/h", XDG_CONFIG_HOME: "/cfg" } }), "/cfg/herdr/herdr.sock");
-  assert.equal(code(() => resolveHerdrSocketPath({ session: "../etc", env })), "BAD_PARAMS");
+  assert.equal(
+    code(() => resolveHerdrSocketPath({ session: "../etc", env })),
+    "BAD_PARAMS",
+  );
 });
 
 test("envelopes: result, Herdr error mapped, and every malformed shape is HERDR_PROTOCOL", () => {
   assert.deepEqual(parseEnvelope('{"id":"a","result":{"type":"ok"}}', "a", "m"), { type: "ok" });
-  assert.equal(code(() => parseEnvelope('{"id":"a","error":{"code":"pane_not_found","message":"x"}}', "a", "m")), "PANE_GONE");
-  assert.equal(code(() => parseEnvelope('{"id":"a","error":{"code":"agent_pane_busy","message":"x"}}', "a", "m")), "HERDR_REJECTED");
-  assert.equal(code(() => parseEnvelope('{"id":"","error":{"code":"invalid_request","message":"x"}}', "a", "m")), "HERDR_REJECTED");
-  for (const bad of ["nope", "[]", '{"id":"b","result":{"type":"ok"}}', '{"id":"a"}', '{"id":"a","result":{}}', '{"id":"a","error":"x"}', '{"id":"","result":{"type":"ok"}}']) {
-    assert.equal(code(() => parseEnvelope(bad, "a", "m")), "HERDR_PROTOCOL", bad);
+  assert.equal(
+    code(() => parseEnvelope('{"id":"a","error":{"code":"pane_not_found","message":"x"}}', "a", "m")),
+    "PANE_GONE",
+  );
+  assert.equal(
+    code(() => parseEnvelope('{"id":"a","error":{"code":"agent_pane_busy","message":"x"}}', "a", "m")),
+    "HERDR_REJECTED",
+  );
+  assert.equal(
+    code(() => parseEnvelope('{"id":"","error":{"code":"invalid_request","message":"x"}}', "a", "m")),
+    "HERDR_REJECTED",
+  );
+  for (const bad of [
+    "nope",
+    "[]",
+    '{"id":"b","result":{"type":"ok"}}',
+    '{"id":"a"}',
+    '{"id":"a","result":{}}',
+    '{"id":"a","error":"x"}',
+    '{"id":"","result":{"type":"ok"}}',
+  ]) {
+    assert.equal(
+      code(() => parseEnvelope(bad, "a", "m")),
+      "HERDR_PROTOCOL",
+      bad,
+    );
   }
 });
 
 test("key names: tmux style to Herdr combos", () => {
-  assert.deepEqual(["Escape", "C-c", "Enter", "M-x", "Up", "a", "A", "f1"].map(herdrKey), ["esc", "ctrl+c", "enter", "alt+x", "up", "a", "A", "f1"]);
+  assert.deepEqual(["Escape", "C-c", "Enter", "M-x", "Up", "a", "A", "f1"].map(herdrKey), [
+    "esc",
+    "ctrl+c",
+    "enter",
+    "alt+x",
+    "up",
+    "a",
+    "A",
+    "f1",
+  ]);
 });
 
 test("workspace label follows the original plugin", () => {
@@ -53,18 +89,27 @@ test("CLI transport: non-JSON output is HERDR_PROTOCOL, a JSON error on stderr k
   const dir = mkdtempSync(join(tmpdir(), "herdr-cli-unit-"));
   try {
     const bin = join(dir, "herdr");
-    writeFileSync(bin, `#!/bin/sh
+    writeFileSync(
+      bin,
+      `#!/bin/sh
 case "$1" in
   agent) echo '{"id":"cli:agent:get","error":{"code":"agent_not_found","message":"no agent"}}' >&2; exit 1 ;;
   pane) echo 'segfault-ish garbage' >&2; exit 1 ;;
   *) echo 'Herdr 0.9.1 (not json)' ;;
 esac
-`);
+`,
+    );
     chmodSync(bin, 0o755);
     const t = new CliTransport({ bin });
     await assert.rejects(t.request("workspace.list", {}), (e) => e instanceof DshError && e.code === "HERDR_PROTOCOL");
-    await assert.rejects(t.request("pane.get", { pane_id: "w1:p1" }), (e) => e instanceof DshError && e.code === "HERDR_PROTOCOL");
-    await assert.rejects(t.request("agent.get", { target: "x" }), (e) => e instanceof DshError && e.code === "AGENT_NOT_FOUND" && e.details?.herdrCode === "agent_not_found");
+    await assert.rejects(
+      t.request("pane.get", { pane_id: "w1:p1" }),
+      (e) => e instanceof DshError && e.code === "HERDR_PROTOCOL",
+    );
+    await assert.rejects(
+      t.request("agent.get", { target: "x" }),
+      (e) => e instanceof DshError && e.code === "AGENT_NOT_FOUND" && e.details?.herdrCode === "agent_not_found",
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

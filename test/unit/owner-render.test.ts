@@ -11,21 +11,47 @@ const plainTheme = { bold: (t: string) => t, fg: (_c: string, t: string) => t };
 
 test("crew_spawn's result is one confirmation line; an error shows its words; widths are terminal columns", () => {
   const r = crewToolRenderers("crew_spawn");
-  const ok = r.renderResult({ content: [{ type: "text", text: '{"subagent_id":"tmx4irfk41hs"}' }], details: { name: "worker-flash-41hs", brief: "retry with jitter" } }, {}, plainTheme, { isError: false });
+  const ok = r.renderResult(
+    {
+      content: [{ type: "text", text: '{"subagent_id":"tmx4irfk41hs"}' }],
+      details: { name: "worker-flash-41hs", brief: "retry with jitter" },
+    },
+    {},
+    plainTheme,
+    { isError: false },
+  );
   assert.deepEqual(ok.render(80), ["spawned worker-flash-41hs · retry with jitter"]);
-  const err = r.renderResult({ content: [{ type: "text", text: '{"error":"No subagent with id \\"x\\"; crew_status lists them."}' }] }, {}, plainTheme, { isError: true });
+  const err = r.renderResult(
+    { content: [{ type: "text", text: '{"error":"No subagent with id \\"x\\"; crew_status lists them."}' }] },
+    {},
+    plainTheme,
+    { isError: true },
+  );
   assert.deepEqual(err.render(80), ['No subagent with id "x"; crew_status lists them.']);
   const call = r.renderCall({ subagent: "worker", brief: "重试与抖动重试与抖动" }, plainTheme);
   const line = call.render(24)[0]!;
   assert.ok(stringWidth(line) <= 24, line);
   assert.equal(line, "crew_spawn worker · 重…", "a wide character is never split");
   // Expanded, the JSON the model got is shown too.
-  assert.equal(r.renderResult({ content: [{ type: "text", text: '{"subagent_id":"t1"}' }], details: {} }, { expanded: true }, plainTheme).render(80)[1], '{"subagent_id":"t1"}');
+  assert.equal(
+    r
+      .renderResult(
+        { content: [{ type: "text", text: '{"subagent_id":"t1"}' }], details: {} },
+        { expanded: true },
+        plainTheme,
+      )
+      .render(80)[1],
+    '{"subagent_id":"t1"}',
+  );
 });
 
 test("a result card through pi's Markdown shows bold without markers; without it the plain card stays", async () => {
-  const card = { details: { card: { status: "completed", subagent_id: "t1", brief: "b", report: "Did **BOLD** and `CODE`" } } };
-  const md = renderCrewCard(card, { expanded: true }, theme, Markdown as unknown as MarkdownCtor)!.render(60).join("\n");
+  const card = {
+    details: { card: { status: "completed", subagent_id: "t1", brief: "b", report: "Did **BOLD** and `CODE`" } },
+  };
+  const md = renderCrewCard(card, { expanded: true }, theme, Markdown as unknown as MarkdownCtor)!
+    .render(60)
+    .join("\n");
   assert.match(md, /<b>BOLD<\/b>/);
   assert.doesNotMatch(md, /\*\*BOLD\*\*|`CODE`/);
   const plain = renderCrewCard(card, { expanded: true }, theme)!.render(60).join("\n");

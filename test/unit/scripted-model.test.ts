@@ -33,7 +33,15 @@ async function call(url: string, messages: Msg[]): Promise<Reassembled> {
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ model: "scripted-model", stream: true, messages }),
   });
-  const out: Reassembled = { status: res.status, text: "", thinking: "", finish: null, usage: null, toolCalls: [], chunks: 0 };
+  const out: Reassembled = {
+    status: res.status,
+    text: "",
+    thinking: "",
+    finish: null,
+    usage: null,
+    toolCalls: [],
+    chunks: 0,
+  };
   const raw = await res.text();
   if (res.status !== 200) return { ...out, errorBody: JSON.parse(raw) };
   for (const frame of raw.split("\n\n")) {
@@ -59,16 +67,24 @@ async function call(url: string, messages: Msg[]): Promise<Reassembled> {
 
 const script: Script = {
   conversations: [
-    { name: "fail", match: "please fail", steps: [{ httpError: { status: 500, message: "scripted upstream failure" } }] },
+    {
+      name: "fail",
+      match: "please fail",
+      steps: [{ httpError: { status: 500, message: "scripted upstream failure" } }],
+    },
     { name: "regex", match: "/^task-\\d+$/", steps: [{ text: "regex matched" }] },
     {
       name: "tools",
       match: "write things",
       steps: [
-        { thinking: "I will write two files.", toolCalls: [
-          { name: "write", arguments: { path: "a.txt", content: "alpha ".repeat(20) } },
-          { name: "crew_report", arguments: { status: "done", summary: "ünïcode ✓ summary" } },
-        ], usage: { prompt: 77, completion: 5 } },
+        {
+          thinking: "I will write two files.",
+          toolCalls: [
+            { name: "write", arguments: { path: "a.txt", content: "alpha ".repeat(20) } },
+            { name: "crew_report", arguments: { status: "done", summary: "ünïcode ✓ summary" } },
+          ],
+          usage: { prompt: 77, completion: 5 },
+        },
         { text: ["first ", "second ", "third"] },
         { match: "finalize now", text: "final answer" },
       ],
@@ -98,13 +114,26 @@ test("step selection: by assistant count, reactive steps on the last message, do
   const past = selectStep(script, [...settled, user("something else")]);
   assert.equal(past?.stepIndex, null);
   assert.deepEqual(past?.step, { text: "done" });
-  const repeat = selectStep({ conversations: [{ steps: [{ text: "a" }, { text: "b" }], afterEnd: "repeat" }] }, [user("q"), assistant(), assistant(), assistant()]);
+  const repeat = selectStep({ conversations: [{ steps: [{ text: "a" }, { text: "b" }], afterEnd: "repeat" }] }, [
+    user("q"),
+    assistant(),
+    assistant(),
+    assistant(),
+  ]);
   assert.equal(repeat?.step.text, "b");
 });
 
 test("a reactive step with matchIn sinceAssistant sees every message after the last assistant one, not only the last", () => {
   const s: Script = {
-    conversations: [{ steps: [{ text: "first" }, { match: "COMPACT-ME", matchIn: "sinceAssistant", text: "summary" }, { match: "COMPACT-ME", text: "last only" }] }],
+    conversations: [
+      {
+        steps: [
+          { text: "first" },
+          { match: "COMPACT-ME", matchIn: "sinceAssistant", text: "summary" },
+          { match: "COMPACT-ME", text: "last only" },
+        ],
+      },
+    ],
   };
   // The prompt is followed by a status message an extension sent with it: the prompt is not the last message.
   const msgs = [user("q"), assistant("a"), user("please COMPACT-ME now"), user('{"crew_status":[]}')];
@@ -112,16 +141,27 @@ test("a reactive step with matchIn sinceAssistant sees every message after the l
   // Before the last assistant message does not count.
   assert.equal(selectStep(s, [user("COMPACT-ME early"), assistant("a"), user("other")])?.stepIndex, null);
   // The default (last message only) needs the text in the last message.
-  const lastOnly: Script = { conversations: [{ steps: [{ text: "first" }, { match: "COMPACT-ME", text: "last only" }] }] };
+  const lastOnly: Script = {
+    conversations: [{ steps: [{ text: "first" }, { match: "COMPACT-ME", text: "last only" }] }],
+  };
   assert.equal(selectStep(lastOnly, msgs)?.stepIndex, null);
   assert.equal(selectStep(lastOnly, msgs.slice(0, 3))?.stepIndex, 1);
-  assert.throws(() => validateScript({ conversations: [{ steps: [{ match: "x", matchIn: "everywhere" }] }] }), /steps\[0\]\.matchIn/);
+  assert.throws(
+    () => validateScript({ conversations: [{ steps: [{ match: "x", matchIn: "everywhere" }] }] }),
+    /steps\[0\]\.matchIn/,
+  );
 });
 
 test("validateScript names the bad field", () => {
   assert.throws(() => validateScript({}), /invalid script at root/);
-  assert.throws(() => validateScript({ conversations: [{ steps: [{ toolCalls: [{ arguments: {} }] }] }] }), /conversations\[0\]\.steps\[0\]\.toolCalls\[0\]\.name/);
-  assert.throws(() => validateScript({ conversations: [{ steps: [{ httpError: { status: 200, message: "" } }] }] }), /httpError\.status/);
+  assert.throws(
+    () => validateScript({ conversations: [{ steps: [{ toolCalls: [{ arguments: {} }] }] }] }),
+    /conversations\[0\]\.steps\[0\]\.toolCalls\[0\]\.name/,
+  );
+  assert.throws(
+    () => validateScript({ conversations: [{ steps: [{ httpError: { status: 200, message: "" } }] }] }),
+    /httpError\.status/,
+  );
   assert.throws(() => validateScript({ conversations: [{ steps: [{ delayMs: -1 }] }] }), /delayMs/);
 });
 
@@ -136,7 +176,13 @@ test("server streams text, thinking and tool calls whose arguments reassemble; e
     assert.equal(r1.thinking, "I will write two files.");
     assert.equal(r1.finish, "tool_calls");
     assert.deepEqual(r1.usage, { prompt_tokens: 77, completion_tokens: 5, total_tokens: 82 });
-    assert.deepEqual(r1.toolCalls.map((t) => [t.id, t.name]), [["call_0_0", "write"], ["call_0_1", "crew_report"]]);
+    assert.deepEqual(
+      r1.toolCalls.map((t) => [t.id, t.name]),
+      [
+        ["call_0_0", "write"],
+        ["call_0_1", "crew_report"],
+      ],
+    );
     assert.deepEqual(JSON.parse(r1.toolCalls[0]!.arguments), { path: "a.txt", content: "alpha ".repeat(20) });
     assert.deepEqual(JSON.parse(r1.toolCalls[1]!.arguments), { status: "done", summary: "ünïcode ✓ summary" });
     assert.ok(r1.chunks >= 8, `tool arguments must arrive in several chunks, got ${r1.chunks}`);
@@ -156,9 +202,22 @@ test("server streams text, thinking and tool calls whose arguments reassemble; e
     assert.equal(r4.status, 400);
     assert.match(JSON.stringify(r4.errorBody), /add a default conversation/);
 
-    const log = readFileSync(logPath, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    assert.deepEqual(log.map((r) => [r.seq, r.conversation, r.step]), [[1, "tools", 0], [2, "tools", 1], [3, "fail", 0]]);
-    assert.deepEqual(m.requests().map((r) => r.seq), [1, 2, 3]);
+    const log = readFileSync(logPath, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      log.map((r) => [r.seq, r.conversation, r.step]),
+      [
+        [1, "tools", 0],
+        [2, "tools", 1],
+        [3, "fail", 0],
+      ],
+    );
+    assert.deepEqual(
+      m.requests().map((r) => r.seq),
+      [1, 2, 3],
+    );
     assert.equal((log[1].body as { messages: Msg[] }).messages.length, 4);
   } finally {
     await m.close();
@@ -168,10 +227,12 @@ test("server streams text, thinking and tool calls whose arguments reassemble; e
 
 test("concurrent requests of different conversations are answered independently", async () => {
   const m = await startScriptedModel({
-    script: { conversations: [
-      { match: "slow", steps: [{ text: "slow reply", delayMs: 150, chunkDelayMs: 20 }] },
-      { steps: [{ text: "fast reply" }] },
-    ] },
+    script: {
+      conversations: [
+        { match: "slow", steps: [{ text: "slow reply", delayMs: 150, chunkDelayMs: 20 }] },
+        { steps: [{ text: "fast reply" }] },
+      ],
+    },
   });
   try {
     const order: string[] = [];
@@ -196,7 +257,9 @@ test("CLI prints its URL as one JSON line, serves the script file, and rejects a
     assert.match(bad.stderr, /invalid script at root/);
 
     writeFileSync(join(dir, "ok.json"), JSON.stringify({ conversations: [{ steps: [{ text: "from file" }] }] }));
-    const child = execa(process.execPath, [server, "--script", join(dir, "ok.json"), "--log", join(dir, "log.jsonl")], { reject: false });
+    const child = execa(process.execPath, [server, "--script", join(dir, "ok.json"), "--log", join(dir, "log.jsonl")], {
+      reject: false,
+    });
     const line = await new Promise<string>((resolve, reject) => {
       child.stdout.once("data", (d: Buffer) => resolve(d.toString()));
       child.once("exit", () => reject(new Error("server exited early")));
@@ -218,12 +281,19 @@ test("preparePiAgentDir writes models.json and retry settings and returns an off
   try {
     const off = preparePiAgentDir(dir, "http://127.0.0.1:1/v1");
     assert.equal(off.model, "scripted/scripted-model");
-    assert.deepEqual(Object.keys(off.env).sort(), ["HOME", "PI_CODING_AGENT_DIR", "PI_OFFLINE", "PI_SKIP_VERSION_CHECK"]);
+    assert.deepEqual(Object.keys(off.env).sort(), [
+      "HOME",
+      "PI_CODING_AGENT_DIR",
+      "PI_OFFLINE",
+      "PI_SKIP_VERSION_CHECK",
+    ]);
     const models = JSON.parse(readFileSync(join(off.env.PI_CODING_AGENT_DIR!, "models.json"), "utf8"));
     assert.equal(models.providers.scripted.baseUrl, "http://127.0.0.1:1/v1");
     assert.equal(models.providers.scripted.models[0].id, "scripted-model");
     const settingsPath = join(off.env.PI_CODING_AGENT_DIR!, "settings.json");
-    assert.deepEqual(JSON.parse(readFileSync(settingsPath, "utf8")), { retry: { enabled: false, provider: { maxRetries: 0 } } });
+    assert.deepEqual(JSON.parse(readFileSync(settingsPath, "utf8")), {
+      retry: { enabled: false, provider: { maxRetries: 0 } },
+    });
     preparePiAgentDir(dir, "http://127.0.0.1:1/v1", { retry: true });
     const on = JSON.parse(readFileSync(settingsPath, "utf8"));
     assert.equal(on.retry.enabled, true);

@@ -23,7 +23,9 @@ function imports(file: string): string[] {
 /** The src folder an import lands in ("core", "daemon", ...), or the package name. */
 function target(file: string, spec: string): string {
   if (!spec.startsWith(".")) return spec;
-  return relative(src, resolve(dirname(file), spec)).split("/")[0]!.replace(/\.js$/, "");
+  return relative(src, resolve(dirname(file), spec))
+    .split("/")[0]!
+    .replace(/\.js$/, "");
 }
 const folderOf = (file: string) => relative(src, file).split("/")[0]!;
 const all = files(src);
@@ -35,8 +37,11 @@ test("src/core is pure: it imports only itself and yaml, and uses no clock, time
       const t = target(f, spec);
       if (t !== "core" && t !== "yaml") bad.push(`${relative(src, f)} imports ${spec}`);
     }
-    const code = readFileSync(f, "utf8").replace(/\/\/.*$/gm, "").replace(/`[^`]*`/g, "``");
-    for (const word of ["Date.now(", "new Date()", "setTimeout(", "setInterval(", "process."]) if (code.includes(word)) bad.push(`${relative(src, f)} uses ${word}`);
+    const code = readFileSync(f, "utf8")
+      .replace(/\/\/.*$/gm, "")
+      .replace(/`[^`]*`/g, "``");
+    for (const word of ["Date.now(", "new Date()", "setTimeout(", "setInterval(", "process."])
+      if (code.includes(word)) bad.push(`${relative(src, f)} uses ${word}`);
   }
   assert.deepEqual(bad, []);
 });
@@ -59,7 +64,8 @@ test("the CLI reaches runtimes only where it reads panes itself (logs, open) and
   const allowed = new Set(["cli/commands/panes.ts", "cli/doctor/checks.ts", "cli/daemon-control.ts"]);
   const bad: string[] = [];
   for (const f of all.filter((x) => folderOf(x) === "cli")) {
-    if (imports(f).some((spec) => target(f, spec) === "runtime") && !allowed.has(relative(src, f))) bad.push(relative(src, f));
+    if (imports(f).some((spec) => target(f, spec) === "runtime") && !allowed.has(relative(src, f)))
+      bad.push(relative(src, f));
   }
   assert.deepEqual(bad, []);
 });

@@ -14,7 +14,11 @@ function tempHome(): { home: string; done: () => void } {
 }
 
 const newTask = (store: TaskStore) =>
-  store.createTask<TaskRecordBase>((taskId) => ({ taskId, owner: "cli", status: "starting", createdAt: 1 }), Date.now(), { sync: false });
+  store.createTask<TaskRecordBase>(
+    (taskId) => ({ taskId, owner: "cli", status: "starting", createdAt: 1 }),
+    Date.now(),
+    { sync: false },
+  );
 
 test("100 tasks journaling at once share a handful of log writes, and every record is in its own journal", async () => {
   const t = tempHome();
@@ -28,7 +32,11 @@ test("100 tasks journaling at once share a handful of log writes, and every reco
     assert.equal(records, 100);
     // One write per record would be 100: records that wait for a running write share the next one.
     assert.ok(writes < 50, `100 records took ${writes} log writes`);
-    for (const r of recs) assert.deepEqual((await store.readEvents(r.taskId)).map((e) => e.type), ["created", "settle"]);
+    for (const r of recs)
+      assert.deepEqual(
+        (await store.readEvents(r.taskId)).map((e) => e.type),
+        ["created", "settle"],
+      );
   } finally {
     t.done();
   }
@@ -52,12 +60,23 @@ test("a journal that lost its durable tail (power cut) gets it back, in order, a
     truncateSync(store.taskPaths(a.taskId).events, cut + 10);
     const reopened = await TaskStore.open(t.home);
     const types = (await reopened.readEvents(a.taskId)).map((e) => e.type);
-    assert.deepEqual(types, ["created", "launched", "settle", "status"], "the unsynced baseline may be lost; the durable records are back");
-    assert.equal(readFileSync(reopened.taskPaths(b.taskId).events, "utf8"), bEvents, "an intact journal is not touched");
+    assert.deepEqual(
+      types,
+      ["created", "launched", "settle", "status"],
+      "the unsynced baseline may be lost; the durable records are back",
+    );
+    assert.equal(
+      readFileSync(reopened.taskPaths(b.taskId).events, "utf8"),
+      bEvents,
+      "an intact journal is not touched",
+    );
 
     // Opening again replays nothing twice (the log was emptied once the journals were repaired and synced).
     const again = await TaskStore.open(t.home);
-    assert.deepEqual((await again.readEvents(a.taskId)).map((e) => e.type), types);
+    assert.deepEqual(
+      (await again.readEvents(a.taskId)).map((e) => e.type),
+      types,
+    );
   } finally {
     t.done();
   }
@@ -72,7 +91,10 @@ test("a journal lost whole is rebuilt from the log's records", async () => {
     await store.appendEvent(a.taskId, { type: "settle", why: "report", cycle: 1 });
     unlinkSync(store.taskPaths(a.taskId).events);
     const reopened = await TaskStore.open(t.home);
-    assert.deepEqual((await reopened.readEvents(a.taskId)).map((e) => e.type), ["launched", "settle"]);
+    assert.deepEqual(
+      (await reopened.readEvents(a.taskId)).map((e) => e.type),
+      ["launched", "settle"],
+    );
   } finally {
     t.done();
   }
@@ -85,7 +107,10 @@ test("without group commit nothing goes through the log (records are fsynced in 
     const a = await newTask(store);
     await store.appendEvent(a.taskId, { type: "settle", why: "report", cycle: 1 });
     assert.equal(store.commitStats, undefined);
-    assert.deepEqual((await store.readEvents(a.taskId)).map((e) => e.type), ["created", "settle"]);
+    assert.deepEqual(
+      (await store.readEvents(a.taskId)).map((e) => e.type),
+      ["created", "settle"],
+    );
   } finally {
     t.done();
   }

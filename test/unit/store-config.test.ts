@@ -54,19 +54,47 @@ test("bad values and unknown keys are refused with CONFIG_INVALID naming the key
   try {
     await setConfigValue(t.home, "runtime", "tmux");
     const before = readFileSync(configPath(t.home), "utf8");
-    await assert.rejects(setConfigValue(t.home, "maxParallelAgents", "lots"), (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /maxParallelAgents/.test(e.message) && /config set maxParallelAgents 3/.test(e.message));
-    await assert.rejects(setConfigValue(t.home, "maxParallelAgents", "0"), (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /maxParallelAgents/.test(e.message));
-    await assert.rejects(setConfigValue(t.home, "runtime", "docker"), (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /runtime/.test(e.message) && /headless/.test(e.message));
-    await assert.rejects(setConfigValue(t.home, "maxParalelAgents", "2"), (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /unknown config key "maxParalelAgents"/.test(e.message));
+    await assert.rejects(
+      setConfigValue(t.home, "maxParallelAgents", "lots"),
+      (e: Error & { code?: string }) =>
+        e.code === "CONFIG_INVALID" &&
+        /maxParallelAgents/.test(e.message) &&
+        /config set maxParallelAgents 3/.test(e.message),
+    );
+    await assert.rejects(
+      setConfigValue(t.home, "maxParallelAgents", "0"),
+      (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /maxParallelAgents/.test(e.message),
+    );
+    await assert.rejects(
+      setConfigValue(t.home, "runtime", "docker"),
+      (e: Error & { code?: string }) =>
+        e.code === "CONFIG_INVALID" && /runtime/.test(e.message) && /headless/.test(e.message),
+    );
+    await assert.rejects(
+      setConfigValue(t.home, "maxParalelAgents", "2"),
+      (e: Error & { code?: string }) =>
+        e.code === "CONFIG_INVALID" && /unknown config key "maxParalelAgents"/.test(e.message),
+    );
     await assert.rejects(setConfigValue(t.home, "tmuxSocket", "../x"), { code: "CONFIG_INVALID" });
     assert.equal(readFileSync(configPath(t.home), "utf8"), before);
 
     writeFileSync(configPath(t.home), JSON.stringify({ enabled: "yes" }));
-    await assert.rejects(loadConfig(t.home), (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /"enabled" must be boolean/.test(e.message));
+    await assert.rejects(
+      loadConfig(t.home),
+      (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /"enabled" must be boolean/.test(e.message),
+    );
     writeFileSync(configPath(t.home), JSON.stringify({ enabled: true, colour: "red" }));
-    await assert.rejects(loadConfig(t.home), (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /unknown key "colour"/.test(e.message) && /remove it/.test(e.message));
+    await assert.rejects(
+      loadConfig(t.home),
+      (e: Error & { code?: string }) =>
+        e.code === "CONFIG_INVALID" && /unknown key "colour"/.test(e.message) && /remove it/.test(e.message),
+    );
     writeFileSync(configPath(t.home), "{ not json");
-    await assert.rejects(loadConfig(t.home), (e: Error & { code?: string }) => e.code === "CONFIG_INVALID" && /not valid JSON/.test(e.message) && /delete the file/.test(e.message));
+    await assert.rejects(
+      loadConfig(t.home),
+      (e: Error & { code?: string }) =>
+        e.code === "CONFIG_INVALID" && /not valid JSON/.test(e.message) && /delete the file/.test(e.message),
+    );
   } finally {
     t.done();
   }

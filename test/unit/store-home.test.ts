@@ -3,7 +3,17 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureHome, resolveHome } from "../../src/store/home.js";
@@ -33,12 +43,19 @@ test("a group/world-writable or foreign-owned home is refused with the chmod/cho
     const home = join(base, "herdr");
     mkdirSync(home);
     chmodSync(home, 0o777);
-    await assert.rejects(ensureHome(home), (e: Error & { code?: string }) => e.code === "HOME_UNSAFE" && e.message.includes(`chmod 700 ${home}`));
+    await assert.rejects(
+      ensureHome(home),
+      (e: Error & { code?: string }) => e.code === "HOME_UNSAFE" && e.message.includes(`chmod 700 ${home}`),
+    );
     chmodSync(home, 0o700);
     await ensureHome(home);
     if (process.getuid?.() === 0) {
       chownSync(home, 65534, 65534);
-      await assert.rejects(ensureHome(home), (e: Error & { code?: string }) => e.code === "HOME_NOT_YOURS" && /owned by uid 65534/.test(e.message) && /chown/.test(e.message));
+      await assert.rejects(
+        ensureHome(home),
+        (e: Error & { code?: string }) =>
+          e.code === "HOME_NOT_YOURS" && /owned by uid 65534/.test(e.message) && /chown/.test(e.message),
+      );
     }
   } finally {
     rmSync(base, { recursive: true, force: true });
@@ -69,7 +86,8 @@ test("a full disk gives HOME_UNWRITABLE and leaves the previous task.json and jo
     if (unmount !== undefined) {
       await assert.rejects(
         store.writeTask<Rec>({ ...rec, status: "working", payload: "x".repeat(1024 * 1024) }),
-        (e: Error & { code?: string }) => e.code === "HOME_UNWRITABLE" && /disk is full/.test(e.message) && /DSH_HERDR_HOME/.test(e.message),
+        (e: Error & { code?: string }) =>
+          e.code === "HOME_UNWRITABLE" && /disk is full/.test(e.message) && /DSH_HERDR_HOME/.test(e.message),
       );
       assert.equal(readFileSync(store.taskPaths(rec.taskId).taskJson, "utf8"), before, "the old record is whole");
       await assert.rejects(store.writePrompt(rec.taskId, "p".repeat(1024 * 1024)), { code: "HOME_UNWRITABLE" });
@@ -90,10 +108,15 @@ test("a full disk gives HOME_UNWRITABLE and leaves the previous task.json and jo
     }
     const journal = unmount !== undefined ? readFileSync(events) : undefined;
     // Larger than the free room in the journal's last page, so the append needs a new block.
-    await assert.rejects(store.appendEvent(rec.taskId, { type: "status", note: "n".repeat(64 * 1024) }), { code: "HOME_UNWRITABLE" });
+    await assert.rejects(store.appendEvent(rec.taskId, { type: "status", note: "n".repeat(64 * 1024) }), {
+      code: "HOME_UNWRITABLE",
+    });
     if (journal !== undefined) {
       assert.deepEqual(readFileSync(events), journal, "no half-written line is left behind");
-      assert.deepEqual((await store.readEvents(rec.taskId)).map((e) => e.type), ["created"]);
+      assert.deepEqual(
+        (await store.readEvents(rec.taskId)).map((e) => e.type),
+        ["created"],
+      );
     }
   } finally {
     unmount?.();
@@ -112,7 +135,10 @@ test("a read-only home gives HOME_UNWRITABLE naming the fix", async () => {
     const rec = await store.createTask<Rec>((taskId) => ({ taskId, owner: "cli", status: "starting", createdAt: 1 }));
     if (unmount !== undefined) execFileSync("mount", ["-o", "remount,ro", mnt], { stdio: "ignore" });
     else chmodSync(store.taskPaths(rec.taskId).dir, 0o500); // not root: permissions are enforced
-    await assert.rejects(store.writeTask<Rec>({ ...rec, status: "working" }), (e: Error & { code?: string }) => e.code === "HOME_UNWRITABLE" && /read-only|permission denied/.test(e.message));
+    await assert.rejects(
+      store.writeTask<Rec>({ ...rec, status: "working" }),
+      (e: Error & { code?: string }) => e.code === "HOME_UNWRITABLE" && /read-only|permission denied/.test(e.message),
+    );
     await assert.rejects(store.allocateTaskId(), { code: "HOME_UNWRITABLE" });
     assert.equal((await store.readTask<Rec>(rec.taskId)).status, "starting");
   } finally {

@@ -26,7 +26,10 @@ test("create, rewrite and read a task; prompt and result round-trip; journal is 
     await store.writeTask<Rec>({ ...rec, status: "working", updatedAt: 2 });
     assert.equal((await store.readTask<Rec>(rec.taskId)).status, "working");
     await store.appendEvent(rec.taskId, { type: "status", status: "working" });
-    assert.deepEqual((await store.readEvents(rec.taskId)).map((e) => e.type), ["created", "status"]);
+    assert.deepEqual(
+      (await store.readEvents(rec.taskId)).map((e) => e.type),
+      ["created", "status"],
+    );
     await store.writePrompt(rec.taskId, "do the thing\n");
     assert.equal(await store.readPrompt(rec.taskId), "do the thing\n");
     assert.equal(await store.readResult(rec.taskId), undefined);
@@ -43,11 +46,16 @@ test("hostile task ids are refused before touching a path; unknown ids are TASK_
   try {
     const store = await TaskStore.open(t.home);
     for (const bad of ["../x", "/etc", "", "t".repeat(300), "tAAAAAAAAAAA", "t0000000000/", "..", 42]) {
-      await assert.rejects(store.readTask(bad), (e: Error & { code?: string }) => e.code === "BAD_TASK_ID" && /dsh-herdr list/.test(e.message));
+      await assert.rejects(
+        store.readTask(bad),
+        (e: Error & { code?: string }) => e.code === "BAD_TASK_ID" && /dsh-herdr list/.test(e.message),
+      );
       await assert.rejects(store.appendEvent(bad, { type: "x" }), { code: "BAD_TASK_ID" });
     }
     await assert.rejects(store.readTask("tmg3k2a1b2c3"), { code: "TASK_NOT_FOUND" });
-    await assert.rejects(store.writeTask({ taskId: "tmg3k2a1b2c3", owner: "cli", status: "x", createdAt: 0 }), { code: "TASK_NOT_FOUND" });
+    await assert.rejects(store.writeTask({ taskId: "tmg3k2a1b2c3", owner: "cli", status: "x", createdAt: 0 }), {
+      code: "TASK_NOT_FOUND",
+    });
     for (const bad of ["../owner", "a/b", ".", "..", "", "x".repeat(129)]) {
       await assert.rejects(appendOutbox(t.home, bad, { deliveryId: "d1", state: "queued" }), { code: "BAD_PARAMS" });
     }
@@ -60,12 +68,23 @@ test("a torn last journal line is skipped, and the next append starts on a fresh
   const t = tempHome();
   try {
     const store = await TaskStore.open(t.home);
-    const { taskId } = await store.createTask<Rec>((taskId) => ({ taskId, owner: "cli", status: "starting", createdAt: 1 }));
+    const { taskId } = await store.createTask<Rec>((taskId) => ({
+      taskId,
+      owner: "cli",
+      status: "starting",
+      createdAt: 1,
+    }));
     appendFileSync(store.taskPaths(taskId).events, '{"type":"status","stat');
-    assert.deepEqual((await store.readEvents(taskId)).map((e) => e.type), ["created"]);
+    assert.deepEqual(
+      (await store.readEvents(taskId)).map((e) => e.type),
+      ["created"],
+    );
     const fresh = await TaskStore.open(t.home); // a restarted daemon
     await fresh.appendEvent(taskId, { type: "settled" });
-    assert.deepEqual((await fresh.readEvents(taskId)).map((e) => e.type), ["created", "settled"]);
+    assert.deepEqual(
+      (await fresh.readEvents(taskId)).map((e) => e.type),
+      ["created", "settled"],
+    );
   } finally {
     t.done();
   }
@@ -75,18 +94,40 @@ test("task.json is never partially visible to a reader in another process during
   const t = tempHome();
   try {
     const store = await TaskStore.open(t.home);
-    const { taskId } = await store.createTask<Rec>((taskId) => ({ taskId, owner: "cli", status: "v0", createdAt: 1, payload: "x".repeat(200_000) }));
+    const { taskId } = await store.createTask<Rec>((taskId) => ({
+      taskId,
+      owner: "cli",
+      status: "v0",
+      createdAt: 1,
+      payload: "x".repeat(200_000),
+    }));
     const file = store.taskPaths(taskId).taskJson;
-    const reader = spawn(process.execPath, ["-e", `
+    const reader = spawn(
+      process.execPath,
+      [
+        "-e",
+        `
       const fs = require("fs"); let n = 0, bad = 0;
       const end = Date.now() + 60000;
       const loop = () => { for (let i = 0; i < 50; i++) { try { JSON.parse(fs.readFileSync(${JSON.stringify(file)}, "utf8")); n++; } catch (e) { if (e.code !== "ENOENT") bad++; } }
         if (fs.existsSync(${JSON.stringify(file + ".stop")}) || Date.now() > end) { process.stdout.write(JSON.stringify({ n, bad })); } else setImmediate(loop); };
-      loop();`], { stdio: ["ignore", "pipe", "inherit"] });
+      loop();`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     let out = "";
     reader.stdout.on("data", (d: Buffer) => (out += d.toString()));
     const writes = [];
-    for (let i = 1; i <= 60; i++) writes.push(store.writeTask<Rec>({ taskId, owner: "cli", status: `v${i}`, createdAt: 1, payload: String(i % 10).repeat(200_000 + i) }));
+    for (let i = 1; i <= 60; i++)
+      writes.push(
+        store.writeTask<Rec>({
+          taskId,
+          owner: "cli",
+          status: `v${i}`,
+          createdAt: 1,
+          payload: String(i % 10).repeat(200_000 + i),
+        }),
+      );
     await Promise.all(writes);
     writeFileSync(file + ".stop", "");
     await new Promise((r) => reader.once("close", r));
@@ -106,13 +147,25 @@ test("listTasks filters from the index, survives a restart, and repairs a stale 
     const store = await TaskStore.open(t.home);
     const made: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const r = await store.createTask<Rec>((taskId) => ({ taskId, owner: i % 3 === 0 ? "owner-a" : "cli", status: i % 2 === 0 ? "completed" : "working", createdAt: 1000 + i }), 1_760_000_000_000 + i);
+      const r = await store.createTask<Rec>(
+        (taskId) => ({
+          taskId,
+          owner: i % 3 === 0 ? "owner-a" : "cli",
+          status: i % 2 === 0 ? "completed" : "working",
+          createdAt: 1000 + i,
+        }),
+        1_760_000_000_000 + i,
+      );
       made.push(r.taskId);
     }
     assert.equal(store.listTasks().length, 30);
     assert.equal(store.listTasks({ owner: "owner-a" }).length, 10);
     assert.equal(store.listTasks({ status: ["completed"], owner: "cli" }).length, 10);
-    assert.deepEqual(store.listTasks({ limit: 2 }).map((s) => s.taskId), [made[29], made[28]], "newest first");
+    assert.deepEqual(
+      store.listTasks({ limit: 2 }).map((s) => s.taskId),
+      [made[29], made[28]],
+      "newest first",
+    );
     // Behind the index's back (a crash between task.json and the index line): the reopened store re-reads it.
     const p = store.taskPaths(made[0]);
     writeFileSync(p.taskJson, JSON.stringify({ taskId: made[0], owner: "cli", status: "closed", createdAt: 1000 }));
@@ -131,7 +184,12 @@ test("owner outbox: append-only states, pending = queued or sent but not acked",
   try {
     await TaskStore.open(t.home);
     const owner = "0f8e2a4c-1b2d-4c3e-9f00-123456789abc";
-    await appendOutbox(t.home, owner, { deliveryId: "d1", state: "queued", taskId: "tmg3k2a1b2c3", payload: { brief: "x" } });
+    await appendOutbox(t.home, owner, {
+      deliveryId: "d1",
+      state: "queued",
+      taskId: "tmg3k2a1b2c3",
+      payload: { brief: "x" },
+    });
     await appendOutbox(t.home, owner, { deliveryId: "d2", state: "queued", payload: { brief: "y" } });
     await appendOutbox(t.home, owner, { deliveryId: "d1", state: "sent" });
     await appendOutbox(t.home, owner, { deliveryId: "d2", state: "sent" });
@@ -139,7 +197,10 @@ test("owner outbox: append-only states, pending = queued or sent but not acked",
     const recs = await readOutbox(t.home, owner);
     assert.equal(recs.length, 5);
     const pending = pendingDeliveries(recs);
-    assert.deepEqual(pending.map((p) => [p.deliveryId, p.state]), [["d1", "sent"]]);
+    assert.deepEqual(
+      pending.map((p) => [p.deliveryId, p.state]),
+      [["d1", "sent"]],
+    );
     assert.deepEqual(pending[0]!.payload, { brief: "x" });
   } finally {
     t.done();

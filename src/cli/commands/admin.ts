@@ -39,7 +39,10 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
   });
 
   const config = program.command("config").description("read and change config.json in the home");
-  const get = config.command("get").description("print the effective config, or one key").argument("[key]", "e.g. maxParallelAgents or modelAliases.flash");
+  const get = config
+    .command("get")
+    .description("print the effective config, or one key")
+    .argument("[key]", "e.g. maxParallelAgents or modelAliases.flash");
   jsonOption(get);
   examples(get, ["dsh-herdr config get", "dsh-herdr config get runtime"]);
   get.action(async (key: string | undefined, o: { json?: boolean }) => {
@@ -54,15 +57,24 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     else ctx.io.out(show(v) + "\n");
   });
 
-  const set = config.command("set").description("set one key (validated before writing; a running daemon reloads it and this says whether it did)")
-    .argument("<key>", "config key").argument("<value>", "a string, or JSON for numbers, booleans, arrays");
+  const set = config
+    .command("set")
+    .description("set one key (validated before writing; a running daemon reloads it and this says whether it did)")
+    .argument("<key>", "config key")
+    .argument("<value>", "a string, or JSON for numbers, booleans, arrays");
   jsonOption(set);
-  examples(set, ["dsh-herdr config set maxParallelAgents 5", "dsh-herdr config set modelAliases.flash openai/gpt-5-mini", `dsh-herdr config set allowCwd '["~/code"]'`]);
+  examples(set, [
+    "dsh-herdr config set maxParallelAgents 5",
+    "dsh-herdr config set modelAliases.flash openai/gpt-5-mini",
+    `dsh-herdr config set allowCwd '["~/code"]'`,
+  ]);
   set.action(async (key: string, value: string, o: { json?: boolean }) => {
     await ensureHome(ctx.home);
     const cfg = (await setConfigValue(ctx.home, key, value).catch((e: unknown) => {
       // A value or key the config refuses is a usage error (exit 2), as docs/cli.md says.
-      throw isDshError(e) && e.code === "CONFIG_INVALID" ? new DshError("CONFIG_INVALID", e.message, { usage: true }) : e;
+      throw isDshError(e) && e.code === "CONFIG_INVALID"
+        ? new DshError("CONFIG_INVALID", e.message, { usage: true })
+        : e;
     })) as unknown as Record<string, unknown>;
     const v = configValue(cfg, key);
     const daemon = await daemonTook(ctx.home);
@@ -70,11 +82,17 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
     else {
       ctx.io.out(`${key} = ${show(v)}\n`);
       if (daemon === "took") ctx.io.err("the running daemon took it: it applies to the next spawn\n");
-      if (daemon === "not_taken") ctx.io.err(`the running daemon did not take it (see ${join(ctx.home, "daemon.log")}); restart it: dsh-herdr daemon stop && dsh-herdr daemon start\n`);
+      if (daemon === "not_taken")
+        ctx.io.err(
+          `the running daemon did not take it (see ${join(ctx.home, "daemon.log")}); restart it: dsh-herdr daemon stop && dsh-herdr daemon start\n`,
+        );
     }
   });
 
-  const unset = config.command("unset").description("remove one key (back to its default)").argument("<key>", "config key");
+  const unset = config
+    .command("unset")
+    .description("remove one key (back to its default)")
+    .argument("<key>", "config key");
   jsonOption(unset);
   unset.action(async (key: string, o: { json?: boolean }) => {
     if (!existsSync(configPath(ctx.home))) throw usage(`there is no ${configPath(ctx.home)} yet; nothing to unset`);

@@ -34,7 +34,10 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
     .argument("<id>", "task id or unique prefix")
     .argument("<message...>", "the message; - reads it from stdin");
   jsonOption(respond);
-  examples(respond, [`dsh-herdr respond tmg3 "use the existing retry helper instead"`, "dsh-herdr respond tmg3 - < answer.txt"]);
+  examples(respond, [
+    `dsh-herdr respond tmg3 "use the existing retry helper instead"`,
+    "dsh-herdr respond tmg3 - < answer.txt",
+  ]);
   respond.action(async (id: string, words: string[], o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     const message = words.length === 1 && words[0] === "-" ? await readStdin() : words.join(" ");
@@ -54,16 +57,23 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
   jsonOption(abort);
   examples(abort, ["dsh-herdr abort tmg3", "dsh-herdr abort --all"]);
   abort.action(async (ids: string[], o: { all?: boolean; owner?: string; json?: boolean }) => {
-    if (o.all === (ids.length > 0)) throw usage("name the tasks to abort, or pass --all (not both)");
-    const params: Record<string, unknown> = o.all ? { all: true } : { taskIds: [...new Set(ids.map((id) => resolveId(ctx.home, id)))] };
+    if (o.all === ids.length > 0) throw usage("name the tasks to abort, or pass --all (not both)");
+    const params: Record<string, unknown> = o.all
+      ? { all: true }
+      : { taskIds: [...new Set(ids.map((id) => resolveId(ctx.home, id)))] };
     if (o.owner !== undefined) params["owner"] = o.owner;
     const conn = await ctx.connect();
-    const res = await conn.request<{ aborted_ids: string[]; missing_ids: string[]; foreign_ids: string[] }>("task.abort", params);
+    const res = await conn.request<{ aborted_ids: string[]; missing_ids: string[]; foreign_ids: string[] }>(
+      "task.abort",
+      params,
+    );
     if (o.json) printJson(ctx.io, res);
     else {
       ctx.io.out(res.aborted_ids.length > 0 ? `aborted: ${res.aborted_ids.join(" ")}\n` : "nothing to abort\n");
-      if (res.missing_ids.length > 0) ctx.io.err(`not open (already settled or unknown): ${res.missing_ids.join(" ")}\n`);
-      if (res.foreign_ids.length > 0) ctx.io.err(`owned by another owner (pass --owner): ${res.foreign_ids.join(" ")}\n`);
+      if (res.missing_ids.length > 0)
+        ctx.io.err(`not open (already settled or unknown): ${res.missing_ids.join(" ")}\n`);
+      if (res.foreign_ids.length > 0)
+        ctx.io.err(`owned by another owner (pass --owner): ${res.foreign_ids.join(" ")}\n`);
     }
     if (res.missing_ids.length > 0 || res.foreign_ids.length > 0) ctx.exitCode = EXIT.failed;
   });

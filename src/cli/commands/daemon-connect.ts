@@ -25,7 +25,12 @@ function openSocket(path: string): Promise<Socket> {
       resolve(s);
     });
     s.once("error", (e: NodeJS.ErrnoException) =>
-      reject(new DshError("DAEMON_UNAVAILABLE", `cannot connect to ${path} (${e.code ?? e.message}) after starting the daemon; see daemon.log in the home`)),
+      reject(
+        new DshError(
+          "DAEMON_UNAVAILABLE",
+          `cannot connect to ${path} (${e.code ?? e.message}) after starting the daemon; see daemon.log in the home`,
+        ),
+      ),
     );
   });
 }
@@ -60,7 +65,9 @@ export async function bridgeStdio(home: string, o: BridgeOptions): Promise<void>
 export function registerDaemonConnect(daemon: Command, ctx: CliContext): void {
   const connect = daemon
     .command("connect")
-    .description("bridge stdin/stdout to the daemon's socket, starting the daemon when none runs (what another machine runs over ssh)");
+    .description(
+      "bridge stdin/stdout to the daemon's socket, starting the daemon when none runs (what another machine runs over ssh)",
+    );
   examples(connect, ["ssh -o BatchMode=yes dev@builder dsh-herdr daemon connect"]);
   connect.action(async () => {
     await bridgeStdio(ctx.home, { env: ctx.io.env, signal: ctx.signal, stdin: process.stdin, stdout: process.stdout });

@@ -14,7 +14,14 @@ import { examples, jsonOption, usage } from "./shared.js";
 
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
 const LEVEL_NAME: Record<number, string> = Object.fromEntries(Object.entries(LEVELS).map(([k, v]) => [v, k]));
-const LEVEL_STYLE: Record<string, string> = { trace: "dim", debug: "dim", info: "green", warn: "yellow", error: "red", fatal: "red" };
+const LEVEL_STYLE: Record<string, string> = {
+  trace: "dim",
+  debug: "dim",
+  info: "green",
+  warn: "yellow",
+  error: "red",
+  fatal: "red",
+};
 
 /** pino's own fields: shown in the line's head, not repeated as key=value. */
 const HEAD_KEYS = new Set(["level", "time", "pid", "hostname", "msg", "v"]);
@@ -32,7 +39,11 @@ export function formatLogLine(line: string, f: LogFilter, paint: Paint): string 
     o = JSON.parse(line) as Record<string, unknown>;
   } catch {
     // Not pino's: the daemon's own stderr (a crash trace) goes to the same file; shown as is, unless filtered.
-    return f.minLevel <= LEVELS["info"]! && f.taskId === undefined ? line : f.taskId !== undefined && line.includes(f.taskId) ? line : undefined;
+    return f.minLevel <= LEVELS["info"]! && f.taskId === undefined
+      ? line
+      : f.taskId !== undefined && line.includes(f.taskId)
+        ? line
+        : undefined;
   }
   const level = typeof o["level"] === "number" ? o["level"] : LEVELS["info"]!;
   if (level < f.minLevel) return undefined;
@@ -112,17 +123,26 @@ export function registerDaemonExtras(daemon: Command, ctx: CliContext): void {
   log.action(async (o: { follow?: boolean; lines: string; level?: string; task?: string; json?: boolean }) => {
     const n = Number(o.lines);
     if (!Number.isInteger(n) || n < 0) throw usage(`--lines ${o.lines}: give a whole number (0 or more)`);
-    if (o.level !== undefined && LEVELS[o.level.toLowerCase()] === undefined) throw usage(`--level ${o.level}: use one of ${Object.keys(LEVELS).join(", ")}`);
+    if (o.level !== undefined && LEVELS[o.level.toLowerCase()] === undefined)
+      throw usage(`--level ${o.level}: use one of ${Object.keys(LEVELS).join(", ")}`);
     const filter: LogFilter = { minLevel: o.level ? LEVELS[o.level.toLowerCase()]! : 0 };
     if (o.task !== undefined) filter.taskId = resolveId(ctx.home, o.task);
     const path = join(ctx.home, "daemon.log");
-    if (!existsSync(path) && !o.follow) throw new DshError("DAEMON_UNAVAILABLE", `${path} does not exist yet; start the daemon with \`dsh-herdr daemon start\``);
+    if (!existsSync(path) && !o.follow)
+      throw new DshError(
+        "DAEMON_UNAVAILABLE",
+        `${path} does not exist yet; start the daemon with \`dsh-herdr daemon start\``,
+      );
     const paint = painter(!o.json && colorEnabled(ctx.io.env, ctx.io.isTTY));
     const show = (line: string): string | undefined => {
       const text = formatLogLine(line, filter, paint);
       return text === undefined ? undefined : o.json ? line : text;
     };
-    const lines = (text: string) => text.split("\n").map(show).filter((l): l is string => l !== undefined);
+    const lines = (text: string) =>
+      text
+        .split("\n")
+        .map(show)
+        .filter((l): l is string => l !== undefined);
     // The rotated part first, so the last N lines span a rotation.
     const first = lines(readText(`${path}.1`) + readText(path));
     for (const l of n === 0 ? [] : first.slice(-n)) ctx.io.out(l + "\n");
@@ -149,12 +169,19 @@ export function registerDaemonExtras(daemon: Command, ctx: CliContext): void {
     .option("--print", "print the unit instead of writing it")
     .option("--force", "replace an existing unit that differs");
   jsonOption(install);
-  examples(install, ["dsh-herdr daemon install-unit", "dsh-herdr daemon install-unit --print", "DSH_HERDR_HOME=~/work/dsh dsh-herdr daemon install-unit --name dsh-work"]);
+  examples(install, [
+    "dsh-herdr daemon install-unit",
+    "dsh-herdr daemon install-unit --print",
+    "DSH_HERDR_HOME=~/work/dsh dsh-herdr daemon install-unit --name dsh-work",
+  ]);
   install.action((o: { name: string; print?: boolean; force?: boolean; json?: boolean }) => {
     if (!/^[A-Za-z0-9_.@-]+$/.test(o.name)) throw usage(`--name ${o.name}: use letters, digits, - _ . @ only`);
     const env = ctx.io.env;
     const unit = unitText({
-      home: ctx.home, nodePath: process.execPath, binPath: join(packageRoot, "bin", "dsh-herdr"), path: env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+      home: ctx.home,
+      nodePath: process.execPath,
+      binPath: join(packageRoot, "bin", "dsh-herdr"),
+      path: env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
       ...(env.DSH_HERDR_PI_BIN ? { piBin: env.DSH_HERDR_PI_BIN } : {}),
     });
     if (o.print) return void ctx.io.out(unit);
@@ -168,7 +195,10 @@ export function registerDaemonExtras(daemon: Command, ctx: CliContext): void {
       mkdirSync(dir, { recursive: true });
       writeFileSync(file, unit, { mode: 0o644 });
     } catch (e) {
-      throw new DshError("HOME_UNWRITABLE", `cannot write ${file}: ${(e as Error).message}; use --print and place the unit yourself`);
+      throw new DshError(
+        "HOME_UNWRITABLE",
+        `cannot write ${file}: ${(e as Error).message}; use --print and place the unit yourself`,
+      );
     }
     if (o.json) return printJson(ctx.io, { unit: file, name: `${o.name}.service`, enable });
     ctx.io.out(

@@ -10,8 +10,20 @@ import { registerDaemonConnect } from "./daemon-connect.js";
 import { registerDaemonExtras } from "./daemon-extras.js";
 
 interface DaemonStatus {
-  pid: number; version: string; protocol: number; home: string; socketPath: string; startedAt: number; uptimeMs: number;
-  running: number; queued: number; openTasks: number; maxParallelAgents: number; maxQueuedAgents: number; runtime?: string; enabled?: boolean;
+  pid: number;
+  version: string;
+  protocol: number;
+  home: string;
+  socketPath: string;
+  startedAt: number;
+  uptimeMs: number;
+  running: number;
+  queued: number;
+  openTasks: number;
+  maxParallelAgents: number;
+  maxQueuedAgents: number;
+  runtime?: string;
+  enabled?: boolean;
 }
 
 export function registerDaemonCommands(program: Command, ctx: CliContext): void {
@@ -23,10 +35,17 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
   start.action(async (o: { json?: boolean }) => {
     const r = await startDaemonFor(ctx.home, { env: ctx.io.env });
     if (o.json) printJson(ctx.io, r);
-    else ctx.io.out(r.alreadyRunning ? `daemon already running (pid ${r.pid}) at ${ctx.home}\n` : `daemon started (pid ${r.pid}) at ${ctx.home}\n`);
+    else
+      ctx.io.out(
+        r.alreadyRunning
+          ? `daemon already running (pid ${r.pid}) at ${ctx.home}\n`
+          : `daemon started (pid ${r.pid}) at ${ctx.home}\n`,
+      );
   });
 
-  const stop = daemon.command("stop").description("stop the daemon; open tasks keep running in their panes and are picked up on the next start");
+  const stop = daemon
+    .command("stop")
+    .description("stop the daemon; open tasks keep running in their panes and are picked up on the next start");
   jsonOption(stop);
   stop.action(async (o: { json?: boolean }) => {
     const r = await stopDaemonFor(ctx.home);
@@ -34,7 +53,9 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     else ctx.io.out(r.wasRunning ? "daemon stopped\n" : `no daemon running at ${ctx.home}\n`);
   });
 
-  const status = daemon.command("status").description("pid, version, uptime and slot use of the running daemon (exit 1 when none runs)");
+  const status = daemon
+    .command("status")
+    .description("pid, version, uptime and slot use of the running daemon (exit 1 when none runs)");
   jsonOption(status);
   status.action(async (o: { json?: boolean }) => {
     const conn = await ctx.connect();
@@ -54,7 +75,9 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
 
   registerDaemonExtras(daemon, ctx);
 
-  const run = daemon.command("run").description("run the daemon in the foreground (logs to daemon.log; Ctrl+C stops it)");
+  const run = daemon
+    .command("run")
+    .description("run the daemon in the foreground (logs to daemon.log; Ctrl+C stops it)");
   run.action(async () => {
     ctx.exitCode = (await runDaemonForeground(ctx.home, ctx.signal, ctx.io.env)) === 0 ? EXIT.ok : EXIT.failed;
   });

@@ -10,7 +10,9 @@ import { examples, jsonOption } from "./shared.js";
 
 export function renderChecks(checks: readonly CheckResult[]): string {
   const tag = { ok: "OK  ", warn: "WARN", fail: "FAIL" } as const;
-  const lines = checks.map((c) => `${tag[c.level]}  ${c.name.padEnd(6)}  ${c.detail}${c.level !== "ok" && c.fix ? ` — fix: ${c.fix}` : ""}`);
+  const lines = checks.map(
+    (c) => `${tag[c.level]}  ${c.name.padEnd(6)}  ${c.detail}${c.level !== "ok" && c.fix ? ` — fix: ${c.fix}` : ""}`,
+  );
   const fails = checks.filter((c) => c.level === "fail").length;
   const warns = checks.filter((c) => c.level === "warn").length;
   lines.push(fails > 0 ? `${fails} check(s) failed` : `all checks passed${warns > 0 ? ` (${warns} warning(s))` : ""}`);
@@ -18,7 +20,9 @@ export function renderChecks(checks: readonly CheckResult[]): string {
 }
 
 export function registerDoctorCommand(program: Command, ctx: CliContext): void {
-  const doctor = program.command("doctor").description("check node, git, pi, tmux, Herdr, the home, config and disk; every FAIL names the fix");
+  const doctor = program
+    .command("doctor")
+    .description("check node, git, pi, tmux, Herdr, the home, config and disk; every FAIL names the fix");
   jsonOption(doctor);
   examples(doctor, ["dsh-herdr doctor", "dsh-herdr doctor --json | jq '.checks[] | select(.level==\"fail\")'"]);
   doctor.action(async (o: { json?: boolean }) => {

@@ -39,7 +39,8 @@ export function gcTasks(home: string): GcTask[] {
     // Open as long as `list` shows it (anything not closed, failed and interrupted ones included): done closes it.
     const t: GcTask = { taskId, open: r.status !== "closed" };
     if (r.worktree) t.worktree = r.worktree;
-    if (r.diff) t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
+    if (r.diff)
+      t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
     return t;
   });
 }
@@ -54,15 +55,29 @@ export function registerGcCommand(program: Command, ctx: CliContext): void {
   cmd.action(async (o: { yes?: boolean; json?: boolean }) => {
     const cfg = await loadConfig(ctx.home, ctx.io.env);
     const announced = o.yes === true ? readAnnounced(ctx.home) : undefined;
-    const plan = await gc({ tasks: gcTasks(ctx.home), yes: o.yes === true, capBytes: cfg.patchCapBytes, ...(announced ? { announced } : {}) });
+    const plan = await gc({
+      tasks: gcTasks(ctx.home),
+      yes: o.yes === true,
+      capBytes: cfg.patchCapBytes,
+      ...(announced ? { announced } : {}),
+    });
     if (o.yes !== true && existsSync(ctx.home)) {
       const named: Announced = {};
       for (const p of plan) if (p.action === "remove" && p.path !== null && p.ignored) named[p.path] = p.ignored.all;
-      writeFileSync(announcedPath(ctx.home), JSON.stringify({ at: new Date().toISOString(), announced: named }) + "\n", { mode: 0o600 });
+      writeFileSync(
+        announcedPath(ctx.home),
+        JSON.stringify({ at: new Date().toISOString(), announced: named }) + "\n",
+        { mode: 0o600 },
+      );
     }
     if (o.json) return printJson(ctx.io, { dryRun: o.yes !== true, plan: plan.map(shown) });
     if (plan.length === 0) return ctx.io.out("nothing to collect: no dsh/* worktrees or branches\n");
-    const rows = plan.map((p) => [o.yes && p.action === "remove" ? (p.done ? "removed" : "FAILED") : p.action, p.taskId, p.path ? shortenHome(p.path) : p.branch, p.error ?? p.reason]);
+    const rows = plan.map((p) => [
+      o.yes && p.action === "remove" ? (p.done ? "removed" : "FAILED") : p.action,
+      p.taskId,
+      p.path ? shortenHome(p.path) : p.branch,
+      p.error ?? p.reason,
+    ]);
     ctx.io.out(columns([["ACTION", "TASK", "WORKTREE/BRANCH", "WHY"], ...rows]).join("\n") + "\n");
     if (!o.yes && plan.some((p) => p.action === "remove")) ctx.io.out("dry run: run `dsh-herdr gc --yes` to remove\n");
   });

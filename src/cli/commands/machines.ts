@@ -5,7 +5,16 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { execa } from "execa";
 import { DshError, isDshError } from "../../core/errors.js";
-import { assertMachineLabel, assertPort, assertSshTarget, DEFAULT_REMOTE_COMMAND, machineTarget, sshArgv, sshErrorLine, type MachineSpec } from "../../core/machines.js";
+import {
+  assertMachineLabel,
+  assertPort,
+  assertSshTarget,
+  DEFAULT_REMOTE_COMMAND,
+  machineTarget,
+  sshArgv,
+  sshErrorLine,
+  type MachineSpec,
+} from "../../core/machines.js";
 import { connectMachine } from "../../remote/link.js";
 import { loadConfig, setConfigValue } from "../../store/config.js";
 import { ensureHome, expandHome } from "../../store/home.js";
@@ -17,7 +26,14 @@ import { packageVersion } from "../version.js";
 import { renderChecks } from "./doctor.js";
 import { examples, jsonOption, usage } from "./shared.js";
 
-interface AddOptions { ssh: string; port?: string; identity?: string; command?: string; knownHosts?: string; json?: boolean }
+interface AddOptions {
+  ssh: string;
+  port?: string;
+  identity?: string;
+  command?: string;
+  knownHosts?: string;
+  json?: boolean;
+}
 
 export interface MachineRow {
   label: string;
@@ -29,7 +45,12 @@ export interface MachineRow {
   error?: string;
 }
 
-interface RemoteStatus { pid: number; version: string; home: string; openTasks: number }
+interface RemoteStatus {
+  pid: number;
+  version: string;
+  home: string;
+  openTasks: number;
+}
 
 function flag<T>(f: () => T): T {
   try {
@@ -41,7 +62,8 @@ function flag<T>(f: () => T): T {
 
 function existingFile(path: string, what: string, env: NodeJS.ProcessEnv): string {
   const abs = resolve(expandHome(path, env));
-  if (!existsSync(abs) || !statSync(abs).isFile()) throw usage(`${what} ${abs} is not a file; give the path of an existing file`);
+  if (!existsSync(abs) || !statSync(abs).isFile())
+    throw usage(`${what} ${abs} is not a file; give the path of an existing file`);
   return abs;
 }
 
@@ -53,7 +75,10 @@ export function lookupMachine(machines: Record<string, MachineSpec>, label: stri
   const m = Object.hasOwn(machines, label) ? machines[label] : undefined;
   if (m === undefined) {
     const known = Object.keys(machines);
-    throw new DshError("MACHINE_UNKNOWN", `no machine "${label}"${known.length ? ` (known: ${known.join(", ")})` : ""}; add it with \`dsh-herdr machine add ${label} --ssh USER@HOST\``);
+    throw new DshError(
+      "MACHINE_UNKNOWN",
+      `no machine "${label}"${known.length ? ` (known: ${known.join(", ")})` : ""}; add it with \`dsh-herdr machine add ${label} --ssh USER@HOST\``,
+    );
   }
   return m;
 }
@@ -74,14 +99,23 @@ async function probe(ctx: CliContext, label: string, machine: MachineSpec): Prom
     return { ...row, reachable: true, version: s.version, openTasks: s.openTasks };
   } catch (e) {
     const err = isDshError(e) ? e : new DshError("INTERNAL", String(e));
-    return { ...row, error: typeof err.details?.["sshError"] === "string" ? (err.details["sshError"] as string) : err.message };
+    return {
+      ...row,
+      error: typeof err.details?.["sshError"] === "string" ? (err.details["sshError"] as string) : err.message,
+    };
   }
 }
 
 function renderRows(rows: readonly MachineRow[]): string {
   if (rows.length === 0) return "no machines; add one with `dsh-herdr machine add LABEL --ssh USER@HOST`\n";
   const head = ["LABEL", "TARGET", "REACHABLE", "VERSION", "OPEN TASKS"];
-  const cells = rows.map((r) => [r.label, r.target, r.reachable ? "yes" : "no", r.version ?? "-", r.openTasks === undefined ? "-" : String(r.openTasks)]);
+  const cells = rows.map((r) => [
+    r.label,
+    r.target,
+    r.reachable ? "yes" : "no",
+    r.version ?? "-",
+    r.openTasks === undefined ? "-" : String(r.openTasks),
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join("  ");
   const out = [line(head), ...cells.map(line)];
@@ -90,28 +124,56 @@ function renderRows(rows: readonly MachineRow[]): string {
 }
 
 /** `<command> doctor --json` on the machine, over ssh with the link's options. */
-async function remoteDoctor(ctx: CliContext, label: string, machine: MachineSpec): Promise<{ ok: boolean; checks: CheckResult[] }> {
-  const spec = { ...machine, ...(machine.identity ? { identity: expandHome(machine.identity, ctx.io.env) } : {}), ...(machine.knownHosts ? { knownHosts: expandHome(machine.knownHosts, ctx.io.env) } : {}) };
-  const r = await execa("ssh", sshArgv(spec, ["doctor", "--json"]), { reject: false, stdin: "ignore", env: ctx.io.env, extendEnv: false, timeout: 120_000 });
+async function remoteDoctor(
+  ctx: CliContext,
+  label: string,
+  machine: MachineSpec,
+): Promise<{ ok: boolean; checks: CheckResult[] }> {
+  const spec = {
+    ...machine,
+    ...(machine.identity ? { identity: expandHome(machine.identity, ctx.io.env) } : {}),
+    ...(machine.knownHosts ? { knownHosts: expandHome(machine.knownHosts, ctx.io.env) } : {}),
+  };
+  const r = await execa("ssh", sshArgv(spec, ["doctor", "--json"]), {
+    reject: false,
+    stdin: "ignore",
+    env: ctx.io.env,
+    extendEnv: false,
+    timeout: 120_000,
+  });
   const line = sshErrorLine(String(r.stderr));
   if (r.exitCode === 255 || r.exitCode === undefined) {
-    throw new DshError("MACHINE_UNREACHABLE", `machine ${label} (${machineTarget(machine)}) is unreachable: ${line ?? r.shortMessage}`, { label, ...(line ? { sshError: line } : {}) });
+    throw new DshError(
+      "MACHINE_UNREACHABLE",
+      `machine ${label} (${machineTarget(machine)}) is unreachable: ${line ?? r.shortMessage}`,
+      { label, ...(line ? { sshError: line } : {}) },
+    );
   }
   try {
     const parsed = JSON.parse(String(r.stdout).trim().split("\n").at(-1) ?? "") as { ok?: unknown; checks?: unknown };
-    if (typeof parsed.ok === "boolean" && Array.isArray(parsed.checks)) return { ok: parsed.ok, checks: parsed.checks as CheckResult[] };
+    if (typeof parsed.ok === "boolean" && Array.isArray(parsed.checks))
+      return { ok: parsed.ok, checks: parsed.checks as CheckResult[] };
   } catch {
     /* reported below */
   }
   const cmd = machine.command ?? DEFAULT_REMOTE_COMMAND;
   return {
     ok: false,
-    checks: [{ name: "doctor", level: "fail", detail: `\`${cmd} doctor --json\` printed no doctor report (exit ${r.exitCode})${line ? `: ${line}` : ""}`, fix: `check --command (dsh-herdr machine remove ${label}, then add it again with the right --command)` }],
+    checks: [
+      {
+        name: "doctor",
+        level: "fail",
+        detail: `\`${cmd} doctor --json\` printed no doctor report (exit ${r.exitCode})${line ? `: ${line}` : ""}`,
+        fix: `check --command (dsh-herdr machine remove ${label}, then add it again with the right --command)`,
+      },
+    ],
   };
 }
 
 export function registerMachineCommands(program: Command, ctx: CliContext): void {
-  const machine = program.command("machine").description("other machines that run their own dsh-herdr daemon, reached over ssh");
+  const machine = program
+    .command("machine")
+    .description("other machines that run their own dsh-herdr daemon, reached over ssh");
 
   const add = machine
     .command("add")
@@ -120,10 +182,16 @@ export function registerMachineCommands(program: Command, ctx: CliContext): void
     .requiredOption("--ssh <user@host>", "where to ssh to")
     .option("--port <n>", "ssh port (default: ssh's own, usually 22)")
     .option("--identity <file>", "private key for ssh -i (default: ssh's own keys and agent)")
-    .option("--known-hosts <file>", "known_hosts to check the host key against (default: ~/.ssh/known_hosts); unknown keys are refused")
+    .option(
+      "--known-hosts <file>",
+      "known_hosts to check the host key against (default: ~/.ssh/known_hosts); unknown keys are refused",
+    )
     .option("--command <cmd>", `the dsh-herdr command line on that machine (default: ${DEFAULT_REMOTE_COMMAND})`);
   jsonOption(add);
-  examples(add, ["dsh-herdr machine add builder --ssh dev@builder.lan", "dsh-herdr machine add gpu --ssh me@10.0.0.7 --port 2222 --identity ~/.ssh/id_gpu --command '~/.npm-global/bin/dsh-herdr'"]);
+  examples(add, [
+    "dsh-herdr machine add builder --ssh dev@builder.lan",
+    "dsh-herdr machine add gpu --ssh me@10.0.0.7 --port 2222 --identity ~/.ssh/id_gpu --command '~/.npm-global/bin/dsh-herdr'",
+  ]);
   add.action(async (labelIn: string, o: AddOptions) => {
     const env = ctx.io.env;
     const label = flag(() => assertMachineLabel(labelIn));
@@ -132,18 +200,27 @@ export function registerMachineCommands(program: Command, ctx: CliContext): void
     if (o.identity !== undefined) spec.identity = existingFile(o.identity, "--identity", env);
     if (o.knownHosts !== undefined) spec.knownHosts = existingFile(o.knownHosts, "--known-hosts", env);
     if (o.command !== undefined) {
-      if (o.command.trim() === "" || /[\n\r]/.test(o.command)) throw usage("--command must be one non-empty line, e.g. --command dsh-herdr");
+      if (o.command.trim() === "" || /[\n\r]/.test(o.command))
+        throw usage("--command must be one non-empty line, e.g. --command dsh-herdr");
       spec.command = o.command.trim();
     }
     await ensureHome(ctx.home);
     const machines = await machinesOf(ctx);
-    if (Object.hasOwn(machines, label)) throw usage(`machine "${label}" already exists (${machineTarget(machines[label]!)}); remove it first with \`dsh-herdr machine remove ${label}\``);
+    if (Object.hasOwn(machines, label))
+      throw usage(
+        `machine "${label}" already exists (${machineTarget(machines[label]!)}); remove it first with \`dsh-herdr machine remove ${label}\``,
+      );
     await setConfigValue(ctx.home, "machines", { ...machines, [label]: spec });
     if (o.json) printJson(ctx.io, { label, ...spec });
-    else ctx.io.out(`added machine ${label} (${machineTarget(spec)}); check it with \`dsh-herdr machine check ${label}\`\n`);
+    else
+      ctx.io.out(
+        `added machine ${label} (${machineTarget(spec)}); check it with \`dsh-herdr machine check ${label}\`\n`,
+      );
   });
 
-  const list = machine.command("list").description("every machine: target, whether its daemon answers over ssh, its version and open tasks");
+  const list = machine
+    .command("list")
+    .description("every machine: target, whether its daemon answers over ssh, its version and open tasks");
   jsonOption(list);
   list.action(async (o: { json?: boolean }) => {
     const machines = await machinesOf(ctx);
@@ -152,7 +229,10 @@ export function registerMachineCommands(program: Command, ctx: CliContext): void
     else ctx.io.out(renderRows(rows));
   });
 
-  const remove = machine.command("remove").description("remove a machine from config.json").argument("<label>", "its label");
+  const remove = machine
+    .command("remove")
+    .description("remove a machine from config.json")
+    .argument("<label>", "its label");
   jsonOption(remove);
   remove.action(async (label: string, o: { json?: boolean }) => {
     const machines = await machinesOf(ctx);
@@ -166,13 +246,19 @@ export function registerMachineCommands(program: Command, ctx: CliContext): void
 
   const check = machine
     .command("check")
-    .description("reach the machine's daemon over ssh (starting it when none runs), then run its doctor there; exit 1 on any FAIL")
+    .description(
+      "reach the machine's daemon over ssh (starting it when none runs), then run its doctor there; exit 1 on any FAIL",
+    )
     .argument("<label>", "its label");
   jsonOption(check);
   check.action(async (label: string, o: { json?: boolean }) => {
     const m = lookupMachine(await machinesOf(ctx), label);
     const s = await remoteStatus(ctx, label, m);
-    const link: CheckResult = { name: "link", level: "ok", detail: `daemon ${s.version} (pid ${s.pid}, home ${s.home}) answered over ssh to ${machineTarget(m)}` };
+    const link: CheckResult = {
+      name: "link",
+      level: "ok",
+      detail: `daemon ${s.version} (pid ${s.pid}, home ${s.home}) answered over ssh to ${machineTarget(m)}`,
+    };
     const doctor = await remoteDoctor(ctx, label, m);
     const checks = [link, ...doctor.checks];
     const ok = doctor.ok && checks.every((c) => c.level !== "fail");

@@ -16,15 +16,31 @@ import { printJson } from "../io.js";
 import { resolveId, taskDir } from "../task-files.js";
 import { examples, jsonOption } from "./shared.js";
 
-interface TaskJson { taskId: string; name?: string; runtime?: string; handle?: RuntimeHandle; machine?: string; remote?: { label: string; taskId: string } }
+interface TaskJson {
+  taskId: string;
+  name?: string;
+  runtime?: string;
+  handle?: RuntimeHandle;
+  machine?: string;
+  remote?: { label: string; taskId: string };
+}
 
 function readTaskJson(home: string, taskId: string): TaskJson & { handle: RuntimeHandle } {
   const file = join(taskDir(home, taskId), "task.json");
-  if (!existsSync(file)) throw new DshError("TASK_NOT_FOUND", `${file} is missing; the task record is gone (dsh-herdr list --all)`);
+  if (!existsSync(file))
+    throw new DshError("TASK_NOT_FOUND", `${file} is missing; the task record is gone (dsh-herdr list --all)`);
   const rec = JSON.parse(readFileSync(file, "utf8")) as TaskJson;
   // A task relayed to another machine (src/remote/relay.ts): its child, pane and output are there, not here.
-  if (rec.remote) throw new DshError("BAD_STATE", `task ${taskId} runs on machine ${rec.remote.label} (task ${rec.remote.taskId} there); its output is on that machine: run \`dsh-herdr logs ${rec.remote.taskId}\` there, or read it with \`dsh-herdr show ${taskId}\` here`);
-  if (!rec.handle) throw new DshError("BAD_STATE", `task ${taskId} has not been launched yet (still queued or starting); try again shortly`);
+  if (rec.remote)
+    throw new DshError(
+      "BAD_STATE",
+      `task ${taskId} runs on machine ${rec.remote.label} (task ${rec.remote.taskId} there); its output is on that machine: run \`dsh-herdr logs ${rec.remote.taskId}\` there, or read it with \`dsh-herdr show ${taskId}\` here`,
+    );
+  if (!rec.handle)
+    throw new DshError(
+      "BAD_STATE",
+      `task ${taskId} has not been launched yet (still queued or starting); try again shortly`,
+    );
   return rec as TaskJson & { handle: RuntimeHandle };
 }
 
@@ -41,7 +57,8 @@ async function herdrOptions(ctx: CliContext, machine: string | undefined) {
 }
 
 async function runtimeFor(ctx: CliContext, h: RuntimeHandle): Promise<Runtime> {
-  if (h.runtime === "tmux") return createTmuxRuntime({ socketName: h.tmuxSocket ?? (await loadConfig(ctx.home, ctx.io.env)).tmuxSocket });
+  if (h.runtime === "tmux")
+    return createTmuxRuntime({ socketName: h.tmuxSocket ?? (await loadConfig(ctx.home, ctx.io.env)).tmuxSocket });
   if (h.runtime === "headless") return createHeadlessRuntime();
   return createHerdrRuntime(await herdrOptions(ctx, h.machine));
 }
@@ -57,7 +74,8 @@ export function commonLines(a: string[], b: string[]): Set<number> {
   let p = 0;
   while (p < a.length && p < b.length && a[p] === b[p]) kept.add(p++);
   let s = 0;
-  while (s < a.length - p && s < b.length - p && a[a.length - 1 - s] === b[b.length - 1 - s]) kept.add(b.length - 1 - s++);
+  while (s < a.length - p && s < b.length - p && a[a.length - 1 - s] === b[b.length - 1 - s])
+    kept.add(b.length - 1 - s++);
   const A = a.slice(p, a.length - s);
   const B = b.slice(p, b.length - s);
   if (A.length * B.length > 4_000_000) return kept; // huge -n windows: the middle counts as new
@@ -68,7 +86,7 @@ export function commonLines(a: string[], b: string[]): Set<number> {
       len[i]![j] = A[i] === B[j] ? len[i + 1]![j + 1]! + 1 : Math.max(len[i + 1]![j]!, len[i]![j + 1]!);
     }
   }
-  for (let i = 0, j = 0; i < A.length && j < B.length;) {
+  for (let i = 0, j = 0; i < A.length && j < B.length; ) {
     if (A[i] === B[j]) {
       kept.add(p + j);
       i++;
@@ -124,7 +142,8 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
   logs.action(async (id: string, o: { lines: string; follow?: boolean; json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     const lines = Number.parseInt(o.lines, 10);
-    if (!Number.isInteger(lines) || lines < 1) throw new DshError("BAD_PARAMS", `--lines ${o.lines}: give a positive number`, { usage: true });
+    if (!Number.isInteger(lines) || lines < 1)
+      throw new DshError("BAD_PARAMS", `--lines ${o.lines}: give a positive number`, { usage: true });
     const rec = readTaskJson(ctx.home, taskId);
     const rt = await runtimeFor(ctx, rec.handle);
     const text = await rt.readOutput(rec.handle, { lines });
@@ -140,14 +159,20 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
     }
   });
 
-  const open = program.command("open").description("focus the child's pane in Herdr, or attach to its tmux window").argument("<id>", "task id or unique prefix");
+  const open = program
+    .command("open")
+    .description("focus the child's pane in Herdr, or attach to its tmux window")
+    .argument("<id>", "task id or unique prefix");
   jsonOption(open);
   examples(open, ["dsh-herdr open tmg3"]);
   open.action(async (id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     const h = readTaskJson(ctx.home, taskId).handle;
     if (h.runtime === "headless") {
-      throw new DshError("BAD_STATE", `task ${taskId} runs headless and has no pane; read its output with \`dsh-herdr logs ${taskId} -f\``);
+      throw new DshError(
+        "BAD_STATE",
+        `task ${taskId} runs headless and has no pane; read its output with \`dsh-herdr logs ${taskId} -f\``,
+      );
     }
     if (h.runtime === "herdr") {
       if (!h.paneId) throw new DshError("BAD_STATE", `task ${taskId} has no Herdr pane id recorded`);
@@ -165,6 +190,10 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
     }
     // A different tmux server than the one we may be inside: unset TMUX so tmux allows the nested attach.
     const r = spawnSync(attach[0] as string, attach.slice(1), { stdio: "inherit", env: { ...ctx.io.env, TMUX: "" } });
-    if (r.status !== 0) throw new DshError("RUNTIME_UNAVAILABLE", `tmux attach to ${target} on -L ${sock} failed; the window may be closed (dsh-herdr show ${taskId})`);
+    if (r.status !== 0)
+      throw new DshError(
+        "RUNTIME_UNAVAILABLE",
+        `tmux attach to ${target} on -L ${sock} failed; the window may be closed (dsh-herdr show ${taskId})`,
+      );
   });
 }

@@ -2,7 +2,18 @@
 import { type Command, Option } from "commander";
 import { DshError } from "../../core/errors.js";
 
-export const STATUSES = ["starting", "working", "blocked", "idle", "running", "completed", "failed", "gone", "closed", "interrupted"] as const;
+export const STATUSES = [
+  "starting",
+  "working",
+  "blocked",
+  "idle",
+  "running",
+  "completed",
+  "failed",
+  "gone",
+  "closed",
+  "interrupted",
+] as const;
 
 export function jsonOption(cmd: Command): Command {
   return cmd.option("--json", "machine output: one JSON value on stdout");
@@ -18,7 +29,8 @@ export function usage(message: string): DshError {
 }
 
 export async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) throw usage("`-` reads from stdin, but stdin is a terminal; pipe the text in (echo ... | dsh-herdr ...)");
+  if (process.stdin.isTTY)
+    throw usage("`-` reads from stdin, but stdin is a terminal; pipe the text in (echo ... | dsh-herdr ...)");
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   return Buffer.concat(chunks).toString("utf8");

@@ -17,9 +17,20 @@ import { spinner } from "../spinner.js";
 import { choice, examples, jsonOption, readStdin, STATUSES, usage } from "./shared.js";
 
 interface SpawnOpts {
-  model?: string; thinking?: string; role?: string; cwd?: string; brief?: string; isolated?: boolean;
-  owner?: string; timeout?: string; machine?: string; runtime?: string; prompt?: string; promptFile?: string;
-  wait?: boolean; json?: boolean;
+  model?: string;
+  thinking?: string;
+  role?: string;
+  cwd?: string;
+  brief?: string;
+  isolated?: boolean;
+  owner?: string;
+  timeout?: string;
+  machine?: string;
+  runtime?: string;
+  prompt?: string;
+  promptFile?: string;
+  wait?: boolean;
+  json?: boolean;
 }
 
 function isDirectory(p: string): boolean {
@@ -32,7 +43,8 @@ function isDirectory(p: string): boolean {
 
 async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
   const sources = [o.prompt !== undefined, o.promptFile !== undefined, words.length > 0].filter(Boolean).length;
-  if (sources !== 1) throw usage("give the task exactly once: --prompt TEXT, --prompt-file FILE (- for stdin), or as trailing words");
+  if (sources !== 1)
+    throw usage("give the task exactly once: --prompt TEXT, --prompt-file FILE (- for stdin), or as trailing words");
   let text: string;
   if (o.prompt !== undefined) text = o.prompt;
   else if (o.promptFile === "-") text = await readStdin();
@@ -46,9 +58,11 @@ async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
 
 export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record<string, unknown>> {
   const cwd = resolve(o.cwd ?? process.cwd());
-  if (o.cwd !== undefined && !isDirectory(cwd)) throw usage(`--cwd ${o.cwd}: no such directory; pass the repository to work in`);
+  if (o.cwd !== undefined && !isDirectory(cwd))
+    throw usage(`--cwd ${o.cwd}: no such directory; pass the repository to work in`);
   const p: Record<string, unknown> = { cwd, prompt: await promptOf(o, words) };
-  for (const k of ["model", "thinking", "role", "brief", "owner", "machine", "runtime"] as const) if (o[k] !== undefined) p[k] = o[k];
+  for (const k of ["model", "thinking", "role", "brief", "owner", "machine", "runtime"] as const)
+    if (o[k] !== undefined) p[k] = o[k];
   if (o.isolated) p["isolated"] = true;
   if (o.timeout !== undefined) {
     const ms = parseDuration(o.timeout, "--timeout");
@@ -65,10 +79,19 @@ const WAIT_FOREVER_MS = 7 * 24 * 3_600_000;
 const EXIT_INTERRUPTED = 130;
 
 /** Wait for tasks to settle; sets the exit code from their statuses (3 on timeout). */
-export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "any" | "all", timeoutMs: number | undefined, json: boolean): Promise<void> {
+export async function waitAndPrint(
+  ctx: CliContext,
+  taskIds: string[],
+  mode: "any" | "all",
+  timeoutMs: number | undefined,
+  json: boolean,
+): Promise<void> {
   const conn = await ctx.connect();
   // Drawn on stderr: only when both streams are a terminal (`wait ID 2>log` keeps frames out of the log).
-  const stop = ctx.io.isTTY && (ctx.io.errIsTTY ?? true) && !json ? spinner(ctx.io, `waiting for ${taskIds.length} task(s)`) : () => {};
+  const stop =
+    ctx.io.isTTY && (ctx.io.errIsTTY ?? true) && !json
+      ? spinner(ctx.io, `waiting for ${taskIds.length} task(s)`)
+      : () => {};
   let res: { results: AgentResult[]; timedOut: boolean } | undefined;
   let onAbort = () => {};
   try {
@@ -80,7 +103,11 @@ export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "an
       if (ctx.signal.aborted) onAbort();
       else ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
-    const waited = conn.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", { taskIds, mode, timeoutMs: timeoutMs ?? WAIT_FOREVER_MS }, { timeoutMs: requestTimeoutMs });
+    const waited = conn.request<{ results: AgentResult[]; timedOut: boolean }>(
+      "task.wait",
+      { taskIds, mode, timeoutMs: timeoutMs ?? WAIT_FOREVER_MS },
+      { timeoutMs: requestTimeoutMs },
+    );
     waited.catch(() => undefined); // after Ctrl+C the connection closes under it; that rejection is expected
     res = await Promise.race([waited, interrupted]);
   } finally {
@@ -94,8 +121,13 @@ export async function waitAndPrint(ctx: CliContext, taskIds: string[], mode: "an
   }
   if (json) printJson(ctx.io, res);
   else {
-    ctx.io.out(res.results.map((r) => renderCard(r, undefined, { color: colorEnabled(ctx.io.env, ctx.io.isTTY) })).join("\n"));
-    if (res.timedOut) ctx.io.err(`dsh-herdr: TIMEOUT: not settled in time; the tasks keep running (dsh-herdr wait ${taskIds.join(" ")})\n`);
+    ctx.io.out(
+      res.results.map((r) => renderCard(r, undefined, { color: colorEnabled(ctx.io.env, ctx.io.isTTY) })).join("\n"),
+    );
+    if (res.timedOut)
+      ctx.io.err(
+        `dsh-herdr: TIMEOUT: not settled in time; the tasks keep running (dsh-herdr wait ${taskIds.join(" ")})\n`,
+      );
   }
   const settled = res.results.filter((r) => !["starting", "working", "running"].includes(r.status));
   ctx.exitCode = res.timedOut ? EXIT.timeout : Math.max(EXIT.ok, ...settled.map((r) => exitCodeForStatus(r.status)));
@@ -107,14 +139,19 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     .description("delegate a task to a new child pi agent; prints the task id")
     .argument("[prompt...]", "the task, as words (or use --prompt / --prompt-file)")
     .option("--model <model>", "provider/model id or a config alias")
-    .addOption(choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh", "max"]))
+    .addOption(
+      choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh", "max"]),
+    )
     .addOption(choice("--role <role>", "worker changes files; reviewer only reads", ["worker", "reviewer"]))
     .option("--cwd <dir>", "git repository to work in (default: current directory)")
     .option("--brief <text>", "a short label shown in lists and cards")
     .option("--isolated", "work in a new git worktree on branch dsh/<taskId>")
     .option("--owner <id>", "deliver the result to this owner (default: cli)")
     .option("--timeout <dur>", "run bound: 90s, 5m, 1h or ms")
-    .option("--machine <label>", "run on this machine (from `machine add`; --cwd is a path there), or a Herdr --machine label")
+    .option(
+      "--machine <label>",
+      "run on this machine (from `machine add`; --cwd is a path there), or a Herdr --machine label",
+    )
     .addOption(choice("--runtime <runtime>", "where the child runs", ["herdr", "tmux", "headless"]))
     .option("--prompt <text>", "the task text")
     .option("--prompt-file <file>", "read the task from a file; - reads stdin")
@@ -128,7 +165,10 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   spawn.action(async (words: string[], o: SpawnOpts) => {
     const params = await spawnParams(o, words);
     const conn = await ctx.connect({ start: true });
-    const res = await conn.request<{ taskId: string; name: string; status: string; queued: boolean }>("task.spawn", params);
+    const res = await conn.request<{ taskId: string; name: string; status: string; queued: boolean }>(
+      "task.spawn",
+      params,
+    );
     if (o.wait) return waitAndPrint(ctx, [res.taskId], "all", undefined, o.json === true);
     if (o.json) printJson(ctx.io, res);
     else ctx.io.out(res.taskId + "\n");
@@ -148,9 +188,13 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   list.action(async (o: { status?: string; owner?: string; all?: boolean; external?: boolean; json?: boolean }) => {
     const params: Record<string, unknown> = {};
     if (o.status !== undefined) {
-      const wanted = o.status.split(",").map((s) => s.trim()).filter(Boolean);
+      const wanted = o.status
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
       const bad = wanted.filter((s) => !(STATUSES as readonly string[]).includes(s));
-      if (bad.length > 0 || wanted.length === 0) throw usage(`--status ${o.status}: unknown status ${bad.join(", ")}; use ${STATUSES.join(", ")}`);
+      if (bad.length > 0 || wanted.length === 0)
+        throw usage(`--status ${o.status}: unknown status ${bad.join(", ")}; use ${STATUSES.join(", ")}`);
       params["status"] = wanted;
     }
     if (o.owner !== undefined) params["owner"] = o.owner;
@@ -172,36 +216,70 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
       if (!isDshError(e) || e.code !== "DAEMON_UNAVAILABLE") throw e;
       // No daemon: the task index on disk answers, as show/diff/result read their files.
       const statuses = params["status"] === undefined ? undefined : new Set(params["status"] as string[]);
-      const rows = offlineRows(ctx.home).filter((t) => (!statuses || statuses.has(t.status)) && (o.owner === undefined || t.owner === o.owner));
+      const rows = offlineRows(ctx.home).filter(
+        (t) => (!statuses || statuses.has(t.status)) && (o.owner === undefined || t.owner === o.owner),
+      );
       res = { tasks: rows as TaskRow[] };
       offline = true;
     }
     const tasks = res.tasks;
-    if (offline && !o.json) ctx.io.err(`daemon not running: listed from the task index (statuses as last recorded${o.external ? "; --external needs the daemon" : ""})\n`);
-    if (o.json) return printJson(ctx.io, { tasks, ...(res.external ? { external: res.external } : {}), ...(offline ? { offline: true } : {}) });
-    if (tasks.length === 0 && !res.external?.length) return ctx.io.out(o.all ? "no tasks\n" : "no open tasks (dsh-herdr list --all shows closed ones)\n");
-    ctx.io.out(renderTable(tasks, Date.now(), ctx.io.isTTY ? ctx.io.columns : 400, undefined, colorEnabled(ctx.io.env, ctx.io.isTTY)).join("\n") + "\n");
-    for (const x of res.external ?? []) ctx.io.out(`external  ${String(x["name"] ?? "-")}  ${String(x["paneId"] ?? "-")}  ${String(x["status"])}\n`);
+    if (offline && !o.json)
+      ctx.io.err(
+        `daemon not running: listed from the task index (statuses as last recorded${o.external ? "; --external needs the daemon" : ""})\n`,
+      );
+    if (o.json)
+      return printJson(ctx.io, {
+        tasks,
+        ...(res.external ? { external: res.external } : {}),
+        ...(offline ? { offline: true } : {}),
+      });
+    if (tasks.length === 0 && !res.external?.length)
+      return ctx.io.out(o.all ? "no tasks\n" : "no open tasks (dsh-herdr list --all shows closed ones)\n");
+    ctx.io.out(
+      renderTable(
+        tasks,
+        Date.now(),
+        ctx.io.isTTY ? ctx.io.columns : 400,
+        undefined,
+        colorEnabled(ctx.io.env, ctx.io.isTTY),
+      ).join("\n") + "\n",
+    );
+    for (const x of res.external ?? [])
+      ctx.io.out(`external  ${String(x["name"] ?? "-")}  ${String(x["paneId"] ?? "-")}  ${String(x["status"])}\n`);
   });
 
-  const show = program.command("show").description("a task's AgentResult as a card").argument("<id>", "task id or unique prefix");
+  const show = program
+    .command("show")
+    .description("a task's AgentResult as a card")
+    .argument("<id>", "task id or unique prefix");
   jsonOption(show);
   examples(show, ["dsh-herdr show tmg3", "dsh-herdr show tmg3k2a1b2c3 --json"]);
   show.action((id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     if (o.json) return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
     const r = readResult(ctx.home, taskId);
-    ctx.io.out(renderCard(r, undefined, { color: colorEnabled(ctx.io.env, ctx.io.isTTY), ...(r.worktree ? { worktreeExists: existsSync(r.worktree.path) } : {}) }));
+    ctx.io.out(
+      renderCard(r, undefined, {
+        color: colorEnabled(ctx.io.env, ctx.io.isTTY),
+        ...(r.worktree ? { worktreeExists: existsSync(r.worktree.path) } : {}),
+      }),
+    );
   });
 
-  const result = program.command("result").description("a task's result.json, exactly as the daemon wrote it").argument("<id>", "task id or unique prefix");
+  const result = program
+    .command("result")
+    .description("a task's result.json, exactly as the daemon wrote it")
+    .argument("<id>", "task id or unique prefix");
   jsonOption(result);
   examples(result, ["dsh-herdr result tmg3 --json | jq .summary"]);
   result.action((id: string) => {
     ctx.io.out(readResultText(ctx.home, resolveId(ctx.home, id)));
   });
 
-  const diff = program.command("diff").description("the patch a task produced (paged on a terminal)").argument("<id>", "task id or unique prefix");
+  const diff = program
+    .command("diff")
+    .description("the patch a task produced (paged on a terminal)")
+    .argument("<id>", "task id or unique prefix");
   jsonOption(diff);
   examples(diff, ["dsh-herdr diff tmg3", "dsh-herdr diff tmg3 | git apply"]);
   diff.action(async (id: string, o: { json?: boolean }) => {
@@ -209,10 +287,18 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
     const r = readResult(ctx.home, taskId);
     const local = join(taskDir(ctx.home, taskId), "diff.patch");
     // A task relayed to another machine: patchPath is the remote's; the local task dir holds its copy.
-    const path = r.agent.machine !== undefined && existsSync(local) ? local : r.diff?.patchPath && isAbsolute(r.diff.patchPath) ? r.diff.patchPath : local;
+    const path =
+      r.agent.machine !== undefined && existsSync(local)
+        ? local
+        : r.diff?.patchPath && isAbsolute(r.diff.patchPath)
+          ? r.diff.patchPath
+          : local;
     const patch = existsSync(path) ? readFileSync(path, "utf8") : "";
     if (o.json) return printJson(ctx.io, { taskId, patchPath: path, truncated: r.diff?.truncated ?? false, patch });
-    if (patch === "") return ctx.io.err(`task ${taskId} has no diff (no changes since its baseline${r.diff ? "" : ", or not harvested yet"})\n`);
+    if (patch === "")
+      return ctx.io.err(
+        `task ${taskId} has no diff (no changes since its baseline${r.diff ? "" : ", or not harvested yet"})\n`,
+      );
     await pageText(ctx.io, patch);
   });
 }

@@ -42,7 +42,10 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
   const draw = () => {
     if (!live) return;
     const tasks = [...rows.values()].sort((a, b) => a.timing.createdAt - b.timing.createdAt);
-    const body = tasks.length > 0 ? renderTable(tasks, Date.now(), ctx.io.columns - 1, undefined, color) : ["no tasks yet (waiting for spawns)"];
+    const body =
+      tasks.length > 0
+        ? renderTable(tasks, Date.now(), ctx.io.columns - 1, undefined, color)
+        : ["no tasks yet (waiting for spawns)"];
     ctx.io.out(live.frame([...body, "", `watching ${tasks.length} task(s) · ${clock(Date.now())} · Ctrl+C to stop`]));
   };
   const allSettled = () => rows.size > 0 && [...rows.values()].every((r) => !SETTLING.has(r.status));
@@ -62,7 +65,9 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
     };
     const onAbort = () => finish();
     ctx.signal.addEventListener("abort", onAbort, { once: true });
-    conn.onClose(() => finish(new DshError("DAEMON_UNAVAILABLE", "the daemon went away; restart it with `dsh-herdr daemon start`")));
+    conn.onClose(() =>
+      finish(new DshError("DAEMON_UNAVAILABLE", "the daemon went away; restart it with `dsh-herdr daemon start`")),
+    );
     conn.onPush((method, params) => {
       if (method !== "task.status") return;
       const p = params as { taskId: string; status: string; result: AgentResult };
@@ -72,16 +77,25 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
       if (o.json) printJson(ctx.io, p);
       else if (live) draw();
       else if (before !== p.result.status) {
-        ctx.io.out(`${clock(Date.now())}  ${p.taskId}  ${p.result.agent.name}  ${before ? st(before) : "new"} → ${st(p.result.status)}  ${p.result.summary}\n`);
+        ctx.io.out(
+          `${clock(Date.now())}  ${p.taskId}  ${p.result.agent.name}  ${before ? st(before) : "new"} → ${st(p.result.status)}  ${p.result.summary}\n`,
+        );
       }
       if (o.untilSettled && allSettled()) finish();
     });
     const start = async () => {
       // Subscribe first so no change between the snapshot and the subscription is lost.
-      await conn.request("task.subscribe", { ...(o.taskIds ? { taskIds: o.taskIds } : {}), ...(o.owner ? { owner: o.owner } : {}) });
+      await conn.request("task.subscribe", {
+        ...(o.taskIds ? { taskIds: o.taskIds } : {}),
+        ...(o.owner ? { owner: o.owner } : {}),
+      });
       // Without --all only non-closed tasks are shown: ask for those, so closed history cannot fill the page.
       const statusFilter = !o.all && !wanted ? { status: NOT_CLOSED } : {};
-      const res = await conn.request<{ tasks: TaskRow[] }>("task.list", { ...(o.owner ? { owner: o.owner } : {}), ...statusFilter, limit: 1000 });
+      const res = await conn.request<{ tasks: TaskRow[] }>("task.list", {
+        ...(o.owner ? { owner: o.owner } : {}),
+        ...statusFilter,
+        limit: 1000,
+      });
       for (const t of res.tasks) {
         if (!keep(t) || rows.has(t.taskId)) continue;
         if (!o.all && !wanted && t.status === "closed") continue;
@@ -92,7 +106,8 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
         draw();
         timer = setInterval(draw, 1000); // ages and the clock tick even without pushes
       } else if (!o.json) {
-        for (const t of rows.values()) ctx.io.out(`${clock(Date.now())}  ${t.taskId}  ${t.agent.name}  ${st(t.status)}  ${t.summary}\n`);
+        for (const t of rows.values())
+          ctx.io.out(`${clock(Date.now())}  ${t.taskId}  ${t.agent.name}  ${st(t.status)}  ${t.summary}\n`);
       }
       if (o.untilSettled && allSettled()) finish();
     };
@@ -109,7 +124,11 @@ export function registerWatchCommand(program: Command, ctx: CliContext): void {
     .option("--all", "include closed tasks")
     .option("--until-settled", "exit once every watched task has settled");
   jsonOption(watch);
-  examples(watch, ["dsh-herdr watch", "dsh-herdr watch --until-settled tmg3 tk81", "dsh-herdr watch --json | jq .status"]);
+  examples(watch, [
+    "dsh-herdr watch",
+    "dsh-herdr watch --until-settled tmg3 tk81",
+    "dsh-herdr watch --json | jq .status",
+  ]);
   watch.action(async (ids: string[], o: { owner?: string; all?: boolean; untilSettled?: boolean; json?: boolean }) => {
     const opts: WatchOptions = { all: o.all === true, untilSettled: o.untilSettled === true, json: o.json === true };
     if (ids.length > 0) opts.taskIds = ids.map((id) => resolveId(ctx.home, id));

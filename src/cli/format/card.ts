@@ -10,14 +10,19 @@ export function placeOf(r: AgentResult): string {
   const parts: string[] = [];
   if (a.paneId) parts.push(`pane ${a.paneId}`);
   if (a.tabId) parts.push(`tab ${a.tabId}`);
-  if (parts.length === 0 && a.runtimeId) parts.push(a.runtime === "headless" ? `pid ${a.runtimeId}` : `${a.runtime ?? "pane"} ${a.runtimeId}`);
+  if (parts.length === 0 && a.runtimeId)
+    parts.push(a.runtime === "headless" ? `pid ${a.runtimeId}` : `${a.runtime ?? "pane"} ${a.runtimeId}`);
   if (a.machine) parts.push(`machine ${a.machine}`);
   return parts.join(" · ");
 }
 
 /** The last line of a `git diff --stat` (the "N files changed, …" summary). */
 export function statSummary(stat: string): string {
-  const lines = stat.trim().split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
+  const lines = stat
+    .trim()
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
   return lines.at(-1) ?? "";
 }
 
@@ -31,14 +36,20 @@ export function diffLine(r: AgentResult): string | undefined {
 }
 
 /** The full human card for one AgentResult. */
-export function renderCard(r: AgentResult, home?: string, opts: { worktreeExists?: boolean; color?: boolean } = {}): string {
+export function renderCard(
+  r: AgentResult,
+  home?: string,
+  opts: { worktreeExists?: boolean; color?: boolean } = {},
+): string {
   const color = opts.color === true;
   const a = r.agent;
   const paint = painter(color);
   const st = statusStyle(r.status);
   const sh = (p: string) => shortenHome(p, home);
   const runtime = a.runtime ?? "herdr";
-  const lines = [`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${st ? paint(st, r.status) : r.status}`];
+  const lines = [
+    `[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${st ? paint(st, r.status) : r.status}`,
+  ];
   const place = placeOf(r);
   lines.push(`agent: ${a.name} · task ${r.taskId}${place ? ` · ${place}` : ""}`);
   if (r.brief) lines.push(`brief: ${r.brief}`);
@@ -49,15 +60,21 @@ export function renderCard(r: AgentResult, home?: string, opts: { worktreeExists
   if (r.diff && r.diff.patchBytes > 0) lines.push(`patch: ${sh(r.diff.patchPath)}`);
   if (r.worktree) {
     // gc removes worktrees after the result was written: say so rather than print a path that is not there.
-    if (opts.worktreeExists === false) lines.push(`worktree: removed (was ${sh(r.worktree.path)}, branch ${r.worktree.branch}; see \`dsh-herdr gc\`)`);
+    if (opts.worktreeExists === false)
+      lines.push(`worktree: removed (was ${sh(r.worktree.path)}, branch ${r.worktree.branch}; see \`dsh-herdr gc\`)`);
     else lines.push(`worktree: ${sh(r.worktree.path)} (branch ${r.worktree.branch})`);
   }
   if (r.tests) lines.push(`tests: ${r.tests}`);
   if (r.sessionPath) lines.push(`session: ${sh(r.sessionPath)}`);
   const t = r.timing;
   const elapsed = t.elapsedMs ?? (t.settledAt !== undefined ? t.settledAt - t.createdAt : undefined);
-  const timing = [elapsed !== undefined ? `elapsed ${formatDuration(elapsed)}` : "", t.queuedMs ? `queued ${formatDuration(t.queuedMs)}` : ""].filter(Boolean);
-  const usage = r.usage ? `${r.usage.assistant} turn(s), ${r.usage.toolCalls} tool call(s), ${r.usage.outputTokens} output tokens` : "";
+  const timing = [
+    elapsed !== undefined ? `elapsed ${formatDuration(elapsed)}` : "",
+    t.queuedMs ? `queued ${formatDuration(t.queuedMs)}` : "",
+  ].filter(Boolean);
+  const usage = r.usage
+    ? `${r.usage.assistant} turn(s), ${r.usage.toolCalls} tool call(s), ${r.usage.outputTokens} output tokens`
+    : "";
   if (timing.length > 0 || usage) lines.push(`usage: ${[...timing, usage].filter(Boolean).join(" · ")}`);
   if (r.nextAction !== "none") lines.push(`next: ${r.nextAction}`);
   for (const w of r.warnings ?? []) lines.push(`warning: ${w}`);

@@ -9,7 +9,14 @@ export function colorEnabled(env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
   return isTTY && env.TERM !== "dumb";
 }
 
-const SGR: Record<string, [number, number]> = { red: [31, 39], green: [32, 39], yellow: [33, 39], cyan: [36, 39], dim: [2, 22], bold: [1, 22] };
+const SGR: Record<string, [number, number]> = {
+  red: [31, 39],
+  green: [32, 39],
+  yellow: [33, 39],
+  cyan: [36, 39],
+  dim: [2, 22],
+  bold: [1, 22],
+};
 
 export type Paint = (style: keyof typeof SGR | string, text: string) => string;
 
@@ -22,8 +29,16 @@ export function painter(on: boolean): Paint {
 }
 
 const STATUS_STYLE: Partial<Record<AgentStatus, string>> = {
-  completed: "green", failed: "red", gone: "red", interrupted: "red", blocked: "yellow",
-  starting: "cyan", working: "cyan", running: "cyan", idle: "dim", closed: "dim",
+  completed: "green",
+  failed: "red",
+  gone: "red",
+  interrupted: "red",
+  blocked: "yellow",
+  starting: "cyan",
+  working: "cyan",
+  running: "cyan",
+  idle: "dim",
+  closed: "dim",
 };
 
 /** The style of a status (also for `blocked (external)`-like cells: the first word decides). */

@@ -31,7 +31,13 @@ export function rowCells(t: TaskRow, now: number, home?: string): string[] {
 }
 
 /** Table lines (header first), each cut to `width` columns so a terminal never wraps them. */
-export function renderTable(tasks: readonly TaskRow[], now: number, width = 200, home?: string, color = false): string[] {
+export function renderTable(
+  tasks: readonly TaskRow[],
+  now: number,
+  width = 200,
+  home?: string,
+  color = false,
+): string[] {
   const rows = [[...TABLE_HEADER], ...tasks.map((t) => rowCells(t, now, home))];
   const paint = painter(color);
   return columns(rows, {

@@ -33,7 +33,10 @@ export function truncate(s: string, width: number): string {
  * Render rows as left-aligned columns separated by two spaces, measured in terminal columns; the last column is not
  * padded. With `width` each line is cut to it; `style` colours a cell after it is measured and cut.
  */
-export function columns(rows: readonly (readonly string[])[], opts: { width?: number; style?: (row: number, col: number, cell: string) => string } = {}): string[] {
+export function columns(
+  rows: readonly (readonly string[])[],
+  opts: { width?: number; style?: (row: number, col: number, cell: string) => string } = {},
+): string[] {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, stringWidth(cell))));
   const max = opts.width ?? Number.POSITIVE_INFINITY;

@@ -11,7 +11,11 @@ export async function ensureFifo(path: string): Promise<void> {
   if (st?.isFIFO()) return;
   if (st) throw new DshError("LAUNCH_FAILED", `${path} exists and is not a FIFO: remove it and launch again`);
   const r = await execa("mkfifo", ["-m", "600", path], { reject: false });
-  if (r.exitCode !== 0) throw new DshError("LAUNCH_FAILED", `mkfifo ${path} failed (${String(r.stderr) || r.shortMessage}): check the task directory is writable`);
+  if (r.exitCode !== 0)
+    throw new DshError(
+      "LAUNCH_FAILED",
+      `mkfifo ${path} failed (${String(r.stderr) || r.shortMessage}): check the task directory is writable`,
+    );
 }
 
 const queues = new Map<string, Promise<void>>();
@@ -21,7 +25,11 @@ export function writeFifo(path: string, data: string, timeoutMs = 10_000): Promi
   const prev = queues.get(path) ?? Promise.resolve();
   const next = prev.catch(() => undefined).then(() => writeNow(path, Buffer.from(data, "utf8"), timeoutMs));
   queues.set(path, next);
-  void next.finally(() => { if (queues.get(path) === next) queues.delete(path); }).catch(() => undefined);
+  void next
+    .finally(() => {
+      if (queues.get(path) === next) queues.delete(path);
+    })
+    .catch(() => undefined);
   return next;
 }
 
@@ -32,7 +40,10 @@ async function writeNow(path: string, buf: Buffer, timeoutMs: number): Promise<v
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENXIO" || code === "ENOENT") {
-      throw new DshError("PANE_GONE", `the headless child no longer reads ${path}: it has exited; read its output or start the task again`);
+      throw new DshError(
+        "PANE_GONE",
+        `the headless child no longer reads ${path}: it has exited; read its output or start the task again`,
+      );
     }
     throw e;
   }
@@ -44,7 +55,11 @@ async function writeNow(path: string, buf: Buffer, timeoutMs: number): Promise<v
         off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "EAGAIN") throw e;
-        if (Date.now() > deadline) throw new DshError("TIMEOUT", `the headless child did not read its stdin (${path}) for ${timeoutMs} ms: it may be stuck; abort or close the task`);
+        if (Date.now() > deadline)
+          throw new DshError(
+            "TIMEOUT",
+            `the headless child did not read its stdin (${path}) for ${timeoutMs} ms: it may be stuck; abort or close the task`,
+          );
         await new Promise((r) => setTimeout(r, 10));
       }
     }

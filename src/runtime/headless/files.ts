@@ -40,12 +40,26 @@ export function pathsIn(taskDir: string): HeadlessPaths {
 }
 
 export function pathsOf(h: RuntimeHandle): HeadlessPaths & { pid: number } {
-  if (h.runtime !== "headless" || !h.exitPath || !h.stdinPath || !h.stdoutPath || !h.stderrPath || h.pid === undefined) {
-    throw new DshError("BAD_PARAMS", `not a headless handle (runtime ${h.runtime}): pass the handle headless launch returned`);
+  if (
+    h.runtime !== "headless" ||
+    !h.exitPath ||
+    !h.stdinPath ||
+    !h.stdoutPath ||
+    !h.stderrPath ||
+    h.pid === undefined
+  ) {
+    throw new DshError(
+      "BAD_PARAMS",
+      `not a headless handle (runtime ${h.runtime}): pass the handle headless launch returned`,
+    );
   }
   return {
-    stdinPath: h.stdinPath, stdoutPath: h.stdoutPath, stderrPath: h.stderrPath, exitPath: h.exitPath,
-    statePath: join(dirname(h.exitPath), "headless.json"), pid: h.pid,
+    stdinPath: h.stdinPath,
+    stdoutPath: h.stdoutPath,
+    stderrPath: h.stderrPath,
+    exitPath: h.exitPath,
+    statePath: join(dirname(h.exitPath), "headless.json"),
+    pid: h.pid,
   };
 }
 

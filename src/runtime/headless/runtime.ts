@@ -30,7 +30,11 @@ function startWrapper(spec: WrapperSpec, timeoutMs: number): Promise<HeadlessSta
   return new Promise((resolve, reject) => {
     const errFd = openSync(spec.stderrPath, "a");
     // The wrapper lives in the task dir, not the child's worktree; detached = leader of a new process group.
-    const w = spawn(process.execPath, [WRAPPER], { detached: true, cwd: dirname(spec.exitPath), stdio: ["pipe", "pipe", errFd] });
+    const w = spawn(process.execPath, [WRAPPER], {
+      detached: true,
+      cwd: dirname(spec.exitPath),
+      stdio: ["pipe", "pipe", errFd],
+    });
     closeSync(errFd);
     let out = "";
     let done = false;
@@ -41,13 +45,33 @@ function startWrapper(spec: WrapperSpec, timeoutMs: number): Promise<HeadlessSta
       w.stdout?.destroy();
       w.unref();
       if (err) {
-        try { process.kill(-(w.pid ?? 0), "SIGKILL"); } catch { /* already gone */ }
+        try {
+          process.kill(-(w.pid ?? 0), "SIGKILL");
+        } catch {
+          /* already gone */
+        }
         reject(err);
       } else resolve(state!);
     };
-    const timer = setTimeout(() => finish(new DshError("LAUNCH_FAILED", `the headless child of ${spec.argv[0]} did not start within ${timeoutMs} ms: see ${spec.stderrPath}`)), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        finish(
+          new DshError(
+            "LAUNCH_FAILED",
+            `the headless child of ${spec.argv[0]} did not start within ${timeoutMs} ms: see ${spec.stderrPath}`,
+          ),
+        ),
+      timeoutMs,
+    );
     w.on("error", (e) => finish(new DshError("LAUNCH_FAILED", `could not start the headless wrapper: ${e.message}`)));
-    w.on("exit", (code) => finish(new DshError("LAUNCH_FAILED", `the headless wrapper exited (${code}) before the child started: see ${spec.stderrPath}`)));
+    w.on("exit", (code) =>
+      finish(
+        new DshError(
+          "LAUNCH_FAILED",
+          `the headless wrapper exited (${code}) before the child started: see ${spec.stderrPath}`,
+        ),
+      ),
+    );
     w.stdout?.setEncoding("utf8");
     w.stdout?.on("data", (d: string) => {
       out += d;
@@ -60,7 +84,13 @@ function startWrapper(spec: WrapperSpec, timeoutMs: number): Promise<HeadlessSta
         reply = { ok: false, error: `unreadable wrapper answer ${JSON.stringify(out.slice(0, 200))}` };
       }
       if (reply.ok) finish(null, reply);
-      else finish(new DshError("LAUNCH_FAILED", `could not start ${spec.argv[0]}: ${reply.error}; check the program exists and is executable`));
+      else
+        finish(
+          new DshError(
+            "LAUNCH_FAILED",
+            `could not start ${spec.argv[0]}: ${reply.error}; check the program exists and is executable`,
+          ),
+        );
     });
     w.stdin?.end(JSON.stringify(spec));
   });
@@ -84,8 +114,13 @@ async function tail(path: string, lines: number): Promise<string> {
 function handleOf(name: string, taskDir: string, state: HeadlessState): RuntimeHandle {
   const paths = pathsIn(taskDir);
   return {
-    runtime: "headless", agentName: name, pid: state.childPid,
-    stdinPath: paths.stdinPath, stdoutPath: paths.stdoutPath, stderrPath: paths.stderrPath, exitPath: paths.exitPath,
+    runtime: "headless",
+    agentName: name,
+    pid: state.childPid,
+    stdinPath: paths.stdinPath,
+    stdoutPath: paths.stdoutPath,
+    stderrPath: paths.stderrPath,
+    exitPath: paths.exitPath,
   };
 }
 
@@ -108,7 +143,11 @@ export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtim
   function signalGroup(h: RuntimeHandle, s: HeadlessState | null, sig: NodeJS.Signals): void {
     // The group id is the wrapper's pid (it was started detached, so it leads its group).
     const target = s ? -s.wrapperPid : pathsOf(h).pid;
-    try { process.kill(target, sig); } catch { /* already gone */ }
+    try {
+      process.kill(target, sig);
+    } catch {
+      /* already gone */
+    }
   }
 
   async function waitGone(h: RuntimeHandle, s: HeadlessState | null, ms: number): Promise<boolean> {
@@ -125,14 +164,21 @@ export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtim
 
     async launch(spec: LaunchSpec): Promise<RuntimeHandle> {
       await checkLaunchSpec(spec);
-      if (!spec.taskDir) throw new DshError("LAUNCH_FAILED", "taskDir is empty: the headless runtime keeps stdin/stdout/exit files there");
+      if (!spec.taskDir)
+        throw new DshError(
+          "LAUNCH_FAILED",
+          "taskDir is empty: the headless runtime keeps stdin/stdout/exit files there",
+        );
       await mkdir(spec.taskDir, { recursive: true });
       const paths = pathsIn(spec.taskDir);
       await ensureFifo(paths.stdinPath);
       // A relaunch in the same task dir must not see the previous child's exit.
       await rm(paths.exitPath, { force: true });
       const protocol = protocolOf(spec.argv);
-      const state = await startWrapper({ ...paths, argv: spec.argv, env: spec.env, cwd: spec.cwd, protocol }, opts.launchTimeoutMs ?? 10_000);
+      const state = await startWrapper(
+        { ...paths, argv: spec.argv, env: spec.env, cwd: spec.cwd, protocol },
+        opts.launchTimeoutMs ?? 10_000,
+      );
       return handleOf(spec.name, spec.taskDir, state);
     },
 
@@ -162,11 +208,16 @@ export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtim
 
     async sendText(h, text) {
       const p = pathsOf(h);
-      if (!childAlive(h)) throw new DshError("PANE_GONE", `cannot send text: the headless child ${p.pid} has exited; read its output or start the task again`);
+      if (!childAlive(h))
+        throw new DshError(
+          "PANE_GONE",
+          `cannot send text: the headless child ${p.pid} has exited; read its output or start the task again`,
+        );
       // pi rpc: a prompt with streamingBehavior runs now when idle and queues as a follow-up while streaming.
-      const line = stateOf(h)?.protocol === "rpc"
-        ? JSON.stringify({ type: "prompt", message: text, streamingBehavior: "followUp" })
-        : text;
+      const line =
+        stateOf(h)?.protocol === "rpc"
+          ? JSON.stringify({ type: "prompt", message: text, streamingBehavior: "followUp" })
+          : text;
       await writeFifo(p.stdinPath, line + "\n");
     },
 
@@ -181,7 +232,10 @@ export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtim
         } else if (key === "Enter" && !rpc) {
           await writeFifo(p.stdinPath, "\n");
         } else {
-          throw new DshError("BAD_PARAMS", `the headless runtime cannot send key ${JSON.stringify(key)}: use Escape or C-c (abort)${rpc ? "" : ", or Enter"}`);
+          throw new DshError(
+            "BAD_PARAMS",
+            `the headless runtime cannot send key ${JSON.stringify(key)}: use Escape or C-c (abort)${rpc ? "" : ", or Enter"}`,
+          );
         }
       }
     },
@@ -192,7 +246,13 @@ export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtim
       signalGroup(h, s, "SIGTERM");
       if (await waitGone(h, s, graceMs)) return;
       // Kill the child first so the wrapper can still record how it ended, then the whole group.
-      if (childAlive(h)) { try { process.kill(pathsOf(h).pid, "SIGKILL"); } catch { /* gone */ } }
+      if (childAlive(h)) {
+        try {
+          process.kill(pathsOf(h).pid, "SIGKILL");
+        } catch {
+          /* gone */
+        }
+      }
       if (await waitGone(h, s, 1000)) return;
       signalGroup(h, s, "SIGKILL");
       await waitGone(h, s, 2000);
@@ -215,7 +275,10 @@ export function createHeadlessRuntime(opts: HeadlessRuntimeOptions = {}): Runtim
         onEvent(exit ? { type: "exited", exit: { code: exit.code, signal: exit.signal ?? null } } : { type: "gone" });
       }, opts.watchIntervalMs ?? 500);
       timer.unref();
-      const stop = (): void => { stopped = true; clearInterval(timer); };
+      const stop = (): void => {
+        stopped = true;
+        clearInterval(timer);
+      };
       return stop;
     },
   };

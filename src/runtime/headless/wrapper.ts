@@ -37,7 +37,11 @@ function main(): void {
   // A group-wide SIGTERM from close() reaches the child directly; the wrapper stays to record how it ended.
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => undefined);
 
-  const child = spawn(program, args, { cwd: spec.cwd, env: { ...process.env, ...spec.env }, stdio: [stdinFd, outFd, errFd] });
+  const child = spawn(program, args, {
+    cwd: spec.cwd,
+    env: { ...process.env, ...spec.env },
+    stdio: [stdinFd, outFd, errFd],
+  });
   child.on("error", (e) => {
     answer({ ok: false, error: e.message });
     process.exit(127);
@@ -51,7 +55,10 @@ function main(): void {
       const wrapperStart = readProcStat(process.pid)?.startTime;
       const childStart = readProcStat(pid)?.startTime;
       const state: HeadlessState = {
-        wrapperPid: process.pid, childPid: pid, protocol: spec.protocol, startedAt: new Date().toISOString(),
+        wrapperPid: process.pid,
+        childPid: pid,
+        protocol: spec.protocol,
+        startedAt: new Date().toISOString(),
         ...(wrapperStart !== undefined ? { wrapperStart } : {}),
         ...(childStart !== undefined ? { childStart } : {}),
       };

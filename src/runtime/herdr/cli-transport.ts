@@ -31,19 +31,32 @@ export class CliTransport implements HerdrTransport {
     ];
     const timeout = o.timeoutMs ?? this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const run = await execa(this.opts.bin, [...global, ...args], {
-      reject: false, timeout, stdin: "ignore", env: this.opts.env, extendEnv: this.opts.env === undefined,
+      reject: false,
+      timeout,
+      stdin: "ignore",
+      env: this.opts.env,
+      extendEnv: this.opts.env === undefined,
     });
     if (run.timedOut) {
-      throw new DshError("TIMEOUT", `${this.opts.bin} ${args.slice(0, 2).join(" ")} did not finish within ${timeout} ms. Fix: check the Herdr server${this.machineHint()}`, { method });
+      throw new DshError(
+        "TIMEOUT",
+        `${this.opts.bin} ${args.slice(0, 2).join(" ")} did not finish within ${timeout} ms. Fix: check the Herdr server${this.machineHint()}`,
+        { method },
+      );
     }
     if (run.failed && run.exitCode === undefined) {
-      throw new DshError("HERDR_UNAVAILABLE", `Cannot run the Herdr CLI "${this.opts.bin}": ${run.originalMessage ?? run.shortMessage}. Fix: install herdr or set HERDR_BIN`, { method });
+      throw new DshError(
+        "HERDR_UNAVAILABLE",
+        `Cannot run the Herdr CLI "${this.opts.bin}": ${run.originalMessage ?? run.shortMessage}. Fix: install herdr or set HERDR_BIN`,
+        { method },
+      );
     }
     const stdout = String(run.stdout ?? "");
     const stderr = String(run.stderr ?? "");
     if (run.exitCode !== 0) {
       const line = lastJsonLine(stderr) ?? lastJsonLine(stdout);
-      if (line === undefined) throw protocolError(method, `exit ${run.exitCode} and no JSON error (${stderr.trim().slice(0, 120)})`);
+      if (line === undefined)
+        throw protocolError(method, `exit ${run.exitCode} and no JSON error (${stderr.trim().slice(0, 120)})`);
       const err = (JSON.parse(line) as { error?: { code?: unknown; message?: unknown } }).error;
       if (typeof err?.code !== "string") throw protocolError(method, `exit ${run.exitCode} without an error envelope`);
       throw herdrRejection(method, err.code, typeof err.message === "string" ? err.message : "");
@@ -63,7 +76,10 @@ export class CliTransport implements HerdrTransport {
 }
 
 function lastJsonLine(text: string): string | undefined {
-  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l.startsWith("{"));
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith("{"));
   for (let i = lines.length - 1; i >= 0; i--) {
     try {
       JSON.parse(lines[i] as string);
@@ -76,9 +92,15 @@ function lastJsonLine(text: string): string | undefined {
 }
 
 function statusToPong(line: string, method: string): HerdrResult {
-  const s = JSON.parse(line) as { version?: unknown; protocol?: unknown; running?: unknown; server?: Record<string, unknown> };
+  const s = JSON.parse(line) as {
+    version?: unknown;
+    protocol?: unknown;
+    running?: unknown;
+    server?: Record<string, unknown>;
+  };
   const src = s.server ?? s;
-  if (src.running === false) throw new DshError("HERDR_UNAVAILABLE", "The Herdr server is not running. Fix: start it (herdr server)");
+  if (src.running === false)
+    throw new DshError("HERDR_UNAVAILABLE", "The Herdr server is not running. Fix: start it (herdr server)");
   if (typeof src.protocol !== "number") throw protocolError(method, "a status without a protocol");
   return { type: "pong", version: String(src.version ?? "unknown"), protocol: src.protocol };
 }
@@ -95,27 +117,78 @@ function opt(flag: string, v: unknown): string[] {
 function toArgv(method: string, p: Params): [string[], Output] {
   const s = (k: string): string => String(p[k]);
   switch (method) {
-    case "ping": return [["status", "server", "--json"], "status"];
-    case "workspace.list": return [["workspace", "list"], "envelope"];
+    case "ping":
+      return [["status", "server", "--json"], "status"];
+    case "workspace.list":
+      return [["workspace", "list"], "envelope"];
     case "workspace.create":
-      return [["workspace", "create", ...opt("--cwd", p.cwd), ...opt("--label", p.label), ...envFlags(p.env), "--no-focus"], "envelope"];
+      return [
+        ["workspace", "create", ...opt("--cwd", p.cwd), ...opt("--label", p.label), ...envFlags(p.env), "--no-focus"],
+        "envelope",
+      ];
     case "tab.create":
-      return [["tab", "create", ...opt("--workspace", p.workspace_id), ...opt("--cwd", p.cwd), ...opt("--label", p.label), ...envFlags(p.env), "--no-focus"], "envelope"];
+      return [
+        [
+          "tab",
+          "create",
+          ...opt("--workspace", p.workspace_id),
+          ...opt("--cwd", p.cwd),
+          ...opt("--label", p.label),
+          ...envFlags(p.env),
+          "--no-focus",
+        ],
+        "envelope",
+      ];
     case "pane.split":
-      return [["pane", "split", s("target_pane_id"), "--direction", s("direction"), ...opt("--cwd", p.cwd), ...envFlags(p.env), "--no-focus"], "envelope"];
-    case "pane.get": return [["pane", "get", s("pane_id")], "envelope"];
-    case "pane.close": return [["pane", "close", s("pane_id")], "envelope"];
+      return [
+        [
+          "pane",
+          "split",
+          s("target_pane_id"),
+          "--direction",
+          s("direction"),
+          ...opt("--cwd", p.cwd),
+          ...envFlags(p.env),
+          "--no-focus",
+        ],
+        "envelope",
+      ];
+    case "pane.get":
+      return [["pane", "get", s("pane_id")], "envelope"];
+    case "pane.close":
+      return [["pane", "close", s("pane_id")], "envelope"];
     case "pane.read":
-      return [["pane", "read", s("pane_id"), "--source", s("source").replace(/_/g, "-"), ...opt("--lines", p.lines)], "text"];
-    case "pane.send_text": return [["pane", "send-text", s("pane_id"), s("text")], "none"];
-    case "pane.send_keys": return [["pane", "send-keys", s("pane_id"), ...(p.keys as string[])], "none"];
+      return [
+        ["pane", "read", s("pane_id"), "--source", s("source").replace(/_/g, "-"), ...opt("--lines", p.lines)],
+        "text",
+      ];
+    case "pane.send_text":
+      return [["pane", "send-text", s("pane_id"), s("text")], "none"];
+    case "pane.send_keys":
+      return [["pane", "send-keys", s("pane_id"), ...(p.keys as string[])], "none"];
     case "pane.send_input":
       // `pane run` is send_input {text, keys:["Enter"]}; the only shape the runtime sends.
       return [["pane", "run", s("pane_id"), String(p.text ?? "")], "none"];
     case "agent.start":
-      return [["agent", "start", s("name"), "--kind", s("kind"), "--pane", s("pane_id"), ...opt("--timeout", p.timeout_ms), "--", ...((p.args as string[]) ?? [])], "envelope"];
-    case "agent.get": return [["agent", "get", s("target")], "envelope"];
-    case "agent.list": return [["agent", "list"], "envelope"];
+      return [
+        [
+          "agent",
+          "start",
+          s("name"),
+          "--kind",
+          s("kind"),
+          "--pane",
+          s("pane_id"),
+          ...opt("--timeout", p.timeout_ms),
+          "--",
+          ...((p.args as string[]) ?? []),
+        ],
+        "envelope",
+      ];
+    case "agent.get":
+      return [["agent", "get", s("target")], "envelope"];
+    case "agent.list":
+      return [["agent", "list"], "envelope"];
     default:
       throw new DshError("INTERNAL", `The Herdr CLI transport has no mapping for ${method}`);
   }

@@ -26,7 +26,11 @@ export function createTransport(opts: HerdrClientOptions = {}): HerdrTransport {
   if (opts.transport) return opts.transport;
   const env = opts.env ?? process.env;
   if (opts.machine !== undefined) {
-    const cli: ConstructorParameters<typeof CliTransport>[0] = { bin: opts.herdrBin ?? env.HERDR_BIN ?? "herdr", machine: opts.machine, env };
+    const cli: ConstructorParameters<typeof CliTransport>[0] = {
+      bin: opts.herdrBin ?? env.HERDR_BIN ?? "herdr",
+      machine: opts.machine,
+      env,
+    };
     if (opts.session !== undefined) cli.session = opts.session;
     if (opts.timeoutMs !== undefined) cli.timeoutMs = opts.timeoutMs;
     return new CliTransport(cli);
@@ -67,7 +71,10 @@ async function ping(transport: HerdrTransport): Promise<ServerInfo> {
   const protocol = pong.protocol;
   const version = typeof pong.version === "string" ? pong.version : "unknown";
   if (pong.type !== "pong" || typeof protocol !== "number") {
-    throw new DshError("HERDR_PROTOCOL", `Herdr answered ping with ${JSON.stringify(pong).slice(0, 120)}, not a pong with a protocol. Fix: check that the socket belongs to Herdr`);
+    throw new DshError(
+      "HERDR_PROTOCOL",
+      `Herdr answered ping with ${JSON.stringify(pong).slice(0, 120)}, not a pong with a protocol. Fix: check that the socket belongs to Herdr`,
+    );
   }
   if (protocol < MIN_PROTOCOL) {
     throw new DshError(

@@ -10,7 +10,8 @@ export function parseEnvelope(line: string, id: string, method: string): HerdrRe
   } catch {
     throw protocolError(method, `a non-JSON line: ${clip(line)}`);
   }
-  if (typeof msg !== "object" || msg === null || Array.isArray(msg)) throw protocolError(method, `a non-object: ${clip(line)}`);
+  if (typeof msg !== "object" || msg === null || Array.isArray(msg))
+    throw protocolError(method, `a non-object: ${clip(line)}`);
   const env = msg as { id?: unknown; result?: unknown; error?: unknown };
   const err = env.error as { code?: unknown; message?: unknown } | undefined;
   // A malformed request is answered with id "" by Herdr; accept that only for errors.

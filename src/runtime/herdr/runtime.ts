@@ -22,8 +22,16 @@ export interface HerdrRuntimeOptions extends HerdrClientOptions {
 
 const AGENT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const KEY_NAMES: Record<string, string> = {
-  Enter: "enter", Escape: "esc", Tab: "tab", BSpace: "backspace", Backspace: "backspace",
-  Up: "up", Down: "down", Left: "left", Right: "right", Space: "space",
+  Enter: "enter",
+  Escape: "esc",
+  Tab: "tab",
+  BSpace: "backspace",
+  Backspace: "backspace",
+  Up: "up",
+  Down: "down",
+  Left: "left",
+  Right: "right",
+  Space: "space",
 };
 
 export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
@@ -34,7 +42,10 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
 
   const pane = (h: RuntimeHandle): string => {
     if (h.runtime !== "herdr" || typeof h.paneId !== "string") {
-      throw new DshError("BAD_PARAMS", `Not a Herdr handle (runtime ${h.runtime}, pane ${String(h.paneId)}). Fix: pass the handle launch() returned`);
+      throw new DshError(
+        "BAD_PARAMS",
+        `Not a Herdr handle (runtime ${h.runtime}, pane ${String(h.paneId)}). Fix: pass the handle launch() returned`,
+      );
     }
     return h.paneId;
   };
@@ -72,7 +83,11 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
       }
       const place = await openPane(client, spec, env);
       const handle: RuntimeHandle = {
-        runtime: "herdr", paneId: place.paneId, tabId: place.tabId, workspaceId: place.workspaceId, agentName: spec.name,
+        runtime: "herdr",
+        paneId: place.paneId,
+        tabId: place.tabId,
+        workspaceId: place.workspaceId,
+        agentName: spec.name,
       };
       if (spec.machine !== undefined) handle.machine = spec.machine;
       const retries = opts.busyRetries ?? 20;
@@ -98,7 +113,13 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
     // live agent) is the task's child. The name carries the role, model and the task id's last four characters.
     async find(where) {
       const r = await client.call("agent.list", {});
-      const agents = (Array.isArray(r.agents) ? r.agents : []) as { name?: unknown; cwd?: unknown; pane_id?: unknown; tab_id?: unknown; workspace_id?: unknown }[];
+      const agents = (Array.isArray(r.agents) ? r.agents : []) as {
+        name?: unknown;
+        cwd?: unknown;
+        pane_id?: unknown;
+        tab_id?: unknown;
+        workspace_id?: unknown;
+      }[];
       for (const a of agents) {
         if (a.name !== where.name || typeof a.pane_id !== "string") continue;
         if (where.cwd !== undefined && typeof a.cwd === "string" && a.cwd !== where.cwd) continue;
@@ -121,7 +142,13 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
     },
 
     async readOutput(h, o = {}) {
-      const r = await client.call("pane.read", { pane_id: pane(h), source: "recent", lines: o.lines ?? 80, format: "text", strip_ansi: true });
+      const r = await client.call("pane.read", {
+        pane_id: pane(h),
+        source: "recent",
+        lines: o.lines ?? 80,
+        format: "text",
+        strip_ansi: true,
+      });
       const text = (r.read as { text?: unknown } | undefined)?.text;
       return typeof text === "string" ? text : "";
     },
@@ -148,22 +175,41 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
 
     watch(h: RuntimeHandle, onEvent: (e: RuntimeEvent) => void): () => void {
       pane(h);
-      return watchPane({ transport, probe: async (x) => { await client.server(); return probe(x); } }, h, onEvent);
+      return watchPane(
+        {
+          transport,
+          probe: async (x) => {
+            await client.server();
+            return probe(x);
+          },
+        },
+        h,
+        onEvent,
+      );
     },
   };
 }
 
 function checkSpec(spec: LaunchSpec, kind: string): void {
   if (!AGENT_NAME.test(spec.name)) {
-    throw new DshError("BAD_PARAMS", `Herdr agent name "${spec.name}" is invalid: use [a-z][a-z0-9_-], at most 32 characters`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `Herdr agent name "${spec.name}" is invalid: use [a-z][a-z0-9_-], at most 32 characters`,
+    );
   }
   const program = spec.argv[0];
   if (program === undefined || basename(program) !== kind) {
-    throw new DshError("LAUNCH_FAILED", `The Herdr runtime starts agents with agent start --kind ${kind}, so argv[0] must be the ${kind} executable, not "${program ?? ""}". Fix: launch ${kind} (or use the tmux/headless runtime for other commands)`);
+    throw new DshError(
+      "LAUNCH_FAILED",
+      `The Herdr runtime starts agents with agent start --kind ${kind}, so argv[0] must be the ${kind} executable, not "${program ?? ""}". Fix: launch ${kind} (or use the tmux/headless runtime for other commands)`,
+    );
   }
   const bad = spec.argv.find((a) => /[\n\r\0]/.test(a));
   if (bad !== undefined) {
-    throw new DshError("BAD_PARAMS", `Herdr cannot pass an agent argument with a newline or NUL (${JSON.stringify(bad.slice(0, 40))}). Fix: write long text to a file and pass its path`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `Herdr cannot pass an agent argument with a newline or NUL (${JSON.stringify(bad.slice(0, 40))}). Fix: write long text to a file and pass its path`,
+    );
   }
 }
 

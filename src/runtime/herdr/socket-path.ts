@@ -30,7 +30,10 @@ function configDir(env: NodeJS.ProcessEnv): string {
 
 function sessionSocket(name: string, env: NodeJS.ProcessEnv): string {
   if (!SESSION_NAME.test(name)) {
-    throw new DshError("BAD_PARAMS", `Herdr session name "${name}" is invalid: use 1-64 characters of A-Z a-z 0-9 . _ -`);
+    throw new DshError(
+      "BAD_PARAMS",
+      `Herdr session name "${name}" is invalid: use 1-64 characters of A-Z a-z 0-9 . _ -`,
+    );
   }
   return join(configDir(env), "sessions", name, "herdr.sock");
 }

@@ -39,7 +39,13 @@ export class SocketTransport implements HerdrTransport {
         else resolve(result as HerdrResult);
       };
       const timer = setTimeout(() => {
-        finish(new DshError("TIMEOUT", `Herdr did not answer ${method} within ${timeoutMs} ms. Fix: check the Herdr server (herdr status), or raise the timeout`, { method }));
+        finish(
+          new DshError(
+            "TIMEOUT",
+            `Herdr did not answer ${method} within ${timeoutMs} ms. Fix: check the Herdr server (herdr status), or raise the timeout`,
+            { method },
+          ),
+        );
       }, timeoutMs);
       sock.on("connect", () => sock.write(`${JSON.stringify({ id, method, params })}\n`));
       sock.on("data", (chunk) => {
@@ -63,7 +69,10 @@ export class SocketTransport implements HerdrTransport {
       const reader = new LineReader();
       let acked = false;
       let closed = false;
-      const timer = setTimeout(() => fail(new DshError("TIMEOUT", `Herdr did not acknowledge ${method} within ${this.defaultTimeoutMs} ms`)), this.defaultTimeoutMs);
+      const timer = setTimeout(
+        () => fail(new DshError("TIMEOUT", `Herdr did not acknowledge ${method} within ${this.defaultTimeoutMs} ms`)),
+        this.defaultTimeoutMs,
+      );
       const fail = (err: Error): void => {
         clearTimeout(timer);
         if (closed) return;
@@ -81,7 +90,12 @@ export class SocketTransport implements HerdrTransport {
               parseEnvelope(line, id, method);
               acked = true;
               clearTimeout(timer);
-              resolve({ close: () => { closed = true; sock.destroy(); } });
+              resolve({
+                close: () => {
+                  closed = true;
+                  sock.destroy();
+                },
+              });
             } else {
               handlers.onEvent(parseEvent(line));
             }

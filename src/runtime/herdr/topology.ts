@@ -18,21 +18,32 @@ export function workspaceLabel(spec: Pick<LaunchSpec, "repoName" | "cwd">): stri
 export async function openPane(client: HerdrClient, spec: LaunchSpec, env: Record<string, string>): Promise<PanePlace> {
   if (spec.ownerPaneId !== undefined) {
     const r = await client.call("pane.split", {
-      target_pane_id: spec.ownerPaneId, direction: "right", cwd: spec.cwd, env, focus: false,
+      target_pane_id: spec.ownerPaneId,
+      direction: "right",
+      cwd: spec.cwd,
+      env,
+      focus: false,
     });
     return place(r.pane, "pane.split");
   }
   const label = workspaceLabel(spec);
   const list = await client.call("workspace.list", {});
-  const workspaces = Array.isArray(list.workspaces) ? (list.workspaces as Array<{ workspace_id?: unknown; label?: unknown }>) : [];
+  const workspaces = Array.isArray(list.workspaces)
+    ? (list.workspaces as Array<{ workspace_id?: unknown; label?: unknown }>)
+    : [];
   let workspaceId = workspaces.find((w) => w.label === label)?.workspace_id;
   if (typeof workspaceId !== "string") {
     const created = await client.call("workspace.create", { cwd: spec.cwd, label, focus: false });
     workspaceId = (created.workspace as { workspace_id?: unknown } | undefined)?.workspace_id;
-    if (typeof workspaceId !== "string") throw new DshError("HERDR_PROTOCOL", "Herdr's workspace_created carried no workspace_id");
+    if (typeof workspaceId !== "string")
+      throw new DshError("HERDR_PROTOCOL", "Herdr's workspace_created carried no workspace_id");
   }
   const tab = await client.call("tab.create", {
-    workspace_id: workspaceId, cwd: spec.cwd, label: `herdr: ${spec.name}`, env, focus: false,
+    workspace_id: workspaceId,
+    cwd: spec.cwd,
+    label: `herdr: ${spec.name}`,
+    env,
+    focus: false,
   });
   return place(tab.root_pane, "tab.create");
 }

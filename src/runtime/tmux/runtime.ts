@@ -81,7 +81,10 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
 
   function paneOf(h: RuntimeHandle): string {
     if (h.runtime !== "tmux" || !h.tmuxPaneId) {
-      throw new DshError("BAD_PARAMS", `not a tmux handle (runtime ${h.runtime}, pane ${h.tmuxPaneId ?? "none"}): pass the handle tmux launch returned`);
+      throw new DshError(
+        "BAD_PARAMS",
+        `not a tmux handle (runtime ${h.runtime}, pane ${h.tmuxPaneId ?? "none"}): pass the handle tmux launch returned`,
+      );
     }
     return h.tmuxPaneId;
   }
@@ -91,14 +94,22 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
     const r = await runTmux(serverOf(h), ["list-panes", "-a", "-f", `#{==:#{pane_id},${paneId}}`, "-F", PANE_FORMAT]);
     if (!r.ok) {
       if (isGoneError(r.stderr)) return null;
-      throw new DshError("RUNTIME_UNAVAILABLE", `tmux list-panes failed on server ${serverOf(h).socketName}: ${r.stderr}`);
+      throw new DshError(
+        "RUNTIME_UNAVAILABLE",
+        `tmux list-panes failed on server ${serverOf(h).socketName}: ${r.stderr}`,
+      );
     }
     const line = r.stdout.split("\n").find((l) => l.startsWith(`${paneId}\t`));
     if (!line) return null;
     const [, windowId = "", pid = "", dead, status, signal] = line.split("\t");
     const state: PaneState = {
-      paneId, windowId, pid: Number.parseInt(pid, 10), ptyClosed: dead === "1",
-      deadStatus: intOrNull(status), deadSignal: intOrNull(signal), dead: false,
+      paneId,
+      windowId,
+      pid: Number.parseInt(pid, 10),
+      ptyClosed: dead === "1",
+      deadStatus: intOrNull(status),
+      deadSignal: intOrNull(signal),
+      dead: false,
     };
     // tmux marks the pane dead when the pty closes, which can precede reaping the child: only a known exit
     // status or signal means the child really ended.
@@ -128,13 +139,20 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
 
   async function mustLive(h: RuntimeHandle, what: string): Promise<PaneState> {
     const q = await query(h);
-    if (q === null) throw new DshError("PANE_GONE", `cannot ${what}: tmux pane ${h.tmuxPaneId} is gone; start the task again`);
-    if (q.dead) throw new DshError("PANE_GONE", `cannot ${what}: the child in tmux pane ${h.tmuxPaneId} has exited; read its output or start the task again`);
+    if (q === null)
+      throw new DshError("PANE_GONE", `cannot ${what}: tmux pane ${h.tmuxPaneId} is gone; start the task again`);
+    if (q.dead)
+      throw new DshError(
+        "PANE_GONE",
+        `cannot ${what}: the child in tmux pane ${h.tmuxPaneId} has exited; read its output or start the task again`,
+      );
     return q;
   }
 
   function exitOf(q: PaneState): ChildExit {
-    return q.deadSignal !== null ? { code: null, signal: signalName(q.deadSignal) } : { code: q.deadStatus, signal: null };
+    return q.deadSignal !== null
+      ? { code: null, signal: signalName(q.deadSignal) }
+      : { code: q.deadStatus, signal: null };
   }
 
   const runtime: Runtime = {
@@ -145,17 +163,35 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
       // One argument would be run by tmux through `sh -c`: `env --` keeps it an exec of the program itself.
       const argv = spec.argv.length === 1 ? ["env", "--", ...spec.argv] : spec.argv;
       const common = [
-        "-n", literalArg(literalFormat(spec.name)),
-        "-c", literalArg(literalFormat(spec.cwd)),
-        ...Object.entries({ ...spec.env, [TASK_MARKER_ENV]: spec.taskId }).flatMap(([k, v]) => ["-e", literalArg(`${k}=${v}`)]),
-        "-P", "-F", PANE_FORMAT,
-        "--", ...argv.map(literalArg),
+        "-n",
+        literalArg(literalFormat(spec.name)),
+        "-c",
+        literalArg(literalFormat(spec.cwd)),
+        ...Object.entries({ ...spec.env, [TASK_MARKER_ENV]: spec.taskId }).flatMap(([k, v]) => [
+          "-e",
+          literalArg(`${k}=${v}`),
+        ]),
+        "-P",
+        "-F",
+        PANE_FORMAT,
+        "--",
+        ...argv.map(literalArg),
       ];
       // Set remain-on-exit before the window exists, so even an instant exit leaves a dead pane to inspect.
       const prelude = ["start-server", ";", "set-option", "-wg", "remain-on-exit", "on", ";"];
       const server = serverOf();
       const inWindow = ["new-window", "-d", "-t", `=${sessionName}:`, ...common];
-      const inSession = ["new-session", "-d", "-s", sessionName, "-x", String(opts.width ?? 200), "-y", String(opts.height ?? 50), ...common];
+      const inSession = [
+        "new-session",
+        "-d",
+        "-s",
+        sessionName,
+        "-x",
+        String(opts.width ?? 200),
+        "-y",
+        String(opts.height ?? 50),
+        ...common,
+      ];
       const attempt = async () => {
         let r = await runTmux(server, [...prelude, ...inWindow]);
         if (!r.ok && /can't find session|no current target|no server running|error connecting/i.test(r.stderr)) {
@@ -171,12 +207,20 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
         r = await attempt();
       }
       if (!r.ok) {
-        throw new DshError("LAUNCH_FAILED", `tmux could not open a window for ${spec.name} on server ${opts.socketName}: ${r.stderr || "no message"}`);
+        throw new DshError(
+          "LAUNCH_FAILED",
+          `tmux could not open a window for ${spec.name} on server ${opts.socketName}: ${r.stderr || "no message"}`,
+        );
       }
       const [paneId = "", windowId = "", pid = ""] = r.stdout.trim().split("\t");
       return {
-        runtime: "tmux", agentName: spec.name, tmuxSocket: opts.socketName, tmuxSession: sessionName,
-        tmuxWindow: windowId, tmuxPaneId: paneId, pid: Number.parseInt(pid, 10),
+        runtime: "tmux",
+        agentName: spec.name,
+        tmuxSocket: opts.socketName,
+        tmuxSession: sessionName,
+        tmuxWindow: windowId,
+        tmuxPaneId: paneId,
+        pid: Number.parseInt(pid, 10),
       };
     },
 
@@ -188,7 +232,8 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
         throw new DshError("RUNTIME_UNAVAILABLE", `tmux list-panes failed on server ${server.socketName}: ${r.stderr}`);
       }
       for (const line of r.stdout.split("\n")) {
-        const [paneId = "", windowId = "", pidText = "", dead, , , session = sessionName, ...command] = line.split("\t");
+        const [paneId = "", windowId = "", pidText = "", dead, , , session = sessionName, ...command] =
+          line.split("\t");
         const pid = Number.parseInt(pidText, 10);
         if (!paneId.startsWith("%") || dead === "1" || !Number.isFinite(pid)) continue;
         const marker = markerOf(pid);
@@ -196,8 +241,13 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
         const ours = marker === null ? command.join("\t").includes(where.taskDir) : marker === where.taskId;
         if (!ours) continue;
         const handle: RuntimeHandle = {
-          runtime: "tmux", agentName: where.name, tmuxSocket: opts.socketName, tmuxSession: session,
-          tmuxWindow: windowId, tmuxPaneId: paneId, pid,
+          runtime: "tmux",
+          agentName: where.name,
+          tmuxSocket: opts.socketName,
+          tmuxSession: session,
+          tmuxWindow: windowId,
+          tmuxPaneId: paneId,
+          pid,
         };
         if (await runtime.isAlive(handle)) return handle;
       }
@@ -218,7 +268,11 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
       const lines = Math.max(1, o.lines ?? 50);
       const q = await query(h);
       if (q === null) return "";
-      const out = await mustTmux(serverOf(h), ["capture-pane", "-p", "-J", "-t", q.paneId, "-S", `-${lines}`], "capture-pane");
+      const out = await mustTmux(
+        serverOf(h),
+        ["capture-pane", "-p", "-J", "-t", q.paneId, "-S", `-${lines}`],
+        "capture-pane",
+      );
       const all = out.replace(/\s+$/, "").split("\n");
       return all.slice(-lines).join("\n");
     },
@@ -268,14 +322,24 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
         query(h)
           .then((q) => {
             if (stopped) return;
-            if (q === null) { stop(); onEvent({ type: "gone" }); }
-            else if (q.dead) { stop(); onEvent({ type: "exited", exit: exitOf(q) }); }
+            if (q === null) {
+              stop();
+              onEvent({ type: "gone" });
+            } else if (q.dead) {
+              stop();
+              onEvent({ type: "exited", exit: exitOf(q) });
+            }
           })
           .catch(() => undefined) // a transient tmux failure: try again next tick
-          .finally(() => { busy = false; });
+          .finally(() => {
+            busy = false;
+          });
       }, opts.watchIntervalMs ?? 500);
       timer.unref();
-      const stop = (): void => { stopped = true; clearInterval(timer); };
+      const stop = (): void => {
+        stopped = true;
+        clearInterval(timer);
+      };
       return stop;
     },
   };

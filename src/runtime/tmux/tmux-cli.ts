@@ -30,7 +30,9 @@ export function literalFormat(value: string): string {
 
 /** Errors that mean "the thing is not there" rather than "tmux is broken". */
 export function isGoneError(stderr: string): boolean {
-  return /can't find (pane|window|session)|no server running|error connecting to|no such (file|session)|server exited/i.test(stderr);
+  return /can't find (pane|window|session)|no server running|error connecting to|no such (file|session)|server exited/i.test(
+    stderr,
+  );
 }
 
 /** Runs one tmux invocation; `;` elements in `args` separate commands (already-escaped args only). */
@@ -48,17 +50,28 @@ export async function runTmux(server: TmuxServer, args: string[], opts: { input?
       timeout: 15_000,
     });
     if (r.failed && r.exitCode === undefined) {
-      throw new DshError("RUNTIME_UNAVAILABLE", `tmux could not run (${r.shortMessage}): install tmux 3.x or choose --runtime headless`);
+      throw new DshError(
+        "RUNTIME_UNAVAILABLE",
+        `tmux could not run (${r.shortMessage}): install tmux 3.x or choose --runtime headless`,
+      );
     }
     return { ok: r.exitCode === 0, stdout: String(r.stdout), stderr: String(r.stderr).trim() };
   } catch (e) {
     if (e instanceof DshError) throw e;
-    throw new DshError("RUNTIME_UNAVAILABLE", `tmux could not run (${(e as Error).message}): install tmux 3.x or choose --runtime headless`);
+    throw new DshError(
+      "RUNTIME_UNAVAILABLE",
+      `tmux could not run (${(e as Error).message}): install tmux 3.x or choose --runtime headless`,
+    );
   }
 }
 
 /** Like runTmux but a failure is an error with the given context. */
-export async function mustTmux(server: TmuxServer, args: string[], what: string, opts: { input?: string } = {}): Promise<string> {
+export async function mustTmux(
+  server: TmuxServer,
+  args: string[],
+  what: string,
+  opts: { input?: string } = {},
+): Promise<string> {
   const r = await runTmux(server, args, opts);
   if (!r.ok) {
     const code = isGoneError(r.stderr) ? "PANE_GONE" : "RUNTIME_UNAVAILABLE";
