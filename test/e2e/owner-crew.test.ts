@@ -26,6 +26,8 @@ const doneArgs: Record<string, unknown> = { subagent_id: "" };
 const abortArgs: Record<string, unknown> = { subagent_ids: [] };
 
 const SCRIPT: Script = {
+  // Owner steps match anything since the last assistant message: the owner extension may append a status snapshot
+  // right after the prompt (a child's status changed meanwhile), which then ends the request (pi 1.x, under load).
   conversations: [
     { name: "child-a", match: "CHILD-DONE-A", steps: [{ toolCalls: [report("Report A\n\nwith *markdown*")] }] },
     { name: "child-b", match: "CHILD-DONE-B", steps: [{ toolCalls: [report("Report B")], delayMs: 300 }] },
@@ -74,22 +76,37 @@ const SCRIPT: Script = {
       name: "owner",
       match: "OWNER-",
       steps: [
-        { match: "OWNER-TWO", toolCalls: [spawn("first", "CHILD-DONE-A"), spawn("second", "CHILD-DONE-B")] },
-        { match: "OWNER-FLOW", toolCalls: [spawn("ask", "CHILD-ASK"), spawn("slow", "CHILD-SLOW")] },
+        {
+          match: "OWNER-TWO",
+          matchIn: "sinceAssistant",
+          toolCalls: [spawn("first", "CHILD-DONE-A"), spawn("second", "CHILD-DONE-B")],
+        },
+        {
+          match: "OWNER-FLOW",
+          matchIn: "sinceAssistant",
+          toolCalls: [spawn("ask", "CHILD-ASK"), spawn("slow", "CHILD-SLOW")],
+        },
         {
           match: "OWNER-LAZY",
+          matchIn: "sinceAssistant",
           toolCalls: [spawn("lazy", "CHILD-LAZY"), spawn("never", "CHILD-NEVER"), spawn("wrong", "CHILD-WRONG")],
         },
-        { match: "OWNER-AWAY", toolCalls: [spawn("later", "CHILD-LATER")] },
+        { match: "OWNER-AWAY", matchIn: "sinceAssistant", toolCalls: [spawn("later", "CHILD-LATER")] },
         {
           match: "OWNER-FORK",
+          matchIn: "sinceAssistant",
           toolCalls: [spawn("fork-quick", "CHILD-FORK-QUICK"), spawn("fork-slow", "CHILD-FORK-SLOW")],
         },
-        { match: "DO-RESPOND", toolCalls: [{ name: "crew_respond", arguments: respondArgs }] },
-        { match: "DO-DONE", toolCalls: [{ name: "crew_done", arguments: doneArgs }] },
-        { match: "DO-ABORT", toolCalls: [{ name: "crew_abort", arguments: abortArgs }] },
+        {
+          match: "DO-RESPOND",
+          matchIn: "sinceAssistant",
+          toolCalls: [{ name: "crew_respond", arguments: respondArgs }],
+        },
+        { match: "DO-DONE", matchIn: "sinceAssistant", toolCalls: [{ name: "crew_done", arguments: doneArgs }] },
+        { match: "DO-ABORT", matchIn: "sinceAssistant", toolCalls: [{ name: "crew_abort", arguments: abortArgs }] },
         {
           match: "DO-BAD",
+          matchIn: "sinceAssistant",
           toolCalls: [
             { name: "crew_spawn", arguments: { subagent: "worker", brief: "  ", task: task("x") } },
             { name: "crew_spawn", arguments: { subagent: "nobody", brief: "b", task: task("x") } },
