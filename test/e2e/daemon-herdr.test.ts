@@ -50,10 +50,17 @@ test("herdr: task.list --external shows an agent the daemon did not spawn, obser
     repoName: "repo",
   });
   try {
-    const { tasks, external } = await h.cli.request<{
+    type Listing = {
       tasks: unknown[];
       external: { name: string; status: string; external: boolean; paneId: string }[];
-    }>("task.list", { external: true });
+    };
+    // Herdr sees the agent once the pane's process is up (slower with pi 1.x's wrapper): ask until it is listed.
+    let listing: Listing = await h.cli.request<Listing>("task.list", { external: true });
+    for (let i = 0; i < 200 && listing.external.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      listing = await h.cli.request<Listing>("task.list", { external: true });
+    }
+    const { tasks, external } = listing;
     assert.ok(tasks.length > 0);
     assert.equal(external.length, 1, JSON.stringify(external));
     assert.equal(external[0]!.name, "someone-else");
