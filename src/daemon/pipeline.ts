@@ -129,6 +129,11 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   sup.startWatching(live);
 }
 
+function unwatchRuntime(live: Live): void {
+  live.unwatch?.();
+  delete live.unwatch;
+}
+
 async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
   const { rec } = live;
   const cfg = sup.deps.config();
@@ -136,6 +141,7 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
   let lastErr: Error | undefined;
   for (let attempt = 1; attempt <= 2; attempt++) {
     if (launchMoot(live) || sup.stopped) return;
+    unwatchRuntime(live); // a relaunch (a parked child's follow-up): the old child is ended, its watch is moot
     const argv = buildPiCommand({
       mode: rec.runtime === "headless" ? "rpc" : "interactive",
       model: rec.model,
@@ -214,8 +220,7 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
       lastErr = e as Error;
       delete live.readiness;
       if (launchMoot(live)) return; // settled meanwhile (a prompt pi refused, an abort): not a stall
-      live.unwatch?.();
-      delete live.unwatch;
+      unwatchRuntime(live);
       await sup.journal(live, { type: "stalled", attempt, error: lastErr.message });
       await runtime.close(handle).catch(() => undefined);
       live.child?.push("child.abort", { reason: "stalled" });

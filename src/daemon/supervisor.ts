@@ -9,7 +9,7 @@ import type { CrewReport } from "../core/crew-cycle.js";
 import { agentName } from "../core/ids.js";
 import { PI_DEFAULT_MODEL } from "../core/model-choice.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
-import type { Runtime } from "../runtime/types.js";
+import type { Runtime, RuntimeEvent } from "../runtime/types.js";
 import { Admission } from "./admission.js";
 import { sendPrompt } from "./child-prompt.js";
 import {
@@ -164,12 +164,17 @@ export class Supervisor {
     const handle = live.rec.handle;
     if (!handle) return;
     live.unwatch?.();
+    // An event is about the handle it was watched for: a parked child's old pane may report its exit after respond
+    // launched a new child, and that must not end the new cycle.
+    const ofThisHandle = (e: RuntimeEvent): void => {
+      if (live.rec.handle === handle) onRuntime(this, live, e);
+    };
     if (runtime.watch) {
-      live.unwatch = runtime.watch(handle, (e) => onRuntime(this, live, e));
+      live.unwatch = runtime.watch(handle, ofThisHandle);
       return;
     }
     const iv = setInterval(() => {
-      void runtime.isAlive(handle).then((alive) => !alive && onRuntime(this, live, { type: "gone" }));
+      void runtime.isAlive(handle).then((alive) => !alive && ofThisHandle({ type: "gone" }));
     }, 1000);
     live.unwatch = () => clearInterval(iv);
   }

@@ -1,0 +1,99 @@
+// A parked child's old pane may report its exit late: after respond relaunched pi, while the new child runs. That
+// event belongs to the old handle and must not settle the new cycle as `gone` (CI saw it on tmux with pi 1.x: the
+// old pane's watcher polled after the relaunch). Real daemon and socket; the stub runtime delivers the late event.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+import { runDaemon } from "../../src/daemon/daemon.js";
+import type { RuntimeEvent } from "../../src/runtime/types.js";
+import { TaskStore } from "../../src/store/task-store.js";
+import { stubRuntime } from "../helpers/stub-runtime.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("a late exit event from a parked child's old pane does not end the relaunched cycle", {
+  timeout: 30_000,
+}, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-relaunch-"));
+  const home = join(dir, "home");
+  const children: DaemonClient[] = [];
+  const flows: Promise<void>[] = [];
+  const watchers = new Map<number, (e: RuntimeEvent) => void>();
+  let next = 2_000_000;
+  let launches = 0;
+  const runtime = stubRuntime({
+    async launch(spec) {
+      const pid = next++;
+      const n = ++launches;
+      const child = await connect(home, {
+        kind: "child",
+        taskId: spec.env.DSH_HERDR_TASK_ID!,
+        token: spec.env.DSH_HERDR_TASK_TOKEN!,
+      });
+      children.push(child);
+      child.onPush("child.prompt", (p: { cycle: number }) => {
+        const flow = (async () => {
+          await child.request("child.event", { type: "prompt_accepted", cycle: p.cycle });
+          // The second child runs: now the first child's pane reports that it exited (it was parked).
+          if (n === 2) watchers.get(2_000_000)?.({ type: "exited", exit: { code: 0 } });
+          await sleep(200);
+          await child.request("child.report", { cycle: p.cycle, outcome: "completed", report: `cycle ${p.cycle}` });
+          await child.request("child.event", {
+            type: "agent_end",
+            cycle: p.cycle,
+            stopReason: "stop",
+            willRetry: false,
+          });
+        })();
+        flows.push(flow);
+      });
+      return { runtime: "headless", pid };
+    },
+    // The watcher of each handle stays reachable after unwatch: a runtime may deliver one event late.
+    watch: (h, onEvent) => {
+      watchers.set(h.pid!, onEvent);
+      return () => undefined;
+    },
+  });
+  const d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: { headless: () => runtime },
+    config: { readinessTimeoutMs: 5000, idleChildMs: 300 },
+  });
+  try {
+    const cli = await connect(home, { kind: "cli" });
+    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+    });
+    const store = await TaskStore.open(home);
+    const w1 = await cli.request<{ results: { status: string }[] }>("task.wait", {
+      taskIds: [taskId],
+      timeoutMs: 10_000,
+    });
+    assert.equal(w1.results[0]!.status, "completed");
+    for (let i = 0; i < 500 && !(await store.readEvents(taskId)).some((e) => e.type === "parked"); i++) await sleep(10);
+    assert.ok(
+      (await store.readEvents(taskId)).some((e) => e.type === "parked"),
+      "the idle child was parked",
+    );
+    await cli.request("task.respond", { taskId, message: "go on" });
+    const w2 = await cli.request<{ results: { status: string; cycle?: number; error?: unknown }[] }>("task.wait", {
+      taskIds: [taskId],
+      timeoutMs: 10_000,
+    });
+    assert.equal(launches, 2, "respond relaunched the parked child once");
+    assert.equal(w2.results[0]!.status, "completed", JSON.stringify(w2.results[0]));
+    await Promise.all(flows);
+    cli.close();
+  } finally {
+    for (const c of children) c.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
