@@ -42,8 +42,7 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
   } else if (ev.type === "agent_end") {
     if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
     if (ev.errorMessage !== undefined) live.lastErrorMessage = ev.errorMessage;
-    await live.files?.readSession();
-    await live.files?.readResult();
+    await Promise.all([live.files?.readSession(), live.files?.readResult()]);
     // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
     // the child's retry settings; without it, the session's own guess stands.
     const willRetry = ev.willRetry ?? live.files?.facts()?.retryMayFollow ?? false;

@@ -5,7 +5,7 @@
 // Not chokidar: it emits at most one `change` per file per 50 ms and drops the rest with no trailing event, and pi
 // appends its settling line a few ms after the previous one, so that line was often never read (docs/performance.md).
 import { watch, type FSWatcher } from "node:fs";
-import { open, readFile, stat } from "node:fs/promises";
+import { open, stat, type FileHandle } from "node:fs/promises";
 import { basename } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
 import { parseResultMd, RESULT_MD_MAX_BYTES, type ParsedResultMd } from "../core/result-md.js";
@@ -21,6 +21,8 @@ export interface TaskFilesOptions {
 }
 
 const CHUNK = 1024 * 1024;
+/** Most reads are one line or a few: start small, double while reads come back full. */
+const FIRST_READ = 16 * 1024;
 
 /** A serialized async job with at most one run waiting: a request while one waits joins it. */
 class Coalesced<T> {
@@ -39,6 +41,11 @@ class Coalesced<T> {
     this.chain = next.catch(() => undefined);
     return next;
   }
+
+  /** Resolves once no run is in progress or waiting. */
+  async idle(): Promise<void> {
+    for (let c; c !== this.chain; ) await (c = this.chain);
+  }
 }
 
 export class TaskFiles {
@@ -56,6 +63,10 @@ export class TaskFiles {
   sessionMtimeMs = 0;
   /** Inode of the session file last read: another one means the file was replaced (rotation, a tool, a user). */
   private sessionIno: number | undefined;
+  /** The session, open while watched. */
+  private fh: FileHandle | undefined;
+  /** A rename event named the session: the name may now hold another file. */
+  private recheck = false;
 
   constructor(private readonly opts: TaskFilesOptions) {
     this.reader = new SessionReader();
@@ -70,8 +81,9 @@ export class TaskFiles {
       void this.readResult().then((changed) => changed && !this.stopped && this.opts.onChange("result"));
     try {
       // Every event (create, append, rename, unlink) is delivered; a missing file name (rare) re-reads both.
-      this.watcher = watch(this.opts.taskDir, { persistent: false }, (_type, name) => {
+      this.watcher = watch(this.opts.taskDir, { persistent: false }, (type, name) => {
         const n = name?.toString();
+        if (n === undefined || (n === session && type === "rename")) this.recheck = true;
         if (n === undefined || n === session) onSession();
         if (n === undefined || n === result) onResult();
       });
@@ -90,6 +102,7 @@ export class TaskFiles {
     this.watcher = undefined;
     if (this.poll || this.stopped) return;
     this.poll = setInterval(() => {
+      this.recheck = true; // no events tell us of a replaced file: check the name each time
       onSession();
       onResult();
     }, this.opts.fallbackPollMs ?? 250);
@@ -106,6 +119,9 @@ export class TaskFiles {
     this.watcher = undefined;
     if (this.poll) clearInterval(this.poll);
     this.poll = undefined;
+    // After any read in progress: it holds the handle until it returns (a read after this closes it again).
+    await this.sessionRead.idle();
+    await this.closeSession();
   }
 
   facts(): SessionFacts | undefined {
@@ -121,39 +137,103 @@ export class TaskFiles {
     return this.sessionRead.run().catch(() => false);
   }
 
+  /**
+   * The session stays open while the task is watched: a line costs one read, not open + fstat + read + close (four
+   * thread-pool calls per line, which with 1,000 streaming tasks kept the daemon's event loop busy). The file is
+   * stat'ed only when it may have been replaced (a rename event), truncated (a change with no new bytes) or first
+   * opened.
+   */
   private async readNewBytes(): Promise<boolean> {
-    const fh = await open(this.opts.sessionPath, "r").catch(() => null);
-    if (!fh) return false;
     try {
-      const st = await fh.stat();
-      this.sessionExists = true;
-      this.sessionMtimeMs = st.mtimeMs;
-      let moved = false;
-      // Shorter than what we read, or another file under the name: read it again from 0 (the result warns).
-      const replaced = this.sessionIno !== undefined && st.ino !== this.sessionIno;
-      if (replaced || st.size < this.reader.offset + this.pendingBytes) {
-        this.reader.restart();
-        this.pendingBytes = 0;
-        moved = true;
-      }
-      this.sessionIno = st.ino;
-      // The reader holds an unfinished last line itself: resume after every byte already handed to it.
-      let pos = this.reader.offset + this.pendingBytes;
-      const buf = Buffer.alloc(Math.min(CHUNK, Math.max(1, st.size - pos)));
-      while (pos < st.size) {
-        const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, st.size - pos), pos);
-        if (bytesRead === 0) break;
-        // A copy: the reader keeps a partial line by reference, and buf is overwritten by the next read
-        // (an over-1 MiB line was corrupted and counted invalid; found by test/reliability/hostile-files).
-        this.reader.push(Buffer.from(buf.subarray(0, bytesRead)));
-        pos += bytesRead;
-        moved = true;
-      }
-      this.pendingBytes = pos - this.reader.offset;
-      return moved;
+      return await this.readNewBytesOpen();
     } finally {
-      await fh.close();
+      if (this.stopped) await this.closeSession(); // a read after stop (a settle, an abort) keeps no handle
     }
+  }
+
+  private async readNewBytesOpen(): Promise<boolean> {
+    let moved = false;
+    if (this.fh && this.recheck) {
+      this.recheck = false;
+      // Another file under the name (a rename over it, or deleted): read whatever the name holds now, from 0.
+      const now = await stat(this.opts.sessionPath).catch(() => undefined);
+      if (now?.ino !== this.sessionIno) await this.closeSession();
+    }
+    let fh = this.fh;
+    if (!fh) {
+      const before = this.reader.offset + this.pendingBytes;
+      fh = await this.openSession();
+      if (!fh) return false;
+      if (this.reader.offset + this.pendingBytes < before) moved = true; // replaced or truncated: read again from 0
+    }
+    let got = await this.readFrom(fh);
+    // An event and nothing new: shorter than what we read (truncated in place)? Then read it again from 0.
+    if (got === 0 && (await this.truncated(fh))) {
+      moved = true;
+      got = await this.readFrom(fh);
+    }
+    if (got > 0) {
+      // The bytes were written since the last read, which the watch event triggered: their mtime is about now (the
+      // freshness check allows a second of slack, as for line timestamps).
+      this.sessionMtimeMs = Math.max(this.sessionMtimeMs, Date.now());
+      moved = true;
+    }
+    return moved;
+  }
+
+  /** Hand every byte past what the reader has to it; returns how many were read. */
+  private async readFrom(fh: FileHandle): Promise<number> {
+    let pos = this.reader.offset + this.pendingBytes;
+    let size = FIRST_READ;
+    let got = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(size);
+      const { bytesRead } = await fh.read(buf, 0, size, pos);
+      if (bytesRead === 0) break;
+      // A copy of just the bytes: the reader keeps a partial line by reference (an over-1 MiB line was once
+      // corrupted by a reused buffer; test/reliability/hostile-files).
+      this.reader.push(Buffer.from(buf.subarray(0, bytesRead)));
+      pos += bytesRead;
+      got += bytesRead;
+      if (bytesRead < size) break; // the end of what is written so far
+      size = Math.min(CHUNK, size * 2);
+    }
+    this.pendingBytes = pos - this.reader.offset;
+    return got;
+  }
+
+  private async openSession(): Promise<FileHandle | undefined> {
+    const fh = await open(this.opts.sessionPath, "r").catch(() => undefined);
+    if (!fh) return undefined;
+    this.fh = fh;
+    this.sessionExists = true;
+    const st = await fh.stat();
+    this.sessionMtimeMs = st.mtimeMs;
+    // Another file than the one read so far: read it again from 0 (the result warns).
+    if (this.sessionIno !== undefined && st.ino !== this.sessionIno) this.restart();
+    this.sessionIno = st.ino;
+    if (st.size < this.reader.offset + this.pendingBytes) this.restart();
+    return fh;
+  }
+
+  /** True when the file is shorter than what was read (then the reader starts again from 0, and the result warns). */
+  private async truncated(fh: FileHandle): Promise<boolean> {
+    const st = await fh.stat();
+    this.sessionMtimeMs = st.mtimeMs;
+    if (st.size >= this.reader.offset + this.pendingBytes) return false;
+    this.restart();
+    return true;
+  }
+
+  private restart(): void {
+    this.reader.restart();
+    this.pendingBytes = 0;
+  }
+
+  private async closeSession(): Promise<void> {
+    const fh = this.fh;
+    this.fh = undefined;
+    await fh?.close().catch(() => undefined);
   }
 
   /** Re-read result.md; true when its text changed (appeared, changed or vanished). */

@@ -3,7 +3,17 @@
 // 50 ms per-file change throttle used to drop the last one.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TaskFiles } from "../../src/daemon/watcher.js";
@@ -111,5 +121,41 @@ test("watcher: with no OS watch available it falls back to polling and still rea
   } finally {
     await files.stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** This process's descriptors open on `path` (Linux /proc). */
+function fdsOn(path: string): number {
+  let n = 0;
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(join("/proc/self/fd", fd)).startsWith(path)) n++;
+    } catch {
+      // closed while listing
+    }
+  }
+  return n;
+}
+
+test("watcher: the session stays open while watched and is closed at stop; a file replaced under the name is read from 0", async () => {
+  const { dir, files, cleanup } = setup();
+  const session = join(dir, "session.jsonl");
+  try {
+    files.start();
+    appendFileSync(session, fixture.slice(0, 3).join("\n") + "\n");
+    const size = readFileSync(session).length;
+    await until(() => (files.sessionOffset === size ? true : undefined), "the first lines");
+    assert.equal(fdsOn(session), 1, "one descriptor on the session while watched");
+    // Another file under the name (a rename over it), shorter than what was read: read again from 0.
+    writeFileSync(join(dir, "other.jsonl"), fixture[0] + "\n");
+    renameSync(join(dir, "other.jsonl"), session);
+    const shorter = readFileSync(session).length;
+    await until(() => (files.sessionOffset === shorter ? true : undefined), `offset ${shorter} of the new file`);
+    assert.equal(files.facts()?.restarts, 1, "the reader started again once");
+    assert.equal(fdsOn(session), 1, "the old file's descriptor was closed");
+    await files.stop();
+    assert.equal(fdsOn(session), 0, "no descriptor on the session after stop");
+  } finally {
+    await cleanup();
   }
 });
