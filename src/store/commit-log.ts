@@ -9,7 +9,7 @@
 // journals the old one covers are fsynced in the background, and the old one is emptied (only after that).
 import { open, readFile, truncate } from "node:fs/promises";
 import { join } from "node:path";
-import { appendJsonLines, fsError, parseJsonLines } from "./fsio.js";
+import { appendJsonLinesAt, fsError, parseJsonLines } from "./fsio.js";
 
 /** One durable record as the log keeps it: the task journal, the byte offset it was written at, its exact bytes. */
 interface LogRecord {
@@ -32,6 +32,8 @@ export class CommitLog {
   private seq = 0;
   private current: 0 | 1 = 0;
   private size = 0;
+  /** The file whose size `size` is, as this process last wrote it. */
+  private sizeKnown: 0 | 1 | undefined;
   private queue: Waiter[] = [];
   private writing: Promise<void> | undefined;
   /** Task journals written through each log file since it was last emptied. */
@@ -69,8 +71,12 @@ export class CommitLog {
         if (this.size > ROTATE_BYTES) await this.rotate();
         const file = this.current;
         const recs = batch.map((w) => ({ n: ++this.seq, ...w.rec }));
-        const size = await appendJsonLines(this.files[file], recs);
+        // After its own first write to this file, the log knows where the file ends (it is the only writer).
+        const known = this.sizeKnown === file ? { knownSize: this.size } : {};
+        this.sizeKnown = undefined;
+        const { size } = await appendJsonLinesAt(this.files[file], recs, known);
         this.size = size;
+        this.sizeKnown = file;
         for (const r of recs) this.covers[file].add(r.path);
         this.stats.writes++;
         this.stats.records += recs.length;

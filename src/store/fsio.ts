@@ -125,18 +125,24 @@ export async function appendJsonLines(path: string, values: unknown[], opts: Syn
 export async function appendJsonLinesAt(
   path: string,
   values: unknown[],
-  opts: SyncOptions = {},
+  opts: SyncOptions & {
+    /** The file's size, known to end in a newline (its only writer's last append left it so): no stat, no read. */
+    knownSize?: number;
+  } = {},
 ): Promise<{ size: number; at: number; text: string }> {
   if (values.length === 0) return { size: -1, at: -1, text: "" };
   let lines = values.map((v) => JSON.stringify(v) + "\n").join("");
   let fh;
   try {
     fh = await open(path, "a+", 0o600);
-    const { size } = await fh.stat();
-    if (size > 0) {
-      const last = Buffer.alloc(1);
-      await fh.read(last, 0, 1, size - 1);
-      if (last[0] !== 0x0a) lines = "\n" + lines;
+    let size = opts.knownSize;
+    if (size === undefined) {
+      size = (await fh.stat()).size;
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await fh.read(last, 0, 1, size - 1);
+        if (last[0] !== 0x0a) lines = "\n" + lines;
+      }
     }
     try {
       await fh.appendFile(lines); // loops over short writes; a plain write() would not

@@ -55,18 +55,41 @@ export async function appendOutboxMany(
   opts: SyncOptions = {},
 ): Promise<number> {
   const path = outboxPath(home, ownerId);
+  const dir = join(home, "owners", ownerId as string);
+  const now = Date.now();
+  const lines = records.map((r) => ({ ts: now, ...r }));
+  let size: number;
+  if (ownerDirs.has(dir)) {
+    try {
+      size = await appendJsonLines(path, lines, opts);
+    } catch (e) {
+      // Its directory may have been removed since (owner gc): make it again once, below.
+      ownerDirs.delete(dir);
+      if ((e as { message?: string }).message?.includes("ENOENT") !== true) throw e;
+      size = await appendInNewDir(dir, path, lines, opts, ownerId);
+    }
+  } else size = await appendInNewDir(dir, path, lines, opts, ownerId);
+  for (const r of records) outboxAppended?.(r.state as DeliveryState);
+  return size;
+}
+
+/** Owner directories this process made or found: the append does not mkdir each time. */
+const ownerDirs = new Set<string>();
+
+async function appendInNewDir(
+  dir: string,
+  path: string,
+  lines: unknown[],
+  opts: SyncOptions,
+  ownerId: unknown,
+): Promise<number> {
   try {
-    await mkdir(join(home, "owners", ownerId as string), { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
   } catch (e) {
     throw fsError(e, `create the outbox of ${String(ownerId)}`);
   }
-  const now = Date.now();
-  const size = await appendJsonLines(
-    path,
-    records.map((r) => ({ ts: now, ...r })),
-    opts,
-  );
-  for (const r of records) outboxAppended?.(r.state as DeliveryState);
+  const size = await appendJsonLines(path, lines, opts);
+  ownerDirs.add(dir);
   return size;
 }
 

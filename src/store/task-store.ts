@@ -57,6 +57,10 @@ export interface StoreOptions {
 export class TaskStore {
   /** Journal appends per task, one after another: the commit log records each one's byte offset. */
   private readonly appends = new Map<string, Promise<unknown>>();
+  /** Task directories seen to exist (knownTask). */
+  private readonly knownDirs = new Set<string>();
+  /** Each journal's size after this process's last append to it. */
+  private readonly journalEnds = new Map<string, number>();
 
   private constructor(
     readonly paths: HomePaths,
@@ -128,22 +132,24 @@ export class TaskStore {
   }
 
   async writeTask<T extends TaskRecordBase>(rec: T, opts: SyncOptions = {}): Promise<void> {
-    const p = await this.existing(rec.taskId);
-    await writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n", 0o600, opts);
+    const p = await this.knownTask(rec.taskId);
+    await this.inTask(rec.taskId, () => writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n", 0o600, opts));
     const st = await stat(p.taskJson).catch(() => undefined);
     await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0), { sync: false });
   }
 
   /** task.json and result.json of one harvest, and one index line carrying the task's listing row. */
   async saveTask<T extends TaskRecordBase>(rec: T, result: AgentResult, opts: SyncOptions = {}): Promise<void> {
-    const p = await this.existing(rec.taskId);
-    await writeAtomicMany(
-      [
-        { path: p.taskJson, data: JSON.stringify(rec, null, 2) + "\n" },
-        { path: p.resultJson, data: JSON.stringify(result, null, 2) + "\n" },
-      ],
-      0o600,
-      opts,
+    const p = await this.knownTask(rec.taskId);
+    await this.inTask(rec.taskId, () =>
+      writeAtomicMany(
+        [
+          { path: p.taskJson, data: JSON.stringify(rec, null, 2) + "\n" },
+          { path: p.resultJson, data: JSON.stringify(result, null, 2) + "\n" },
+        ],
+        0o600,
+        opts,
+      ),
     );
     const st = await stat(p.taskJson).catch(() => undefined);
     // Never fsynced: start-up repairs any index line whose task.json mtime it does not match.
@@ -177,11 +183,27 @@ export class TaskStore {
    * Either way the line is in the task's journal before this resolves, so a daemon crash loses nothing.
    */
   async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
-    const p = await this.existing(taskId);
+    const p = await this.knownTask(taskId);
     const durable = (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true;
     const line = { ts: Date.now(), ...event };
     const prev = this.appends.get(p.events) ?? Promise.resolve();
-    const written = prev.then(() => appendJsonLinesAt(p.events, [line], { sync: durable && !this.log }));
+    const written = prev.then(() =>
+      this.inTask(taskId, async () => {
+        // The daemon is the journal's only writer: after its first append here it knows where the file ends.
+        const known = this.journalEnds.get(p.events);
+        try {
+          const r = await appendJsonLinesAt(p.events, [line], {
+            sync: durable && !this.log,
+            ...(known !== undefined ? { knownSize: known } : {}),
+          });
+          this.journalEnds.set(p.events, r.size);
+          return r;
+        } catch (e) {
+          this.journalEnds.delete(p.events);
+          throw e;
+        }
+      }),
+    );
     const tail = written.catch(() => undefined);
     this.appends.set(p.events, tail);
     void tail.then(() => this.appends.get(p.events) === tail && this.appends.delete(p.events));
@@ -229,6 +251,30 @@ export class TaskStore {
   }
 
   /** Paths of a task whose directory exists; TASK_NOT_FOUND otherwise. */
+  /**
+   * existing() once per task: the hot writers (journal, harvest records) skip the stat after the first call, and
+   * inTask() turns a failure in a directory that has gone since into TASK_NOT_FOUND as existing() would.
+   */
+  private async knownTask(taskId: unknown): Promise<TaskPaths> {
+    const p = this.taskPaths(taskId);
+    if (this.knownDirs.has(p.dir)) return p;
+    await this.existing(taskId);
+    this.knownDirs.add(p.dir);
+    return p;
+  }
+
+  private async inTask<R>(taskId: unknown, op: () => Promise<R>): Promise<R> {
+    try {
+      return await op();
+    } catch (e) {
+      const p = this.taskPaths(taskId);
+      this.knownDirs.delete(p.dir);
+      this.journalEnds.delete(p.events);
+      await this.existing(taskId); // throws TASK_NOT_FOUND when the directory is gone
+      throw e;
+    }
+  }
+
   private async existing(taskId: unknown): Promise<TaskPaths> {
     const p = this.taskPaths(taskId);
     const st = await stat(p.dir).catch(() => undefined);
