@@ -244,6 +244,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
         live.readiness?.abandon();
         await flushSnapshot(sup, live);
       }
+      await store.close();
       await lock.release();
       log.info({}, "daemon stopped");
       logDest.close();

@@ -88,6 +88,37 @@ export class CommitLog {
     this.writing = undefined;
   }
 
+  /**
+   * A clean stop: fsync every task journal the log covers, then empty it, so the next start has nothing to replay
+   * (re-reading 1,000 journals at start-up cost more than these fsyncs at stop). A journal that cannot be fsynced
+   * keeps the log as it is: the next start replays it.
+   */
+  async close(): Promise<void> {
+    while (this.writing) await this.writing;
+    await this.draining;
+    const paths = [...new Set([...this.covers[0], ...this.covers[1]])];
+    let failed = false;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(16, paths.length) }, async () => {
+        while (next < paths.length) {
+          const path = paths[next++]!;
+          // A journal whose task was removed meanwhile has nothing to keep.
+          await syncFileStrict(path).catch((e: NodeJS.ErrnoException) => e.code === "ENOENT" || (failed = true));
+        }
+      }),
+    );
+    if (failed || this.size === Infinity) return;
+    for (const f of this.files) {
+      await truncate(f, 0).catch(() => undefined);
+      await syncFile(f);
+    }
+    this.covers[0].clear();
+    this.covers[1].clear();
+    this.size = 0;
+    this.sizeKnown = undefined;
+  }
+
   /** Switch files; the old one is emptied once every task journal it covers is fsynced. */
   private async rotate(): Promise<void> {
     await this.draining;
@@ -187,4 +218,13 @@ async function syncFile(path: string): Promise<void> {
   const fh = await open(path, "r+").catch(() => undefined);
   await fh?.sync().catch(() => undefined);
   await fh?.close().catch(() => undefined);
+}
+
+async function syncFileStrict(path: string): Promise<void> {
+  const fh = await open(path, "r+");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }

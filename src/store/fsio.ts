@@ -165,7 +165,8 @@ export async function readJsonLines<T = unknown>(path: string): Promise<T[]> {
   try {
     text = await readFile(path, "utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
     throw fsError(e, `read ${path}`);
   }
   return parseJsonLines<T>(text);
@@ -190,7 +191,8 @@ export async function readIfExists(path: string): Promise<string | undefined> {
   try {
     return await readFile(path, "utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
     throw fsError(e, `read ${path}`);
   }
 }

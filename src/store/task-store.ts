@@ -75,6 +75,12 @@ export class TaskStore {
     return new TaskStore(paths, await TaskIndex.load(paths.tasks), log);
   }
 
+  /** A clean stop: the commit log is emptied once the journals it covers are fsynced (nothing to replay next start). */
+  async close(): Promise<void> {
+    await Promise.all(this.appends.values());
+    await this.log?.close();
+  }
+
   /** Commit-log writes and the records they carried (undefined without group commit). */
   get commitStats(): { writes: number; records: number } | undefined {
     return this.log?.stats;
@@ -158,8 +164,10 @@ export class TaskStore {
     });
   }
 
+  // The reads stat the task directory only when the file is missing (to say TASK_NOT_FOUND): recovery reads three
+  // files of each of 1,000 tasks, and a stat before each read was a fifth of its file calls.
   async readTask<T extends TaskRecordBase = TaskRecordBase>(taskId: unknown): Promise<T> {
-    const p = await this.existing(taskId);
+    const p = this.taskPaths(taskId);
     const text = await readIfExists(p.taskJson);
     if (text === undefined) throw notFound(String(taskId), this.paths.tasks);
     try {
@@ -213,8 +221,10 @@ export class TaskStore {
 
   /** The journal in order; a torn last line (crash mid-append) is skipped. */
   async readEvents(taskId: unknown): Promise<TaskEvent[]> {
-    const p = await this.existing(taskId);
-    return readJsonLines<TaskEvent>(p.events);
+    const p = this.taskPaths(taskId);
+    const events = await readJsonLines<TaskEvent>(p.events);
+    if (events.length === 0) await this.existing(taskId);
+    return events;
   }
 
   async writePrompt(taskId: unknown, text: string, opts: SyncOptions = {}): Promise<string> {
@@ -233,7 +243,8 @@ export class TaskStore {
   }
 
   async readResult(taskId: unknown): Promise<AgentResult | undefined> {
-    const text = await readIfExists((await this.existing(taskId)).resultJson);
+    const text = await readIfExists(this.taskPaths(taskId).resultJson);
+    if (text === undefined) await this.existing(taskId);
     return text === undefined ? undefined : (JSON.parse(text) as AgentResult);
   }
 
