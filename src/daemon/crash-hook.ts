@@ -32,14 +32,18 @@ export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoi
   return hook;
 }
 
-/** Wrap an append function so the hook runs after the record is durable (fsynced). */
-export function withCrashHook<A extends unknown[], E extends { type: string }>(
+/**
+ * Wrap an append function so the hook runs after the record is written (the journal holds it, which is what a
+ * SIGKILL can test; the store's appendEvent goes through appendEventWritten, so wrapping that covers both).
+ */
+export function withCrashHook<A extends unknown[], E extends { type: string }, R>(
   hook: CrashPoint | undefined,
-  append: (...args: [...A, E]) => Promise<void>,
-): (...args: [...A, E]) => Promise<void> {
+  append: (...args: [...A, E]) => Promise<R>,
+): (...args: [...A, E]) => Promise<R> {
   if (!hook) return append;
   return async (...args) => {
-    await append(...args);
+    const r = await append(...args);
     hook(args[args.length - 1] as E & { [k: string]: unknown });
+    return r;
   };
 }

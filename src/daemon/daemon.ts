@@ -147,7 +147,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const store = await TaskStore.open(home);
   // Inert unless DSH_HERDR_CRASH_AT is set (crash tests only; see crash-hook.ts).
   const crashHook = crashHookFromEnv();
-  if (crashHook) store.appendEvent = withCrashHook(crashHook, store.appendEvent.bind(store));
+  if (crashHook) store.appendEventWritten = withCrashHook(crashHook, store.appendEventWritten.bind(store));
   const runtimes = createRuntimes(() => config, {
     log,
     ...(opts.runtimeFactories ? { factories: opts.runtimeFactories } : {}),
@@ -165,7 +165,13 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     log,
   });
   // Owner delivery watches settles from the start, so a cycle recovery settles is queued, never dropped.
-  const delivery = new DeliveryService({ home, log, reportOf: (l) => sup.reportOf(l) });
+  const durable = store.durable;
+  const delivery = new DeliveryService({
+    home,
+    log,
+    reportOf: (l) => sup.reportOf(l),
+    ...(durable ? { durable } : {}),
+  });
   delivery.watch(sup);
   // Tasks on other machines go through their links (src/remote/relay.ts).
   const relay = new Relay(sup, { version });

@@ -6,6 +6,7 @@ import { deliveryFor, isExpired, type CrewReport, type DeliveryPayload } from ".
 import type { AgentResult } from "../core/types.js";
 import {
   appendOutboxMany,
+  type MakeDurable,
   isValidOwnerId,
   outboxSize,
   pendingDeliveries,
@@ -27,6 +28,8 @@ export interface DeliveryServiceOptions {
   reportOf?(live: Live): CrewReport | undefined;
   now?(): number;
   ttlMs?: number;
+  /** The store's commit log: outbox fsyncs are shared with (and ordered after) the journal records before them. */
+  durable?: MakeDurable;
 }
 
 /** Owners whose deliveries the daemon keeps: pi session ids, not the person at the CLI. */
@@ -158,7 +161,10 @@ export class DeliveryService {
         this.stats.writes++;
         this.stats.records += batch.records.length;
         try {
-          const size = await appendOutboxMany(this.opts.home, owner, batch.records, { sync: batch.sync });
+          const size = await appendOutboxMany(this.opts.home, owner, batch.records, {
+            sync: batch.sync,
+            ...(this.opts.durable ? { durable: this.opts.durable } : {}),
+          });
           // A cache whose read failed is re-read next time anyway: that must not fail a write that succeeded.
           await this.boxes.get(owner)?.then(
             (b) => void (b.size = size),

@@ -98,6 +98,22 @@ export class Supervisor {
     return dispatch(this, live, ev);
   }
 
+  /**
+   * A settle's record: in the journal before the harvest (a daemon crash keeps it), durable in the commit log while
+   * the harvest runs. The owner's outbox record goes through the same log after it, so it is never durable without
+   * the settle (a power cut keeps a prefix of the log), and the push waits for one fsync, not two in a row.
+   */
+  async journalSettle(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
+    const warn = (e: unknown) =>
+      this.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "journal append failed");
+    try {
+      const { durable } = await this.deps.store.appendEventWritten(live.rec.taskId, event);
+      durable.catch(warn);
+    } catch (e) {
+      warn(e);
+    }
+  }
+
   journal(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
     return this.deps.store.appendEvent(live.rec.taskId, event).catch((e: unknown) => {
       this.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "journal append failed");

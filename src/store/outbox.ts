@@ -3,7 +3,7 @@
 import { mkdir, readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
-import { appendJsonLines, fsError, parseJsonLines, readJsonLines, type SyncOptions } from "./fsio.js";
+import { appendJsonLinesAt, fsError, parseJsonLines, readJsonLines, type SyncOptions } from "./fsio.js";
 
 export type DeliveryState = "queued" | "sent" | "acked" | "expired";
 
@@ -47,30 +47,40 @@ export async function appendOutbox(
   await appendOutboxMany(home, ownerId, [record]);
 }
 
-/** Append records in order with one write and one fsync (unless `sync: false`); resolves with the file's new size. */
+/** Makes bytes already appended to a file durable (the daemon's commit log, src/store/commit-log.ts). */
+export type MakeDurable = (path: string, at: number, text: string) => Promise<void>;
+
+/**
+ * Append records in order with one write and one fsync (unless `sync: false`); resolves with the file's new size.
+ * With `durable` the fsync is the commit log's, shared with every journal record written meanwhile and ordered
+ * after them: an outbox record is never durable without the settle record written before it.
+ */
 export async function appendOutboxMany(
   home: string,
   ownerId: unknown,
   records: (Omit<OutboxRecord, "ts"> & { ts?: number })[],
-  opts: SyncOptions = {},
+  opts: SyncOptions & { durable?: MakeDurable } = {},
 ): Promise<number> {
   const path = outboxPath(home, ownerId);
   const dir = join(home, "owners", ownerId as string);
   const now = Date.now();
   const lines = records.map((r) => ({ ts: now, ...r }));
-  let size: number;
+  const viaLog = opts.durable !== undefined && opts.sync !== false;
+  const append = viaLog ? { sync: false } : opts;
+  let r: { size: number; at: number; text: string };
   if (ownerDirs.has(dir)) {
     try {
-      size = await appendJsonLines(path, lines, opts);
+      r = await appendJsonLinesAt(path, lines, append);
     } catch (e) {
       // Its directory may have been removed since (owner gc): make it again once, below.
       ownerDirs.delete(dir);
       if ((e as { message?: string }).message?.includes("ENOENT") !== true) throw e;
-      size = await appendInNewDir(dir, path, lines, opts, ownerId);
+      r = await appendInNewDir(dir, path, lines, append, ownerId);
     }
-  } else size = await appendInNewDir(dir, path, lines, opts, ownerId);
-  for (const r of records) outboxAppended?.(r.state as DeliveryState);
-  return size;
+  } else r = await appendInNewDir(dir, path, lines, append, ownerId);
+  if (viaLog && r.at >= 0) await opts.durable!(path, r.at, r.text);
+  for (const rec of records) outboxAppended?.(rec.state as DeliveryState);
+  return r.size;
 }
 
 /** Owner directories this process made or found: the append does not mkdir each time. */
@@ -82,15 +92,15 @@ async function appendInNewDir(
   lines: unknown[],
   opts: SyncOptions,
   ownerId: unknown,
-): Promise<number> {
+): Promise<{ size: number; at: number; text: string }> {
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
   } catch (e) {
     throw fsError(e, `create the outbox of ${String(ownerId)}`);
   }
-  const size = await appendJsonLines(path, lines, opts);
+  const r = await appendJsonLinesAt(path, lines, opts);
   ownerDirs.add(dir);
-  return size;
+  return r;
 }
 
 /** Test-only: called after each outbox record is written (fsynced unless the append said not to) (the daemon's crash hook; unset otherwise). */

@@ -81,6 +81,12 @@ export class TaskStore {
     await this.log?.close();
   }
 
+  /** Make bytes already appended to another of the home's files durable through the commit log (the outbox). */
+  get durable(): ((path: string, at: number, text: string) => Promise<void>) | undefined {
+    const log = this.log;
+    return log ? (path, at, text) => log.commit(path, at, text) : undefined;
+  }
+
   /** Commit-log writes and the records they carried (undefined without group commit). */
   get commitStats(): { writes: number; records: number } | undefined {
     return this.log?.stats;
@@ -191,6 +197,15 @@ export class TaskStore {
    * Either way the line is in the task's journal before this resolves, so a daemon crash loses nothing.
    */
   async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
+    await (await this.appendEventWritten(taskId, event)).durable;
+  }
+
+  /**
+   * appendEvent in two steps: resolves once the line is in the task's journal (a daemon crash keeps it), with
+   * `durable` resolving once a power cut cannot lose it either. A settle uses it to make its record durable while the
+   * harvest and the owner's outbox write go on; the owner's push waits for both.
+   */
+  async appendEventWritten(taskId: unknown, event: TaskEvent): Promise<{ durable: Promise<void> }> {
     const p = await this.knownTask(taskId);
     const durable = (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true;
     const line = { ts: Date.now(), ...event };
@@ -216,7 +231,7 @@ export class TaskStore {
     this.appends.set(p.events, tail);
     void tail.then(() => this.appends.get(p.events) === tail && this.appends.delete(p.events));
     const { at, text } = await written;
-    if (durable && this.log) await this.log.commit(p.events, at, text);
+    return { durable: durable && this.log ? this.log.commit(p.events, at, text) : Promise.resolve() };
   }
 
   /** The journal in order; a torn last line (crash mid-append) is skipped. */

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TaskStore, unsynced, type TaskRecordBase } from "../../src/store/task-store.js";
+import { appendOutboxMany, outboxPath } from "../../src/store/outbox.js";
 
 function tempHome(): { home: string; done: () => void } {
   const base = mkdtempSync(join(tmpdir(), "dsh-commitlog-"));
@@ -111,6 +112,47 @@ test("without group commit nothing goes through the log (records are fsynced in 
       (await store.readEvents(a.taskId)).map((e) => e.type),
       ["created", "settle"],
     );
+  } finally {
+    t.done();
+  }
+});
+
+test("a settle record and the outbox record after it share the log: a power cut that loses both files' tails gets both back", async () => {
+  const t = tempHome();
+  try {
+    const store = await TaskStore.open(t.home);
+    const a = await newTask(store);
+    const owner = "3f0c8a52-1b7e-4c39-9a55-7d7e0f1a2b3c";
+    await appendOutboxMany(t.home, owner, [{ deliveryId: "x-c1-completed", state: "acked", taskId: a.taskId }], {
+      durable: store.durable!,
+    });
+    const journalCut = statSync(store.taskPaths(a.taskId).events).size;
+    const outboxCut = statSync(outboxPath(t.home, owner)).size;
+    const before = store.commitStats!.writes;
+    // The settle is written but its durability is not awaited; the outbox append waits for the log, after it.
+    const { durable } = await store.appendEventWritten(a.taskId, { type: "settle", why: "report", cycle: 2 });
+    await appendOutboxMany(
+      t.home,
+      owner,
+      [{ deliveryId: `${a.taskId}-c2-completed`, state: "queued", taskId: a.taskId }],
+      { durable: store.durable! },
+    );
+    await durable;
+    assert.ok(store.commitStats!.writes - before <= 2, "at most two log writes for the pair");
+
+    // A power cut loses what was never fsynced in either file: both tails.
+    truncateSync(store.taskPaths(a.taskId).events, journalCut);
+    truncateSync(outboxPath(t.home, owner), outboxCut);
+    const reopened = await TaskStore.open(t.home);
+    assert.deepEqual(
+      (await reopened.readEvents(a.taskId)).map((e) => e.type),
+      ["created", "settle"],
+    );
+    const box = readFileSync(outboxPath(t.home, owner), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).deliveryId);
+    assert.deepEqual(box, ["x-c1-completed", `${a.taskId}-c2-completed`]);
   } finally {
     t.done();
   }
