@@ -127,8 +127,9 @@ export const promptPending = (p: Phase): boolean =>
   p.name === "launching" || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);
 
 /** Settle the current cycle: the order is the durability order (journal first, then the acts it records). */
-function settle(state: TaskState, reason: SettleReason, endChild: boolean): StepResult {
+function settle(state: TaskState, reason: SettleReason): StepResult {
   const cycle = cycleOf(state.phase) ?? 1;
+  const endChild = endsChild(reason);
   const effects: Effect[] = [
     { type: "journal", entry: { type: "settle", cycle, why: reason.kind, reason } },
     { type: "cancel_timeout" },
@@ -142,8 +143,12 @@ function settle(state: TaskState, reason: SettleReason, endChild: boolean): Step
   return { state: { ...state, phase: { name: "settled", cycle, reason } }, effects };
 }
 
-/** Endings the owner did not ask for that leave nothing to continue: the child is ended, its pane may stay. */
+/**
+ * Endings that leave nothing to continue: the child is ended, its pane may stay. A gone runtime ends nothing: its
+ * child is already gone, so there is nothing to end (and nothing idle to park later either).
+ */
 function endsChild(reason: SettleReason): boolean {
+  if (reason.kind === "runtime_gone") return false;
   const v = settleVerdict(reason);
   return v.status === "failed" || v.status === "interrupted" || v.status === "gone";
 }
@@ -171,7 +176,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "launch_failed":
       if (!isInFlight(p) && p.name !== "queued") return same(state);
-      return settle(state, { kind: "start_failed", code: ev.code, message: ev.message }, true);
+      return settle(state, { kind: "start_failed", code: ev.code, message: ev.message });
 
     case "child_hello": {
       const next = { ...state, childConnected: true };
@@ -197,21 +202,20 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       if (!isInFlight(p) || ev.cycle !== p.cycle) return same(state);
       return withFirst(
         { type: "journal", entry: { type: "prompt_failed", cycle: p.cycle, error: ev.message } },
-        settle(state, { kind: "prompt_failed", message: ev.message }, true),
+        settle(state, { kind: "prompt_failed", message: ev.message }),
       );
 
     case "agent_end":
       if (p.name !== "running" || (ev.cycle !== undefined && ev.cycle !== p.cycle)) return same(state);
       if (ev.willRetry) return same(state); // pi retries: the next agent_end (or the exit) decides
-      return settle(
-        state,
-        { kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) },
-        endsChild({ kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) }),
-      );
+      return settle(state, {
+        kind: "agent_end",
+        ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
+      });
 
     case "contract_error":
       if (p.name !== "running") return same(state);
-      return settle(state, { kind: "contract_error" }, true);
+      return settle(state, { kind: "contract_error" });
 
     case "session_settled": {
       // Only without an extension: with one, its agent_end (which knows pi's retry settings) decides.
@@ -221,7 +225,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
         kind: "session_settled",
         ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
       };
-      return settle(state, reason, endsChild(reason));
+      return settle(state, reason);
     }
 
     case "evidence_changed":
@@ -245,7 +249,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
         };
       }
       if (p.name === "running" || p.name === "awaiting_prompt")
-        return settle(state, { kind: "runtime_gone", how: ev.how }, false);
+        return settle(state, { kind: "runtime_gone", how: ev.how });
       if (p.name === "settled" && !p.parked)
         return { state: { ...state, phase: { ...p, parked: true } }, effects: [{ type: "cancel_idle" }] };
       return same(state);
@@ -254,7 +258,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       if (!isInFlight(p)) return same(state);
       return withFirst(
         { type: "journal", entry: { type: "interrupted", code: "TIMEOUT" } },
-        settle(state, { kind: "timeout", ms: ev.ms }, true),
+        settle(state, { kind: "timeout", ms: ev.ms }),
       );
 
     case "idle_expired":
@@ -294,10 +298,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
           ],
         };
       }
-      return withFirst(
-        { type: "journal", entry: { type: "interrupted" } },
-        settle(state, { kind: "owner_abort" }, true),
-      );
+      return withFirst({ type: "journal", entry: { type: "interrupted" } }, settle(state, { kind: "owner_abort" }));
 
     case "close": {
       const wasInFlight = isInFlight(p);
@@ -314,11 +315,11 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "settle_recovered":
       if (!isInFlight(p)) return same(state);
-      return settle(state, ev.reason, endsChild(ev.reason));
+      return settle(state, ev.reason);
 
     case "record_lost":
       if (p.name === "settled") return same(state);
-      return settle(state, { kind: "record_lost", message: ev.message }, true);
+      return settle(state, { kind: "record_lost", message: ev.message });
   }
 }
 
@@ -346,6 +347,8 @@ function startFollowUp(state: TaskState, cycle: number, parked: boolean): StepRe
 export interface SettleVerdict {
   status?: "failed" | "interrupted" | "gone";
   error?: { code: string; message: string };
+  /** The error replaces one the cycle already carries (else an earlier error stands). */
+  replacesError?: boolean;
 }
 
 /** `where`: the task's session path, for the fix in the message. */
@@ -360,8 +363,10 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
         },
       };
     case "timeout":
+      // The timeout is why the cycle ended: its error replaces whatever the child reported before it was stopped.
       return {
         status: "interrupted",
+        replacesError: true,
         error: {
           code: "TIMEOUT",
           message: `no result within timeoutMs (${reason.ms} ms); the child was stopped. Inspect ${where}, then spawn again with a larger timeout or a smaller task`,
