@@ -10,6 +10,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
@@ -175,39 +176,13 @@ const deliveriesSeen = (): Record<string, unknown>[] => {
     }
   return [...seen.values()];
 };
-async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-let rpcSeq = 0;
-/** Send an RPC command with an id and wait for pi's response to it (read from the event list: no cursor moves). */
-async function command(cmd: Record<string, unknown>): Promise<{ success: boolean; data?: any; error?: string }> {
-  const id = `t${++rpcSeq}`;
-  const from = owner.events.length;
-  owner.send({ ...cmd, id } as Parameters<RpcPi["send"]>[0]);
-  return until(
-    `pi's response to ${String(cmd.type)}`,
-    () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never,
-    30_000,
-  );
-}
+/** Send an RPC command with an id and wait for pi's response to it. */
+const command = (cmd: Record<string, unknown>) => rpcCommand(owner, cmd);
 /**
  * Until the owner pi runs no turn and holds no queued message, twice in a row: a delivery starts a turn of its own,
  * and pi refuses a prompt while a turn runs ("Agent is already processing").
  */
-async function quiet(): Promise<void> {
-  for (let calm = 0, tries = 0; calm < 2; tries++) {
-    if (tries > 300) assert.fail("the owner pi never went quiet");
-    const r = await command({ type: "get_state" });
-    calm = r.data && !r.data.isStreaming && r.data.pendingMessageCount === 0 ? calm + 1 : 0;
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
+const quiet = () => untilQuiet(owner);
 const prompt = async (message: string) => {
   await quiet();
   const r = await command({ type: "prompt", message });
