@@ -6,15 +6,14 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { testPiLine } from "../helpers/pi.js";
-import { startRpcPi, type RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
 const spawn = (brief: string, goal: string) => ({
   name: "crew_spawn",
   arguments: {
@@ -73,18 +72,8 @@ before(async () => {
   const settingsPath = join(h.dir, "agent", "settings.json");
   const settings = JSON.parse(readFileSync(settingsPath, "utf8")) as Record<string, unknown>;
   writeFileSync(settingsPath, JSON.stringify({ ...settings, compaction: { keepRecentTokens: KEEP } }));
-  owner = startRpcPi({
-    env: {
-      HOME: join(h.dir, "home"),
-      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      DSH_HERDR_HOME: h.home,
-    },
-    cwd: h.repo,
+  owner = startOwnerPi(h, {
     sessionPath: sessionPath(),
-    model: h.modelName,
-    extensionPaths: [ownerExt],
     lifetimeMs: 300_000,
   });
 });

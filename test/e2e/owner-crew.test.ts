@@ -4,16 +4,15 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startRpcPi, type RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
 const task = (goal: string) => ({ goal, context: [], instructions: ["Do it and report with crew_report."] });
 const spawn = (brief: string, goal: string) => ({
   name: "crew_spawn",
@@ -130,18 +129,8 @@ let sessionPath: string;
 /** A fresh owner pi (the /clone test starts a second one). */
 function startOwner(name: string): void {
   sessionPath = join(h.dir, name, `${name}.jsonl`);
-  owner = startRpcPi({
-    env: {
-      HOME: join(h.dir, "home"),
-      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      DSH_HERDR_HOME: h.home,
-    },
-    cwd: h.repo,
+  owner = startOwnerPi(h, {
     sessionPath,
-    model: h.modelName,
-    extensionPaths: [ownerExt],
     // The whole file runs against this owner; under load it outlives the fixture's 120 s safety net.
     lifetimeMs: 600_000,
   });

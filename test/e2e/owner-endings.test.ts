@@ -4,13 +4,13 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startRpcPi, type RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until } from "../helpers/wait.js";
 
-const ownerExt = join(import.meta.dirname, "..", "..", "..", "dist", "src", "extensions", "owner.js");
 const SCRIPT: Script = {
   conversations: [
     { name: "slow", match: "CHILD-SLOW", steps: [{ text: "slow", delayMs: 120_000 }] },
@@ -27,18 +27,8 @@ let h: Harness;
 let owner: RpcPi;
 before(async () => {
   h = await startHarness(SCRIPT, { runtime: "headless", readinessTimeoutMs: 30_000 });
-  owner = startRpcPi({
-    env: {
-      HOME: join(h.dir, "home"),
-      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      DSH_HERDR_HOME: h.home,
-    },
-    cwd: h.repo,
+  owner = startOwnerPi(h, {
     sessionPath: join(h.dir, "owner", "owner.jsonl"),
-    model: h.modelName,
-    extensionPaths: [ownerExt],
     lifetimeMs: 600_000,
   });
 });
