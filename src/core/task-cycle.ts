@@ -8,127 +8,27 @@
 //      └── respond (no free slot) ◀── settled ──respond (child alive)──▶ awaiting_prompt ──▶ running   │
 //   any phase ──close──▶ closed                                                                      │
 //   settled ──idle_expired──▶ settled{parked}  ◀───────────────────────────────────────────────────────┘
+import {
+  cycleOf,
+  isInFlight,
+  type CycleEvent,
+  type Effect,
+  type SettleReason,
+  type StepResult,
+  type TaskState,
+} from "./cycle-phase.js";
+import { settleVerdict } from "./settle-verdict.js";
 
-/** Why a cycle ended. The status and the error follow from it (settleVerdict); no free-form strings. */
-export type SettleReason =
-  /** The child extension's agent_end, with no retry to come. */
-  | { kind: "agent_end"; stopReason?: string }
-  /** No extension connected: the session file shows the cycle ended. */
-  | { kind: "session_settled"; stopReason?: string }
-  /** A second reportless normal ending (the protocol's terminal contract error). */
-  | { kind: "contract_error" }
-  /** pi did not run the prompt (no API key, no model, rejected input): pi's own words. */
-  | { kind: "prompt_failed"; message: string }
-  /** The child's process or pane ended before its cycle did. */
-  | { kind: "runtime_gone"; how: "gone" | "exited" | "away" }
-  /** No result within the task's timeoutMs. */
-  | { kind: "timeout"; ms: number }
-  /** The owner (or a person at the CLI) aborted the task. */
-  | { kind: "owner_abort" }
-  /** The task never got a child: launch failure, stall, queue timeout. */
-  | { kind: "start_failed"; code: string; message: string }
-  /** task.json was lost or unreadable while the daemon was down and could not be rebuilt. */
-  | { kind: "record_lost"; message: string }
-  /** The journal says the cycle settled before a crash; the harvest is redone from the evidence. */
-  | { kind: "settled_before_crash" };
-
-export type Phase =
-  /** Waiting for a concurrency slot: the first launch (cycle 1) or a follow-up cycle. */
-  | { name: "queued"; cycle: number; parked?: boolean }
-  /** The runtime is starting the child (attempt 1 or the one retry after a stall). */
-  | { name: "launching"; cycle: number; attempt: number }
-  /** The child runs; this cycle's prompt is on its way (pushed, or waiting for the child's hello). */
-  | { name: "awaiting_prompt"; cycle: number }
-  /** pi took the cycle's prompt and works on it. */
-  | { name: "running"; cycle: number }
-  /** The cycle is over and final: only respond starts another. `parked`: its idle child was ended. */
-  | { name: "settled"; cycle: number; reason: SettleReason; parked?: boolean }
-  | { name: "closed" };
-
-export type PhaseName = Phase["name"];
-
-export interface TaskState {
-  phase: Phase;
-  /** The child's extension is connected now. */
-  childConnected: boolean;
-}
-
-export type CycleEvent =
-  | { type: "admitted" }
-  | { type: "launch_returned" }
-  | { type: "launch_failed"; code: string; message: string }
-  | { type: "child_hello" }
-  | { type: "child_left" }
-  | { type: "prompt_accepted"; cycle: number }
-  | { type: "prompt_failed"; cycle: number; message: string }
-  | { type: "agent_end"; cycle?: number; stopReason?: string; willRetry: boolean }
-  | { type: "contract_error" }
-  /** The session file alone shows the cycle ended (used when no extension is connected). */
-  | { type: "session_settled"; stopReason?: string; retryMayFollow: boolean; fresh: boolean }
-  /** result.md, the session or the runtime state changed. */
-  | { type: "evidence_changed"; what: "session" | "result" | "runtime_state" }
-  | { type: "runtime_gone"; how: "gone" | "exited" }
-  | { type: "timeout_fired"; ms: number }
-  | { type: "idle_expired" }
-  /** A follow-up was made durable: the next cycle waits for a slot (slot_granted starts it). */
-  | { type: "respond" }
-  | { type: "slot_granted" }
-  | { type: "abort" }
-  | { type: "close"; closePane: boolean; headless: boolean }
-  | { type: "record_lost"; message: string }
-  /** Recovery found the running cycle ended (journaled settle, or the session ended it while the daemon was away). */
-  | { type: "settle_recovered"; reason: SettleReason };
-
-export type Effect =
-  | { type: "journal"; entry: JournalEntry }
-  | { type: "push_prompt"; cycle: number }
-  | { type: "arm_timeout" }
-  | { type: "cancel_timeout" }
-  | { type: "arm_idle" }
-  | { type: "cancel_idle" }
-  | { type: "resolve_readiness" }
-  | { type: "reject_readiness"; why: string }
-  | { type: "release_slot" }
-  | { type: "end_child"; why: string }
-  /** Relaunch pi on the task's session file for the queued follow-up (a parked task). */
-  | { type: "relaunch" }
-  /** Rebuild the live result from the evidence (no diff). */
-  | { type: "refresh" }
-  /** The settled harvest: diff, the AgentResult with the verdict's status, record, and the one owner outcome. */
-  | { type: "harvest_settled"; reason: SettleReason };
-
-/** What the journal (events.jsonl) records about the lifecycle; replayed by recovery. */
-export type JournalEntry =
-  | { type: "prompt_accepted"; cycle: number }
-  | { type: "prompt_failed"; cycle: number; error: string }
-  | { type: "settle"; cycle: number; why: SettleReason["kind"]; reason: SettleReason }
-  | { type: "late_evidence"; cycle: number; what: string }
-  | { type: "parked"; cycle: number }
-  | { type: "interrupted"; code?: string };
-
-export interface StepResult {
-  state: TaskState;
-  effects: Effect[];
-}
+// The public import path for the lifecycle stays this module.
+export * from "./cycle-phase.js";
+export * from "./settle-verdict.js";
 
 const same = (state: TaskState): StepResult => ({ state, effects: [] });
 
-/** The cycle a phase belongs to (closed has none). */
-export function cycleOf(p: Phase): number | undefined {
-  return p.name === "closed" ? undefined : p.cycle;
-}
-
-export const isSettled = (p: Phase): p is Extract<Phase, { name: "settled" }> => p.name === "settled";
-/** A cycle is in flight: between admission and settle. */
-export const isInFlight = (p: Phase): boolean =>
-  p.name === "launching" || p.name === "awaiting_prompt" || p.name === "running";
-/** The cycle's prompt has not been taken yet. */
-export const promptPending = (p: Phase): boolean =>
-  p.name === "launching" || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);
-
 /** Settle the current cycle: the order is the durability order (journal first, then the acts it records). */
-function settle(state: TaskState, reason: SettleReason, endChild: boolean): StepResult {
+function settle(state: TaskState, reason: SettleReason): StepResult {
   const cycle = cycleOf(state.phase) ?? 1;
+  const endChild = endsChild(reason);
   const effects: Effect[] = [
     { type: "journal", entry: { type: "settle", cycle, why: reason.kind, reason } },
     { type: "cancel_timeout" },
@@ -142,8 +42,12 @@ function settle(state: TaskState, reason: SettleReason, endChild: boolean): Step
   return { state: { ...state, phase: { name: "settled", cycle, reason } }, effects };
 }
 
-/** Endings the owner did not ask for that leave nothing to continue: the child is ended, its pane may stay. */
+/**
+ * Endings that leave nothing to continue: the child is ended, its pane may stay. A gone runtime ends nothing: its
+ * child is already gone, so there is nothing to end (and nothing idle to park later either).
+ */
 function endsChild(reason: SettleReason): boolean {
+  if (reason.kind === "runtime_gone") return false;
   const v = settleVerdict(reason);
   return v.status === "failed" || v.status === "interrupted" || v.status === "gone";
 }
@@ -171,7 +75,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "launch_failed":
       if (!isInFlight(p) && p.name !== "queued") return same(state);
-      return settle(state, { kind: "start_failed", code: ev.code, message: ev.message }, true);
+      return settle(state, { kind: "start_failed", code: ev.code, message: ev.message });
 
     case "child_hello": {
       const next = { ...state, childConnected: true };
@@ -197,21 +101,20 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       if (!isInFlight(p) || ev.cycle !== p.cycle) return same(state);
       return withFirst(
         { type: "journal", entry: { type: "prompt_failed", cycle: p.cycle, error: ev.message } },
-        settle(state, { kind: "prompt_failed", message: ev.message }, true),
+        settle(state, { kind: "prompt_failed", message: ev.message }),
       );
 
     case "agent_end":
       if (p.name !== "running" || (ev.cycle !== undefined && ev.cycle !== p.cycle)) return same(state);
       if (ev.willRetry) return same(state); // pi retries: the next agent_end (or the exit) decides
-      return settle(
-        state,
-        { kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) },
-        endsChild({ kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) }),
-      );
+      return settle(state, {
+        kind: "agent_end",
+        ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
+      });
 
     case "contract_error":
       if (p.name !== "running") return same(state);
-      return settle(state, { kind: "contract_error" }, true);
+      return settle(state, { kind: "contract_error" });
 
     case "session_settled": {
       // Only without an extension: with one, its agent_end (which knows pi's retry settings) decides.
@@ -221,7 +124,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
         kind: "session_settled",
         ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
       };
-      return settle(state, reason, endsChild(reason));
+      return settle(state, reason);
     }
 
     case "evidence_changed":
@@ -245,7 +148,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
         };
       }
       if (p.name === "running" || p.name === "awaiting_prompt")
-        return settle(state, { kind: "runtime_gone", how: ev.how }, false);
+        return settle(state, { kind: "runtime_gone", how: ev.how });
       if (p.name === "settled" && !p.parked)
         return { state: { ...state, phase: { ...p, parked: true } }, effects: [{ type: "cancel_idle" }] };
       return same(state);
@@ -254,7 +157,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       if (!isInFlight(p)) return same(state);
       return withFirst(
         { type: "journal", entry: { type: "interrupted", code: "TIMEOUT" } },
-        settle(state, { kind: "timeout", ms: ev.ms }, true),
+        settle(state, { kind: "timeout", ms: ev.ms }),
       );
 
     case "idle_expired":
@@ -294,10 +197,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
           ],
         };
       }
-      return withFirst(
-        { type: "journal", entry: { type: "interrupted" } },
-        settle(state, { kind: "owner_abort" }, true),
-      );
+      return withFirst({ type: "journal", entry: { type: "interrupted" } }, settle(state, { kind: "owner_abort" }));
 
     case "close": {
       const wasInFlight = isInFlight(p);
@@ -314,11 +214,11 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "settle_recovered":
       if (!isInFlight(p)) return same(state);
-      return settle(state, ev.reason, endsChild(ev.reason));
+      return settle(state, ev.reason);
 
     case "record_lost":
       if (p.name === "settled") return same(state);
-      return settle(state, { kind: "record_lost", message: ev.message }, true);
+      return settle(state, { kind: "record_lost", message: ev.message });
   }
 }
 
@@ -341,59 +241,3 @@ function startFollowUp(state: TaskState, cycle: number, parked: boolean): StepRe
     ],
   };
 }
-
-/** The status a settle reason fixes outright (else the evidence decides), and the error it carries. */
-export interface SettleVerdict {
-  status?: "failed" | "interrupted" | "gone";
-  error?: { code: string; message: string };
-}
-
-/** `where`: the task's session path, for the fix in the message. */
-export function settleVerdict(reason: SettleReason, where = "the task's session"): SettleVerdict {
-  switch (reason.kind) {
-    case "prompt_failed":
-      return {
-        status: "failed",
-        error: {
-          code: "PROMPT_FAILED",
-          message: `pi did not run the prompt: ${reason.message.replace(/[.\s]+$/, "")}; fix the model or its credentials (dsh-herdr doctor), then spawn again`,
-        },
-      };
-    case "timeout":
-      return {
-        status: "interrupted",
-        error: {
-          code: "TIMEOUT",
-          message: `no result within timeoutMs (${reason.ms} ms); the child was stopped. Inspect ${where}, then spawn again with a larger timeout or a smaller task`,
-        },
-      };
-    case "owner_abort":
-      return { status: "interrupted" };
-    case "contract_error":
-      return { status: "failed" };
-    case "start_failed":
-      return { status: "failed", error: { code: reason.code, message: reason.message } };
-    case "record_lost":
-      return { status: "failed", error: { code: "RECORD_LOST", message: reason.message } };
-    case "runtime_gone":
-      return { status: "gone" };
-    case "agent_end":
-    case "session_settled":
-      // An abort nobody asked for (a signal, a closed pane, Escape in the TUI) is no completion.
-      if (reason.stopReason === "aborted") {
-        return {
-          status: "failed",
-          error: {
-            code: "AGENT_ABORTED",
-            message: `pi aborted the cycle without being asked (a signal, a closed pane or an interrupt in its TUI); inspect ${where}, then respond or spawn again`,
-          },
-        };
-      }
-      return {};
-    case "settled_before_crash":
-      return {};
-  }
-}
-
-/** An ending the owner asked for (its abort): the only one that reaches it as a TUI-only card. */
-export const ownerRequested = (reason: SettleReason): boolean => reason.kind === "owner_abort";

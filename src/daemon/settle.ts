@@ -256,7 +256,7 @@ export async function settleHarvest(sup: Supervisor, live: Live, reason: SettleR
   rec.timing.settledAt ??= Date.now();
   const verdict = settleVerdict(reason, `the session (${rec.sessionPath})`);
   if (verdict.status === "interrupted") rec.lifecycle = "interrupted";
-  if (verdict.error && (!rec.error || reason.kind === "timeout")) rec.error = verdict.error;
+  if (verdict.error && (!rec.error || verdict.replacesError)) rec.error = verdict.error;
   else if (!rec.error && !rec.lifecycle) {
     const failure = failureOf(live, reason);
     if (failure) rec.error = failure;

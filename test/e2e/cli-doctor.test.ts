@@ -8,9 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
-
-const root = join(import.meta.dirname, "..", "..", "..");
-const bin = join(root, "bin", "dsh-herdr");
+import { runCliSync } from "../helpers/cli.js";
 
 /** process.env without anything that could be a provider credential (a developer's own keys would hide a FAIL). */
 const cleanEnv = Object.fromEntries(
@@ -32,14 +30,11 @@ function withHome<T>(fn: (home: string, env: Record<string, string>) => T): T {
   try {
     return fn(home, env);
   } finally {
-    spawnSync(process.execPath, [bin, "daemon", "stop"], { env, timeout: 30_000 });
+    runCliSync(["daemon", "stop"], { env, timeoutMs: 30_000 });
     rmSync(home, { recursive: true, force: true });
   }
 }
-function cli(env: Record<string, string>, args: string[]) {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", env, timeout: 90_000 });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
+const cli = (env: Record<string, string>, args: string[]) => runCliSync(args, { env, timeoutMs: 90_000 });
 
 test("doctor: a DSH_HERDR_PI_BIN that is not a pi is a FAIL naming the variable and the fix", () =>
   withHome((home, env) => {

@@ -9,15 +9,12 @@ import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { initRepo } from "../helpers/git.js";
 import { killUnder } from "../helpers/procs.js";
+import { dshBin, runCli, type CliRun } from "../helpers/cli.js";
 
 export const root = join(import.meta.dirname, "..", "..", "..");
-export const bin = join(root, "bin", "dsh-herdr");
+export const bin = dshBin;
 
-export interface CliRun {
-  code: number;
-  out: string;
-  err: string;
-}
+export type { CliRun };
 
 export interface CliHarness {
   dir: string;
@@ -55,17 +52,8 @@ export async function startCliHarness(
     HERDR_SOCKET_PATH: join(dir, "no-herdr.sock"),
     DSH_HERDR_PAGER: "cat",
   };
-  const cli = async (args: string[], o: { input?: string; timeoutMs?: number } = {}): Promise<CliRun> => {
-    const r = await execa(process.execPath, [bin, ...args], {
-      env,
-      cwd: repo,
-      reject: false,
-      stripFinalNewline: false,
-      timeout: o.timeoutMs ?? 120_000,
-      ...(o.input !== undefined ? { input: o.input } : { stdin: "ignore" }),
-    });
-    return { code: r.exitCode ?? -1, out: String(r.stdout), err: String(r.stderr) };
-  };
+  const cli = (args: string[], o: { input?: string; timeoutMs?: number } = {}): Promise<CliRun> =>
+    runCli(args, { env, cwd: repo, ...o });
   const settings = [
     ["defaultModel", agent.model],
     ["runtime", runtime],

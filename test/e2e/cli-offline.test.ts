@@ -6,13 +6,13 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
+import { dshBin, runCliSync } from "../helpers/cli.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
-const bin = join(root, "bin", "dsh-herdr");
+const bin = dshBin;
 
 function cli(home: string, args: string[], extraEnv: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [bin, ...args], {
-    encoding: "utf8",
+  return runCliSync(args, {
     env: {
       ...process.env,
       HOME: join(home, "user"),
@@ -20,9 +20,8 @@ function cli(home: string, args: string[], extraEnv: Record<string, string> = {}
       HERDR_SOCKET_PATH: join(home, "no-herdr.sock"),
       ...extraEnv,
     },
-    timeout: 60_000,
+    timeoutMs: 60_000,
   });
-  return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
 function withHome(fn: (home: string) => void): void {

@@ -6,14 +6,14 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { testPiLine } from "../helpers/pi.js";
-import { startRpcPi, type RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { startOwnerPi } from "./owner-harness.js";
+import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
 const spawn = (brief: string, goal: string) => ({
   name: "crew_spawn",
   arguments: {
@@ -72,18 +72,8 @@ before(async () => {
   const settingsPath = join(h.dir, "agent", "settings.json");
   const settings = JSON.parse(readFileSync(settingsPath, "utf8")) as Record<string, unknown>;
   writeFileSync(settingsPath, JSON.stringify({ ...settings, compaction: { keepRecentTokens: KEEP } }));
-  owner = startRpcPi({
-    env: {
-      HOME: join(h.dir, "home"),
-      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      DSH_HERDR_HOME: h.home,
-    },
-    cwd: h.repo,
+  owner = startOwnerPi(h, {
     sessionPath: sessionPath(),
-    model: h.modelName,
-    extensionPaths: [ownerExt],
     lifetimeMs: 300_000,
   });
 });
@@ -114,42 +104,9 @@ function requestFor(marker: string): RecordedRequest {
   return r;
 }
 
-async function until<T>(
-  what: string,
-  fn: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-let rpcSeq = 0;
-async function command(
-  cmd: Record<string, unknown>,
-  timeoutMs = 30_000,
-): Promise<{ success: boolean; data?: any; error?: string }> {
-  const id = `cf${++rpcSeq}`;
-  const from = owner.events.length;
-  owner.send({ ...cmd, id } as Parameters<RpcPi["send"]>[0]);
-  return until(
-    `pi's response to ${String(cmd.type)}`,
-    () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never,
-    timeoutMs,
-  );
-}
-/** No turn running and nothing queued, twice in a row (pi refuses a prompt or compacts mid-turn otherwise). */
-async function quiet(): Promise<void> {
-  for (let calm = 0, tries = 0; calm < 2; tries++) {
-    if (tries > 300) assert.fail("the owner pi never went quiet");
-    const r = await command({ type: "get_state" });
-    calm = r.data && !r.data.isStreaming && !r.data.isCompacting && r.data.pendingMessageCount === 0 ? calm + 1 : 0;
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
+const command = (cmd: Record<string, unknown>) => rpcCommand(owner, cmd);
+/** No turn running, nothing compacting and nothing queued, twice in a row. */
+const quiet = () => untilQuiet(owner);
 /** Prompt once quiet and wait for the run's end; a prompt that makes the model spawn returns the new subagent id. */
 async function prompt(message: string): Promise<string | undefined> {
   await quiet();

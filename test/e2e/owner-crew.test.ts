@@ -4,15 +4,15 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startRpcPi, type RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { startOwnerPi } from "./owner-harness.js";
+import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
 const task = (goal: string) => ({ goal, context: [], instructions: ["Do it and report with crew_report."] });
 const spawn = (brief: string, goal: string) => ({
   name: "crew_spawn",
@@ -129,18 +129,8 @@ let sessionPath: string;
 /** A fresh owner pi (the /clone test starts a second one). */
 function startOwner(name: string): void {
   sessionPath = join(h.dir, name, `${name}.jsonl`);
-  owner = startRpcPi({
-    env: {
-      HOME: join(h.dir, "home"),
-      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      DSH_HERDR_HOME: h.home,
-    },
-    cwd: h.repo,
+  owner = startOwnerPi(h, {
     sessionPath,
-    model: h.modelName,
-    extensionPaths: [ownerExt],
     // The whole file runs against this owner; under load it outlives the fixture's 120 s safety net.
     lifetimeMs: 600_000,
   });
@@ -175,39 +165,13 @@ const deliveriesSeen = (): Record<string, unknown>[] => {
     }
   return [...seen.values()];
 };
-async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-let rpcSeq = 0;
-/** Send an RPC command with an id and wait for pi's response to it (read from the event list: no cursor moves). */
-async function command(cmd: Record<string, unknown>): Promise<{ success: boolean; data?: any; error?: string }> {
-  const id = `t${++rpcSeq}`;
-  const from = owner.events.length;
-  owner.send({ ...cmd, id } as Parameters<RpcPi["send"]>[0]);
-  return until(
-    `pi's response to ${String(cmd.type)}`,
-    () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never,
-    30_000,
-  );
-}
+/** Send an RPC command with an id and wait for pi's response to it. */
+const command = (cmd: Record<string, unknown>) => rpcCommand(owner, cmd);
 /**
  * Until the owner pi runs no turn and holds no queued message, twice in a row: a delivery starts a turn of its own,
  * and pi refuses a prompt while a turn runs ("Agent is already processing").
  */
-async function quiet(): Promise<void> {
-  for (let calm = 0, tries = 0; calm < 2; tries++) {
-    if (tries > 300) assert.fail("the owner pi never went quiet");
-    const r = await command({ type: "get_state" });
-    calm = r.data && !r.data.isStreaming && r.data.pendingMessageCount === 0 ? calm + 1 : 0;
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
+const quiet = () => untilQuiet(owner);
 const prompt = async (message: string) => {
   await quiet();
   const r = await command({ type: "prompt", message });

@@ -4,12 +4,13 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { startRpcPi, type RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { startOwnerPi } from "./owner-harness.js";
+import { rpcCommand, until } from "../helpers/wait.js";
 
-const ownerExt = join(import.meta.dirname, "..", "..", "..", "dist", "src", "extensions", "owner.js");
 const SCRIPT: Script = {
   conversations: [
     { name: "slow", match: "CHILD-SLOW", steps: [{ text: "slow", delayMs: 120_000 }] },
@@ -26,18 +27,8 @@ let h: Harness;
 let owner: RpcPi;
 before(async () => {
   h = await startHarness(SCRIPT, { runtime: "headless", readinessTimeoutMs: 30_000 });
-  owner = startRpcPi({
-    env: {
-      HOME: join(h.dir, "home"),
-      PI_CODING_AGENT_DIR: join(h.dir, "agent"),
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      DSH_HERDR_HOME: h.home,
-    },
-    cwd: h.repo,
+  owner = startOwnerPi(h, {
     sessionPath: join(h.dir, "owner", "owner.jsonl"),
-    model: h.modelName,
-    extensionPaths: [ownerExt],
     lifetimeMs: 600_000,
   });
 });
@@ -46,30 +37,7 @@ after(async () => {
   await h?.close();
 });
 
-async function until<T>(
-  what: string,
-  fn: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 90_000,
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-let seq = 0;
-async function command(cmd: Record<string, unknown>): Promise<{ success: boolean; data?: any }> {
-  const id = `e${++seq}`;
-  const from = owner.events.length;
-  owner.send({ ...cmd, id } as Parameters<RpcPi["send"]>[0]);
-  return until(
-    `pi's response to ${String(cmd.type)}`,
-    () => owner.events.slice(from).find((e) => e.type === "response" && e.id === id) as never,
-    30_000,
-  );
-}
+const command = (cmd: Record<string, unknown>) => rpcCommand(owner, cmd);
 /** Error deliveries the owner's model has seen in its requests, by subagent id. */
 function errorsSeen(): Map<string, { status: string; error: string }> {
   const out = new Map<string, { status: string; error: string }>();
@@ -104,7 +72,7 @@ test("a child whose built-in provider has no API key: the owner's next model req
     owner: ownerId,
     brief: "no key",
   });
-  const seen = await until("the error in the owner's model context", () => errorsSeen().get(s.taskId));
+  const seen = await until("the error in the owner's model context", () => errorsSeen().get(s.taskId), 90_000);
   assert.match(seen.error, /^PROMPT_FAILED: pi did not run the prompt: No API key found for anthropic/);
 });
 

@@ -11,9 +11,8 @@ import { createTmuxRuntime } from "../../src/runtime/tmux/runtime.js";
 import type { RuntimeHandle } from "../../src/runtime/types.js";
 import { privateTmux, waitFor } from "../helpers/tmux.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { ownerExt } from "./owner-harness.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-const ownerExt = join(root, "dist", "src", "extensions", "owner.js");
 const task = (goal: string) => ({ goal, context: [], instructions: ["Report with crew_report."] });
 
 const SCRIPT: Script = {

@@ -5,11 +5,11 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
 import { DshError } from "../../src/core/errors.js";
 import { createHerdrRuntime, herdrPing } from "../../src/runtime/herdr/index.js";
 import type { RuntimeEvent } from "../../src/runtime/types.js";
+import { until } from "../helpers/wait.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 let dir: string;
@@ -39,14 +39,6 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function until(what: string, f: () => Promise<boolean>): Promise<void> {
-  const end = Date.now() + 15_000;
-  while (!(await f())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(150);
-  }
-}
-
 test("--machine: launch, read, follow-up, exit and close through the herdr CLI", async () => {
   const rt = createHerdrRuntime({ machine: "buildbox", herdrBin, env });
   const h = await rt.launch({
@@ -63,14 +55,14 @@ test("--machine: launch, read, follow-up, exit and close through the herdr CLI",
   assert.equal(fake.core.model.workspaces.get(h.workspaceId as string)?.label, "DSH · api");
   const events: RuntimeEvent[] = [];
   const stop = rt.watch?.(h, (e) => events.push(e));
-  await until("the banner", async () => (await rt.readOutput(h)).includes("remote child: remote task"));
+  await until("the banner", async () => (await rt.readOutput(h)).includes("remote child: remote task"), 15_000, 150);
   await rt.sendText(h, "hello there");
-  await until("the reply", async () => (await rt.readOutput(h)).includes("remote got: hello there"));
-  await until("exit", async () => (await rt.agentState?.(h)) === "missing");
-  await until("the exited event (polled)", async () => events.some((e) => e.type === "exited"));
+  await until("the reply", async () => (await rt.readOutput(h)).includes("remote got: hello there"), 15_000, 150);
+  await until("exit", async () => (await rt.agentState?.(h)) === "missing", 15_000, 150);
+  await until("the exited event (polled)", async () => events.some((e) => e.type === "exited"), 15_000, 150);
   await rt.close(h);
   await rt.close(h);
-  await until("gone (polled)", async () => events.some((e) => e.type === "gone"));
+  await until("gone (polled)", async () => events.some((e) => e.type === "gone"), 15_000, 150);
   stop?.();
   const methods = fake.log.filter((e) => e.kind === "request").map((e) => (e.message as { id: string }).id);
   assert.ok(

@@ -5,12 +5,12 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
 import { DshError } from "../../src/core/errors.js";
 import { createHerdrRuntime, herdrPing } from "../../src/runtime/herdr/index.js";
 import type { LaunchSpec, RuntimeEvent, RuntimeHandle } from "../../src/runtime/types.js";
 import { herdrSchemaErrors, schemaFor } from "../helpers/herdr-schema.js";
+import { until } from "../helpers/wait.js";
 
 let dir: string;
 let fake: FakeHerdr;
@@ -36,16 +36,6 @@ function spec(name: string, extra: Partial<LaunchSpec> = {}): LaunchSpec {
     repoName: "demo",
     ...extra,
   };
-}
-
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 async function rejectsWith(p: Promise<unknown>, code: string, herdrCode?: string): Promise<DshError> {
@@ -95,26 +85,32 @@ describe("herdr runtime against the fake Herdr", () => {
     assert.equal(ws?.label, "DSH · demo");
     assert.equal(fake.core.model.tabs.get(h.tabId as string)?.label, "herdr: worker-a1");
     assert.equal(await rt.isAlive(h), true);
-    const first = await until("the child's banner", async () => {
-      const out = await rt.readOutput(h);
-      return out.includes("child up") ? out : undefined;
-    });
+    const first = await until(
+      "the child's banner",
+      async () => {
+        const out = await rt.readOutput(h);
+        return out.includes("child up") ? out : undefined;
+      },
+      10_000,
+    );
     assert.match(first, new RegExp(`args=\\[do the thing\\] cwd=${dir} FOO=bar baz`));
     await rt.sendText(h, "follow-up please");
-    await until("the child's reply", async () =>
-      (await rt.readOutput(h)).includes("child got: follow-up please") ? true : undefined,
+    await until(
+      "the child's reply",
+      async () => ((await rt.readOutput(h)).includes("child got: follow-up please") ? true : undefined),
+      10_000,
     );
-    await until("exit", async () => ((await rt.agentState?.(h)) === "missing" ? true : undefined));
+    await until("exit", async () => ((await rt.agentState?.(h)) === "missing" ? true : undefined), 10_000);
     assert.equal(await rt.isAlive(h), false);
     assert.equal(await rt.exitStatus(h), null);
-    await until("the exited event", async () => (events.some((e) => e.type === "exited") ? true : undefined));
+    await until("the exited event", async () => (events.some((e) => e.type === "exited") ? true : undefined), 10_000);
     // Working is seen before the exit (first, unless a stall let the fake's 400 ms quiet rule report done before the
     // subscription: then the follow-up's output makes it working again).
     const working = events.findIndex((e) => e.type === "state" && e.state === "working");
     assert.ok(working >= 0 && working < events.findIndex((e) => e.type === "exited"), JSON.stringify(events));
     await rt.close(h);
     await rt.close(h); // idempotent
-    await until("the gone event", async () => (events.some((e) => e.type === "gone") ? true : undefined));
+    await until("the gone event", async () => (events.some((e) => e.type === "gone") ? true : undefined), 10_000);
     stop?.();
     const methods = new Set(
       fake.log.filter((e) => e.kind === "request").map((e) => (e.message as { method: string }).method),
@@ -204,9 +200,9 @@ describe("herdr runtime against the fake Herdr", () => {
     const h = await rt.launch(spec("worker-d1"));
     const events: RuntimeEvent[] = [];
     const stop = rt.watch?.(h, (e) => events.push(e));
-    await until("working", async () => (events.length > 0 ? true : undefined));
+    await until("working", async () => (events.length > 0 ? true : undefined), 10_000);
     await fake.losePane(h.paneId as string);
-    await until("gone", async () => (events.some((e) => e.type === "gone") ? true : undefined));
+    await until("gone", async () => (events.some((e) => e.type === "gone") ? true : undefined), 10_000);
     assert.equal(await rt.agentState?.(h), "missing");
     assert.equal(await rt.isAlive(h), false);
     await rejectsWith(rt.readOutput(h), "PANE_GONE", "pane_not_found");
@@ -222,8 +218,10 @@ describe("herdr runtime against the fake Herdr", () => {
     const stop = rt.watch?.(h, (e) => events.push(e));
     await fake.setAgentStatus(h.paneId as string, "blocked");
     assert.equal(await rt.agentState?.(h), "blocked");
-    await until("blocked event", async () =>
-      events.some((e) => e.type === "state" && e.state === "blocked") ? true : undefined,
+    await until(
+      "blocked event",
+      async () => (events.some((e) => e.type === "state" && e.state === "blocked") ? true : undefined),
+      10_000,
     );
     await rt.sendKeys(h, ["C-c"]);
     stop?.();

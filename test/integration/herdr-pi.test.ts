@@ -2,25 +2,15 @@
 // takes a follow-up, quits, and its pane closes. Every message on the Herdr socket validates against the schema.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
 import { createHerdrRuntime } from "../../src/runtime/herdr/index.js";
 import type { RuntimeEvent } from "../../src/runtime/types.js";
 import { herdrSchemaErrors, schemaFor } from "../helpers/herdr-schema.js";
 import { startPiHarness, type PiHarness } from "../helpers/pi.js";
+import { until } from "../helpers/wait.js";
 
 let fake: FakeHerdr;
 let pi: PiHarness;
-
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 before(async () => {
   pi = await startPiHarness({
@@ -56,28 +46,44 @@ test("real pi in a Herdr pane: working → done, reads, follow-up, /quit → exi
   const events: RuntimeEvent[] = [];
   const stop = rt.watch?.(h, (e) => events.push(e));
   assert.equal(await rt.isAlive(h), true);
-  await until("the first answer on screen", async () =>
-    (await rt.readOutput(h, { lines: 200 })).includes("FIRST-ANSWER") ? true : undefined,
+  await until(
+    "the first answer on screen",
+    async () => ((await rt.readOutput(h, { lines: 200 })).includes("FIRST-ANSWER") ? true : undefined),
+    30_000,
+    200,
   );
-  await until("Herdr's state to settle", async () => ((await rt.agentState?.(h)) === "done" ? true : undefined));
+  await until(
+    "Herdr's state to settle",
+    async () => ((await rt.agentState?.(h)) === "done" ? true : undefined),
+    30_000,
+    200,
+  );
   assert.equal(pi.model.requests().length, 1);
 
   await rt.sendText(h, "Now the second answer");
-  await until("the second answer", async () =>
-    (await rt.readOutput(h, { lines: 200 })).includes("SECOND-ANSWER") ? true : undefined,
+  await until(
+    "the second answer",
+    async () => ((await rt.readOutput(h, { lines: 200 })).includes("SECOND-ANSWER") ? true : undefined),
+    30_000,
+    200,
   );
   assert.equal(pi.model.requests().length, 2);
-  await until("settled again", async () => ((await rt.agentState?.(h)) === "done" ? true : undefined));
+  await until("settled again", async () => ((await rt.agentState?.(h)) === "done" ? true : undefined), 30_000, 200);
 
   await rt.sendText(h, "/quit");
-  await until("pi to exit", async () => ((await rt.agentState?.(h)) === "missing" ? true : undefined));
+  await until("pi to exit", async () => ((await rt.agentState?.(h)) === "missing" ? true : undefined), 30_000, 200);
   assert.equal(await rt.isAlive(h), false);
-  await until("the exited event", async () => (events.some((e) => e.type === "exited") ? true : undefined));
+  await until(
+    "the exited event",
+    async () => (events.some((e) => e.type === "exited") ? true : undefined),
+    30_000,
+    200,
+  );
   const states = events.filter((e) => e.type === "state").map((e) => (e as { state: string }).state);
   assert.ok(states.includes("working") && states.includes("done"), `states seen: ${states.join(",")}`);
 
   await rt.close(h);
-  await until("the gone event", async () => (events.some((e) => e.type === "gone") ? true : undefined));
+  await until("the gone event", async () => (events.some((e) => e.type === "gone") ? true : undefined), 30_000, 200);
   stop?.();
   for (const { kind, message } of fake.log) {
     assert.equal(

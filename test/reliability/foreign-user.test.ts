@@ -8,9 +8,9 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startDaemonProc, type DaemonProc } from "./proc-harness.js";
+import { dshBin, runCliSync } from "../helpers/cli.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-const cli = join(root, "bin", "dsh-herdr");
+const cli = dshBin;
 const isRoot = process.getuid?.() === 0;
 const hasTools = spawnSync("sh", ["-c", "command -v useradd && command -v userdel && command -v runuser"]).status === 0;
 const skip = !isRoot ? "needs root (useradd)" : !hasTools ? "needs useradd, userdel and runuser" : false;
@@ -73,10 +73,6 @@ test("a second local user reaching the home gets HOME_NOT_YOURS naming the fix, 
     assert.doesNotMatch(r.stderr, /INTERNAL|EACCES|DAEMON_UNAVAILABLE/, r.stderr);
   }
   // Our daemon is untouched and still serves its owner.
-  const mine = spawnSync(process.execPath, [cli, "list"], {
-    encoding: "utf8",
-    env: { ...process.env, DSH_HERDR_HOME: home },
-    timeout: 60_000,
-  });
-  assert.equal(mine.status, 0, mine.stderr);
+  const mine = runCliSync(["list"], { env: { ...process.env, DSH_HERDR_HOME: home }, timeoutMs: 60_000 });
+  assert.equal(mine.code, 0, mine.err);
 });

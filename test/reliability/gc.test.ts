@@ -6,7 +6,6 @@
 //   - an interrupted task (still in `list`) keeps its worktree; `show` says a removed worktree is removed.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
@@ -14,9 +13,8 @@ import type { AgentResult } from "../../src/core/types.js";
 import { commitAll, git, write } from "../helpers/git.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 import { killUnder } from "../helpers/procs.js";
+import { runCliSync } from "../helpers/cli.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-const cliBin = join(root, "bin", "dsh-herdr");
 const report = (r: string) => ({
   toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: r } }],
 });
@@ -136,13 +134,9 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
   git(repo, "update-ref", "-d", `refs/heads/dsh/${ids.NOBRANCH}`);
 
   const run = (...args: string[]) => {
-    const r = spawnSync(process.execPath, [cliBin, ...args], {
-      encoding: "utf8",
-      env: { ...process.env, DSH_HERDR_HOME: home },
-      timeout: 120_000,
-    });
-    assert.equal(r.status, 0, `${args.join(" ")}: ${r.stderr}`);
-    return r.stdout;
+    const r = runCliSync(args, { env: { ...process.env, DSH_HERDR_HOME: home }, timeoutMs: 120_000 });
+    assert.equal(r.code, 0, `${args.join(" ")}: ${r.err}`);
+    return r.out;
   };
   const gc = (...args: string[]) => {
     const out = JSON.parse(run("gc", "--json", ...args)) as { plan: Item[] };

@@ -137,6 +137,10 @@ test("a prompt pi did not run fails the cycle with pi's words; a timeout is TIME
   assert.equal(settleVerdict({ kind: "session_settled", stopReason: "aborted" }).status, "failed");
   assert.equal(settleVerdict({ kind: "agent_end", stopReason: "stop" }).status, undefined); // the evidence decides
   assert.equal(settleVerdict({ kind: "owner_abort" }).error, undefined);
+  // Only a timeout's error replaces one the cycle already carries (the child's own error stands otherwise).
+  assert.equal(settleVerdict({ kind: "timeout", ms: 5 }).replacesError, true);
+  assert.equal(settleVerdict({ kind: "prompt_failed", message: "x" }).replacesError, undefined);
+  assert.equal(settleVerdict({ kind: "start_failed", code: "AGENT_STALLED", message: "x" }).replacesError, undefined);
 });
 
 test("failed and interrupted endings end the child; a normal one leaves it for a follow-up (parked after idleChildMs)", () => {
@@ -146,6 +150,8 @@ test("failed and interrupted endings end the child; a normal one leaves it for a
   assert.equal(ends({ type: "abort" }), true);
   assert.equal(ends({ type: "contract_error" }), true);
   assert.equal(ends({ type: "agent_end", willRetry: false, stopReason: "aborted" }), true);
+  // A gone runtime settles gone, yet ends nothing: its child is already gone.
+  assert.equal(ends({ type: "runtime_gone", how: "gone" }), false);
   const normal = step(st(running), { type: "agent_end", willRetry: false, stopReason: "stop" });
   assert.equal(kinds(normal.effects).includes("end_child"), false);
   assert.ok(kinds(normal.effects).includes("arm_idle"));

@@ -12,8 +12,7 @@ import { runDaemon } from "../../src/daemon/daemon.js";
 import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "../helpers/wait.js";
 
 function fastChildRuntime(home: string, launches: LaunchSpec[], children: DaemonClient[], finish: boolean): Runtime {
   return stubRuntime({

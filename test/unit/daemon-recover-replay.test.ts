@@ -1,7 +1,7 @@
 // replayJournal: what start-up recovery learns from a task's journal beyond its last task.json.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { replayJournal } from "../../src/daemon/recover.js";
+import { replayJournal } from "../../src/daemon/recover-replay.js";
 import type { TaskEvent } from "../../src/store/task-store.js";
 
 const ev = (type: string, more: Record<string, unknown> = {}): TaskEvent => ({ ts: 1000, type, ...more }) as TaskEvent;

@@ -11,8 +11,7 @@ import { runDaemon } from "../../src/daemon/daemon.js";
 import type { RuntimeEvent } from "../../src/runtime/types.js";
 import { TaskStore } from "../../src/store/task-store.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "../helpers/wait.js";
 
 test("a late exit event from a parked child's old pane does not end the relaunched cycle", {
   timeout: 30_000,

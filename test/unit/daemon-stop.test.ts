@@ -13,11 +13,11 @@ import { runDaemon } from "../../src/daemon/daemon.js";
 import type { LaunchSpec } from "../../src/runtime/types.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
+import { sleep } from "../helpers/wait.js";
 
 const stub = (launches: LaunchSpec[], gate?: Promise<void>) =>
   stubRuntime({ launch: async (spec) => (launches.push(spec), await gate, { runtime: "headless", pid: process.pid }) });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Timers that keep this process alive (unref'd ones are not listed). */
 const liveTimers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
 

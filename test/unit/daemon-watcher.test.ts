@@ -17,21 +17,12 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TaskFiles } from "../../src/daemon/watcher.js";
+import { until } from "../helpers/wait.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const fixture = readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8")
   .split("\n")
   .filter(Boolean);
-
-async function until<T>(fn: () => T | undefined, what: string, timeoutMs = 5000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 function setup() {
   const dir = mkdtempSync(join(tmpdir(), "dsh-watch-"));
@@ -63,8 +54,10 @@ test("watcher: the last session lines, appended 1-3 ms apart, are read without a
       }
       const size = readFileSync(session).length;
       await until(
-        () => (files.sessionOffset === size ? true : undefined),
         `offset ${size} in round ${round} (at ${files.sessionOffset})`,
+        () => (files.sessionOffset === size ? true : undefined),
+        5000,
+        5,
       );
     }
     const f = files.facts();
@@ -81,14 +74,14 @@ test("watcher: result.md appearing, changing and vanishing each reach onChange; 
   try {
     writeFileSync(join(dir, "session.jsonl"), fixture.slice(0, 3).join("\n") + "\n");
     files.start();
-    await until(() => (files.sessionOffset > 0 ? true : undefined), "the pre-existing session");
+    await until("the pre-existing session", () => (files.sessionOffset > 0 ? true : undefined), 5000, 5);
     const resultPath = join(dir, "result.md");
     writeFileSync(resultPath, "---\noutcome: completed\n---\n\nFirst report.\n");
-    await until(() => (files.result ? true : undefined), "result.md read");
+    await until("result.md read", () => (files.result ? true : undefined), 5000, 5);
     writeFileSync(resultPath, "---\noutcome: blocked\n---\n\nNeed a decision.\n");
-    await until(() => (files.result?.body.includes("decision") ? true : undefined), "result.md re-read");
+    await until("result.md re-read", () => (files.result?.body.includes("decision") ? true : undefined), 5000, 5);
     unlinkSync(resultPath);
-    await until(() => (files.result === undefined ? true : undefined), "result.md gone");
+    await until("result.md gone", () => (files.result === undefined ? true : undefined), 5000, 5);
     assert.ok(
       changes.filter((c) => c === "result").length >= 3,
       `appear, change, vanish reported: ${changes.join(",")}`,
@@ -116,7 +109,7 @@ test("watcher: with no OS watch available it falls back to polling and still rea
     mkdirSync(taskDir);
     for (const line of fixture) appendFileSync(join(taskDir, "session.jsonl"), line + "\n");
     const size = readFileSync(join(taskDir, "session.jsonl")).length;
-    await until(() => (files.sessionOffset === size ? true : undefined), "every line by polling");
+    await until("every line by polling", () => (files.sessionOffset === size ? true : undefined), 5000, 5);
     assert.equal(files.facts()?.cycleSettled, true);
   } finally {
     await files.stop();

@@ -1,0 +1,117 @@
+// The lifecycle's vocabulary: a task's phase, the events that move it, the effects it asks for and what the journal
+// records. The machine that moves between phases is src/core/task-cycle.ts.
+
+/** Why a cycle ended. The status and the error follow from it (settleVerdict); no free-form strings. */
+export type SettleReason =
+  /** The child extension's agent_end, with no retry to come. */
+  | { kind: "agent_end"; stopReason?: string }
+  /** No extension connected: the session file shows the cycle ended. */
+  | { kind: "session_settled"; stopReason?: string }
+  /** A second reportless normal ending (the protocol's terminal contract error). */
+  | { kind: "contract_error" }
+  /** pi did not run the prompt (no API key, no model, rejected input): pi's own words. */
+  | { kind: "prompt_failed"; message: string }
+  /** The child's process or pane ended before its cycle did. */
+  | { kind: "runtime_gone"; how: "gone" | "exited" | "away" }
+  /** No result within the task's timeoutMs. */
+  | { kind: "timeout"; ms: number }
+  /** The owner (or a person at the CLI) aborted the task. */
+  | { kind: "owner_abort" }
+  /** The task never got a child: launch failure, stall, queue timeout. */
+  | { kind: "start_failed"; code: string; message: string }
+  /** task.json was lost or unreadable while the daemon was down and could not be rebuilt. */
+  | { kind: "record_lost"; message: string }
+  /** The journal says the cycle settled before a crash; the harvest is redone from the evidence. */
+  | { kind: "settled_before_crash" };
+
+export type Phase =
+  /** Waiting for a concurrency slot: the first launch (cycle 1) or a follow-up cycle. */
+  | { name: "queued"; cycle: number; parked?: boolean }
+  /** The runtime is starting the child (attempt 1 or the one retry after a stall). */
+  | { name: "launching"; cycle: number; attempt: number }
+  /** The child runs; this cycle's prompt is on its way (pushed, or waiting for the child's hello). */
+  | { name: "awaiting_prompt"; cycle: number }
+  /** pi took the cycle's prompt and works on it. */
+  | { name: "running"; cycle: number }
+  /** The cycle is over and final: only respond starts another. `parked`: its idle child was ended. */
+  | { name: "settled"; cycle: number; reason: SettleReason; parked?: boolean }
+  | { name: "closed" };
+
+export type PhaseName = Phase["name"];
+
+export interface TaskState {
+  phase: Phase;
+  /** The child's extension is connected now. */
+  childConnected: boolean;
+}
+
+export type CycleEvent =
+  | { type: "admitted" }
+  | { type: "launch_returned" }
+  | { type: "launch_failed"; code: string; message: string }
+  | { type: "child_hello" }
+  | { type: "child_left" }
+  | { type: "prompt_accepted"; cycle: number }
+  | { type: "prompt_failed"; cycle: number; message: string }
+  | { type: "agent_end"; cycle?: number; stopReason?: string; willRetry: boolean }
+  | { type: "contract_error" }
+  /** The session file alone shows the cycle ended (used when no extension is connected). */
+  | { type: "session_settled"; stopReason?: string; retryMayFollow: boolean; fresh: boolean }
+  /** result.md, the session or the runtime state changed. */
+  | { type: "evidence_changed"; what: "session" | "result" | "runtime_state" }
+  | { type: "runtime_gone"; how: "gone" | "exited" }
+  | { type: "timeout_fired"; ms: number }
+  | { type: "idle_expired" }
+  /** A follow-up was made durable: the next cycle waits for a slot (slot_granted starts it). */
+  | { type: "respond" }
+  | { type: "slot_granted" }
+  | { type: "abort" }
+  | { type: "close"; closePane: boolean; headless: boolean }
+  | { type: "record_lost"; message: string }
+  /** Recovery found the running cycle ended (journaled settle, or the session ended it while the daemon was away). */
+  | { type: "settle_recovered"; reason: SettleReason };
+
+export type Effect =
+  | { type: "journal"; entry: JournalEntry }
+  | { type: "push_prompt"; cycle: number }
+  | { type: "arm_timeout" }
+  | { type: "cancel_timeout" }
+  | { type: "arm_idle" }
+  | { type: "cancel_idle" }
+  | { type: "resolve_readiness" }
+  | { type: "reject_readiness"; why: string }
+  | { type: "release_slot" }
+  | { type: "end_child"; why: string }
+  /** Relaunch pi on the task's session file for the queued follow-up (a parked task). */
+  | { type: "relaunch" }
+  /** Rebuild the live result from the evidence (no diff). */
+  | { type: "refresh" }
+  /** The settled harvest: diff, the AgentResult with the verdict's status, record, and the one owner outcome. */
+  | { type: "harvest_settled"; reason: SettleReason };
+
+/** What the journal (events.jsonl) records about the lifecycle; replayed by recovery. */
+export type JournalEntry =
+  | { type: "prompt_accepted"; cycle: number }
+  | { type: "prompt_failed"; cycle: number; error: string }
+  | { type: "settle"; cycle: number; why: SettleReason["kind"]; reason: SettleReason }
+  | { type: "late_evidence"; cycle: number; what: string }
+  | { type: "parked"; cycle: number }
+  | { type: "interrupted"; code?: string };
+
+export interface StepResult {
+  state: TaskState;
+  effects: Effect[];
+}
+
+/** The cycle a phase belongs to (closed has none). */
+export function cycleOf(p: Phase): number | undefined {
+  return p.name === "closed" ? undefined : p.cycle;
+}
+
+export const isSettled = (p: Phase): p is Extract<Phase, { name: "settled" }> => p.name === "settled";
+/** A cycle is in flight: between admission and settle. */
+export const isInFlight = (p: Phase): boolean =>
+  p.name === "launching" || p.name === "awaiting_prompt" || p.name === "running";
+/** The cycle's prompt has not been taken yet. */
+export const promptPending = (p: Phase): boolean =>
+  p.name === "launching" || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);

@@ -1,0 +1,123 @@
+// Carrying out a recovery plan (src/core/recovery-plan.ts) for one task: the phase it resumes in, the slot it holds
+// again, the watches and timers it needs, and the one lifecycle event that finishes what the crash interrupted.
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import type { RecoveryPlan } from "../core/recovery-plan.js";
+import { DshError } from "../core/errors.js";
+import type { Runtime } from "../runtime/types.js";
+import { branchFor, worktreePathFor } from "../git/worktree.js";
+import { gitMaybe } from "../git/run.js";
+import { followUpPath, type TaskRecord } from "./record.js";
+import type { Live, Supervisor } from "./supervisor.js";
+
+/**
+ * `alive`: the launched child still runs; `journaledWorktree`: the worktree the pipeline journaled before a launch
+ * (task.json may predate it).
+ */
+export async function applyRecoveryPlan(
+  sup: Supervisor,
+  live: Live,
+  plan: RecoveryPlan,
+  runtime: Runtime,
+  alive: boolean,
+  journaledWorktree: string | undefined,
+): Promise<void> {
+  const { store } = sup.deps;
+  const { rec } = live;
+  const taskId = rec.taskId;
+  switch (plan.kind) {
+    case "finish_close":
+      return; // recoverOne finished it before planning (the close needs no evidence)
+    case "finish_abort":
+      await sup.resume(live);
+      live.state = { ...live.state, phase: { name: "running", cycle: rec.cycle } };
+      if (plan.timeout) await sup.dispatch(live, { type: "timeout_fired", ms: rec.timeoutMs });
+      else await sup.dispatch(live, { type: "abort" });
+      await live.chain;
+      return;
+    case "start_again":
+      // Never launched: no child ever saw this task. A worktree created before the crash held no work yet; it is
+      // removed so the pipeline can create it afresh.
+      await dropUnusedWorktree(sup, rec, journaledWorktree);
+      rec.workdir = rec.cwd;
+      delete rec.worktree;
+      rec.status = "starting";
+      await sup.refresh(live); // listed and waitable before the socket serves
+      void sup.run(live, sup.admission.acquire(taskId));
+      return;
+    case "keep_settled":
+      live.state = { ...live.state, phase: plan.phase };
+      if (alive) sup.watchRuntime(live, runtime);
+      else live.childEnded = true;
+      if (!live.result) await sup.refresh(live);
+      return;
+    case "failed_before_prompt":
+      rec.error = {
+        code: "AGENT_STALLED",
+        message: "the child ended before it took its prompt while the daemon was down; spawn the task again",
+      };
+      live.state = { ...live.state, phase: { name: "awaiting_prompt", cycle: rec.cycle } };
+      live.childEnded = true;
+      await sup.dispatch(live, { type: "launch_failed", code: "AGENT_STALLED", message: rec.error.message });
+      await live.chain;
+      return;
+    case "push_prompt": {
+      const text =
+        rec.cycle > 1
+          ? await readFile(followUpPath(store.taskPaths(taskId).dir, rec.cycle), "utf8").catch(() => "")
+          : ((await store.readPrompt(taskId)) ?? "");
+      live.prompt = { cycle: rec.cycle, text };
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      sup.watchRuntime(live, runtime);
+      sup.armTimeout(live);
+      await sup.refresh(live);
+      return;
+    }
+    case "settle":
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      if (alive) sup.watchRuntime(live, runtime);
+      await sup.dispatch(live, { type: "settle_recovered", reason: plan.reason });
+      await live.chain;
+      return;
+    case "gone":
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      await sup.markGone(live);
+      await live.chain;
+      return;
+    case "resume_running":
+      live.state = { ...live.state, phase: plan.phase };
+      holdSlot(sup, taskId);
+      sup.armTimeout(live);
+      sup.watchRuntime(live, runtime);
+      await sup.refresh(live);
+      return;
+  }
+}
+
+/** A running or pending cycle holds a slot again (over the cap if the config shrank meanwhile: it already runs). */
+function holdSlot(sup: Supervisor, taskId: string): void {
+  try {
+    void sup.admission.acquire(taskId).catch(() => undefined);
+  } catch {
+    /* queue full: the cycle runs anyway */
+  }
+}
+
+async function dropUnusedWorktree(sup: Supervisor, rec: TaskRecord, journaled?: string): Promise<void> {
+  const repo = (await gitMaybe(rec.cwd, ["rev-parse", "--show-toplevel"]))?.trim();
+  if (!repo) return;
+  const path = rec.worktree?.path ?? journaled ?? worktreePathFor(sup.deps.home, repo, rec.taskId);
+  if (existsSync(path)) {
+    const removed = await gitMaybe(repo, ["worktree", "remove", "--force", path]);
+    if (removed === undefined)
+      throw new DshError(
+        "GIT_FAILED",
+        `could not remove the unused worktree ${path}; remove it with \`git worktree remove --force ${path}\``,
+      );
+  }
+  await gitMaybe(repo, ["worktree", "prune"]);
+  await gitMaybe(repo, ["branch", "-D", branchFor(rec.taskId)]);
+}
