@@ -137,13 +137,18 @@ test("watcher: the session stays open while watched and is closed at stop; a fil
     files.start();
     appendFileSync(session, fixture.slice(0, 3).join("\n") + "\n");
     const size = readFileSync(session).length;
-    await until(() => (files.sessionOffset === size ? true : undefined), "the first lines");
+    await until("the first lines", () => (files.sessionOffset === size ? true : undefined), 5000, 5);
     assert.equal(fdsOn(session), 1, "one descriptor on the session while watched");
     // Another file under the name (a rename over it), shorter than what was read: read again from 0.
     writeFileSync(join(dir, "other.jsonl"), fixture[0] + "\n");
     renameSync(join(dir, "other.jsonl"), session);
     const shorter = readFileSync(session).length;
-    await until(() => (files.sessionOffset === shorter ? true : undefined), `offset ${shorter} of the new file`);
+    await until(
+      `offset ${shorter} of the new file`,
+      () => (files.sessionOffset === shorter ? true : undefined),
+      5000,
+      5,
+    );
     assert.equal(files.facts()?.restarts, 1, "the reader started again once");
     assert.equal(fdsOn(session), 1, "the old file's descriptor was closed");
     await files.stop();
