@@ -10,6 +10,7 @@
 import { planRecovery } from "../core/recovery-plan.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { Runtimes } from "./runtimes.js";
+import { unsynced } from "../store/task-store.js";
 import type { TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
 import type { Relay } from "../remote/relay.js";
@@ -43,12 +44,12 @@ async function recoverRow(
   const { store, log } = sup.deps;
   try {
     // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
-    const rec = relay ? await store.readTask<TaskRecord>(row.taskId).catch(() => undefined) : undefined;
-    if (rec?.remote && rec.lifecycle === undefined) {
-      await relay!.recover(rec, replayJournal(await store.readEvents(row.taskId)).settled);
+    const rec = await store.readTask<TaskRecord>(row.taskId).catch(() => undefined);
+    if (relay && rec?.remote && rec.lifecycle === undefined) {
+      await relay.recover(rec, replayJournal(await store.readEvents(row.taskId)).settled);
       return;
     }
-    await recoverOne(sup, runtimes, row.taskId);
+    await recoverOne(sup, runtimes, row.taskId, rec); // read once: 1,000 open tasks are 1,000 record reads
   } catch (e) {
     const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(sup, row.taskId));
     log.warn(
@@ -62,9 +63,9 @@ async function recoverRow(
   }
 }
 
-async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): Promise<void> {
+async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, read?: TaskRecord): Promise<void> {
   const { store } = sup.deps;
-  const rec = await store.readTask<TaskRecord>(taskId);
+  const rec = read ?? (await store.readTask<TaskRecord>(taskId));
   if (rec.lifecycle !== undefined || rec.token === undefined) return;
   const j = replayJournal(await store.readEvents(taskId));
   if (j.handleStalled) delete rec.handle; // a retry's child may run unjournaled: find it below, never reuse the dead one
@@ -119,14 +120,18 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string): 
       !f.retryMayFollow &&
       (f.lastTimestampMs ?? 0) >= promptedAt - 1000,
   });
-  await sup.journal(live, {
-    type: "recovered",
-    plan: plan.kind,
-    alive,
-    status: rec.status,
-    cycle: rec.cycle,
-    ...(adopted ? { action: "adopt the child launched before the crash" } : {}),
-  });
+  // A note for people reading the journal; recovery decides from the other records, so it needs no fsync.
+  await sup.journal(
+    live,
+    unsynced({
+      type: "recovered",
+      plan: plan.kind,
+      alive,
+      status: rec.status,
+      cycle: rec.cycle,
+      ...(adopted ? { action: "adopt the child launched before the crash" } : {}),
+    }),
+  );
 
   await applyRecoveryPlan(sup, live, plan, runtime, alive, j.worktree);
 }
