@@ -123,7 +123,6 @@ export function checkTask(task: unknown): Checked<CrewTask> {
   return ok({ goal: task.goal, context: context as string[], instructions: ins as string[] });
 }
 
-
 /**
  * `remoteSubagents`: the definitions that name a machine themselves (`machine:` frontmatter), so a `cwd` without
  * `machine` is fine for them.
