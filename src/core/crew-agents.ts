@@ -1,6 +1,7 @@
 // Subagent definitions (`*.md` with YAML frontmatter) for crew_list/crew_spawn: parsing and priority merge.
 // Pure: the extension reads the files and hands over their text.
 import { parse as parseYaml } from "yaml";
+import { isValidMachineLabel } from "./machines.js";
 import type { Role, ThinkingLevel } from "./types.js";
 
 export type AgentSource = "project" | "user" | "bundled";
@@ -16,6 +17,8 @@ export interface AgentDefinition {
   role: Role;
   isolated: boolean;
   interactive: boolean;
+  /** A machine label from config.json `machines`: the child runs there (crew_spawn's `machine` overrides it). */
+  machine?: string;
   /** The body: role instructions handed to the child with its task. */
   prompt: string;
   source: AgentSource;
@@ -28,7 +31,7 @@ export interface AgentWarning {
 }
 
 const THINKING: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
-const FIELDS = ["name", "description", "model", "thinking", "tools", "role", "isolated", "interactive"];
+const FIELDS = ["name", "description", "model", "thinking", "tools", "role", "isolated", "interactive", "machine"];
 
 /** Split `---\n<yaml>\n---\n<body>`; null when the text has no frontmatter block. */
 export function splitFrontmatter(text: string): { yaml: string; body: string } | null {
@@ -112,6 +115,13 @@ export function parseAgentDefinition(
     if (typeof f[k] === "boolean") agent[k] = f[k] as boolean;
     else warn(`${k} must be true or false; false is used`);
   }
+  if (f.machine !== undefined) {
+    if (typeof f.machine === "string" && isValidMachineLabel(f.machine.trim())) agent.machine = f.machine.trim();
+    else
+      warn(
+        `machine must be a machine label from dsh-herdr's config (letters, digits, ".", "_", "-"), got ${JSON.stringify(f.machine)}; the subagent runs here`,
+      );
+  }
   return { agent, warnings };
 }
 
@@ -153,6 +163,7 @@ export function agentSummary(a: AgentDefinition): Record<string, unknown> {
     role: a.role,
     isolated: a.isolated,
     interactive: a.interactive,
+    machine: a.machine ?? null,
     source: a.source,
   };
 }

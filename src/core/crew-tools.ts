@@ -1,5 +1,6 @@
 // The owner's crew_* tools: argument schemas and validation (pi-crew Result Protocol). Pure, so every rule is
 // unit-tested without pi; the extension only maps a returned problem string to a thrown {"error": ...}.
+import { isValidMachineLabel } from "./machines.js";
 
 /** A structured assignment: what the child must achieve, facts it cannot see, concrete steps. */
 export interface CrewTask {
@@ -12,6 +13,10 @@ export interface SpawnArgs {
   subagent: string;
   brief: string;
   task: CrewTask;
+  /** A machine label from config.json `machines` (overrides the definition's `machine:`). */
+  machine?: string;
+  /** Where the child works on that machine (a path there); only with a machine. */
+  cwd?: string;
 }
 
 export type AbortArgs = { mode: "ids"; ids: string[] } | { mode: "all" };
@@ -63,6 +68,12 @@ export const CREW_TOOL_PARAMETERS = {
         },
         required: ["goal", "context", "instructions"],
       },
+      machine: str(
+        "Optional: run the subagent on another machine, a label from dsh-herdr's config (`dsh-herdr machine list`).",
+      ),
+      cwd: str(
+        "Optional, with machine (or a definition that names one): the absolute directory on that machine to work in; default this session's directory path.",
+      ),
     },
     required: ["subagent", "brief", "task"],
   },
@@ -112,9 +123,17 @@ export function checkTask(task: unknown): Checked<CrewTask> {
   return ok({ goal: task.goal, context: context as string[], instructions: ins as string[] });
 }
 
-export function checkSpawnArgs(params: unknown, knownSubagents: readonly string[]): Checked<SpawnArgs> {
+/**
+ * `remoteSubagents`: the definitions that name a machine themselves (`machine:` frontmatter), so a `cwd` without
+ * `machine` is fine for them.
+ */
+export function checkSpawnArgs(
+  params: unknown,
+  knownSubagents: readonly string[],
+  remoteSubagents: readonly string[] = [],
+): Checked<SpawnArgs> {
   if (!isObject(params)) return bad("crew_spawn needs {subagent, brief, task}.");
-  const extra = unknownFields("crew_spawn", params, ["subagent", "brief", "task"]);
+  const extra = unknownFields("crew_spawn", params, ["subagent", "brief", "task", "machine", "cwd"]);
   if (extra) return bad(extra);
   if (!nonBlank(params.subagent)) return bad("subagent is required: a name from crew_list.");
   const name = params.subagent.trim();
@@ -126,7 +145,24 @@ export function checkSpawnArgs(params: unknown, knownSubagents: readonly string[
   if (!nonBlank(params.brief)) return bad("brief is required and must not be empty.");
   const task = checkTask(params.task);
   if (!task.ok) return bad(task.error);
-  return ok({ subagent: name, brief: params.brief.trim(), task: task.value });
+  const out: SpawnArgs = { subagent: name, brief: params.brief.trim(), task: task.value };
+  if (params.machine !== undefined) {
+    if (typeof params.machine !== "string" || !isValidMachineLabel(params.machine.trim()))
+      return bad(
+        `machine must be a machine label from dsh-herdr's config (letters, digits, ".", "_", "-"), got ${JSON.stringify(params.machine)}; omit it to run here.`,
+      );
+    out.machine = params.machine.trim();
+  }
+  if (params.cwd !== undefined) {
+    if (!nonBlank(params.cwd) || !params.cwd.trim().startsWith("/"))
+      return bad(`cwd must be an absolute directory on the machine, got ${JSON.stringify(params.cwd)}.`);
+    if (out.machine === undefined && !remoteSubagents.includes(name))
+      return bad(
+        `cwd is for a subagent on another machine; give machine too (a local subagent works in this session's directory).`,
+      );
+    out.cwd = params.cwd.trim();
+  }
+  return ok(out);
 }
 
 function checkId(tool: string, v: unknown): Checked<string> {

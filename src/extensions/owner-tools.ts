@@ -60,6 +60,8 @@ function daemonError(e: unknown, id?: string): ToolError {
     return new ToolError(
       `Subagent "${id}" belongs to a different session; only its owner may respond, close or abort it.`,
     );
+  // Named, so the model can tell a wrong label from a machine that is down (the message carries ssh's own line).
+  if (code === "MACHINE_UNKNOWN" || code === "MACHINE_UNREACHABLE") return new ToolError(`${code}: ${msg}`);
   if (code === "DAEMON_UNAVAILABLE")
     return new ToolError(`the dsh-herdr daemon is not reachable (${msg}); start it with \`dsh-herdr daemon start\`.`);
   return new ToolError(msg);
@@ -150,13 +152,18 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
         checkSpawnArgs(
           params,
           agents.map((a) => a.name),
+          agents.filter((a) => a.machine !== undefined).map((a) => a.name),
         ),
       );
       const agent = agents.find((a) => a.name === args.subagent)!;
+      // Another machine (the call's `machine`, else the definition's): the daemon relays the spawn over its link, as
+      // for `dsh-herdr spawn --machine`; cwd is a path there, by default the same path as this session's.
+      const machine = args.machine ?? agent.machine;
       let r: { subagent_id: string; name?: string };
       try {
         r = await link.request<{ subagent_id: string; name?: string }>("task.spawn", {
-          cwd: ctx.cwd,
+          cwd: args.cwd ?? ctx.cwd,
+          ...(machine !== undefined ? { machine } : {}),
           brief: args.brief,
           task: spawnTask(agent, args.task),
           role: agent.role,
@@ -171,7 +178,13 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       deps.changed();
       return json(
         { subagent_id: r.subagent_id },
-        { subagent: agent.name, brief: args.brief, task: args.task, ...(r.name ? { name: r.name } : {}) },
+        {
+          subagent: agent.name,
+          brief: args.brief,
+          task: args.task,
+          ...(r.name ? { name: r.name } : {}),
+          ...(machine !== undefined ? { machine } : {}),
+        },
       );
     },
   });

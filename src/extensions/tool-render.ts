@@ -94,10 +94,12 @@ export function resultLines(tool: string, r: ToolResultView, isError: boolean, t
     case "crew_spawn": {
       const who = str(details["name"]) || str(v["subagent_id"]);
       const brief = str(details["brief"]);
+      const machine = str(details["machine"]);
       return [
         [
           ["spawned ", ok],
           [who, (t) => theme.bold(t)],
+          [machine ? ` on ${machine}` : ""],
           [brief ? ` · ${brief}` : "", dim],
         ],
       ];

@@ -132,7 +132,8 @@ async function openAttempt(o: LinkOptions): Promise<Attempt> {
   }
 }
 
-function resolveSpec(m: MachineSpec, env: NodeJS.ProcessEnv): MachineSpec {
+/** The entry with `~` in its key and known_hosts paths expanded (as ssh gets them). */
+export function resolveSpec(m: MachineSpec, env: NodeJS.ProcessEnv): MachineSpec {
   return {
     ...m,
     ...(m.identity !== undefined ? { identity: expandHome(m.identity, env) } : {}),

@@ -3,7 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -264,12 +264,64 @@ describe("machine commands over real ssh", { skip: sshdUnavailable(), timeout: 3
     assert.equal(now, before);
   });
 
+  test("open and logs of a task on another machine go there over ssh (open prints the ssh -t command without a terminal)", async () => {
+    const d = mkdtempSync(join(tmpdir(), "dsh-remote-open-"));
+    try {
+      const c = cliIn(d);
+      const localId = "tmx4aaaaaaaa";
+      const remoteId = "tmx4zzzzzzzz";
+      mkdirSync(join(d, "dsh", "tasks", localId), { recursive: true, mode: 0o700 });
+      writeFileSync(join(d, "dsh", "config.json"), JSON.stringify({ machines: { builder: sshd.machine } }));
+      writeFileSync(
+        join(d, "dsh", "tasks", localId, "task.json"),
+        JSON.stringify({
+          taskId: localId,
+          name: "worker-x",
+          runtime: "tmux",
+          machine: "builder",
+          remote: { label: "builder", taskId: remoteId },
+        }),
+      );
+      const m = sshd.machine;
+      const printed = await c(["open", "aaaa"]);
+      assert.equal(printed.code, 0, printed.err);
+      assert.match(
+        printed.out,
+        new RegExp(`^ssh -t .*-p ${m.port} .*${m.ssh.replace(/\./g, "\\.")} '.* open ${remoteId}'$`),
+      );
+      const j = JSON.parse((await c(["open", localId, "--json"])).out) as { command: string[]; remoteTaskId: string };
+      assert.equal(j.remoteTaskId, remoteId);
+      assert.deepEqual(j.command.slice(0, 2), ["ssh", "-t"]);
+      assert.equal(j.command.at(-1), `${m.command} open ${remoteId}`);
+      // The command reaches that machine's own dsh-herdr (here without a tty), which has no such task.
+      const there = await execa(
+        j.command[0]!,
+        j.command.slice(1).map((a) => (a === "-t" ? "-T" : a)),
+        { reject: false, stdin: "ignore" },
+      );
+      assert.equal(there.exitCode, 1, String(there.stderr));
+      assert.match(String(there.stderr), new RegExp(`dsh-herdr: TASK_NOT_FOUND: .*${remoteId}`));
+      // logs relays the remote CLI's own error as ours, saying where.
+      const logs = await c(["logs", localId, "--json"]);
+      assert.equal(logs.code, 1);
+      const err = (JSON.parse(logs.err) as { error: { code: string; message: string } }).error;
+      assert.equal(err.code, "TASK_NOT_FOUND");
+      assert.match(err.message, /^on machine builder: /);
+      // A machine no longer in config.json: named.
+      writeFileSync(join(d, "dsh", "config.json"), JSON.stringify({ machines: {} }));
+      const gone = await c(["logs", localId]);
+      assert.equal(gone.code, 1);
+      assert.match(gone.err, /MACHINE_UNKNOWN: .*machine builder .*machine add builder/);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
   test("a hand-edited bad machines entry is CONFIG_INVALID naming the key", async () => {
     const d = mkdtempSync(join(tmpdir(), "dsh-machine-cfg-"));
     try {
       const c = cliIn(d);
       await c(["config", "path"]);
-      const { mkdirSync } = await import("node:fs");
       mkdirSync(join(d, "dsh"), { recursive: true, mode: 0o700 });
       writeFileSync(join(d, "dsh", "config.json"), JSON.stringify({ machines: { builder: { ssh: "a@b", prot: 22 } } }));
       const r = await c(["machine", "list"]);

@@ -4,7 +4,17 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
@@ -139,6 +149,9 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.equal(agent.model, "scripted/scripted-model");
     deadPort = await freePort();
     home = join(dir, "home-dsh");
+    // The machines in config.json too, as `machine add` leaves them: the CLI's `logs` and `open` read them there.
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    writeFileSync(join(home, "config.json"), JSON.stringify({ machines: localConfig().machines }), { mode: 0o600 });
     daemon = await runDaemon(home, { config: localConfig() });
     cli = await connect(home, { kind: "cli", timeoutMs: 120_000 });
   });
@@ -199,10 +212,34 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.match(diff.patch, /\+feature done/);
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
-    // logs: the output is on the other machine; a clear error says where, not "not launched yet".
+    // logs: read on the other machine by its own `logs`, over ssh with the machine's entry; the same output.
+    const remoteId = rec.remote.taskId;
+    const there = JSON.parse(sshd.runAs([...sshd.command.split(" "), "logs", remoteId, "--json"])) as {
+      runtime: string;
+      output: string;
+    };
+    assert.ok(there.output.length > 0, "the remote child printed something");
+    const logs = JSON.parse(cliRun(["logs", taskId, "--json"])) as Record<string, unknown>;
+    assert.deepEqual(logs, {
+      taskId,
+      machine: "builder",
+      remoteTaskId: remoteId,
+      runtime: there.runtime,
+      output: there.output,
+    });
+    assert.equal(
+      cliRun(["logs", taskId]).trimEnd(),
+      there.output
+        .split("\n")
+        .map((l) => l.trimEnd())
+        .join("\n")
+        .trimEnd(),
+    );
+    // open: a headless child there has no pane; the error says where it runs and what to use instead.
     assert.throws(
-      () => cliRun(["logs", taskId]),
-      (e: { stderr?: string }) => /runs on machine builder/.test(String(e.stderr)),
+      () => cliRun(["open", taskId]),
+      (e: { stderr?: string }) =>
+        /runs headless on machine builder/.test(String(e.stderr)) && /dsh-herdr logs/.test(String(e.stderr)),
     );
   });
 

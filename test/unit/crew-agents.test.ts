@@ -26,6 +26,7 @@ test("a definition parses every frontmatter field; bad optional fields warn and 
     role: "reviewer",
     isolated: true,
     interactive: true,
+    machine: null,
     source: "project",
   });
   assert.equal(agent!.prompt, "Do the work.");
@@ -40,6 +41,19 @@ test("a definition parses every frontmatter field; bad optional fields warn and 
     loose.warnings.map((w) => w.message.split(" ")[0]),
     ["unknown", "model", "thinking", "role"],
   );
+});
+
+test("machine: names a configured machine label; a bad one warns and the subagent runs here", () => {
+  const remote = parseAgentDefinition(def("name: far\ndescription: d\nmachine: builder-01"), "/x/far.md", "project");
+  assert.deepEqual(remote.warnings, []);
+  assert.equal(remote.agent!.machine, "builder-01");
+  assert.equal(agentSummary(remote.agent!)["machine"], "builder-01");
+  for (const bad of ["machine: -oProxyCommand=x", "machine: two words", "machine: [a, b]", "machine: 7"]) {
+    const r = parseAgentDefinition(def(`name: far\ndescription: d\n${bad}`), "/x/far.md", "project");
+    assert.equal(r.agent!.machine, undefined, bad);
+    assert.equal(r.warnings.length, 1, bad);
+    assert.match(r.warnings[0]!.message, /machine must be a machine label .*the subagent runs here/, bad);
+  }
 });
 
 test("unusable files are warnings naming the problem", () => {

@@ -52,6 +52,29 @@ test("crew_spawn: valid args come back trimmed; blank brief, unknown subagent, u
   );
 });
 
+test("crew_spawn: machine is a label, cwd an absolute path that goes with a machine (the call's or the definition's)", () => {
+  assert.deepEqual(
+    checkSpawnArgs({ subagent: "worker", brief: "b", task, machine: " builder ", cwd: " /srv/repo " }, ["worker"]),
+    { ok: true, value: { subagent: "worker", brief: "b", task, machine: "builder", cwd: "/srv/repo" } },
+  );
+  assert.deepEqual(checkSpawnArgs({ subagent: "far", brief: "b", task, cwd: "/srv/repo" }, ["far"], ["far"]), {
+    ok: true,
+    value: { subagent: "far", brief: "b", task, cwd: "/srv/repo" },
+  });
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task, cwd: "/srv/repo" }, ["worker"])),
+    /cwd is for a subagent on another machine; give machine too/,
+  );
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task, machine: "two words" }, ["worker"])),
+    /machine must be a machine label/,
+  );
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task, machine: "builder", cwd: "repo" }, ["worker"])),
+    /cwd must be an absolute directory on the machine/,
+  );
+});
+
 test("crew_respond / crew_done: ids and messages must be non-blank, unknown fields rejected", () => {
   assert.deepEqual(checkRespondArgs({ subagent_id: " t1 ", message: "yes" }), {
     ok: true,

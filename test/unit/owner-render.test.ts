@@ -21,6 +21,16 @@ test("crew_spawn's result is one confirmation line; an error shows its words; wi
     { isError: false },
   );
   assert.deepEqual(ok.render(80), ["spawned worker-flash-41hs · retry with jitter"]);
+  const far = r.renderResult(
+    {
+      content: [{ type: "text", text: '{"subagent_id":"tmx4irfk41hs"}' }],
+      details: { name: "worker-flash-41hs", brief: "retry", machine: "builder" },
+    },
+    {},
+    plainTheme,
+    { isError: false },
+  );
+  assert.deepEqual(far.render(80), ["spawned worker-flash-41hs on builder · retry"]);
   const err = r.renderResult(
     { content: [{ type: "text", text: '{"error":"No subagent with id \\"x\\"; crew_status lists them."}' }] },
     {},

@@ -14,6 +14,7 @@ import type { Runtime, RuntimeHandle } from "../../runtime/types.js";
 import type { CliContext } from "../context.js";
 import { printJson } from "../io.js";
 import { resolveId, taskDir } from "../task-files.js";
+import { remoteLogs, remoteOpen } from "./remote-panes.js";
 import { examples, jsonOption } from "./shared.js";
 
 interface TaskJson {
@@ -25,17 +26,14 @@ interface TaskJson {
   remote?: { label: string; taskId: string };
 }
 
-function readTaskJson(home: string, taskId: string): TaskJson & { handle: RuntimeHandle } {
+function readTaskJson(home: string, taskId: string): TaskJson {
   const file = join(taskDir(home, taskId), "task.json");
   if (!existsSync(file))
     throw new DshError("TASK_NOT_FOUND", `${file} is missing; the task record is gone (dsh-herdr list --all)`);
-  const rec = JSON.parse(readFileSync(file, "utf8")) as TaskJson;
-  // A task relayed to another machine (src/remote/relay.ts): its child, pane and output are there, not here.
-  if (rec.remote)
-    throw new DshError(
-      "BAD_STATE",
-      `task ${taskId} runs on machine ${rec.remote.label} (task ${rec.remote.taskId} there); its output is on that machine: run \`dsh-herdr logs ${rec.remote.taskId}\` there, or read it with \`dsh-herdr show ${taskId}\` here`,
-    );
+  return JSON.parse(readFileSync(file, "utf8")) as TaskJson;
+}
+
+function launched(taskId: string, rec: TaskJson): TaskJson & { handle: RuntimeHandle } {
   if (!rec.handle)
     throw new DshError(
       "BAD_STATE",
@@ -133,7 +131,7 @@ export class OutputFollower {
 export function registerPaneCommands(program: Command, ctx: CliContext): void {
   const logs = program
     .command("logs")
-    .description("the child's screen (herdr, tmux) or output (headless)")
+    .description("the child's screen (herdr, tmux) or output (headless); on another machine, read there over ssh")
     .argument("<id>", "task id or unique prefix")
     .option("-n, --lines <n>", "how many lines", "80")
     .option("-f, --follow", "keep printing new output until the child exits or Ctrl+C");
@@ -144,7 +142,10 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
     const lines = Number.parseInt(o.lines, 10);
     if (!Number.isInteger(lines) || lines < 1)
       throw new DshError("BAD_PARAMS", `--lines ${o.lines}: give a positive number`, { usage: true });
-    const rec = readTaskJson(ctx.home, taskId);
+    const task = readTaskJson(ctx.home, taskId);
+    // A task relayed to another machine: its output is there, read by that machine's own `logs`.
+    if (task.remote) return remoteLogs(ctx, taskId, task.remote, { lines, follow: o.follow, json: o.json });
+    const rec = launched(taskId, task);
     const rt = await runtimeFor(ctx, rec.handle);
     const text = await rt.readOutput(rec.handle, { lines });
     if (o.json) return printJson(ctx.io, { taskId, runtime: rec.handle.runtime, output: text });
@@ -161,13 +162,17 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
 
   const open = program
     .command("open")
-    .description("focus the child's pane in Herdr, or attach to its tmux window")
+    .description(
+      "focus the child's pane in Herdr, or attach to its tmux window; on another machine, over `ssh -t` (printed without a terminal)",
+    )
     .argument("<id>", "task id or unique prefix");
   jsonOption(open);
   examples(open, ["dsh-herdr open tmg3"]);
   open.action(async (id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
-    const h = readTaskJson(ctx.home, taskId).handle;
+    const task = readTaskJson(ctx.home, taskId);
+    if (task.remote) return remoteOpen(ctx, taskId, task.remote, task.runtime, o);
+    const h = launched(taskId, task).handle;
     if (h.runtime === "headless") {
       throw new DshError(
         "BAD_STATE",

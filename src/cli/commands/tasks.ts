@@ -58,7 +58,8 @@ async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
 
 export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record<string, unknown>> {
   const cwd = resolve(o.cwd ?? process.cwd());
-  if (o.cwd !== undefined && !isDirectory(cwd))
+  // With --machine, --cwd is a path on that machine: its daemon checks it.
+  if (o.cwd !== undefined && o.machine === undefined && !isDirectory(cwd))
     throw usage(`--cwd ${o.cwd}: no such directory; pass the repository to work in`);
   const p: Record<string, unknown> = { cwd, prompt: await promptOf(o, words) };
   for (const k of ["model", "thinking", "role", "brief", "owner", "machine", "runtime"] as const)

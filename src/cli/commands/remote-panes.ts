@@ -1,0 +1,141 @@
+// logs and open of a task relayed to another machine (src/remote/relay.ts): its child, pane and output are there.
+// `logs` runs that machine's own `dsh-herdr logs <its task id>` over ssh, with the machine's entry in config.json
+// (the same key, known_hosts and command the daemon's link uses), and streams what it prints. `open` needs a
+// terminal there: with one it runs `ssh -t ... open <its task id>`; without one (or --json) it prints that command.
+import { spawnSync } from "node:child_process";
+import { execa } from "execa";
+import { DshError, ERROR_CODES, type ErrorCode } from "../../core/errors.js";
+import { machineTarget, sshArgv, sshErrorLine, type MachineSpec } from "../../core/machines.js";
+import { resolveSpec } from "../../remote/link.js";
+import { loadConfig } from "../../store/config.js";
+import type { CliContext } from "../context.js";
+import { printJson } from "../io.js";
+
+export interface RemoteRef {
+  label: string;
+  taskId: string;
+}
+
+async function machineOf(ctx: CliContext, taskId: string, remote: RemoteRef): Promise<MachineSpec> {
+  const m = (await loadConfig(ctx.home, ctx.io.env)).machines?.[remote.label];
+  if (!m)
+    throw new DshError(
+      "MACHINE_UNKNOWN",
+      `task ${taskId} runs on machine ${remote.label} (task ${remote.taskId} there), which is no longer in config.json; add it again with \`dsh-herdr machine add ${remote.label} --ssh USER@HOST\``,
+    );
+  return resolveSpec(m, ctx.io.env);
+}
+
+/** The remote CLI's own error line (`dsh-herdr: CODE: message`) as ours, or ssh's failure as MACHINE_UNREACHABLE. */
+function remoteFailure(remote: RemoteRef, m: MachineSpec, exitCode: number | undefined, stderr: string): DshError {
+  if (exitCode === 255) {
+    const line = sshErrorLine(stderr) ?? "ssh exited with code 255";
+    return new DshError(
+      "MACHINE_UNREACHABLE",
+      `machine ${remote.label} (${machineTarget(m)}) is unreachable: ${line}; check it with \`dsh-herdr machine check ${remote.label}\``,
+      { label: remote.label, sshError: line },
+    );
+  }
+  // `dsh-herdr: CODE: message`, or with --json `{"error":{"code","message"}}` (src/cli/main.ts).
+  const said = /^dsh-herdr: ([A-Z_]+): (.*)$/m.exec(stderr);
+  let code = said?.[1];
+  let message = said?.[2];
+  if (!said) {
+    try {
+      const j = JSON.parse(stderr.trim().split("\n").at(-1) ?? "") as { error?: { code?: string; message?: string } };
+      code = j.error?.code;
+      message = j.error?.message;
+    } catch {
+      /* not the CLI's own words */
+    }
+  }
+  if (code && (ERROR_CODES as readonly string[]).includes(code))
+    return new DshError(code as ErrorCode, `on machine ${remote.label}: ${message ?? ""}`, { label: remote.label });
+  return new DshError(
+    "RUNTIME_UNAVAILABLE",
+    `\`dsh-herdr\` on machine ${remote.label} failed (exit ${exitCode ?? "?"}): ${sshErrorLine(stderr) ?? "no message"}`,
+    { label: remote.label },
+  );
+}
+
+export async function remoteLogs(
+  ctx: CliContext,
+  taskId: string,
+  remote: RemoteRef,
+  o: { lines: number; follow?: boolean; json?: boolean },
+): Promise<void> {
+  const m = await machineOf(ctx, taskId, remote);
+  const args = [
+    "logs",
+    remote.taskId,
+    "-n",
+    String(o.lines),
+    ...(o.follow ? ["-f"] : []),
+    ...(o.json ? ["--json"] : []),
+  ];
+  const ssh = execa("ssh", sshArgv(m, args), {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    buffer: false,
+    reject: false,
+    env: ctx.io.env,
+    extendEnv: false,
+    cancelSignal: ctx.signal,
+  });
+  let out = "";
+  let err = "";
+  ssh.stdout!.on("data", (c: Buffer) => {
+    // --json is one object to rewrite; plain output streams through as it comes (logs -f).
+    if (o.json) out += c.toString("utf8");
+    else ctx.io.out(c.toString("utf8"));
+  });
+  ssh.stderr!.on("data", (c: Buffer) => {
+    if (err.length < 65_536) err += c.toString("utf8");
+  });
+  const r = await ssh;
+  if (ctx.signal.aborted) return; // Ctrl+C ends a follow; exit 0 as for a local task
+  if (r.exitCode !== 0) throw remoteFailure(remote, m, r.exitCode, err);
+  if (o.json) {
+    const j = JSON.parse(out) as { runtime?: string; output?: string };
+    printJson(ctx.io, {
+      taskId,
+      machine: remote.label,
+      remoteTaskId: remote.taskId,
+      runtime: j.runtime,
+      output: j.output,
+    });
+  }
+}
+
+/** A POSIX shell word (for printing a command a user can paste). */
+function shellWord(s: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+export async function remoteOpen(
+  ctx: CliContext,
+  taskId: string,
+  remote: RemoteRef,
+  runtime: string | undefined,
+  o: { json?: boolean },
+): Promise<void> {
+  if (runtime === "headless")
+    throw new DshError(
+      "BAD_STATE",
+      `task ${taskId} runs headless on machine ${remote.label} and has no pane; read its output with \`dsh-herdr logs ${taskId} -f\``,
+    );
+  const m = await machineOf(ctx, taskId, remote);
+  // -t instead of the link's -T: the remote `open` attaches to a tmux window (or focuses a Herdr pane) there.
+  const argv = ["ssh", "-t", ...sshArgv(m, ["open", remote.taskId]).filter((a) => a !== "-T")];
+  if (o.json)
+    return printJson(ctx.io, { taskId, machine: remote.label, remoteTaskId: remote.taskId, runtime, command: argv });
+  if (!ctx.io.isTTY) return ctx.io.out(argv.map(shellWord).join(" ") + "\n");
+  const r = spawnSync(argv[0]!, argv.slice(1), { stdio: "inherit", env: ctx.io.env });
+  if (r.status === 255)
+    throw new DshError(
+      "MACHINE_UNREACHABLE",
+      `ssh to machine ${remote.label} (${machineTarget(m)}) failed; check it with \`dsh-herdr machine check ${remote.label}\``,
+    );
+  if (r.status !== 0) ctx.exitCode = r.status ?? 1;
+}

@@ -1,0 +1,50 @@
+// The owner's commands on a remote task, forwarded to its machine's daemon: respond (a new cycle there, followed
+// here), abort (the remote settles the cycle; the follow loop records it), close (closed there, then here).
+import { isSettledStatus } from "../core/derive.js";
+import type { AgentResult } from "../core/types.js";
+import type { RemoteFollow } from "./relay-follow.js";
+import { localize, type RelayContext, type RelayLive } from "./relay-types.js";
+
+export async function relayRespond(
+  ctx: RelayContext,
+  follow: RemoteFollow,
+  live: RelayLive,
+  message: string,
+): Promise<{ cycle: number; queued: boolean }> {
+  const link = await ctx.ready(live.rec.remote!.label);
+  const r = await link.request<{ cycle: number; queued?: true }>("task.respond", {
+    taskId: live.rec.remote!.taskId,
+    message,
+  });
+  live.rec.cycle = r.cycle;
+  delete live.rec.timing.settledAt;
+  live.state = { ...live.state, phase: { name: "running", cycle: r.cycle } };
+  await ctx.sup.journal(live, { type: "respond", cycle: r.cycle, remote: true });
+  const now = await link.request<AgentResult>("task.get", { taskId: live.rec.remote!.taskId }).catch(() => undefined);
+  if (now && !isSettledStatus(now.status)) await follow.snapshot(live, now, true);
+  else await ctx.sup.deps.store.writeTask(live.rec);
+  void follow.follow(live);
+  return { cycle: r.cycle, queued: r.queued === true };
+}
+
+export async function relayAbort(ctx: RelayContext, live: RelayLive): Promise<boolean> {
+  if (live.state.phase.name !== "running") return false;
+  const link = await ctx.ready(live.rec.remote!.label);
+  const r = await link.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [live.rec.remote!.taskId] });
+  // The abort settles the remote cycle; the follow loop records it (one delivery, as for a local abort).
+  return r.aborted_ids.includes(live.rec.remote!.taskId);
+}
+
+export async function relayClose(ctx: RelayContext, live: RelayLive, closePane: boolean): Promise<AgentResult> {
+  const link = await ctx.ready(live.rec.remote!.label);
+  const r = await link.request<AgentResult>("task.close", { taskId: live.rec.remote!.taskId, closePane });
+  const result = localize(live, r);
+  live.rec.lifecycle = "closed";
+  live.rec.status = result.status;
+  live.result = result;
+  live.state = { ...live.state, phase: { name: "closed" } };
+  await ctx.sup.journal(live, { type: "closed", closePane, remote: true });
+  await ctx.sup.deps.store.saveTask(live.rec, result, { sync: true });
+  ctx.sup.notifyStatus(live, result, { settled: false });
+  return result;
+}

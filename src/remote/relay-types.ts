@@ -1,0 +1,115 @@
+// What the relay (src/remote/relay.ts) needs of the daemon, structurally, and what its parts share: the record
+// fields it writes, the supervisor's task map and listeners, its options, and the remote's result as this daemon's.
+import type { AgentResult, AgentStatus, Role, RuntimeKind } from "../core/types.js";
+import type { BackoffPolicy } from "../core/machines.js";
+import type { TaskState } from "../core/task-cycle.js";
+import type { TaskRecord } from "../daemon/record.js";
+import type { Config } from "../store/config.js";
+import type { TaskStore } from "../store/task-store.js";
+import type { MachineLink } from "./link.js";
+
+/** The fields of a task record (src/daemon/record.ts) the relay writes or reads: a remote task has no handle here. */
+export type RemoteRecord = Pick<
+  TaskRecord,
+  | "taskId"
+  | "owner"
+  | "status"
+  | "createdAt"
+  | "updatedAt"
+  | "brief"
+  | "cwd"
+  | "kind"
+  | "role"
+  | "model"
+  | "thinking"
+  | "isolated"
+  | "timeoutMs"
+  | "machine"
+  | "remote"
+  | "runtime"
+  | "name"
+  | "token"
+  | "workdir"
+  | "sessionPath"
+  | "resultPath"
+  | "worktree"
+  | "cycle"
+  | "timing"
+  | "lifecycle"
+>;
+
+export interface RelayLive {
+  rec: RemoteRecord;
+  state: TaskState;
+  result?: AgentResult;
+}
+
+export interface RelayLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** The supervisor as the relay uses it: its task map, store, config, journal and status listeners. */
+export interface RelayHost {
+  readonly tasks: ReadonlyMap<string, RelayLive>;
+  readonly deps: { store: TaskStore; config(): Config; log: RelayLogger };
+  register(rec: RemoteRecord): RelayLive;
+  journal(live: RelayLive, event: { type: string; [k: string]: unknown }): Promise<void>;
+  notifyStatus(live: RelayLive, result: AgentResult, info: { settled: boolean }): void;
+  statusOf(live: RelayLive): AgentStatus;
+}
+
+/** task.spawn params the relay forwards (src/daemon/methods.ts SpawnParams). */
+export interface RemoteSpawnParams {
+  machine?: string;
+  cwd: string;
+  model?: string;
+  thinking?: string;
+  role?: Role;
+  prompt?: string;
+  task?: unknown;
+  brief?: string;
+  isolated?: boolean;
+  timeoutMs?: number;
+  runtime?: RuntimeKind;
+}
+
+export interface RelayOptions {
+  version: string;
+  /** Environment for ssh (HOME finds ~/.ssh). */
+  env?: NodeJS.ProcessEnv;
+  backoff?: BackoffPolicy;
+  /** How long start-up recovery waits for each machine before serving anyway (default 20 s). */
+  reattachTimeoutMs?: number;
+}
+
+/** What the relay's parts get from the Relay: the supervisor and the machines' links. */
+export interface RelayContext {
+  readonly sup: RelayHost;
+  /** The relay was stopped: loops end. */
+  readonly stopped: boolean;
+  /** The machine's link when one was made (never connects). */
+  linkOf(label: string): MachineLink | undefined;
+  /** The link up now, or MACHINE_UNREACHABLE with ssh's line (waits for an attempt under way). */
+  ready(label: string): Promise<MachineLink>;
+}
+
+/** A `task.wait` round on the remote: short, so a drop or a close is noticed between rounds. */
+export const WAIT_ROUND_MS = 20_000;
+
+export const UNREACHABLE_PREFIX = (label: string) => `machine ${label} unreachable since `;
+
+/** The remote's result as this daemon's: the local id and owner, the machine's label; its paths stay the remote's. */
+export function localize(live: RelayLive, r: AgentResult): AgentResult {
+  const out: AgentResult = {
+    ...r,
+    taskId: live.rec.taskId,
+    owner: live.rec.owner,
+    agent: { ...r.agent, machine: live.rec.remote!.label },
+  };
+  const warnings = (r.warnings ?? []).filter((w) => !w.startsWith(UNREACHABLE_PREFIX(live.rec.remote!.label)));
+  if (warnings.length > 0) out.warnings = warnings;
+  else delete out.warnings;
+  return out;
+}
