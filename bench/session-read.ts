@@ -84,7 +84,9 @@ async function readerCosts(path: string, dir: string): Promise<{ fullMs: number;
   const t = performance.now();
   await files.readSession();
   const fullMs = performance.now() - t;
-  return { fullMs, appendUs: await appendCostUs(files, path) };
+  const appendUs = await appendCostUs(files, path);
+  await files.stop(); // the reader keeps the session open while it watches
+  return { fullMs, appendUs };
 }
 
 /** Median µs for TaskFiles to take in one appended assistant line. */
@@ -168,6 +170,7 @@ async function main(): Promise<void> {
   });
   await smallReader.readSession();
   const smallAppendUs = await appendCostUs(smallReader, small);
+  await smallReader.stop();
   const floorMs = await parseFloorMs(big);
   printFigure({
     name: `session read ${mb.toFixed(0)} MB, daemon reader in-process`,
