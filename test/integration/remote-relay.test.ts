@@ -27,9 +27,10 @@ import type { AgentResult } from "../../src/core/types.js";
 import { initRepo } from "../helpers/git.js";
 import { freePort, sshdUnavailable, startSshd, uidOf, type TestSshd } from "../helpers/sshd.js";
 import { waitFor } from "../helpers/tmux.js";
+import { dshBin } from "../helpers/cli.js";
+import { sleep } from "../helpers/wait.js";
 
 const skip = sshdUnavailable();
-const repoRoot = join(import.meta.dirname, "..", "..", "..");
 const OWNER = "owner-relay-1";
 
 const SCRIPT: Script = {
@@ -131,7 +132,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     return r.results[0]!;
   };
   const cliRun = (args: string[]) =>
-    execFileSync(process.execPath, [join(repoRoot, "bin", "dsh-herdr"), ...args], {
+    execFileSync(process.execPath, [dshBin, ...args], {
       encoding: "utf8",
       env: { ...process.env, DSH_HERDR_HOME: home },
     });
@@ -267,7 +268,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     );
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     // A few more rounds over the new link must not deliver it again.
-    await new Promise((res) => setTimeout(res, 1500));
+    await sleep(1500);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
     assert.equal(settledStatuses(home, taskId), 1, "settled once");
   });
@@ -333,7 +334,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     const r = await wait(taskId);
     assert.ok(["completed", "failed", "needs_input"].includes(r.status), JSON.stringify(r));
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
-    await new Promise((res) => setTimeout(res, 1500));
+    await sleep(1500);
     assert.equal(deliveriesOf(home, taskId).length, 1, `one delivery: ${deliveriesOf(home, taskId).join(", ")}`);
     assert.equal(settledStatuses(home, taskId), 1, "settled once");
   });
@@ -393,5 +394,30 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     // The worker settled before the restart: recovery fed it to delivery again, the delivery id dropped the repeat.
     assert.deepEqual(deliveriesOf(home, workerId), [`${workerId}-c1-completed`]);
     assert.equal((await cli.request<AgentResult>("task.get", { taskId: workerId })).status, "completed");
+  });
+
+  test("gc of a closed remote task is that machine's own gc, over ssh; nothing of it is judged here", async () => {
+    const rec = daemon.supervisor.tasks.get(workerId)!.rec;
+    const remoteId = rec.remote!.taskId;
+    const worktree = (await cli.request<AgentResult>("task.get", { taskId: workerId })).worktree!.path;
+    assert.ok(existsSync(worktree), "the remote worktree is there before gc");
+    await cli.request("task.close", { taskId: workerId });
+    type Row = { taskId: string; machine?: string; action: string; path: string | null; done?: boolean };
+    const dry = JSON.parse(cliRun(["gc", "--json"])) as { dryRun: boolean; plan: Row[] };
+    assert.equal(dry.dryRun, true);
+    assert.ok(
+      !dry.plan.some((p) => p.taskId === workerId),
+      "the local id of a relayed task is never in the local plan",
+    );
+    const there = dry.plan.find((p) => p.taskId === remoteId);
+    assert.ok(there, JSON.stringify(dry.plan));
+    assert.equal(there.machine, "builder");
+    assert.equal(there.action, "remove");
+    assert.equal(there.path, worktree);
+    assert.ok(existsSync(worktree), "a dry run removes nothing");
+    const done = JSON.parse(cliRun(["gc", "--yes", "--json"])) as { plan: Row[] };
+    const removed = done.plan.find((p) => p.taskId === remoteId);
+    assert.equal(removed?.done, true, JSON.stringify(done.plan));
+    assert.equal(existsSync(worktree), false, "removed on the machine");
   });
 });

@@ -9,6 +9,7 @@ import type { CliContext } from "../context.js";
 import { columns, shortenHome } from "../format/text.js";
 import { printJson } from "../io.js";
 import { knownTaskIds, taskDir } from "../task-files.js";
+import { remoteGc, type RemoteGcRow } from "./remote-panes.js";
 import { examples, jsonOption } from "./shared.js";
 
 /** Where a dry run records the ignored files it named: `gc --yes` deletes no other. */
@@ -31,18 +32,41 @@ function shown(p: GcPlanItem): object {
   return { ...p, ignored };
 }
 
-export function gcTasks(home: string): GcTask[] {
-  return knownTaskIds(home).map((taskId) => {
-    const file = join(taskDir(home, taskId), "result.json");
-    if (!existsSync(file)) return { taskId, open: true };
-    const r = JSON.parse(readFileSync(file, "utf8")) as AgentResult;
-    // Open as long as `list` shows it (anything not closed, failed and interrupted ones included): done closes it.
-    const t: GcTask = { taskId, open: r.status !== "closed" };
-    if (r.worktree) t.worktree = r.worktree;
-    if (r.diff)
-      t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
-    return t;
-  });
+/** Machines that tasks of this home were relayed to (task.json `remote`): their worktrees are there. */
+export function relayMachines(home: string): { local: Set<string>; machines: Set<string> } {
+  const relayed = new Set<string>();
+  const machines = new Set<string>();
+  for (const taskId of knownTaskIds(home)) {
+    try {
+      const rec = JSON.parse(readFileSync(join(taskDir(home, taskId), "task.json"), "utf8")) as {
+        remote?: { label?: unknown };
+      };
+      if (typeof rec.remote?.label === "string") {
+        relayed.add(taskId);
+        machines.add(rec.remote.label);
+      }
+    } catch {
+      // no readable record: the local gc treats it as before
+    }
+  }
+  return { local: relayed, machines };
+}
+
+export function gcTasks(home: string, relayed: Set<string> = new Set()): GcTask[] {
+  // A relayed task's worktree path is the other machine's: never judged (or removed) here.
+  return knownTaskIds(home)
+    .filter((taskId) => !relayed.has(taskId))
+    .map((taskId) => {
+      const file = join(taskDir(home, taskId), "result.json");
+      if (!existsSync(file)) return { taskId, open: true };
+      const r = JSON.parse(readFileSync(file, "utf8")) as AgentResult;
+      // Open as long as `list` shows it (anything not closed, failed and interrupted ones included): done closes it.
+      const t: GcTask = { taskId, open: r.status !== "closed" };
+      if (r.worktree) t.worktree = r.worktree;
+      if (r.diff)
+        t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
+      return t;
+    });
 }
 
 export function registerGcCommand(program: Command, ctx: CliContext): void {
@@ -55,8 +79,9 @@ export function registerGcCommand(program: Command, ctx: CliContext): void {
   cmd.action(async (o: { yes?: boolean; json?: boolean }) => {
     const cfg = await loadConfig(ctx.home, ctx.io.env);
     const announced = o.yes === true ? readAnnounced(ctx.home) : undefined;
+    const relay = relayMachines(ctx.home);
     const plan = await gc({
-      tasks: gcTasks(ctx.home),
+      tasks: gcTasks(ctx.home, relay.local),
       yes: o.yes === true,
       capBytes: cfg.patchCapBytes,
       ...(announced ? { announced } : {}),
@@ -70,15 +95,33 @@ export function registerGcCommand(program: Command, ctx: CliContext): void {
         { mode: 0o600 },
       );
     }
-    if (o.json) return printJson(ctx.io, { dryRun: o.yes !== true, plan: plan.map(shown) });
-    if (plan.length === 0) return ctx.io.out("nothing to collect: no dsh/* worktrees or branches\n");
+    // Tasks relayed to other machines: each machine's own gc, over ssh.
+    const remote: RemoteGcRow[] = [];
+    for (const label of [...relay.machines].sort()) remote.push(...(await remoteGc(ctx, label, o.yes === true)));
+    if (o.json) return printJson(ctx.io, { dryRun: o.yes !== true, plan: [...plan.map(shown), ...remote] });
+    if (plan.length === 0 && remote.length === 0)
+      return ctx.io.out("nothing to collect: no dsh/* worktrees or branches\n");
     const rows = plan.map((p) => [
       o.yes && p.action === "remove" ? (p.done ? "removed" : "FAILED") : p.action,
       p.taskId,
+      "",
       p.path ? shortenHome(p.path) : p.branch,
       p.error ?? p.reason,
     ]);
-    ctx.io.out(columns([["ACTION", "TASK", "WORKTREE/BRANCH", "WHY"], ...rows]).join("\n") + "\n");
-    if (!o.yes && plan.some((p) => p.action === "remove")) ctx.io.out("dry run: run `dsh-herdr gc --yes` to remove\n");
+    for (const p of remote)
+      rows.push([
+        o.yes && p.action === "remove" ? (p.done ? "removed" : "FAILED") : String(p.action ?? ""),
+        String(p.taskId ?? ""),
+        p.machine,
+        String(p.path ?? p.branch ?? ""),
+        String(p.error ?? p.reason ?? ""),
+      ]);
+    // The MACHINE column only when some task ran elsewhere.
+    const table = [["ACTION", "TASK", "MACHINE", "WORKTREE/BRANCH", "WHY"], ...rows].map((r) =>
+      remote.length > 0 ? r : r.filter((_, i) => i !== 2),
+    );
+    ctx.io.out(columns(table).join("\n") + "\n");
+    if (!o.yes && [...plan, ...remote].some((p) => p.action === "remove"))
+      ctx.io.out("dry run: run `dsh-herdr gc --yes` to remove\n");
   });
 }

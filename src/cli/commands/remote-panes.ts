@@ -139,3 +139,38 @@ export async function remoteOpen(
     );
   if (r.status !== 0) ctx.exitCode = r.status ?? 1;
 }
+
+/** One row of a machine's own `gc --json` plan, or why that machine's plan could not be had. */
+export type RemoteGcRow = Record<string, unknown> & { machine: string };
+
+/**
+ * gc of the tasks relayed to a machine: their worktrees and branches are there, so that machine's own `gc` decides
+ * (the same rules, its own dry-run record). Runs `gc [--yes] --json` over ssh; a machine that cannot be reached is
+ * one `skip` row saying why, and the local gc still happens.
+ */
+export async function remoteGc(ctx: CliContext, label: string, yes: boolean): Promise<RemoteGcRow[]> {
+  const remote = { label, taskId: "" };
+  let m: MachineSpec;
+  try {
+    const spec = (await loadConfig(ctx.home, ctx.io.env)).machines?.[label];
+    if (!spec) throw new DshError("MACHINE_UNKNOWN", `machine ${label} is no longer in config.json`);
+    m = resolveSpec(spec, ctx.io.env);
+  } catch (e) {
+    return [{ machine: label, action: "skip", reason: (e as Error).message }];
+  }
+  const r = await execa("ssh", sshArgv(m, ["gc", ...(yes ? ["--yes"] : []), "--json"]), {
+    stdin: "ignore",
+    reject: false,
+    env: ctx.io.env,
+    extendEnv: false,
+    cancelSignal: ctx.signal,
+  });
+  if (r.exitCode !== 0)
+    return [{ machine: label, action: "skip", reason: remoteFailure(remote, m, r.exitCode, String(r.stderr)).message }];
+  try {
+    const j = JSON.parse(String(r.stdout)) as { plan?: Record<string, unknown>[] };
+    return (j.plan ?? []).map((p) => ({ ...p, machine: label }));
+  } catch {
+    return [{ machine: label, action: "skip", reason: `machine ${label}'s gc did not answer in JSON` }];
+  }
+}
