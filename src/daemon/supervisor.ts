@@ -104,20 +104,20 @@ export class Supervisor {
    * the settle (a power cut keeps a prefix of the log), and the push waits for one fsync, not two in a row.
    */
   async journalSettle(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
-    const warn = (e: unknown) =>
-      this.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "journal append failed");
     try {
       const { durable } = await this.deps.store.appendEventWritten(live.rec.taskId, event);
-      durable.catch(warn);
+      durable.catch((e: unknown) => this.journalFailed(live, e));
     } catch (e) {
-      warn(e);
+      this.journalFailed(live, e);
     }
   }
 
   journal(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
-    return this.deps.store.appendEvent(live.rec.taskId, event).catch((e: unknown) => {
-      this.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "journal append failed");
-    });
+    return this.deps.store.appendEvent(live.rec.taskId, event).catch((e: unknown) => this.journalFailed(live, e));
+  }
+
+  private journalFailed(live: Live, e: unknown): void {
+    this.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "journal append failed");
   }
 
   // ---- spawn pipeline ----

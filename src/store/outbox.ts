@@ -1,5 +1,6 @@
 // Owner outboxes: owners/<ownerId>/outbox.jsonl, an append-only log of deliveries (queued → sent → acked) that
 // survives a daemon crash; the latest record per delivery id is its state.
+import { existsSync } from "node:fs";
 import { mkdir, readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
@@ -74,7 +75,7 @@ export async function appendOutboxMany(
     } catch (e) {
       // Its directory may have been removed since (owner gc): make it again once, below.
       ownerDirs.delete(dir);
-      if ((e as { message?: string }).message?.includes("ENOENT") !== true) throw e;
+      if (existsSync(dir)) throw e;
       r = await appendInNewDir(dir, path, lines, append, ownerId);
     }
   } else r = await appendInNewDir(dir, path, lines, append, ownerId);
