@@ -32,10 +32,7 @@ export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoi
   return hook;
 }
 
-/**
- * Wrap an append function so the hook runs after the record is written (the journal holds it, which is what a
- * SIGKILL can test; the store's appendEvent goes through appendEventWritten, so wrapping that covers both).
- */
+/** Wrap an append function so the hook runs once it resolves (durable for appendEvent, written for a settle's). */
 export function withCrashHook<A extends unknown[], E extends { type: string }, R>(
   hook: CrashPoint | undefined,
   append: (...args: [...A, E]) => Promise<R>,

@@ -147,7 +147,11 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const store = await TaskStore.open(home);
   // Inert unless DSH_HERDR_CRASH_AT is set (crash tests only; see crash-hook.ts).
   const crashHook = crashHookFromEnv();
-  if (crashHook) store.appendEventWritten = withCrashHook(crashHook, store.appendEventWritten.bind(store));
+  if (crashHook) {
+    // After a durable record is durable; after a settle's record is written (its fsync runs alongside the harvest).
+    store.appendEvent = withCrashHook(crashHook, store.appendEvent.bind(store));
+    store.appendEventWritten = withCrashHook(crashHook, store.appendEventWritten.bind(store));
+  }
   const runtimes = createRuntimes(() => config, {
     log,
     ...(opts.runtimeFactories ? { factories: opts.runtimeFactories } : {}),

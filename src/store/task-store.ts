@@ -197,7 +197,7 @@ export class TaskStore {
    * Either way the line is in the task's journal before this resolves, so a daemon crash loses nothing.
    */
   async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
-    await (await this.appendEventWritten(taskId, event)).durable;
+    await (await this.writeEvent(taskId, event)).durable;
   }
 
   /**
@@ -205,7 +205,12 @@ export class TaskStore {
    * `durable` resolving once a power cut cannot lose it either. A settle uses it to make its record durable while the
    * harvest and the owner's outbox write go on; the owner's push waits for both.
    */
-  async appendEventWritten(taskId: unknown, event: TaskEvent): Promise<{ durable: Promise<void> }> {
+  appendEventWritten(taskId: unknown, event: TaskEvent): Promise<{ durable: Promise<void> }> {
+    return this.writeEvent(taskId, event);
+  }
+
+  // Both appends in one place; kept apart from the public two so a crash hook wraps each record exactly once.
+  private async writeEvent(taskId: unknown, event: TaskEvent): Promise<{ durable: Promise<void> }> {
     const p = await this.knownTask(taskId);
     const durable = (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true;
     const line = { ts: Date.now(), ...event };
