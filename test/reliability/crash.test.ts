@@ -323,7 +323,12 @@ async function runPoint(p: Point, idx: number): Promise<void> {
       await waitSettled(1);
     }
     await killer?.catch(() => undefined);
-    const before = (await drv.step((c) => c.request<AgentResult>("task.get", { taskId })))!;
+    // A crash point after the last settle (an outbox record of cycle 2) may fire during any later step: each one
+    // that the kill interrupts is run again on the restarted daemon.
+    let before: AgentResult | undefined;
+    while (!(before = await drv.step((c) => c.request<AgentResult>("task.get", { taskId })))) {
+      /* read again after the restart */
+    }
     assert.equal(before.status, p.finalBeforeClose, `final status before close: ${JSON.stringify(before)}`);
     if (p.life === "two-cycles") {
       // Every recovered two-cycle task ends with the diff of its worktree: a task.json older than the worktree and
@@ -350,11 +355,17 @@ async function runPoint(p: Point, idx: number): Promise<void> {
           .split("\n")
           .map((l) => JSON.parse(l) as { deliveryId: string; state: string });
       // Acked in the outbox (an ack whose reply was lost to the crash is still durable there).
-      await until(
-        "both deliveries acked",
-        () => (outboxOf().filter((r) => r.state === "acked").length >= 2 ? true : undefined),
-        60_000,
-      ).catch(() => undefined);
+      while (
+        !(await drv.step(() =>
+          until(
+            "both deliveries acked",
+            () => (outboxOf().filter((r) => r.state === "acked").length >= 2 ? true : undefined),
+            60_000,
+          ).catch(() => "timed out" as const),
+        ))
+      ) {
+        /* the daemon died while delivering: wait again on the restarted one */
+      }
       assert.equal(
         drv.session.injected.length,
         2,
@@ -378,7 +389,10 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     while (!(await drv.step(() => drv.actor.request<AgentResult>("task.close", { taskId, closePane: true })))) {
       /* closed after the restart */
     }
-    const closed = await drv.step((c) => c.request<AgentResult>("task.get", { taskId }));
+    let closed: AgentResult | undefined;
+    while (!(closed = await drv.step((c) => c.request<AgentResult>("task.get", { taskId })))) {
+      /* read again after the restart */
+    }
     assert.equal(closed?.status, p.expect);
     assert.ok(drv.runs >= 2, "the daemon was killed and restarted");
 
