@@ -4,8 +4,9 @@
 //
 // Not chokidar: it emits at most one `change` per file per 50 ms and drops the rest with no trailing event, and pi
 // appends its settling line a few ms after the previous one, so that line was often never read (docs/performance.md).
-import { watch, type FSWatcher } from "node:fs";
-import { open, stat, type FileHandle } from "node:fs/promises";
+import { closeSync, fstatSync, openSync, readSync, watch, type FSWatcher } from "node:fs";
+import { stat } from "node:fs/promises";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { basename } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
 import { parseResultMd, RESULT_MD_MAX_BYTES, type ParsedResultMd } from "../core/result-md.js";
@@ -63,8 +64,8 @@ export class TaskFiles {
   sessionMtimeMs = 0;
   /** Inode of the session file last read: another one means the file was replaced (rotation, a tool, a user). */
   private sessionIno: number | undefined;
-  /** The session, open while watched. */
-  private fh: FileHandle | undefined;
+  /** The session's descriptor, open while watched. */
+  private fd: number | undefined;
   /** A rename event named the session: the name may now hold another file. */
   private recheck = false;
 
@@ -153,24 +154,24 @@ export class TaskFiles {
 
   private async readNewBytesOpen(): Promise<boolean> {
     let moved = false;
-    if (this.fh && this.recheck) {
+    if (this.fd !== undefined && this.recheck) {
       this.recheck = false;
       // Another file under the name (a rename over it, or deleted): read whatever the name holds now, from 0.
       const now = await stat(this.opts.sessionPath).catch(() => undefined);
       if (now?.ino !== this.sessionIno) await this.closeSession();
     }
-    let fh = this.fh;
-    if (!fh) {
+    let fd = this.fd;
+    if (fd === undefined) {
       const before = this.reader.offset + this.pendingBytes;
-      fh = await this.openSession();
-      if (!fh) return false;
+      fd = this.openSession();
+      if (fd === undefined) return false;
       if (this.reader.offset + this.pendingBytes < before) moved = true; // replaced or truncated: read again from 0
     }
-    let got = await this.readFrom(fh);
+    let got = await this.readFrom(fd);
     // An event and nothing new: shorter than what we read (truncated in place)? Then read it again from 0.
-    if (got === 0 && (await this.truncated(fh))) {
+    if (got === 0 && this.truncated(fd)) {
       moved = true;
-      got = await this.readFrom(fh);
+      got = await this.readFrom(fd);
     }
     if (got > 0) {
       // The bytes were written since the last read, which the watch event triggered: their mtime is about now (the
@@ -181,14 +182,22 @@ export class TaskFiles {
     return moved;
   }
 
-  /** Hand every byte past what the reader has to it; returns how many were read. */
-  private async readFrom(fh: FileHandle): Promise<number> {
+  /**
+   * Hand every byte past what the reader has to it; returns how many were read. Synchronous reads of the page cache
+   * (a line is a few hundred bytes: microseconds, where a thread-pool read cost ~100 µs of daemon time with 100
+   * tasks streaming); a long catch-up (a big session first opened) yields to the event loop after each full chunk.
+   */
+  private async readFrom(fd: number): Promise<number> {
     let pos = this.reader.offset + this.pendingBytes;
     let size = FIRST_READ;
     let got = 0;
     for (;;) {
       const buf = Buffer.allocUnsafe(size);
-      const { bytesRead } = await fh.read(buf, 0, size, pos);
+      if (size === CHUNK && got > 0) {
+        await yieldToLoop();
+        if (this.fd !== fd) break; // closed meanwhile (stop): what was read is handed over
+      }
+      const bytesRead = readSync(fd, buf, 0, size, pos);
       if (bytesRead === 0) break;
       // A copy of just the bytes: the reader keeps a partial line by reference (an over-1 MiB line was once
       // corrupted by a reused buffer; test/reliability/hostile-files).
@@ -202,23 +211,27 @@ export class TaskFiles {
     return got;
   }
 
-  private async openSession(): Promise<FileHandle | undefined> {
-    const fh = await open(this.opts.sessionPath, "r").catch(() => undefined);
-    if (!fh) return undefined;
-    this.fh = fh;
+  private openSession(): number | undefined {
+    let fd: number;
+    try {
+      fd = openSync(this.opts.sessionPath, "r");
+    } catch {
+      return undefined; // not there yet (or unreadable): the next event tries again
+    }
+    this.fd = fd;
     this.sessionExists = true;
-    const st = await fh.stat();
+    const st = fstatSync(fd);
     this.sessionMtimeMs = st.mtimeMs;
     // Another file than the one read so far: read it again from 0 (the result warns).
     if (this.sessionIno !== undefined && st.ino !== this.sessionIno) this.restart();
     this.sessionIno = st.ino;
     if (st.size < this.reader.offset + this.pendingBytes) this.restart();
-    return fh;
+    return fd;
   }
 
   /** True when the file is shorter than what was read (then the reader starts again from 0, and the result warns). */
-  private async truncated(fh: FileHandle): Promise<boolean> {
-    const st = await fh.stat();
+  private truncated(fd: number): boolean {
+    const st = fstatSync(fd);
     this.sessionMtimeMs = st.mtimeMs;
     if (st.size >= this.reader.offset + this.pendingBytes) return false;
     this.restart();
@@ -231,9 +244,14 @@ export class TaskFiles {
   }
 
   private async closeSession(): Promise<void> {
-    const fh = this.fh;
-    this.fh = undefined;
-    await fh?.close().catch(() => undefined);
+    const fd = this.fd;
+    this.fd = undefined;
+    if (fd === undefined) return;
+    try {
+      closeSync(fd);
+    } catch {
+      // already closed: nothing held
+    }
   }
 
   /** Re-read result.md; true when its text changed (appeared, changed or vanished). */

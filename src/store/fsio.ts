@@ -1,9 +1,63 @@
 // File primitives for the store: atomic rewrites, fsynced appends, tolerant JSONL reads, and one mapping of
 // disk failures (full, read-only, no permission) to HOME_UNWRITABLE.
+//
+// The small writes here (a journal line, a task.json of a few KiB) are plain synchronous calls on purpose; only
+// fsync goes to the thread pool. A write that lands in the page cache takes microseconds, while each promise call
+// is a thread-pool round trip with its own JavaScript: with 100 tasks settling at once the open + write + close of
+// one journal line cost ~60-150 µs of daemon time and queued behind every other task's calls (~9-20 µs sync;
+// bench/status-latency, docs/performance.md). The home is a local directory the daemon owns.
 import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  constants,
+  fdatasync,
+  fstatSync,
+  fsync,
+  ftruncateSync,
+  open as openCb,
+  openSync,
+  readSync,
+  writeSync,
+} from "node:fs";
 import { open, readFile, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { promisify } from "node:util";
 import { DshError } from "../core/errors.js";
+
+const fdatasyncAsync = promisify(fdatasync);
+const openAsync = promisify(openCb);
+const fsyncAsync = promisify(fsync);
+
+/**
+ * An existing file opened for appending without O_CREAT: a plain lookup, so synchronous is cheap; with O_CREAT the
+ * open takes the directory's lock, which a journal commit or a directory fsync can hold (then it waits off-thread).
+ */
+function openAppend(path: string): number | undefined {
+  try {
+    return openSync(path, constants.O_RDWR | constants.O_APPEND);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+}
+
+/** A raw descriptor (not a FileHandle, which would close it again when collected). */
+const openCreate = (path: string): Promise<number> => openAsync(path, "a+", 0o600);
+
+/** Write every byte (write(2) may take part of them, e.g. on a nearly full disk); throws what write throws. */
+function writeAllSync(fd: number, data: string | Buffer): void {
+  const buf = typeof data === "string" ? Buffer.from(data) : data;
+  for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off, buf.length - off);
+}
+
+function closeQuietly(fd: number | undefined): void {
+  if (fd === undefined) return;
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed or EIO at close: the write's own result decided
+  }
+}
 
 const UNWRITABLE = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM"]);
 
@@ -30,7 +84,7 @@ export function fsError(e: unknown, what: string): DshError {
 /**
  * Replace `path` atomically (temp file + fsync + rename + directory fsync): readers see the old or the new content,
  * never a mix. Not write-file-atomic: its single fs.write ignores a short write, so on a full disk it renames a
- * truncated file into place; FileHandle.writeFile loops until every byte is written or an error is thrown.
+ * truncated file into place; writeAllSync loops until every byte is written or an error is thrown.
  */
 export async function writeAtomic(
   path: string,
@@ -38,22 +92,7 @@ export async function writeAtomic(
   mode = 0o600,
   opts: SyncOptions = {},
 ): Promise<void> {
-  const sync = opts.sync !== false;
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
-  try {
-    const fh = await open(tmp, "wx", mode);
-    try {
-      await fh.writeFile(data);
-      if (sync) await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
-  } catch (e) {
-    await unlink(tmp).catch(() => undefined);
-    throw fsError(e, `write ${path}`);
-  }
-  if (sync) await syncDir(dirname(path));
+  await writeAtomicMany([{ path, data }], mode, opts);
 }
 
 /**
@@ -70,11 +109,13 @@ export async function writeAtomicMany(
     join(dirname(f.path), `.${basename(f.path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`),
   );
   try {
+    // Created and renamed in the thread pool: both take the directory's lock, which a concurrent fsync of that
+    // directory or a journal commit can hold for milliseconds (done synchronously they stalled the event loop).
     await Promise.all(
       files.map(async (f, i) => {
         const fh = await open(tmps[i]!, "wx", mode);
         try {
-          await fh.writeFile(f.data);
+          writeAllSync(fh.fd, f.data);
           if (sync) await fh.datasync();
         } finally {
           await fh.close();
@@ -100,9 +141,15 @@ export interface SyncOptions {
 
 /** fsync a directory so a rename in it survives a power cut; best-effort (some filesystems refuse). */
 async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, "r").catch(() => undefined);
-  await fh?.sync().catch(() => undefined);
-  await fh?.close().catch(() => undefined);
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, "r");
+    await fsyncAsync(fd);
+  } catch {
+    // best-effort, as documented
+  } finally {
+    closeQuietly(fd);
+  }
 }
 
 /**
@@ -132,31 +179,35 @@ export async function appendJsonLinesAt(
 ): Promise<{ size: number; at: number; text: string }> {
   if (values.length === 0) return { size: -1, at: -1, text: "" };
   let lines = values.map((v) => JSON.stringify(v) + "\n").join("");
-  let fh;
+  let fd: number | undefined;
   try {
-    fh = await open(path, "a+", 0o600);
+    fd = openAppend(path) ?? (await openCreate(path));
     let size = opts.knownSize;
     if (size === undefined) {
-      size = (await fh.stat()).size;
+      size = fstatSync(fd).size;
       if (size > 0) {
         const last = Buffer.alloc(1);
-        await fh.read(last, 0, 1, size - 1);
+        readSync(fd, last, 0, 1, size - 1);
         if (last[0] !== 0x0a) lines = "\n" + lines;
       }
     }
     try {
-      await fh.appendFile(lines); // loops over short writes; a plain write() would not
-      if (opts.sync !== false) await fh.datasync();
+      writeAllSync(fd, lines);
+      if (opts.sync !== false) await fdatasyncAsync(fd);
       return { size: size + Buffer.byteLength(lines), at: size, text: lines };
     } catch (e) {
       // A full disk can take part of the lines: cut it back so no half record stays behind.
-      await fh.truncate(size).catch(() => undefined);
+      try {
+        ftruncateSync(fd, size);
+      } catch {
+        // the error below names the disk; a torn tail is skipped by every reader
+      }
       throw e;
     }
   } catch (e) {
     throw fsError(e, `append to ${path}`);
   } finally {
-    await fh?.close().catch(() => undefined);
+    closeQuietly(fd);
   }
 }
 
