@@ -207,8 +207,11 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       let timedOut = false;
       if (!done()) {
         await new Promise<void>((resolve) => {
-          const off = sup.onStatus(() => {
-            if (done()) finish();
+          // Only a status of a waited task can finish the wait: with 100 waits and 100 tasks settling, checking
+          // every wait on every status was 10,000 checks a burst.
+          const waited = new Set(p.taskIds);
+          const off = sup.onStatus((live) => {
+            if (waited.has(live.rec.taskId) && done()) finish();
           });
           const timer =
             p.timeoutMs !== undefined ? setTimeout(() => ((timedOut = true), finish()), p.timeoutMs) : undefined;

@@ -187,7 +187,7 @@ async function persist(
 ): Promise<void> {
   try {
     await sup.deps.store.saveTask(live.rec, result, { sync });
-    if (ev) await sup.journal(live, sync ? ev : unsynced(ev));
+    if (ev) await (sync ? sup.journalWritten(live, ev) : sup.journal(live, unsynced(ev)));
   } catch (e) {
     if (!(e instanceof DshError) || e.code !== "HOME_UNWRITABLE" || !ev) throw e;
     retryLater(sup, live, { ev, sync, attempt: 0 });

@@ -99,11 +99,12 @@ export class Supervisor {
   }
 
   /**
-   * A settle's record: in the journal before the harvest (a daemon crash keeps it), durable in the commit log while
-   * the harvest runs. The owner's outbox record goes through the same log after it, so it is never durable without
-   * the settle (a power cut keeps a prefix of the log), and the push waits for one fsync, not two in a row.
+   * A record that is awaited only until it is in the journal (a daemon crash keeps it) and made durable in the commit
+   * log behind the caller: a settle's record (written before its harvest) and the settled status record after it.
+   * The owner's outbox record goes through the same log after both, so it is never durable without them (a power cut
+   * keeps a prefix of the log), and neither the push nor `task.wait` waits for an fsync of its own for them.
    */
-  async journalSettle(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
+  async journalWritten(live: Live, event: { type: string; [k: string]: unknown }): Promise<void> {
     try {
       const { durable } = await this.deps.store.appendEventWritten(live.rec.taskId, event);
       durable.catch((e: unknown) => this.journalFailed(live, e));

@@ -35,7 +35,7 @@ async function perform(sup: Supervisor, live: Live, e: Effect): Promise<void> {
   const { rec } = live;
   switch (e.type) {
     case "journal":
-      if (e.entry.type === "settle") await sup.journalSettle(live, journalRecord(e.entry));
+      if (e.entry.type === "settle") await sup.journalWritten(live, journalRecord(e.entry));
       else await sup.journal(live, journalRecord(e.entry));
       if (e.entry.type === "late_evidence") await noteLateEvidence(sup, live);
       return;
