@@ -1,172 +1,17 @@
 // One link per machine: `ssh ... <command> daemon connect` carries the daemon protocol to that machine's daemon
 // (which `daemon connect` starts when none runs). The link says hello like the CLI does, reconnects with backoff
-// when ssh or the remote daemon goes away, and reports up/down. A failure to connect is MACHINE_UNREACHABLE with
-// ssh's own error line. Relaying tasks over it is not wired yet (docs/architecture.md, "Other machines").
+// when ssh or the remote daemon goes away, and reports up/down. The ssh transport is link-ssh.ts, its errors
+// link-errors.ts. Relaying tasks over it: relay.ts (docs/architecture.md, "Other machines").
 import { EventEmitter } from "node:events";
-import { Duplex } from "node:stream";
-import { execa, type ResultPromise } from "execa";
-import { clientOver, type DaemonClient, type HelloResult } from "../client/index.js";
+import type { DaemonClient, HelloResult } from "../client/index.js";
 import { DshError, isDshError } from "../core/errors.js";
-import {
-  backoffDelay,
-  DEFAULT_BACKOFF,
-  machineTarget,
-  sshArgv,
-  sshErrorLine,
-  type BackoffPolicy,
-  type MachineSpec,
-  type SshOptions,
-} from "../core/machines.js";
-import { expandHome } from "../store/home.js";
+import { backoffDelay, DEFAULT_BACKOFF } from "../core/machines.js";
+import { dropError } from "./link-errors.js";
+import { openAttempt, type Attempt } from "./link-ssh.js";
+import type { LinkDown, LinkOptions, LinkState, LinkUp, MachineLinkEvents } from "./link-types.js";
 
-export interface LinkOptions {
-  /** The machine's label in config.json. */
-  label: string;
-  machine: MachineSpec;
-  /** Our version, sent in hello. */
-  version?: string;
-  /** Environment for ssh (its HOME finds ~/.ssh); default process.env. */
-  env?: NodeJS.ProcessEnv;
-  /** The ssh client binary; default `ssh` on PATH. */
-  sshBin?: string;
-  ssh?: SshOptions;
-  /** Reconnect after a drop or a failed attempt (default true); false makes a one-shot link. */
-  reconnect?: boolean;
-  backoff?: BackoffPolicy;
-  /** For the hello, which waits for the remote daemon to start when it was down (default 60 s). */
-  helloTimeoutMs?: number;
-  /** Default per-request timeout (default 30 s). */
-  requestTimeoutMs?: number;
-  /** Jitter source in [0, 1) (tests pin it). */
-  random?: () => number;
-}
-
-export type LinkState = "connecting" | "up" | "down" | "closed";
-
-export interface LinkUp {
-  hello: HelloResult;
-  /** The ssh process carrying this connection. */
-  sshPid: number | undefined;
-}
-
-export interface LinkDown {
-  error: DshError;
-  /** Epoch ms since when the machine has been unreachable (the first failure of this outage). */
-  since: number;
-  /** Delay until the next attempt; undefined when the link does not reconnect. */
-  retryInMs: number | undefined;
-}
-
-export interface MachineLinkEvents {
-  up: [LinkUp];
-  down: [LinkDown];
-  /** A daemon push (no id): method and params. */
-  push: [string, unknown];
-  closed: [];
-}
-
-interface Attempt {
-  client: DaemonClient;
-  ssh: ResultPromise;
-  /** What ssh printed on stderr so far (capped). */
-  stderr(): string;
-}
-
-const STDERR_CAP = 8192;
-
-/** Ask `ssh` to run one connection's worth of `daemon connect`; resolves once the remote daemon said hello. */
-async function openAttempt(o: LinkOptions): Promise<Attempt> {
-  const spec = resolveSpec(o.machine, o.env ?? process.env);
-  const ssh = execa(o.sshBin ?? "ssh", sshArgv(spec, ["daemon", "connect"], o.ssh), {
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "pipe",
-    buffer: false,
-    reject: false,
-    env: o.env ?? process.env,
-    extendEnv: false,
-  });
-  let stderr = "";
-  ssh.stderr!.on("data", (c: Buffer) => {
-    if (stderr.length < STDERR_CAP) stderr += c.toString("utf8");
-  });
-  // Resolves once ssh exited and its pipes are drained (so stderr is whole).
-  const exited = ssh.then((r) => r);
-  ssh.stdin!.on("error", () => undefined); // EPIPE after ssh died: the exit handler reports it
-  const stream = new Duplex({
-    read() {},
-    write(chunk, _enc, cb) {
-      if (ssh.stdin!.destroyed) return cb(new Error("ssh stdin closed"));
-      ssh.stdin!.write(chunk, () => cb());
-    },
-    final(cb) {
-      ssh.stdin!.end();
-      cb();
-    },
-    destroy(err, cb) {
-      if (ssh.exitCode === null && ssh.signalCode === null) ssh.kill("SIGTERM");
-      cb(err);
-    },
-  });
-  ssh.stdout!.on("data", (c: Buffer) => stream.push(c));
-  void exited.then(() => stream.destroy());
-
-  try {
-    const client = await clientOver(stream, {
-      kind: "cli",
-      ...(o.version !== undefined ? { version: o.version } : {}),
-      timeoutMs: o.helloTimeoutMs ?? 60_000,
-      pushes: {},
-    });
-    return { client, ssh, stderr: () => stderr };
-  } catch (e) {
-    stream.destroy();
-    const r = await exited;
-    throw unreachable(
-      o.label,
-      spec,
-      stderr,
-      r.exitCode,
-      isDshError(e) && e.code === "TIMEOUT" ? "no hello from the remote daemon in time" : undefined,
-    );
-  }
-}
-
-/** The entry with `~` in its key and known_hosts paths expanded (as ssh gets them). */
-export function resolveSpec(m: MachineSpec, env: NodeJS.ProcessEnv): MachineSpec {
-  return {
-    ...m,
-    ...(m.identity !== undefined ? { identity: expandHome(m.identity, env) } : {}),
-    ...(m.knownHosts !== undefined ? { knownHosts: expandHome(m.knownHosts, env) } : {}),
-  };
-}
-
-function unreachable(
-  label: string,
-  m: MachineSpec,
-  stderr: string,
-  exitCode: number | undefined,
-  reason?: string,
-): DshError {
-  const line = sshErrorLine(stderr);
-  const why =
-    line ??
-    reason ??
-    (exitCode !== undefined
-      ? `ssh exited with code ${exitCode} and printed nothing`
-      : "ssh ended before the remote daemon answered");
-  const fix =
-    exitCode === 255
-      ? `check the address, the key and known_hosts with \`ssh -o BatchMode=yes${m.port !== undefined ? ` -p ${m.port}` : ""} ${m.ssh} true\``
-      : `the remote command \`${m.command ?? "dsh-herdr"} daemon connect\` failed there (exit ${exitCode ?? "?"}); fix it on that machine, or remove the machine and add it again with the right --command`;
-  return new DshError("MACHINE_UNREACHABLE", `machine ${label} (${machineTarget(m)}) is unreachable: ${why}; ${fix}`, {
-    label,
-    target: machineTarget(m),
-    ...(line !== undefined ? { sshError: line } : {}),
-    ...(exitCode !== undefined ? { exitCode } : {}),
-    stderr: stderr.slice(0, STDERR_CAP),
-  });
-}
+export type { LinkDown, LinkOptions, LinkState, LinkUp, MachineLinkEvents } from "./link-types.js";
+export { resolveSpec } from "./link-ssh.js";
 
 /** A one-shot connection: resolves the connected client (close it when done) or throws MACHINE_UNREACHABLE. */
 export async function connectMachine(o: LinkOptions): Promise<{ client: DaemonClient; close(): Promise<void> }> {
@@ -350,18 +195,4 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     this.emit("down", { error, since: this.downSince, retryInMs });
     if (retryInMs !== undefined) this.timer = setTimeout(() => void this.attempt(), retryInMs);
   }
-}
-
-function dropError(label: string, m: MachineSpec, exitCode: number | undefined, stderr: string): DshError {
-  const line = sshErrorLine(stderr);
-  return new DshError(
-    "MACHINE_UNREACHABLE",
-    `the link to machine ${label} (${machineTarget(m)}) dropped${line !== undefined ? `: ${line}` : exitCode !== undefined ? ` (ssh exit ${exitCode})` : ""}; it reconnects on its own`,
-    {
-      label,
-      target: machineTarget(m),
-      ...(line !== undefined ? { sshError: line } : {}),
-      ...(exitCode !== undefined ? { exitCode } : {}),
-    },
-  );
 }

@@ -1,0 +1,67 @@
+// show, result, diff: reading what a task brought back, from its files (no daemon needed).
+import type { Command } from "commander";
+import { existsSync, readFileSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import type { CliContext } from "../context.js";
+import { renderCard } from "../format/card.js";
+import { colorEnabled } from "../format/color.js";
+import { printJson } from "../io.js";
+import { readResult, readResultText, resolveId, taskDir } from "../task-files.js";
+import { pageText } from "../pager.js";
+import { examples, jsonOption } from "./shared.js";
+
+export function registerReadCommands(program: Command, ctx: CliContext): void {
+  const show = program
+    .command("show")
+    .description("a task's AgentResult as a card")
+    .argument("<id>", "task id or unique prefix");
+  jsonOption(show);
+  examples(show, ["dsh-herdr show tmg3", "dsh-herdr show tmg3k2a1b2c3 --json"]);
+  show.action((id: string, o: { json?: boolean }) => {
+    const taskId = resolveId(ctx.home, id);
+    if (o.json) return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
+    const r = readResult(ctx.home, taskId);
+    ctx.io.out(
+      renderCard(r, undefined, {
+        color: colorEnabled(ctx.io.env, ctx.io.isTTY),
+        ...(r.worktree ? { worktreeExists: existsSync(r.worktree.path) } : {}),
+      }),
+    );
+  });
+
+  const result = program
+    .command("result")
+    .description("a task's result.json, exactly as the daemon wrote it")
+    .argument("<id>", "task id or unique prefix");
+  jsonOption(result);
+  examples(result, ["dsh-herdr result tmg3 --json | jq .summary"]);
+  result.action((id: string) => {
+    ctx.io.out(readResultText(ctx.home, resolveId(ctx.home, id)));
+  });
+
+  const diff = program
+    .command("diff")
+    .description("the patch a task produced (paged on a terminal)")
+    .argument("<id>", "task id or unique prefix");
+  jsonOption(diff);
+  examples(diff, ["dsh-herdr diff tmg3", "dsh-herdr diff tmg3 | git apply"]);
+  diff.action(async (id: string, o: { json?: boolean }) => {
+    const taskId = resolveId(ctx.home, id);
+    const r = readResult(ctx.home, taskId);
+    const local = join(taskDir(ctx.home, taskId), "diff.patch");
+    // A task relayed to another machine: patchPath is the remote's; the local task dir holds its copy.
+    const path =
+      r.agent.machine !== undefined && existsSync(local)
+        ? local
+        : r.diff?.patchPath && isAbsolute(r.diff.patchPath)
+          ? r.diff.patchPath
+          : local;
+    const patch = existsSync(path) ? readFileSync(path, "utf8") : "";
+    if (o.json) return printJson(ctx.io, { taskId, patchPath: path, truncated: r.diff?.truncated ?? false, patch });
+    if (patch === "")
+      return ctx.io.err(
+        `task ${taskId} has no diff (no changes since its baseline${r.diff ? "" : ", or not harvested yet"})\n`,
+      );
+    await pageText(ctx.io, patch);
+  });
+}

@@ -1,0 +1,109 @@
+// spawn: delegating a task to a new child (the prompt from --prompt, --prompt-file or words; --wait waits).
+import type { Command } from "commander";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import type { CliContext } from "../context.js";
+import { parseDuration } from "../duration.js";
+import { printJson } from "../io.js";
+import { choice, examples, jsonOption, readStdin, usage } from "./shared.js";
+import { waitAndPrint } from "./wait-print.js";
+
+export interface SpawnOpts {
+  model?: string;
+  thinking?: string;
+  role?: string;
+  cwd?: string;
+  brief?: string;
+  isolated?: boolean;
+  owner?: string;
+  timeout?: string;
+  machine?: string;
+  runtime?: string;
+  prompt?: string;
+  promptFile?: string;
+  wait?: boolean;
+  json?: boolean;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
+  const sources = [o.prompt !== undefined, o.promptFile !== undefined, words.length > 0].filter(Boolean).length;
+  if (sources !== 1)
+    throw usage("give the task exactly once: --prompt TEXT, --prompt-file FILE (- for stdin), or as trailing words");
+  let text: string;
+  if (o.prompt !== undefined) text = o.prompt;
+  else if (o.promptFile === "-") text = await readStdin();
+  else if (o.promptFile !== undefined) {
+    if (!existsSync(o.promptFile)) throw usage(`--prompt-file ${o.promptFile}: no such file`);
+    text = readFileSync(o.promptFile, "utf8");
+  } else text = words.join(" ");
+  if (text.trim() === "") throw usage("the prompt is empty; say what the child should do");
+  return text;
+}
+
+export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record<string, unknown>> {
+  const cwd = resolve(o.cwd ?? process.cwd());
+  // With --machine, --cwd is a path on that machine: its daemon checks it.
+  if (o.cwd !== undefined && o.machine === undefined && !isDirectory(cwd))
+    throw usage(`--cwd ${o.cwd}: no such directory; pass the repository to work in`);
+  const p: Record<string, unknown> = { cwd, prompt: await promptOf(o, words) };
+  for (const k of ["model", "thinking", "role", "brief", "owner", "machine", "runtime"] as const)
+    if (o[k] !== undefined) p[k] = o[k];
+  if (o.isolated) p["isolated"] = true;
+  if (o.timeout !== undefined) {
+    const ms = parseDuration(o.timeout, "--timeout");
+    if (ms < 1000) throw usage(`--timeout ${o.timeout}: a task needs at least 1s to run`);
+    p["timeoutMs"] = ms;
+  }
+  return p;
+}
+
+export function registerSpawnCommand(program: Command, ctx: CliContext): void {
+  const spawn = program
+    .command("spawn")
+    .description("delegate a task to a new child pi agent; prints the task id")
+    .argument("[prompt...]", "the task, as words (or use --prompt / --prompt-file)")
+    .option("--model <model>", "provider/model id or a config alias")
+    .addOption(
+      choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh", "max"]),
+    )
+    .addOption(choice("--role <role>", "worker changes files; reviewer only reads", ["worker", "reviewer"]))
+    .option("--cwd <dir>", "git repository to work in (default: current directory)")
+    .option("--brief <text>", "a short label shown in lists and cards")
+    .option("--isolated", "work in a new git worktree on branch dsh/<taskId>")
+    .option("--owner <id>", "deliver the result to this owner (default: cli)")
+    .option("--timeout <dur>", "run bound: 90s, 5m, 1h or ms")
+    .option(
+      "--machine <label>",
+      "run on this machine (from `machine add`; --cwd is a path there), or a Herdr --machine label",
+    )
+    .addOption(choice("--runtime <runtime>", "where the child runs", ["herdr", "tmux", "headless"]))
+    .option("--prompt <text>", "the task text")
+    .option("--prompt-file <file>", "read the task from a file; - reads stdin")
+    .option("--wait", "block until the task settles, then print its AgentResult");
+  jsonOption(spawn);
+  examples(spawn, [
+    `dsh-herdr spawn --isolated --model anthropic/claude-sonnet-4-5 --prompt "add retries to src/http.ts"`,
+    `dsh-herdr spawn --role reviewer --thinking high --wait "review the diff against HEAD"`,
+    `git diff | dsh-herdr spawn --role reviewer --prompt-file - --json`,
+  ]);
+  spawn.action(async (words: string[], o: SpawnOpts) => {
+    const params = await spawnParams(o, words);
+    const conn = await ctx.connect({ start: true });
+    const res = await conn.request<{ taskId: string; name: string; status: string; queued: boolean }>(
+      "task.spawn",
+      params,
+    );
+    if (o.wait) return waitAndPrint(ctx, [res.taskId], "all", undefined, o.json === true);
+    if (o.json) printJson(ctx.io, res);
+    else ctx.io.out(res.taskId + "\n");
+    if (!o.json && res.queued) ctx.io.err(`queued: ${res.taskId} waits for a free slot (dsh-herdr daemon status)\n`);
+  });
+}

@@ -1,0 +1,58 @@
+// Who a connection is and what it may call: the hello handshake (a child proves its task token) and the access
+// rules per method (child.* for children only, owner.* for owners only), then the method's handler.
+import { DshError } from "../core/errors.js";
+import { PROTOCOL_VERSION, type RequestMethod } from "./protocol.js";
+import type { Connection, SocketServerOptions } from "./server-types.js";
+
+export type HelloParams =
+  | { kind: "cli" }
+  | { kind: "owner"; ownerId: string }
+  | { kind: "child"; taskId: string; token: string };
+
+const CHILD_METHODS = new Set<string>(["child.event", "child.report"]);
+
+/** Sets the connection's identity once; a child's token must match an open task. */
+export function hello(p: HelloParams, conn: Connection, opts: SocketServerOptions): unknown {
+  if (conn.kind !== undefined)
+    throw new DshError("BAD_STATE", "hello was already sent on this connection; open a new one to change identity");
+  if (p.kind === "child") {
+    if (!opts.authenticateChild(p.taskId, p.token)) {
+      throw new DshError(
+        "UNAUTHORIZED",
+        `no open task ${p.taskId} with that token; a child must use the DSH_HERDR_TASK_ID and DSH_HERDR_TASK_TOKEN it was started with`,
+      );
+    }
+    conn.taskId = p.taskId;
+  }
+  if (p.kind === "owner") conn.ownerId = p.ownerId;
+  conn.kind = p.kind;
+  if (p.kind === "child") queueMicrotask(() => opts.onChildConnected?.(conn));
+  return { daemonVersion: opts.version, protocol: PROTOCOL_VERSION, pid: process.pid, kind: p.kind };
+}
+
+/** Runs the method's handler when this connection's kind may call it. */
+export async function dispatch(
+  method: RequestMethod,
+  p: unknown,
+  conn: Connection,
+  opts: SocketServerOptions,
+): Promise<unknown> {
+  if (conn.kind === undefined) throw new DshError("UNAUTHORIZED", "send hello {kind} first");
+  const childOnly = CHILD_METHODS.has(method);
+  if (conn.kind === "child" && !childOnly && method !== "daemon.status") {
+    throw new DshError(
+      "FORBIDDEN",
+      `a child may not call ${method}; children speak only for their own task through child.*`,
+    );
+  }
+  if (conn.kind !== "child" && childOnly) throw new DshError("FORBIDDEN", `${method} is for child connections only`);
+  if (conn.kind !== "owner" && method.startsWith("owner.")) {
+    throw new DshError(
+      "FORBIDDEN",
+      `${method} is for owner connections only; say hello {kind:"owner", ownerId:<pi session id>} first`,
+    );
+  }
+  const h = opts.handlers[method];
+  if (!h) throw new DshError("UNKNOWN_METHOD", `${method} is not served by this daemon; upgrade dsh-herdr`);
+  return await h(p, conn);
+}

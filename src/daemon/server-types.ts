@@ -1,0 +1,55 @@
+// The socket server's vocabulary: a client connection, a method handler, the logger, the options and the bounds
+// one client may cost; shared by the server's parts and by the method handlers.
+import type { ProtocolSchemas, RequestMethod } from "./protocol.js";
+
+export type ClientKind = "cli" | "owner" | "child";
+
+export interface Connection {
+  readonly id: number;
+  kind?: ClientKind;
+  ownerId?: string;
+  taskId?: string;
+  push(method: string, params: unknown): void;
+  onClose(fn: () => void): void;
+  readonly closed: boolean;
+}
+
+export type Handler = (params: any, conn: Connection) => unknown;
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface SocketServerOptions {
+  socketPath: string;
+  schemas: ProtocolSchemas;
+  handlers: Partial<Record<RequestMethod, Handler>>;
+  /** True when token is the per-task token of taskId. */
+  authenticateChild(taskId: string, token: string): boolean;
+  onChildConnected?(conn: Connection): void;
+  version: string;
+  log: Logger;
+  limits?: Partial<ConnectionLimits>;
+}
+
+/** What one client may cost the daemon; past a bound it is slowed down or closed, never buffered without end. */
+export interface ConnectionLimits {
+  /** Concurrent connections; one more is refused with CONNECTION_LIMIT. */
+  maxConnections: number;
+  /** Bytes of unfinished frames held across all connections; the connection that passes it is closed. */
+  maxPartialBytes: number;
+  /** A connection holding part of a frame this long without completing one is closed (TIMEOUT). */
+  partialFrameTimeoutMs: number;
+  /** Unsent bytes to one connection: past it the daemon stops reading its requests until it reads; pushes past twice it close it. */
+  maxUnsentBytes: number;
+}
+
+export interface SocketServer {
+  readonly connections: ReadonlySet<Connection>;
+  /** Bytes of unfinished frames held across all connections now. */
+  readonly partialBytes: number;
+  close(): Promise<void>;
+}

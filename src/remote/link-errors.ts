@@ -1,0 +1,50 @@
+// What a link says when the machine cannot be reached or the connection drops: MACHINE_UNREACHABLE with ssh's own
+// error line (or its exit code) and the fix.
+import { DshError } from "../core/errors.js";
+import { machineTarget, sshErrorLine, type MachineSpec } from "../core/machines.js";
+
+/** How much of ssh's stderr a link keeps (and puts in an error's details). */
+export const STDERR_CAP = 8192;
+
+/** A connection attempt failed: ssh's error line, or why the remote daemon never said hello. */
+export function unreachable(
+  label: string,
+  m: MachineSpec,
+  stderr: string,
+  exitCode: number | undefined,
+  reason?: string,
+): DshError {
+  const line = sshErrorLine(stderr);
+  const why =
+    line ??
+    reason ??
+    (exitCode !== undefined
+      ? `ssh exited with code ${exitCode} and printed nothing`
+      : "ssh ended before the remote daemon answered");
+  const fix =
+    exitCode === 255
+      ? `check the address, the key and known_hosts with \`ssh -o BatchMode=yes${m.port !== undefined ? ` -p ${m.port}` : ""} ${m.ssh} true\``
+      : `the remote command \`${m.command ?? "dsh-herdr"} daemon connect\` failed there (exit ${exitCode ?? "?"}); fix it on that machine, or remove the machine and add it again with the right --command`;
+  return new DshError("MACHINE_UNREACHABLE", `machine ${label} (${machineTarget(m)}) is unreachable: ${why}; ${fix}`, {
+    label,
+    target: machineTarget(m),
+    ...(line !== undefined ? { sshError: line } : {}),
+    ...(exitCode !== undefined ? { exitCode } : {}),
+    stderr: stderr.slice(0, STDERR_CAP),
+  });
+}
+
+/** A link that was up dropped (ssh exited): it reconnects on its own. */
+export function dropError(label: string, m: MachineSpec, exitCode: number | undefined, stderr: string): DshError {
+  const line = sshErrorLine(stderr);
+  return new DshError(
+    "MACHINE_UNREACHABLE",
+    `the link to machine ${label} (${machineTarget(m)}) dropped${line !== undefined ? `: ${line}` : exitCode !== undefined ? ` (ssh exit ${exitCode})` : ""}; it reconnects on its own`,
+    {
+      label,
+      target: machineTarget(m),
+      ...(line !== undefined ? { sshError: line } : {}),
+      ...(exitCode !== undefined ? { exitCode } : {}),
+    },
+  );
+}
