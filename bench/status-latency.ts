@@ -5,6 +5,7 @@
 // Two paths: "extension" (the child extension stays connected and sends agent_end after the last line, as
 // src/extensions/child.ts does) and "file" (no extension: the session watcher alone must see the settle).
 import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync, readFileSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../src/client/index.js";
 import { SessionReader } from "../src/core/session-reader.js";
@@ -100,10 +101,43 @@ function startPoller(tasks: BenchTask[]): { detected: Map<string, number>; stop(
   return { detected, stop: () => clearInterval(iv) };
 }
 
+/**
+ * The disk's own floor, measured alongside: a 100-byte append + fdatasync every 5 ms in the bench's temp dir while
+ * the burst runs. A delivery is pushed only once its outbox record is fsynced (through the commit log), so its
+ * push latency cannot beat what one fsync takes on this disk under the same write load.
+ */
+function startFsyncProbe(dir: string): { samples: number[]; stop(): Promise<void> } {
+  const samples: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    const fh = await open(join(dir, "fsync-probe.log"), "a");
+    try {
+      while (running) {
+        const t = epochMs();
+        await fh.write("x".repeat(99) + "\n");
+        await fh.datasync();
+        samples.push(epochMs() - t);
+        await sleep(5);
+      }
+    } finally {
+      await fh.close();
+    }
+  })();
+  return {
+    samples,
+    stop: async () => {
+      running = false;
+      await loop;
+    },
+  };
+}
+
 interface Samples {
   push: number[];
   wait: number[];
   poll: number[];
+  /** append + fdatasync latencies of the probe during the bursts (only at the target N). */
+  fsync: number[];
   /** Settles the daemon never reported (within GRACE_MS after the driver finished). */
   lost: number;
 }
@@ -128,6 +162,7 @@ async function round(
       .then(() => void waited.set(t.taskId, epochMs())),
   );
   const poller = startPoller(tasks);
+  const probe = n === TARGET_N ? startFsyncProbe(join(home, "..")) : undefined;
   const spread = n === 1 ? 0 : 1000;
   const settled = await Promise.all(tasks.map((t) => drive(t, rand(0, spread))));
   const deadline = Date.now() + GRACE_MS;
@@ -135,6 +170,10 @@ async function round(
     tasks.every((t) => owner.settledAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
   while (!allSeen() && Date.now() < deadline) await sleep(20);
   poller.stop();
+  if (probe) {
+    await probe.stop();
+    s.fsync.push(...probe.samples);
+  }
   tasks.forEach((t, i) => {
     const at = settled[i]!;
     const pushed = owner.settledAt.get(t.taskId);
@@ -179,6 +218,10 @@ function report(channel: string, path: Path, n: number, s: Samples): void {
       ...(isTarget ? { target: `≤ ${TARGET_WAIT_P99_MS} ms, none lost`, met: waitMet } : {}),
     });
   }
+  if (s.fsync.length > 0)
+    console.log(
+      `status ${path} N=${n}: the disk during the burst (100-byte append + fdatasync every 5 ms, same run): p50 ${percentile(s.fsync, 50).toFixed(1)} ms, p99 ${percentile(s.fsync, 99).toFixed(1)} ms over ${s.fsync.length} fsyncs; a delivery is pushed after its outbox record's fsync`,
+    );
   if (s.lost > 0)
     console.log(
       `status ${path} N=${n}: ${s.lost} of ${total} settles never reached the owner within ${GRACE_MS} ms (the percentiles above leave them out)`,
@@ -198,7 +241,7 @@ async function main(): Promise<void> {
       `owner-side signal: ${owner.channel} push; driver: fixtures/sessions/crew-report.jsonl, one append per line`,
     );
     for (const [path, n, rounds] of PLAN) {
-      const s: Samples = { push: [], wait: [], poll: [], lost: 0 };
+      const s: Samples = { push: [], wait: [], poll: [], fsync: [], lost: 0 };
       for (let r = 0; r < rounds; r++) await round(home, cwd, owner, waiter, n, path, s);
       report(owner.channel, path, n, s);
     }

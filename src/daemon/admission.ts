@@ -91,11 +91,12 @@ export class Admission {
   }
 
   /** Remove a queued task (aborted before it started). True when it was queued. */
-  cancel(taskId: string, reason: Error): boolean {
+  /** `reason` may be a function: the error (and its stack) is built only when a queued spawn is really refused. */
+  cancel(taskId: string, reason: Error | (() => Error)): boolean {
     const w = this.queue.find((x) => x.taskId === taskId);
     if (!w) return false;
     this.dropWaiter(w);
-    w.reject(reason);
+    w.reject(typeof reason === "function" ? reason() : reason);
     return true;
   }
 

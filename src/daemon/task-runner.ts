@@ -65,7 +65,7 @@ async function perform(sup: Supervisor, live: Live, e: Effect): Promise<void> {
       delete live.readiness;
       return;
     case "release_slot":
-      sup.admission.cancel(rec.taskId, new DshError("BAD_STATE", `task ${rec.taskId} ended while queued`));
+      sup.admission.cancel(rec.taskId, () => new DshError("BAD_STATE", `task ${rec.taskId} ended while queued`));
       sup.admission.release(rec.taskId);
       return;
     case "end_child":

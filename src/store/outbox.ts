@@ -1,7 +1,8 @@
 // Owner outboxes: owners/<ownerId>/outbox.jsonl, an append-only log of deliveries (queued → sent → acked) that
 // survives a daemon crash; the latest record per delivery id is its state.
 import { existsSync } from "node:fs";
-import { mkdir, readFile, readdir, stat } from "node:fs/promises";
+import { statSync } from "node:fs";
+import { mkdir, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { appendJsonLinesAt, fsError, parseJsonLines, readJsonLines, type SyncOptions } from "./fsio.js";
@@ -129,10 +130,10 @@ export async function readOutboxSized(
   return { records: parseJsonLines<OutboxRecord>(buf.toString("utf8")), size: buf.length };
 }
 
-/** The outbox file's size in bytes, 0 when it does not exist yet. */
+/** The outbox file's size in bytes, 0 when it does not exist yet (a stat of a path: synchronous, see fsio.ts). */
 export async function outboxSize(home: string, ownerId: unknown): Promise<number> {
   try {
-    return (await stat(outboxPath(home, ownerId))).size;
+    return statSync(outboxPath(home, ownerId)).size;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return 0;
     throw fsError(e, `stat the outbox of ${String(ownerId)}`);
