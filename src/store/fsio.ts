@@ -16,10 +16,11 @@ import {
   ftruncateSync,
   open as openCb,
   openSync,
+  readFileSync,
   readSync,
   writeSync,
 } from "node:fs";
-import { open, readFile, rename, unlink } from "node:fs/promises";
+import { open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { DshError } from "../core/errors.js";
@@ -214,7 +215,7 @@ export async function appendJsonLinesAt(
 export async function readJsonLines<T = unknown>(path: string): Promise<T[]> {
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    text = readFileSync(path, "utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return [];
@@ -237,10 +238,10 @@ export function parseJsonLines<T = unknown>(text: string): T[] {
   return out;
 }
 
-/** Read a file or return undefined when it does not exist. */
+/** Read a file or return undefined when it does not exist (synchronous: a record or journal, see the header). */
 export async function readIfExists(path: string): Promise<string | undefined> {
   try {
-    return await readFile(path, "utf8");
+    return readFileSync(path, "utf8");
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return undefined;

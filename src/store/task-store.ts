@@ -1,6 +1,7 @@
 // Task records on disk: tasks/<taskId>/{task.json, events.jsonl, prompt.md, result.json, diff.patch}.
 // Every id from outside is validated before it becomes a path; every rewrite is atomic; the journal is fsynced.
 import { randomBytes } from "node:crypto";
+import { statSync, type Stats } from "node:fs";
 import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
@@ -308,7 +309,13 @@ export class TaskStore {
 
   private async existing(taskId: unknown): Promise<TaskPaths> {
     const p = this.taskPaths(taskId);
-    const st = await stat(p.dir).catch(() => undefined);
+    // A path stat, synchronous like the store's other small calls (src/store/fsio.ts).
+    let st: Stats | undefined;
+    try {
+      st = statSync(p.dir);
+    } catch {
+      st = undefined; // missing, or not reachable as a directory: not found either way
+    }
     if (st === undefined || !st.isDirectory()) throw notFound(String(taskId), this.paths.tasks);
     return p;
   }
