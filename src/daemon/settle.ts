@@ -189,7 +189,14 @@ async function persist(
   ev: StatusEvent | undefined,
 ): Promise<void> {
   try {
-    await sup.deps.store.saveTask(live.rec, result, { sync });
+    await sup.deps.store.saveTask(live.rec, result, {
+      sync,
+      // The renames are visible at once (task.wait returns, `show` reads result.json); their directory fsync follows.
+      dirSyncLater: (done) =>
+        void done.catch((e: unknown) =>
+          sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "task directory not fsynced"),
+        ),
+    });
     if (ev) await (sync ? sup.journalWritten(live, ev) : sup.journal(live, unsynced(ev)));
   } catch (e) {
     if (!(e instanceof DshError) || e.code !== "HOME_UNWRITABLE" || !ev) throw e;

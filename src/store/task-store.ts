@@ -164,7 +164,12 @@ export class TaskStore {
         opts,
       ),
     );
-    const st = await stat(p.taskJson).catch(() => undefined);
+    let st: Stats | undefined;
+    try {
+      st = statSync(p.taskJson);
+    } catch {
+      st = undefined; // removed meanwhile (a close): the index line carries mtime 0 and start-up repairs it
+    }
     // Never fsynced: start-up repairs any index line whose task.json mtime it does not match.
     await this.index.update(summarize(rec as unknown as Record<string, unknown>, st?.mtimeMs ?? 0, rowOf(result)), {
       sync: false,
