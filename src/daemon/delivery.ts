@@ -18,7 +18,7 @@ import type { Connection, Logger } from "./server.js";
 import type { Live } from "./supervisor.js";
 
 export interface DeliverySource {
-  onStatus(fn: (live: Live, result: AgentResult, info: { settled: boolean }) => void): () => void;
+  onStatus(fn: (live: Live, result: AgentResult, info: { settled: boolean; recovered?: true }) => void): () => void;
 }
 
 export interface DeliveryServiceOptions {
@@ -31,6 +31,9 @@ export interface DeliveryServiceOptions {
   /** The store's commit log: outbox fsyncs are shared with (and ordered after) the journal records before them. */
   durable?: MakeDurable;
 }
+
+/** The cycle a `queued` record delivers (its payload says; older records without one count as no cycle). */
+const cycleOf = (r: OutboxRecord): number | undefined => (r.payload as { cycle?: number } | undefined)?.cycle;
 
 /** Owners whose deliveries the daemon keeps: pi session ids, not the person at the CLI. */
 export const deliversTo = (owner: string): boolean => owner !== "cli" && isValidOwnerId(owner);
@@ -81,7 +84,9 @@ export class DeliveryService {
       // Exactly one outcome per settled cycle: its settled harvest. Live snapshots and closes owe the owner nothing.
       if (!info.settled || !deliversTo(live.rec.owner)) return;
       const payload = deliveryFor(result, live.rec.cycle, this.opts.reportOf?.(live));
-      if (payload) this.enqueueOrRetry(live.rec.owner, payload, 0);
+      if (!payload) return;
+      if (info.recovered) void this.requeueLost(live.rec.owner, payload);
+      else this.enqueueOrRetry(live.rec.owner, payload, 0);
     });
   }
 
@@ -99,6 +104,26 @@ export class DeliveryService {
       );
       if (retry) setTimeout(() => !this.stopped && this.enqueueOrRetry(owner, payload, attempt + 1), delay).unref();
     });
+  }
+
+  /**
+   * A cycle that settled before a restart: queued only when the outbox has no delivery of that cycle at all (a power
+   * cut lost its record). Evidence read back after the restart may word the outcome differently (another delivery
+   * id), and a cycle has exactly one outcome, so any recorded delivery of the cycle stands.
+   */
+  private async requeueLost(owner: string, payload: DeliveryPayload): Promise<void> {
+    try {
+      const box = await this.box(owner);
+      for (const e of box.values())
+        if (e.queued.taskId === payload.taskId && cycleOf(e.queued) === payload.cycle) return;
+      this.opts.log.warn(
+        { owner, deliveryId: payload.deliveryId },
+        "a settled cycle had no delivery in the outbox after the restart; queued again",
+      );
+      this.enqueueOrRetry(owner, payload, 0);
+    } catch (e) {
+      this.opts.log.error({ owner, deliveryId: payload.deliveryId, err: String(e) }, "outbox not read at start-up");
+    }
   }
 
   /** Daemon stop: no more retries from this instance (the next daemon queues it from the settled result it recovers). */

@@ -50,6 +50,10 @@ export async function applyRecoveryPlan(
       if (alive) sup.watchRuntime(live, runtime);
       else live.childEnded = true;
       if (!live.result) await sup.refresh(live);
+      // The settled result stands, and its owner must have heard it: the outbox record follows the settle's records
+      // by timing only, so a power cut can keep the result and lose the record. The delivery service queues the
+      // cycle again unless the outbox has a delivery of that cycle (then nothing happens).
+      if (live.result) sup.notifyStatus(live, live.result, { settled: true, recovered: true });
       return;
     case "failed_before_prompt":
       rec.error = {

@@ -34,7 +34,11 @@ import { TaskFiles } from "./watcher.js";
 export type { Live, SupervisorDeps } from "./live.js";
 
 /** `settled`: this result is a cycle's settled harvest (the one owner outcome of that cycle). */
-export type StatusInfo = { settled: boolean };
+export type StatusInfo = {
+  settled: boolean;
+  /** Start-up re-announcing a cycle that settled before the restart (its delivery may be missing). */
+  recovered?: true;
+};
 type Listener = (live: Live, result: AgentResult, info: StatusInfo) => void;
 
 export class Supervisor {
