@@ -35,25 +35,24 @@ function writeSession(path: string): void {
 function finishingChild(home: string, children: DaemonClient[]): Runtime {
   return stubRuntime({
     async launch(spec) {
+      // The prompt may arrive in the same chunk as the hello reply: the handler is passed to connect (as the child
+      // extension does) and runs the cycle once the client is in hand.
+      let gotChild!: (c: DaemonClient) => void;
+      const ready = new Promise<DaemonClient>((r) => (gotChild = r));
+      const runCycle = async (child: DaemonClient, cycle: number) => {
+        await child.request("child.event", { type: "prompt_accepted", cycle });
+        writeSession(join(spec.taskDir, "session.jsonl"));
+        await child.request("child.report", { cycle, outcome: "completed", report: "done" });
+        await child.request("child.event", { type: "agent_end", cycle, stopReason: "stop", willRetry: false });
+      };
       const child = await connect(home, {
         kind: "child",
         taskId: spec.env.DSH_HERDR_TASK_ID!,
         token: spec.env.DSH_HERDR_TASK_TOKEN!,
+        pushes: { "child.prompt": (p: { cycle: number }) => void ready.then((c) => runCycle(c, p.cycle)) },
       });
       children.push(child);
-      child.onPush("child.prompt", (p: { cycle: number }) => {
-        void (async () => {
-          await child.request("child.event", { type: "prompt_accepted", cycle: p.cycle });
-          writeSession(join(spec.taskDir, "session.jsonl"));
-          await child.request("child.report", { cycle: p.cycle, outcome: "completed", report: "done" });
-          await child.request("child.event", {
-            type: "agent_end",
-            cycle: p.cycle,
-            stopReason: "stop",
-            willRetry: false,
-          });
-        })();
-      });
+      gotChild(child);
       return { runtime: "headless", pid: process.pid };
     },
   });
