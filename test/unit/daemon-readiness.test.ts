@@ -18,15 +18,17 @@ function fastChildRuntime(home: string, launches: LaunchSpec[], children: Daemon
   return stubRuntime({
     async launch(spec) {
       launches.push(spec);
+      // The prompt may come in the same chunk as the hello reply: the handler goes to connect, as in the extension.
+      let prompted!: (cycle: number) => void;
+      const promptCycle = new Promise<number>((resolve) => (prompted = resolve));
       const child = await connect(home, {
         kind: "child",
         taskId: spec.env.DSH_HERDR_TASK_ID!,
         token: spec.env.DSH_HERDR_TASK_TOKEN!,
+        pushes: { "child.prompt": (p: { cycle: number }) => prompted(p.cycle) },
       });
       children.push(child);
-      const cycle = await new Promise<number>((resolve) =>
-        child.onPush("child.prompt", (p: { cycle: number }) => resolve(p.cycle)),
-      );
+      const cycle = await promptCycle;
       await child.request("child.event", { type: "prompt_accepted", cycle });
       if (finish) {
         // ...and the whole cycle: the report, then the end of pi's agent loop.

@@ -27,14 +27,13 @@ test("a late exit event from a parked child's old pane does not end the relaunch
     async launch(spec) {
       const pid = next++;
       const n = ++launches;
-      const child = await connect(home, {
-        kind: "child",
-        taskId: spec.env.DSH_HERDR_TASK_ID!,
-        token: spec.env.DSH_HERDR_TASK_TOKEN!,
-      });
-      children.push(child);
-      child.onPush("child.prompt", (p: { cycle: number }) => {
+      // The prompt may come in the same chunk as the hello reply: the handler goes to connect, as in the extension,
+      // and runs once the client is in hand.
+      let gotChild!: (c: DaemonClient) => void;
+      const ready = new Promise<DaemonClient>((r) => (gotChild = r));
+      const onPrompt = (p: { cycle: number }) => {
         const flow = (async () => {
+          const child = await ready;
           await child.request("child.event", { type: "prompt_accepted", cycle: p.cycle });
           // The second child runs: now the first child's pane reports that it exited (it was parked).
           if (n === 2) watchers.get(2_000_000)?.({ type: "exited", exit: { code: 0 } });
@@ -48,7 +47,15 @@ test("a late exit event from a parked child's old pane does not end the relaunch
           });
         })();
         flows.push(flow);
+      };
+      const child = await connect(home, {
+        kind: "child",
+        taskId: spec.env.DSH_HERDR_TASK_ID!,
+        token: spec.env.DSH_HERDR_TASK_TOKEN!,
+        pushes: { "child.prompt": onPrompt },
       });
+      children.push(child);
+      gotChild(child);
       return { runtime: "headless", pid };
     },
     // The watcher of each handle stays reachable after unwatch: a runtime may deliver one event late.
