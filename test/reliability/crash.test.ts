@@ -245,7 +245,8 @@ async function runPoint(p: Point, idx: number): Promise<void> {
   const drv = new Driver(home, p);
   // Every pi child of this home names its session file under tasks/: the sample shows how many ever ran.
   const childOf = join(home, "tasks") + "/";
-  const children = sampleProcesses(childOf);
+  // pi children only (their argv names the session file): other short processes name the task dir too (mkfifo).
+  const children = sampleProcesses(childOf, 200, "session.jsonl");
   await drv.start();
   const marker = p.life === "abort" ? "MARK-SLOW" : "MARK-LIFE";
   let taskId: string | undefined;

@@ -148,14 +148,20 @@ export async function rawConnect(socketPath: string): Promise<RawConn> {
  * Live processes whose command line contains `text` (Linux /proc; a task's pi child names its session file). tmux
  * processes are left out: the tmux server keeps the argv of the client that started it, a first child's included.
  */
-export function processesMentioning(text: string): number[] {
+export function processesMentioning(text: string, alsoText?: string): number[] {
   const pids: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     try {
       const cmd = readFileSync(`/proc/${name}/cmdline`, "utf8");
       const state = readFileSync(`/proc/${name}/stat`, "utf8").split(") ")[1]?.[0];
-      if (cmd.includes(text) && state !== "Z" && !/(^|\/)tmux$/.test(cmd.split("\0")[0] ?? "")) pids.push(Number(name));
+      if (
+        cmd.includes(text) &&
+        (alsoText === undefined || cmd.includes(alsoText)) &&
+        state !== "Z" &&
+        !/(^|\/)tmux$/.test(cmd.split("\0")[0] ?? "")
+      )
+        pids.push(Number(name));
     } catch {
       /* ended meanwhile */
     }
@@ -163,10 +169,14 @@ export function processesMentioning(text: string): number[] {
   return pids;
 }
 
-/** Samples processesMentioning(text) until stopped: every process that ran for a while shows up in `seen`. */
-export function sampleProcesses(text: string, everyMs = 200): { seen: Set<number>; stop(): void } {
+/**
+ * Samples processesMentioning(text, alsoText) until stopped: every process that ran for a while shows up in `seen`.
+ * `alsoText` narrows it to one kind of process (a pi child names its session file; the headless runtime's brief
+ * `mkfifo <task dir>/stdin` names the task dir too and was once sampled as a second child).
+ */
+export function sampleProcesses(text: string, everyMs = 200, alsoText?: string): { seen: Set<number>; stop(): void } {
   const seen = new Set<number>();
-  const take = () => processesMentioning(text).forEach((p) => seen.add(p));
+  const take = () => processesMentioning(text, alsoText).forEach((p) => seen.add(p));
   take();
   const t = setInterval(take, everyMs);
   return { seen, stop: () => (take(), clearInterval(t)) };
