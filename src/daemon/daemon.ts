@@ -19,7 +19,7 @@ import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
 import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
 import { startSocketServer, type ConnectionLimits, type Logger } from "./server.js";
-import { flushSnapshot } from "./settle.js";
+import { flushSnapshot } from "./persist.js";
 import { Supervisor } from "./supervisor.js";
 import { Relay } from "../remote/relay.js";
 import type { TaskRecord } from "./record.js";

@@ -4,8 +4,8 @@
 // The small writes here (a journal line, a task.json of a few KiB) are plain synchronous calls on purpose; only
 // fsync goes to the thread pool. A write that lands in the page cache takes microseconds, while each promise call
 // is a thread-pool round trip with its own JavaScript: with 100 tasks settling at once the open + write + close of
-// one journal line cost ~60-150 µs of daemon time and queued behind every other task's calls (~9-20 µs sync;
-// bench/status-latency, docs/performance.md). The home is a local directory the daemon owns.
+// one journal line cost ~60-150 µs of daemon time and queued behind every other task's calls (~9-20 µs sync; the
+// A/B of bench/status-latency in docs/performance.md). The home is a local directory the daemon owns.
 import { randomBytes } from "node:crypto";
 import {
   closeSync,

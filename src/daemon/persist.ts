@@ -1,0 +1,123 @@
+// Writing a task's record: live snapshots paced per task, and the record + status journal line of a harvest, with
+// retries when the home is full (the owner already heard the status). Split from settle.ts, which decides what to
+// write.
+import type { AgentResult } from "../core/types.js";
+import { DshError } from "../core/errors.js";
+import { unsynced } from "../store/task-store.js";
+import type { Live } from "./live.js";
+import type { Supervisor } from "./supervisor.js";
+
+const SNAPSHOT_EVERY_MS = 250;
+/**
+ * With many live tasks the per-task wait grows, so all of them together rewrite at most ~40 records a second:
+ * 1,000 tasks streaming lines otherwise kept the thread pool busy with snapshot writes, and settles waited behind
+ * them (bench/live-tasks). A live snapshot is only a convenience on disk (recovery rebuilds it from the session).
+ */
+const SNAPSHOT_MS_PER_TASK = 25;
+/** Tasks whose latest live result is not yet on disk (a write is scheduled). */
+const snapshotDue = new WeakSet<Live>();
+
+/** The result is being written now: a deferred snapshot of it is moot. */
+export function snapshotWritten(live: Live): void {
+  snapshotDue.delete(live);
+}
+
+/** Write a deferred live snapshot now (daemon stop), on the task's chain. */
+export function flushSnapshot(sup: Supervisor, live: Live): Promise<void> {
+  if (!snapshotDue.has(live)) return live.chain;
+  live.chain = live.chain
+    .then(async () => {
+      if (!snapshotDue.delete(live) || !live.result || live.rec.lifecycle) return;
+      await sup.deps.store.saveTask(live.rec, live.result, { sync: false });
+    })
+    .catch((e: unknown) => sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "live snapshot not saved"));
+  return live.chain;
+}
+
+export function deferSnapshot(sup: Supervisor, live: Live): void {
+  if (snapshotDue.has(live)) return;
+  snapshotDue.add(live);
+  const t = setTimeout(
+    () => {
+      if (!sup.stopped) void flushSnapshot(sup, live);
+    },
+    Math.max(SNAPSHOT_EVERY_MS, sup.tasks.size * SNAPSHOT_MS_PER_TASK),
+  );
+  t.unref();
+}
+
+/**
+ * Write the record and journal the status. A full or read-only home (HOME_UNWRITABLE) must not lose a settled
+ * result: the owner already heard it, so the write is tried again with backoff until space is back (or a newer
+ * harvest, a close or a daemon stop makes it moot).
+ */
+type StatusEvent = Record<string, unknown> & { type: string; cycle?: unknown };
+
+/** A status record that could not be written (HOME_UNWRITABLE), waiting for its retry. */
+interface Unsaved {
+  ev: StatusEvent;
+  sync: boolean;
+  attempt: number;
+}
+const unsaved = new WeakMap<Live, Unsaved>();
+
+export async function persist(
+  sup: Supervisor,
+  live: Live,
+  result: AgentResult,
+  sync: boolean,
+  ev: StatusEvent | undefined,
+): Promise<void> {
+  try {
+    await sup.deps.store.saveTask(live.rec, result, {
+      sync,
+      // The renames are visible at once (task.wait returns, `show` reads result.json); their directory fsync follows.
+      dirSyncLater: (done) =>
+        void done.catch((e: unknown) =>
+          sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "task directory not fsynced"),
+        ),
+    });
+    if (ev) await (sync ? sup.journalWritten(live, ev) : sup.journal(live, unsynced(ev)));
+  } catch (e) {
+    if (!(e instanceof DshError) || e.code !== "HOME_UNWRITABLE" || !ev) throw e;
+    retryLater(sup, live, { ev, sync, attempt: 0 });
+    throw e;
+  }
+  // A newer status of the same or a later cycle is on disk: an older one still waiting is moot.
+  const u = unsaved.get(live);
+  if (ev && u && Number(u.ev.cycle) <= Number(ev.cycle)) unsaved.delete(live);
+}
+
+/**
+ * The owner already heard this status; the record must follow once the disk has room again. Retried with backoff
+ * (0.5 s doubling to 30 s) on the task's chain, with whatever result is current then, until it is written, a newer
+ * status is written, the task is closed or the daemon stops.
+ */
+function retryLater(sup: Supervisor, live: Live, u: Unsaved): void {
+  unsaved.set(live, u);
+  const delay = Math.min(30_000, 500 * 2 ** u.attempt);
+  sup.deps.log.warn(
+    { taskId: live.rec.taskId, status: u.ev.status, retryInMs: delay },
+    "task record not saved; trying again",
+  );
+  const t = setTimeout(() => {
+    if (sup.stopped || live.rec.lifecycle === "closed" || unsaved.get(live) !== u) return;
+    live.chain = live.chain
+      .then(async () => {
+        if (unsaved.get(live) !== u || !live.result) return;
+        try {
+          await sup.deps.store.saveTask(live.rec, live.result, { sync: u.sync });
+          await sup.journal(live, u.sync ? u.ev : unsynced(u.ev));
+          if (unsaved.get(live) === u) unsaved.delete(live);
+        } catch (e) {
+          if (e instanceof DshError && e.code === "HOME_UNWRITABLE")
+            retryLater(sup, live, { ...u, attempt: u.attempt + 1 });
+          else throw e;
+        }
+      })
+      .catch((err: unknown) =>
+        sup.deps.log.error({ taskId: live.rec.taskId, err: String(err) }, "task record still not saved"),
+      );
+  }, delay);
+  t.unref();
+}
