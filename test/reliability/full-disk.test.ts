@@ -203,9 +203,14 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
       () => (pushed.some((id) => id.startsWith(`${taskId}-c1-`)) ? true : undefined),
       60_000,
     );
-    assert.ok(
-      readFileSync(join(home, "tasks", taskId, "events.jsonl"), "utf8").includes('"status":"gone"'),
+    // The record's retry and the delivery's retry run on their own timers: the journal line may follow the push.
+    await until(
       "the settled status is journaled",
+      () =>
+        readFileSync(join(home, "tasks", taskId, "events.jsonl"), "utf8").includes('"status":"gone"')
+          ? true
+          : undefined,
+      60_000,
     );
     // Space back: the close is recorded durably.
     const closed = await cli.request<AgentResult>("task.close", { taskId, closePane: true });
