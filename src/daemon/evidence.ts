@@ -26,6 +26,10 @@ export function childConnected(sup: Supervisor, conn: Connection): void {
     if (live.child !== conn) return;
     delete live.child;
     void dispatch(sup, live, { type: "child_left" });
+    // While the extension was connected its agent_end was awaited; its session may already show the cycle settled
+    // (read before the close was seen). Without the extension the session alone decides: re-read and decide now.
+    if (live.state.phase.name === "running")
+      void live.files?.readSession().then(() => live.state.phase.name === "running" && onFiles(sup, live));
   });
   void dispatch(sup, live, { type: "child_hello" });
 }

@@ -1,0 +1,109 @@
+// The child extension leaves (its connection closes) after the daemon has already read a session that shows the
+// cycle settled, without sending agent_end: the session alone then settles the cycle. Before, the close changed
+// nothing and the task stayed `running` until the idle timeout (the bench saw it under load: the file's settling
+// line was read while the connection's close was still queued). Real daemon, real socket, stub runtime.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect, type DaemonClient } from "../../src/client/index.js";
+import { runDaemon } from "../../src/daemon/daemon.js";
+import { stubRuntime } from "../helpers/stub-runtime.js";
+import { until } from "../helpers/wait.js";
+
+const root = join(import.meta.dirname, "..", "..", "..");
+const OWNER = "0b1ec0ffeec0ffee-childleft";
+
+/** The crew-report recording (fixtures/sessions), re-stamped to now (after the prompt). */
+function sessionText(): string {
+  const now = Date.now();
+  return readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => {
+      const e = JSON.parse(l) as Record<string, unknown>;
+      e.timestamp = new Date(now).toISOString();
+      if (typeof e.message === "object" && e.message !== null) e.message = { ...(e.message as object), timestamp: now };
+      return JSON.stringify(e) + "\n";
+    })
+    .join("");
+}
+
+test("a child that leaves after its session settled the cycle (no agent_end) settles it from the session", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-childleft-"));
+  const home = join(dir, "home");
+  let child: DaemonClient | undefined;
+  let taskDir = "";
+  const d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: {
+      headless: () =>
+        stubRuntime({
+          async launch(spec) {
+            taskDir = spec.taskDir;
+            let gotChild!: (c: DaemonClient) => void;
+            const ready = new Promise<DaemonClient>((r) => (gotChild = r));
+            child = await connect(home, {
+              kind: "child",
+              taskId: spec.env.DSH_HERDR_TASK_ID!,
+              token: spec.env.DSH_HERDR_TASK_TOKEN!,
+              pushes: {
+                "child.prompt": (p: { cycle: number }) =>
+                  void ready.then((c) => c.request("child.event", { type: "prompt_accepted", cycle: p.cycle })),
+              },
+            });
+            gotChild(child);
+            return { runtime: "headless", pid: process.pid };
+          },
+        }),
+    },
+  });
+  const settled: { taskId: string; card: { status: string } }[] = [];
+  const owner = await connect(home, {
+    kind: "owner",
+    ownerId: OWNER,
+    pushes: { "owner.delivery": (p: { taskId: string; card: { status: string } }) => void settled.push(p) },
+  });
+  try {
+    await owner.request("owner.attach", {});
+    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+    });
+    await until(
+      "the prompt accepted",
+      async () =>
+        (await owner.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
+      20_000,
+    );
+    const session = join(taskDir, "session.jsonl");
+    writeFileSync(session, sessionText());
+    const size = statSync(session).size;
+    // The daemon has read every line (its record carries the offset) while the extension is still connected.
+    await until(
+      "the session read to its end",
+      () => {
+        const rec = JSON.parse(readFileSync(join(taskDir, "task.json"), "utf8")) as { sessionOffset?: number };
+        return rec.sessionOffset === size ? true : undefined;
+      },
+      20_000,
+    );
+    // With the extension connected the daemon waits for its agent_end (it knows the retry settings).
+    assert.equal((await owner.request<{ status: string }>("task.get", { taskId })).status, "running");
+    assert.equal(settled.length, 0);
+
+    child!.close();
+    await until("the settled delivery", () => (settled.length > 0 ? true : undefined), 20_000);
+    assert.equal(settled[0]!.taskId, taskId);
+    assert.equal(settled[0]!.card.status, "completed");
+    assert.equal((await owner.request<{ status: string }>("task.get", { taskId })).status, "completed");
+  } finally {
+    owner.close();
+    child?.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
