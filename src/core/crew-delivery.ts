@@ -69,6 +69,12 @@ export function deliveryIdFor(taskId: string, cycle: number, status: CrewStatus)
   return `${taskId}-c${cycle}-${status}`;
 }
 
+/** The task and cycle a delivery id names (`<taskId>-c<cycle>`): a cycle has exactly one outcome. */
+export function deliveryCycleOf(deliveryId: string): string {
+  const i = deliveryId.lastIndexOf("-");
+  return i > 0 ? deliveryId.slice(0, i) : deliveryId;
+}
+
 /**
  * The report of a settled cycle without a crew_report (result.md written by hand, a child without our extension):
  * result.md's body, else the final message, verbatim. Nothing is made up: with neither there is no report.

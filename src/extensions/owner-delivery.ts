@@ -2,7 +2,7 @@
 // with {deliverAs:"steer", triggerTurn:true}; aborts as TUI-only cards. A delivery id already in the session
 // (or in flight in this process) is acknowledged without a second injection.
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { isExpired } from "../core/crew-delivery.js";
+import { deliveryCycleOf, isExpired } from "../core/crew-delivery.js";
 import { cardMarkdown } from "./cards.js";
 import type { OwnerLink, PushedDelivery } from "./owner-link.js";
 
@@ -11,9 +11,22 @@ export const ABORT_TYPE = "crew-abort";
 
 /** Delivery ids already recorded in this session's entries. */
 export function deliveredIds(ctx: ExtensionContext): Set<string> {
+  return recorded(ctx, [RESULT_TYPE, ABORT_TYPE]);
+}
+
+/**
+ * The cycles (`<taskId>-c<cycle>`) whose outcome the model already has. After a power cut the daemon may derive a
+ * settled cycle again and word it otherwise (another delivery id: "error" where "completed" was heard); a cycle has
+ * one outcome, so the first one heard stands.
+ */
+export function deliveredCycles(ctx: ExtensionContext): Set<string> {
+  return new Set([...recorded(ctx, [RESULT_TYPE])].map(deliveryCycleOf));
+}
+
+function recorded(ctx: ExtensionContext, types: string[]): Set<string> {
   const ids = new Set<string>();
   for (const e of ctx.sessionManager.getEntries() as unknown as Record<string, unknown>[]) {
-    if (e.type !== "custom_message" || (e.customType !== RESULT_TYPE && e.customType !== ABORT_TYPE)) continue;
+    if (e.type !== "custom_message" || !types.includes(e.customType as string)) continue;
     const id = (e.details as { deliveryId?: unknown } | undefined)?.deliveryId;
     if (typeof id === "string") ids.add(id);
   }
@@ -31,6 +44,8 @@ export interface DeliveryInjectorDeps {
 export class DeliveryInjector {
   /** Injected in this process but possibly not persisted yet (a steer waits for the tool batch to end). */
   private readonly inFlight = new Set<string>();
+  /** The cycles of model-visible deliveries in `inFlight`. */
+  private readonly inFlightCycles = new Set<string>();
   private chain: Promise<void> = Promise.resolve();
   /** Abort cards that arrived during an owner run: appended once the run ends, so they never feed a model call. */
   private held: { ownerId: string; content: string; details: Record<string, unknown> }[] = [];
@@ -67,11 +82,17 @@ export class DeliveryInjector {
       await this.ack(d.deliveryId, "acked");
       return;
     }
+    const cycle = deliveryCycleOf(d.deliveryId);
+    if (d.model !== null && (this.inFlightCycles.has(cycle) || deliveredCycles(ctx).has(cycle))) {
+      await this.ack(d.deliveryId, "acked"); // this cycle's outcome is already in the session
+      return;
+    }
     if (isExpired(d.queuedAt, Date.now())) {
       await this.ack(d.deliveryId, "expired");
       return;
     }
     this.inFlight.add(d.deliveryId);
+    if (d.model !== null) this.inFlightCycles.add(cycle);
     const details = { deliveryId: d.deliveryId, card: d.card };
     if (d.model === null) {
       // Aborts: a card for the person, never model context (the context hook drops it) and never a turn. During a
