@@ -20,7 +20,7 @@ const TARGET_WAIT_P99_MS = 25;
 /** pi writes the entries up to the first assistant message at once, then one line per message as it ends. */
 const FIRST_BURST = 5;
 /** [path, N, rounds] to measure; the target applies to the largest N. */
-const { PLAN, TARGET_N } = sizes<{ PLAN: [Path, number, number][]; TARGET_N: number }>(
+const SIZED = sizes<{ PLAN: [Path, number, number][]; TARGET_N: number }>(
   {
     PLAN: [
       ["extension", 1, 20],
@@ -41,6 +41,16 @@ const { PLAN, TARGET_N } = sizes<{ PLAN: [Path, number, number][]; TARGET_N: num
     TARGET_N: 10,
   },
 );
+/** BENCH_PLAN="extension:100:2,file:100:2" measures only those rounds (an A/B of one figure). */
+const PLAN: [Path, number, number][] = process.env.BENCH_PLAN
+  ? process.env.BENCH_PLAN.split(",").map((p) => {
+      const [path, n, rounds] = p.split(":");
+      if ((path !== "extension" && path !== "file") || !(Number(n) > 0) || !(Number(rounds) > 0))
+        throw new Error(`BENCH_PLAN: "${p}" is not path:N:rounds (path extension or file)`);
+      return [path, Number(n), Number(rounds)];
+    })
+  : SIZED.PLAN;
+const TARGET_N = process.env.BENCH_PLAN ? Math.max(...PLAN.map((p) => p[1])) : SIZED.TARGET_N;
 
 const entries = fixtureEntries("crew-report");
 const rand = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
@@ -102,9 +112,10 @@ function startPoller(tasks: BenchTask[]): { detected: Map<string, number>; stop(
 }
 
 /**
- * The disk's own floor, measured alongside: a 100-byte append + fdatasync every 5 ms in the bench's temp dir while
- * the burst runs. A delivery is pushed only once its outbox record is fsynced (through the commit log), so its
- * push latency cannot beat what one fsync takes on this disk under the same write load.
+ * The disk, measured alongside: a 100-byte append + fdatasync every 5 ms in the bench's temp dir while the burst
+ * runs. A delivery is pushed once its outbox record is written, with its fsync (through the commit log) after the
+ * push; `task.wait` returns once the settled task.json/result.json are fsynced and renamed, so its latency follows
+ * what an fsync takes on this disk under the same write load.
  */
 function startFsyncProbe(dir: string): { samples: number[]; stop(): Promise<void> } {
   const samples: number[] = [];
@@ -220,7 +231,7 @@ function report(channel: string, path: Path, n: number, s: Samples): void {
   }
   if (s.fsync.length > 0)
     console.log(
-      `status ${path} N=${n}: the disk during the burst (100-byte append + fdatasync every 5 ms, same run): p50 ${percentile(s.fsync, 50).toFixed(1)} ms, p99 ${percentile(s.fsync, 99).toFixed(1)} ms over ${s.fsync.length} fsyncs; a delivery is pushed after its outbox record's fsync`,
+      `status ${path} N=${n}: the disk during the burst (100-byte append + fdatasync every 5 ms, same run): p50 ${percentile(s.fsync, 50).toFixed(1)} ms, p99 ${percentile(s.fsync, 99).toFixed(1)} ms over ${s.fsync.length} fsyncs; a delivery is pushed once its outbox record is written, task.wait returns after the record's fsync`,
     );
   if (s.lost > 0)
     console.log(

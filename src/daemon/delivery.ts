@@ -42,8 +42,12 @@ export const deliversTo = (owner: string): boolean => owner !== "cli" && isValid
 interface BoxEntry {
   queued: OutboxRecord;
   state: DeliveryState;
-  /** The `queued` record is on disk (fsynced); only then is it pushed or listed as pending. */
-  durable: boolean;
+  /**
+   * The `queued` record is in the outbox file (written; its fsync through the commit log may still run): only then
+   * is it pushed or listed as pending. A daemon crash keeps a written record; a power cut may lose it before its
+   * fsync, and start-up queues the cycle again from its settled record (requeueLost).
+   */
+  written: boolean;
 }
 
 /** An owner's outbox as last read or written by this daemon, and the file size that state corresponds to. */
@@ -57,6 +61,8 @@ interface Batch {
   records: Omit<OutboxRecord, "ts">[];
   sync: boolean;
   done?: Promise<void>;
+  /** The records are in the file (the page cache: a daemon crash keeps them); `done` adds their fsync. */
+  written?: Promise<void>;
 }
 
 export class DeliveryService {
@@ -173,12 +179,31 @@ export class DeliveryService {
    * one fsync. With 100 tasks settling at once this is a handful of fsyncs instead of 100 (docs/performance.md).
    */
   private commit(owner: string, records: Omit<OutboxRecord, "ts">[], sync = true): Promise<void> {
-    if (records.length === 0) return Promise.resolve();
+    return this.stage(owner, records, sync).done;
+  }
+
+  /** As commit, with the moment the records are written (before their fsync) apart. */
+  private stage(
+    owner: string,
+    records: Omit<OutboxRecord, "ts">[],
+    sync = true,
+  ): { written: Promise<void>; done: Promise<void> } {
+    if (records.length === 0) return { written: Promise.resolve(), done: Promise.resolve() };
     let w = this.writers.get(owner);
     if (!w) this.writers.set(owner, (w = { tail: Promise.resolve(), busy: 0 }));
     const writer = w;
     if (!writer.open) {
       const batch: Batch = { records: [], sync: false };
+      let wrote!: () => void;
+      batch.written = new Promise<void>((r) => (wrote = r));
+      const onWritten = (size: number) => {
+        // A cache whose read failed is re-read next time anyway: that must not fail a write that succeeded.
+        void this.boxes.get(owner)?.then(
+          (b) => void (b.size = size),
+          () => undefined,
+        );
+        wrote();
+      };
       writer.open = batch;
       writer.busy++;
       const done = writer.tail.then(async () => {
@@ -186,28 +211,32 @@ export class DeliveryService {
         this.stats.writes++;
         this.stats.records += batch.records.length;
         try {
-          const size = await appendOutboxMany(this.opts.home, owner, batch.records, {
+          await appendOutboxMany(this.opts.home, owner, batch.records, {
             sync: batch.sync,
             ...(this.opts.durable ? { durable: this.opts.durable } : {}),
+            onWritten,
           });
-          // A cache whose read failed is re-read next time anyway: that must not fail a write that succeeded.
-          await this.boxes.get(owner)?.then(
-            (b) => void (b.size = size),
-            () => undefined,
-          );
         } finally {
           writer.busy--;
         }
       });
       batch.done = done;
-      writer.tail = done.catch(() => undefined);
+      // A failed write never resolves `written`: `done` rejects for it.
+      batch.written = Promise.race([batch.written, done]);
+      // The next write needs only this one's bytes in the file (appends stay in order); its fsync may overlap this
+      // one's: the commit log orders them and shares the fsync.
+      writer.tail = batch.written.catch(() => undefined);
     }
     writer.open.records.push(...records);
     if (sync) writer.open.sync = true;
-    return writer.open.done!;
+    return { written: writer.open.written!, done: writer.open.done! };
   }
 
-  /** Durable first, then pushed; a delivery id already in the outbox is not queued again. */
+  /**
+   * Written first, then pushed; its fsync (shared through the commit log) runs meanwhile rather than before the
+   * push: on this class of disk an fsync's tail is tens of ms, most of a settle's push latency (docs/performance.md).
+   * A delivery id already in the outbox is not queued again.
+   */
   async enqueue(owner: string, payload: DeliveryPayload): Promise<boolean> {
     const box = await this.box(owner);
     if (box.has(payload.deliveryId)) return false;
@@ -218,17 +247,23 @@ export class DeliveryService {
       taskId: payload.taskId,
       payload,
     };
-    const entry: BoxEntry = { queued, state: "queued", durable: false };
+    const entry: BoxEntry = { queued, state: "queued", written: false };
     box.set(payload.deliveryId, entry);
+    const staged = this.stage(owner, [queued]);
     try {
-      await this.commit(owner, [queued]);
+      await staged.written;
     } catch (e) {
-      box.delete(payload.deliveryId); // not on disk: a later settle may queue it again
+      box.delete(payload.deliveryId); // not in the file: a later settle may queue it again
       throw e;
     }
-    entry.durable = true;
+    entry.written = true;
     this.opts.log.info({ owner, deliveryId: payload.deliveryId }, "delivery queued");
-    await this.pushTo(owner, [entry]);
+    await Promise.all([
+      this.pushTo(owner, [entry]),
+      staged.done.catch((e: unknown) =>
+        this.opts.log.error({ owner, deliveryId: payload.deliveryId, err: String(e) }, "delivery record not fsynced"),
+      ),
+    ]);
     return true;
   }
 
@@ -287,7 +322,7 @@ export class DeliveryService {
     const changed: { entry: BoxEntry; was: DeliveryState }[] = [];
     for (const id of new Set(ids)) {
       const entry = box.get(id);
-      if (!entry?.durable || entry.state === "acked" || entry.state === "expired") continue; // unknown or done: idempotent
+      if (!entry?.written || entry.state === "acked" || entry.state === "expired") continue; // unknown or done: idempotent
       changed.push({ entry, was: entry.state });
       entry.state = state;
     }
@@ -332,14 +367,14 @@ export class DeliveryService {
 function boxOf(records: OutboxRecord[]): Map<string, BoxEntry> {
   const box = new Map<string, BoxEntry>();
   for (const r of pendingDeliveries(records))
-    box.set(r.deliveryId, { queued: { ...r, state: "queued" }, state: r.state, durable: true });
+    box.set(r.deliveryId, { queued: { ...r, state: "queued" }, state: r.state, written: true });
   // Finished ones are kept by id only, so a delivery id is never queued twice.
   for (const r of records) {
     if (typeof r?.deliveryId === "string" && !box.has(r.deliveryId) && r.state === "queued") {
       box.set(r.deliveryId, {
         queued: { deliveryId: r.deliveryId, state: "queued", ts: r.ts },
         state: "acked",
-        durable: true,
+        written: true,
       });
     }
   }
@@ -348,5 +383,5 @@ function boxOf(records: OutboxRecord[]): Map<string, BoxEntry> {
 
 /** Durable deliveries not yet acked (nor expired), in queue order. */
 function pendingOf(box: Map<string, BoxEntry>): BoxEntry[] {
-  return [...box.values()].filter((e) => e.durable && e.state !== "acked" && e.state !== "expired");
+  return [...box.values()].filter((e) => e.written && e.state !== "acked" && e.state !== "expired");
 }

@@ -61,7 +61,7 @@ export async function appendOutboxMany(
   home: string,
   ownerId: unknown,
   records: (Omit<OutboxRecord, "ts"> & { ts?: number })[],
-  opts: SyncOptions & { durable?: MakeDurable } = {},
+  opts: SyncOptions & { durable?: MakeDurable; onWritten?: (size: number) => void } = {},
 ): Promise<number> {
   const path = outboxPath(home, ownerId);
   const dir = join(home, "owners", ownerId as string);
@@ -80,6 +80,7 @@ export async function appendOutboxMany(
       r = await appendInNewDir(dir, path, lines, append, ownerId);
     }
   } else r = await appendInNewDir(dir, path, lines, append, ownerId);
+  opts.onWritten?.(r.size);
   if (viaLog && r.at >= 0) await opts.durable!(path, r.at, r.text);
   for (const rec of records) outboxAppended?.(rec.state as DeliveryState);
   return r.size;
