@@ -6,12 +6,14 @@
 // src/extensions/child.ts does) and "file" (no extension: the session watcher alone must see the settle).
 import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync, readFileSync } from "node:fs";
 import { open } from "node:fs/promises";
+import { Worker } from "node:worker_threads";
 import { join } from "node:path";
-import { connect, type DaemonClient } from "../src/client/index.js";
+import type { DaemonClient } from "../src/client/index.js";
 import { SessionReader } from "../src/core/session-reader.js";
 import { resultMdFor, writeResultMd } from "../src/extensions/child-report.js";
 import { attachOwner, spawnTask, startDaemon, type BenchTask, type Owner } from "./_harness.js";
-import { epochMs, fixtureEntries, percentile, printFigure, sizes, sleep, stamped, tempDir } from "./_util.js";
+import { monoMs, type FromListener, type ToListener } from "./_owner-listener.js";
+import { fixtureEntries, percentile, printFigure, sizes, sleep, stamped, tempDir } from "./_util.js";
 
 const POLL_MS = 500;
 /** Issue 15: p99 at the largest N, append → owner push and append → task.wait returning. */
@@ -74,7 +76,7 @@ async function drive(t: BenchTask & { child?: DaemonClient }, startDelayMs: numb
       await sleep(rand(1, 5));
     }
     appendFileSync(t.sessionPath, stamped(entries[i]!, Date.now()));
-    if (last) settleAt = epochMs();
+    if (last) settleAt = monoMs();
   }
   // What src/extensions/child.ts sends when pi's agent loop ends.
   if (t.child)
@@ -104,7 +106,7 @@ function startPoller(tasks: BenchTask[]): { detected: Map<string, number>; stop(
       } finally {
         closeSync(fd);
       }
-      if (st.reader.facts().cycleSettled && existsSync(t.resultPath)) detected.set(t.taskId, epochMs());
+      if (st.reader.facts().cycleSettled && existsSync(t.resultPath)) detected.set(t.taskId, monoMs());
     }
   };
   const iv = setInterval(tick, POLL_MS);
@@ -124,10 +126,10 @@ function startFsyncProbe(dir: string): { samples: number[]; stop(): Promise<void
     const fh = await open(join(dir, "fsync-probe.log"), "a");
     try {
       while (running) {
-        const t = epochMs();
+        const t = monoMs();
         await fh.write("x".repeat(99) + "\n");
         await fh.datasync();
-        samples.push(epochMs() - t);
+        samples.push(monoMs() - t);
         await sleep(5);
       }
     } finally {
@@ -155,30 +157,59 @@ interface Samples {
 
 const GRACE_MS = 3000;
 
+/** The owner-side stamps, taken in the listener thread (bench/_owner-listener.ts). */
+interface Listener {
+  pushedAt: Map<string, number>;
+  waited: Map<string, number>;
+  wait(taskId: string): void;
+  stop(): Promise<void>;
+}
+
+async function startListener(home: string, ownerId: string): Promise<Listener> {
+  const worker = new Worker(new URL("./_owner-listener.js", import.meta.url), { workerData: { home, ownerId } });
+  const pushedAt = new Map<string, number>();
+  const waited = new Map<string, number>();
+  await new Promise<void>((resolve, reject) => {
+    worker.once("error", reject);
+    worker.on("message", (m: FromListener) => {
+      if (m.type === "ready") resolve();
+      else if (m.type === "pushed") pushedAt.has(m.taskId) || pushedAt.set(m.taskId, m.at);
+      else if (m.type === "waited") waited.set(m.taskId, m.at);
+    });
+  });
+  const post = (m: ToListener) => worker.postMessage(m);
+  return {
+    pushedAt,
+    waited,
+    wait: (taskId) => post({ type: "wait", taskId }),
+    stop: async () => {
+      const gone = new Promise<void>((r) => worker.once("exit", () => r()));
+      post({ type: "stop" });
+      await gone;
+    },
+  };
+}
+
 async function round(
   home: string,
   cwd: string,
   owner: Owner,
-  waiter: DaemonClient,
+  listener: Listener,
   n: number,
   path: Path,
   s: Samples,
 ): Promise<void> {
   const tasks: (BenchTask & { child?: DaemonClient })[] = [];
   for (let i = 0; i < n; i++) tasks.push(await spawnTask(home, owner, { cwd, keepChild: path === "extension" }));
-  const waited = new Map<string, number>();
-  const waits = tasks.map((t) =>
-    waiter
-      .request("task.wait", { taskIds: [t.taskId], timeoutMs: 60_000 }, { timeoutMs: 70_000 })
-      .then(() => void waited.set(t.taskId, epochMs())),
-  );
+  const { pushedAt, waited } = listener;
+  for (const t of tasks) listener.wait(t.taskId);
   const poller = startPoller(tasks);
   const probe = n === TARGET_N ? startFsyncProbe(join(home, "..")) : undefined;
   const spread = n === 1 ? 0 : 1000;
   const settled = await Promise.all(tasks.map((t) => drive(t, rand(0, spread))));
   const deadline = Date.now() + GRACE_MS;
   const allSeen = () =>
-    tasks.every((t) => owner.settledAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
+    tasks.every((t) => pushedAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
   while (!allSeen() && Date.now() < deadline) await sleep(20);
   poller.stop();
   if (probe) {
@@ -187,7 +218,7 @@ async function round(
   }
   tasks.forEach((t, i) => {
     const at = settled[i]!;
-    const pushed = owner.settledAt.get(t.taskId);
+    const pushed = pushedAt.get(t.taskId);
     s.poll.push((poller.detected.get(t.taskId) ?? NaN) - at);
     if (pushed === undefined || !waited.has(t.taskId)) {
       s.lost++;
@@ -201,7 +232,8 @@ async function round(
     t.child?.close();
     await owner.client.request("task.close", { taskId: t.taskId });
   }
-  await Promise.all(waits);
+  const end = Date.now() + 10_000;
+  while (tasks.some((t) => !waited.has(t.taskId)) && Date.now() < end) await sleep(20);
 }
 
 function report(channel: string, path: Path, n: number, s: Samples): void {
@@ -247,16 +279,17 @@ async function main(): Promise<void> {
   const daemon = await startDaemon(home, { maxParallelAgents: 200, maxQueuedAgents: 200 });
   try {
     const owner = await attachOwner(home);
-    const waiter = await connect(home, { kind: "cli", timeoutMs: 120_000 });
+    // Attached after the driver's owner connection, so the deliveries go to it.
+    const listener = await startListener(home, owner.id);
     console.log(
-      `owner-side signal: ${owner.channel} push; driver: fixtures/sessions/crew-report.jsonl, one append per line`,
+      `owner-side signal: ${owner.channel} push, received in its own thread (as a pi owner is its own process); driver: fixtures/sessions/crew-report.jsonl, one append per line`,
     );
     for (const [path, n, rounds] of PLAN) {
       const s: Samples = { push: [], wait: [], poll: [], fsync: [], lost: 0 };
-      for (let r = 0; r < rounds; r++) await round(home, cwd, owner, waiter, n, path, s);
+      for (let r = 0; r < rounds; r++) await round(home, cwd, owner, listener, n, path, s);
       report(owner.channel, path, n, s);
     }
-    waiter.close();
+    await listener.stop();
     owner.close();
   } finally {
     await daemon.stop();

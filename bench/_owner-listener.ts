@@ -1,0 +1,46 @@
+// The owner side of bench/status-latency in its own thread: it attaches as the bench's owner (the newest attach
+// gets the deliveries) and runs the task.wait requests, stamping each push and each wait's return on its own event
+// loop. In real use the owner is a pi process of its own; in the driver's thread its receipt waited behind the
+// driver's playing of 100 children (their appends and agent_end requests), which the figure is not about.
+// Times are monotonic ms (process.hrtime), the same clock in every thread.
+import { parentPort, workerData } from "node:worker_threads";
+import { connect } from "../src/client/index.js";
+
+export const monoMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+export type ToListener = { type: "wait"; taskId: string } | { type: "stop" };
+export type FromListener =
+  | { type: "ready" }
+  | { type: "pushed"; taskId: string; at: number }
+  | { type: "waited"; taskId: string; at: number };
+
+async function main(): Promise<void> {
+  const { home, ownerId } = workerData as { home: string; ownerId: string };
+  const port = parentPort!;
+  const send = (m: FromListener) => port.postMessage(m);
+  const owner = await connect(home, {
+    kind: "owner",
+    ownerId,
+    timeoutMs: 120_000,
+    pushes: {
+      "owner.delivery": (p: { taskId: string }) => send({ type: "pushed", taskId: p.taskId, at: monoMs() }),
+    },
+  });
+  await owner.request("owner.attach", {});
+  const waiter = await connect(home, { kind: "cli", timeoutMs: 120_000 });
+  port.on("message", (m: ToListener) => {
+    if (m.type === "stop") {
+      owner.close();
+      waiter.close();
+      port.close();
+      return;
+    }
+    void waiter.request("task.wait", { taskIds: [m.taskId], timeoutMs: 60_000 }, { timeoutMs: 70_000 }).then(
+      () => send({ type: "waited", taskId: m.taskId, at: monoMs() }),
+      () => undefined,
+    );
+  });
+  send({ type: "ready" });
+}
+
+if (parentPort) void main();
