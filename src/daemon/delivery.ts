@@ -5,15 +5,15 @@ import { DshError } from "../core/errors.js";
 import { deliveryFor, isExpired, type CrewReport, type DeliveryPayload } from "../core/crew-delivery.js";
 import type { AgentResult } from "../core/types.js";
 import {
-  appendOutboxMany,
+  type DeliveryState,
   type MakeDurable,
   isValidOwnerId,
   outboxSize,
-  pendingDeliveries,
   readOutboxSized,
-  type DeliveryState,
   type OutboxRecord,
 } from "../store/outbox.js";
+import { boxOf, cycleOf, pendingOf, type BoxEntry, type OwnerBox } from "./outbox-box.js";
+import { OutboxWriter, type OutboxLine } from "./outbox-writer.js";
 import type { Connection, Logger } from "./server.js";
 import type { Live } from "./supervisor.js";
 
@@ -32,38 +32,8 @@ export interface DeliveryServiceOptions {
   durable?: MakeDurable;
 }
 
-/** The cycle a `queued` record delivers (its payload says; older records without one count as no cycle). */
-const cycleOf = (r: OutboxRecord): number | undefined => (r.payload as { cycle?: number } | undefined)?.cycle;
-
 /** Owners whose deliveries the daemon keeps: pi session ids, not the person at the CLI. */
 export const deliversTo = (owner: string): boolean => owner !== "cli" && isValidOwnerId(owner);
-
-/** One delivery as the daemon knows it: its `queued` record and its latest state. */
-interface BoxEntry {
-  queued: OutboxRecord;
-  state: DeliveryState;
-  /**
-   * The `queued` record is in the outbox file (written; its fsync through the commit log may still run): only then
-   * is it pushed or listed as pending. A daemon crash keeps a written record; a power cut may lose it before its
-   * fsync, and start-up queues the cycle again from its settled record (requeueLost).
-   */
-  written: boolean;
-}
-
-/** An owner's outbox as last read or written by this daemon, and the file size that state corresponds to. */
-interface OwnerBox {
-  entries: Map<string, BoxEntry>;
-  size: number;
-}
-
-/** Records waiting for one write: everything queued while the previous write ran goes out in the next one. */
-interface Batch {
-  records: Omit<OutboxRecord, "ts">[];
-  sync: boolean;
-  done?: Promise<void>;
-  /** The records are in the file (the page cache: a daemon crash keeps them); `done` adds their fsync. */
-  written?: Promise<void>;
-}
 
 export class DeliveryService {
   private readonly attached = new Map<string, Set<Connection>>();
@@ -73,15 +43,28 @@ export class DeliveryService {
    * appended by hand) makes it read the file again.
    */
   private readonly boxes = new Map<string, Promise<OwnerBox>>();
-  private readonly writers = new Map<string, { tail: Promise<void>; open?: Batch; busy: number }>();
   private readonly boxTurns = new Map<string, Promise<void>>();
   private readonly now: () => number;
   private stopped = false;
-  /** Outbox appends and the records they carried, for the benchmark and the group-commit test. */
-  readonly stats = { writes: 0, records: 0 };
+  private readonly writer: OutboxWriter;
 
   constructor(private readonly opts: DeliveryServiceOptions) {
     this.now = opts.now ?? Date.now;
+    this.writer = new OutboxWriter({
+      home: opts.home,
+      ...(opts.durable ? { durable: opts.durable } : {}),
+      // A cache whose read failed is re-read next time anyway: that must not fail a write that succeeded.
+      onWritten: (owner, size) =>
+        void this.boxes.get(owner)?.then(
+          (b) => void (b.size = size),
+          () => undefined,
+        ),
+    });
+  }
+
+  /** Outbox appends and the records they carried, for the benchmark and the group-commit test. */
+  get stats(): { writes: number; records: number } {
+    return this.writer.stats;
   }
 
   /** Enqueue a delivery for every settled cycle the source reports. Returns an unsubscribe. */
@@ -158,7 +141,7 @@ export class DeliveryService {
     if (known) {
       const b = await known;
       // While our own write is queued or running the file trails memory: memory is the truth.
-      if (this.writing(owner) || (await outboxSize(this.opts.home, owner)) === b.size || this.writing(owner))
+      if (this.writer.busy(owner) || (await outboxSize(this.opts.home, owner)) === b.size || this.writer.busy(owner))
         return b.entries;
     }
     const load = readOutboxSized(this.opts.home, owner).then(({ records, size }) => ({
@@ -168,68 +151,6 @@ export class DeliveryService {
     this.boxes.set(owner, load);
     load.catch(() => this.boxes.get(owner) === load && this.boxes.delete(owner)); // a failed read is tried again next time
     return (await load).entries;
-  }
-
-  private writing(owner: string): boolean {
-    return (this.writers.get(owner)?.busy ?? 0) > 0;
-  }
-
-  /**
-   * Group commit: records from every caller that arrives while a write is running share the next write and its
-   * one fsync. With 100 tasks settling at once this is a handful of fsyncs instead of 100 (docs/performance.md).
-   */
-  private commit(owner: string, records: Omit<OutboxRecord, "ts">[], sync = true): Promise<void> {
-    return this.stage(owner, records, sync).done;
-  }
-
-  /** As commit, with the moment the records are written (before their fsync) apart. */
-  private stage(
-    owner: string,
-    records: Omit<OutboxRecord, "ts">[],
-    sync = true,
-  ): { written: Promise<void>; done: Promise<void> } {
-    if (records.length === 0) return { written: Promise.resolve(), done: Promise.resolve() };
-    let w = this.writers.get(owner);
-    if (!w) this.writers.set(owner, (w = { tail: Promise.resolve(), busy: 0 }));
-    const writer = w;
-    if (!writer.open) {
-      const batch: Batch = { records: [], sync: false };
-      let wrote!: () => void;
-      batch.written = new Promise<void>((r) => (wrote = r));
-      const onWritten = (size: number) => {
-        // A cache whose read failed is re-read next time anyway: that must not fail a write that succeeded.
-        void this.boxes.get(owner)?.then(
-          (b) => void (b.size = size),
-          () => undefined,
-        );
-        wrote();
-      };
-      writer.open = batch;
-      writer.busy++;
-      const done = writer.tail.then(async () => {
-        if (writer.open === batch) delete writer.open;
-        this.stats.writes++;
-        this.stats.records += batch.records.length;
-        try {
-          await appendOutboxMany(this.opts.home, owner, batch.records, {
-            sync: batch.sync,
-            ...(this.opts.durable ? { durable: this.opts.durable } : {}),
-            onWritten,
-          });
-        } finally {
-          writer.busy--;
-        }
-      });
-      batch.done = done;
-      // A failed write never resolves `written`: `done` rejects for it.
-      batch.written = Promise.race([batch.written, done]);
-      // The next write needs only this one's bytes in the file (appends stay in order); its fsync may overlap this
-      // one's: the commit log orders them and shares the fsync.
-      writer.tail = batch.written.catch(() => undefined);
-    }
-    writer.open.records.push(...records);
-    if (sync) writer.open.sync = true;
-    return { written: writer.open.written!, done: writer.open.done! };
   }
 
   /**
@@ -249,7 +170,7 @@ export class DeliveryService {
     };
     const entry: BoxEntry = { queued, state: "queued", written: false };
     box.set(payload.deliveryId, entry);
-    const staged = this.stage(owner, [queued]);
+    const staged = this.writer.stage(owner, [queued]);
     try {
       await staged.written;
     } catch (e) {
@@ -271,8 +192,8 @@ export class DeliveryService {
     const conns = [...(this.attached.get(owner) ?? [])].filter((c) => !c.closed);
     if (conns.length === 0) return 0;
     let pushed = 0;
-    const sent: Omit<OutboxRecord, "ts">[] = [];
-    const expired: Omit<OutboxRecord, "ts">[] = [];
+    const sent: OutboxLine[] = [];
+    const expired: OutboxLine[] = [];
     for (const e of entries) {
       const r = e.queued;
       if (isExpired(r.ts, this.now(), this.opts.ttlMs)) {
@@ -290,7 +211,7 @@ export class DeliveryService {
       pushed++;
     }
     // `sent` is informational (a sent delivery is still pending until acked), so it needs no fsync of its own.
-    await Promise.all([this.commit(owner, expired), this.commit(owner, sent, false)]);
+    await Promise.all([this.writer.commit(owner, expired), this.writer.commit(owner, sent, false)]);
     return pushed;
   }
 
@@ -306,7 +227,7 @@ export class DeliveryService {
       this.attached.delete(owner);
       // The session left: its outbox leaves memory too (read again from disk when it or a delivery comes back),
       // so a long-running daemon does not hold every session's deliveries ever queued.
-      if (!this.writing(owner)) this.boxes.delete(owner);
+      if (!this.writer.busy(owner)) this.boxes.delete(owner);
     });
     return { pending: await this.pushTo(owner, pendingOf(await this.box(owner))) };
   }
@@ -327,7 +248,7 @@ export class DeliveryService {
       entry.state = state;
     }
     try {
-      await this.commit(
+      await this.writer.commit(
         owner,
         changed.map(({ entry }) => ({ deliveryId: entry.queued.deliveryId, state })),
       );
@@ -344,7 +265,7 @@ export class DeliveryService {
   async moveQueued(fromOwner: string, toOwner: string): Promise<number> {
     const box = await this.box(fromOwner);
     // Deliveries of the old owner still being written move too.
-    await this.writers.get(fromOwner)?.tail;
+    await this.writer.written(fromOwner);
     let moved = 0;
     for (const e of pendingOf(box)) {
       if (e.state === "acked" || e.state === "expired") continue; // acked by the old session meanwhile
@@ -352,7 +273,7 @@ export class DeliveryService {
       e.state = "acked"; // before the awaits: an ack arriving meanwhile finds it done, not injected twice
       try {
         await this.enqueue(toOwner, e.queued.payload as DeliveryPayload);
-        await this.commit(fromOwner, [{ deliveryId: e.queued.deliveryId, state: "acked", movedTo: toOwner }]);
+        await this.writer.commit(fromOwner, [{ deliveryId: e.queued.deliveryId, state: "acked", movedTo: toOwner }]);
       } catch (err) {
         e.state = was;
         throw err;
@@ -361,27 +282,4 @@ export class DeliveryService {
     }
     return moved;
   }
-}
-
-/** The outbox file as entries: the first `queued` record of each id, with the latest state. */
-function boxOf(records: OutboxRecord[]): Map<string, BoxEntry> {
-  const box = new Map<string, BoxEntry>();
-  for (const r of pendingDeliveries(records))
-    box.set(r.deliveryId, { queued: { ...r, state: "queued" }, state: r.state, written: true });
-  // Finished ones are kept by id only, so a delivery id is never queued twice.
-  for (const r of records) {
-    if (typeof r?.deliveryId === "string" && !box.has(r.deliveryId) && r.state === "queued") {
-      box.set(r.deliveryId, {
-        queued: { deliveryId: r.deliveryId, state: "queued", ts: r.ts },
-        state: "acked",
-        written: true,
-      });
-    }
-  }
-  return box;
-}
-
-/** Durable deliveries not yet acked (nor expired), in queue order. */
-function pendingOf(box: Map<string, BoxEntry>): BoxEntry[] {
-  return [...box.values()].filter((e) => e.written && e.state !== "acked" && e.state !== "expired");
 }
