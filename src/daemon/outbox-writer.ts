@@ -64,7 +64,8 @@ export class OutboxWriter {
   private open(owner: string, writer: { tail: Promise<void>; open?: Batch; busy: number }): Batch {
     let wrote!: () => void;
     const written = new Promise<void>((r) => (wrote = r));
-    const batch = { records: [], sync: false } as unknown as Batch;
+    // `done` is set just below, once the write is chained (it needs the batch).
+    const batch: Batch = { records: [], sync: false, written, done: Promise.resolve() };
     writer.open = batch;
     writer.busy++;
     batch.done = writer.tail.then(async () => {

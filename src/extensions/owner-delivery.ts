@@ -9,28 +9,23 @@ import type { OwnerLink, PushedDelivery } from "./owner-link.js";
 export const RESULT_TYPE = "crew-result";
 export const ABORT_TYPE = "crew-abort";
 
-/** Delivery ids already recorded in this session's entries. */
-export function deliveredIds(ctx: ExtensionContext): Set<string> {
-  return recorded(ctx, [RESULT_TYPE, ABORT_TYPE]);
-}
-
 /**
- * The cycles (`<taskId>-c<cycle>`) whose outcome the model already has. After a power cut the daemon may derive a
- * settled cycle again and word it otherwise (another delivery id: "error" where "completed" was heard); a cycle has
- * one outcome, so the first one heard stands.
+ * What this session's entries already hold, in one pass over them: every delivery id (results and abort cards), and
+ * the cycles (`<taskId>-c<cycle>`) whose outcome the model has. After a power cut the daemon may derive a settled
+ * cycle again and word it otherwise (another delivery id: "error" where "completed" was heard); a cycle has one
+ * outcome, so the first one heard stands.
  */
-export function deliveredCycles(ctx: ExtensionContext): Set<string> {
-  return new Set([...recorded(ctx, [RESULT_TYPE])].map(deliveryCycleOf));
-}
-
-function recorded(ctx: ExtensionContext, types: string[]): Set<string> {
+export function delivered(ctx: ExtensionContext): { ids: Set<string>; cycles: Set<string> } {
   const ids = new Set<string>();
+  const cycles = new Set<string>();
   for (const e of ctx.sessionManager.getEntries() as unknown as Record<string, unknown>[]) {
-    if (e.type !== "custom_message" || !types.includes(e.customType as string)) continue;
+    if (e.type !== "custom_message" || (e.customType !== RESULT_TYPE && e.customType !== ABORT_TYPE)) continue;
     const id = (e.details as { deliveryId?: unknown } | undefined)?.deliveryId;
-    if (typeof id === "string") ids.add(id);
+    if (typeof id !== "string") continue;
+    ids.add(id);
+    if (e.customType === RESULT_TYPE) cycles.add(deliveryCycleOf(id));
   }
-  return ids;
+  return { ids, cycles };
 }
 
 export interface DeliveryInjectorDeps {
@@ -78,12 +73,13 @@ export class DeliveryInjector {
     const ctx = this.deps.ctx();
     // A push for a session we left: the daemon keeps it queued for that owner's return.
     if (!ctx || ctx.sessionManager.getSessionId() !== ownerId) return;
-    if (this.inFlight.has(d.deliveryId) || deliveredIds(ctx).has(d.deliveryId)) {
+    const seen = delivered(ctx);
+    if (this.inFlight.has(d.deliveryId) || seen.ids.has(d.deliveryId)) {
       await this.ack(d.deliveryId, "acked");
       return;
     }
     const cycle = deliveryCycleOf(d.deliveryId);
-    if (d.model !== null && (this.inFlightCycles.has(cycle) || deliveredCycles(ctx).has(cycle))) {
+    if (d.model !== null && (this.inFlightCycles.has(cycle) || seen.cycles.has(cycle))) {
       await this.ack(d.deliveryId, "acked"); // this cycle's outcome is already in the session
       return;
     }

@@ -9,26 +9,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
+import { fixtureEntries, stamped } from "../../bench/_util.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { until } from "../helpers/wait.js";
 
-const root = join(import.meta.dirname, "..", "..", "..");
 const OWNER = "0b1ec0ffeec0ffee-childleft";
 
 /** The crew-report recording (fixtures/sessions), re-stamped to now (after the prompt). */
-function sessionText(): string {
-  const now = Date.now();
-  return readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => {
-      const e = JSON.parse(l) as Record<string, unknown>;
-      e.timestamp = new Date(now).toISOString();
-      if (typeof e.message === "object" && e.message !== null) e.message = { ...(e.message as object), timestamp: now };
-      return JSON.stringify(e) + "\n";
-    })
+const sessionText = (): string =>
+  fixtureEntries("crew-report")
+    .map((e) => stamped(e, Date.now()))
     .join("");
-}
 
 test("a child that leaves after its session settled the cycle (no agent_end) settles it from the session", async () => {
   const dir = mkdtempSync(join(tmpdir(), "dsh-childleft-"));

@@ -10,26 +10,21 @@ import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import type { Runtime } from "../../src/runtime/types.js";
+import { fixtureEntries, stamped } from "../../bench/_util.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { until } from "../helpers/wait.js";
 
 const OWNER = "0b1ec0ffeec0ffee-recover";
 
-const root = join(import.meta.dirname, "..", "..", "..");
-
 /** The crew-report recording (fixtures/sessions), re-stamped to now: the report is read back from it after a restart. */
 function writeSession(path: string): void {
   const now = Date.now();
-  const lines = readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => {
-      const e = JSON.parse(l) as Record<string, unknown>;
-      e.timestamp = new Date(now).toISOString();
-      if (typeof e.message === "object" && e.message !== null) e.message = { ...(e.message as object), timestamp: now };
-      return JSON.stringify(e) + "\n";
-    });
-  writeFileSync(path, lines.join(""));
+  writeFileSync(
+    path,
+    fixtureEntries("crew-report")
+      .map((e) => stamped(e, now))
+      .join(""),
+  );
 }
 
 function finishingChild(home: string, children: DaemonClient[]): Runtime {
