@@ -20,32 +20,8 @@ import {
 import { ensureHome, type HomePaths } from "./home.js";
 import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskRecordBase, type TaskSummary } from "./task-index.js";
 export type { TaskRecordBase } from "./task-index.js";
-
-/**
- * Mark a journal event as not worth an fsync (it is still written before appendEvent returns, so a daemon crash
- * keeps it; a power cut may not). A symbol key: the mark travels with the event object but is never serialized.
- */
-export const UNSYNCED: unique symbol = Symbol("dsh-herdr.unsynced");
-
-export function unsynced<E extends TaskEvent>(event: E): E {
-  return Object.assign(event, { [UNSYNCED]: true });
-}
-
-export interface TaskEvent {
-  type: string;
-  ts?: number;
-  [key: string]: unknown;
-}
-
-export interface TaskPaths {
-  dir: string;
-  taskJson: string;
-  events: string;
-  prompt: string;
-  resultMd: string;
-  resultJson: string;
-  diffPatch: string;
-}
+import { taskPathsIn, UNSYNCED, unsynced, type TaskEvent, type TaskPaths } from "./task-layout.js";
+export { UNSYNCED, unsynced, type TaskEvent, type TaskPaths } from "./task-layout.js";
 
 export interface StoreOptions {
   /**
@@ -95,16 +71,7 @@ export class TaskStore {
 
   /** Paths of one task; throws BAD_TASK_ID for anything that is not a task id (`../x`, `/etc`, empty, long). */
   taskPaths(taskId: unknown): TaskPaths {
-    const dir = join(this.paths.tasks, assertTaskId(taskId));
-    return {
-      dir,
-      taskJson: join(dir, "task.json"),
-      events: join(dir, "events.jsonl"),
-      prompt: join(dir, "prompt.md"),
-      resultMd: join(dir, "result.md"),
-      resultJson: join(dir, "result.json"),
-      diffPatch: join(dir, "diff.patch"),
-    };
+    return taskPathsIn(this.paths.tasks, taskId);
   }
 
   /** A fresh task id whose directory now exists (mkdir without recursive, so a collision is detected, not shared). */
@@ -287,7 +254,6 @@ export class TaskStore {
     return this.index.compact();
   }
 
-  /** Paths of a task whose directory exists; TASK_NOT_FOUND otherwise. */
   /**
    * existing() once per task: the hot writers (journal, harvest records) skip the stat after the first call, and
    * inTask() turns a failure in a directory that has gone since into TASK_NOT_FOUND as existing() would.
@@ -312,6 +278,7 @@ export class TaskStore {
     }
   }
 
+  /** Paths of a task whose directory exists; TASK_NOT_FOUND otherwise. */
   private async existing(taskId: unknown): Promise<TaskPaths> {
     const p = this.taskPaths(taskId);
     // A path stat, synchronous like the store's other small calls (src/store/fsio.ts).
