@@ -1,6 +1,5 @@
 // The daemon process: lock, config, store, socket server, supervisor, start-up reconciliation, graceful stop.
 import { join } from "node:path";
-import { pino } from "pino";
 import { DshError } from "../core/errors.js";
 import type { HerdrStatus, RuntimeKind } from "../core/types.js";
 import { deriveStatus } from "../core/derive.js";
@@ -18,12 +17,13 @@ import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
 import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
-import { startSocketServer, type ConnectionLimits, type Logger } from "./server.js";
+import { startSocketServer, type ConnectionLimits } from "./server.js";
 import { flushSnapshot } from "./persist.js";
 import { Supervisor } from "./supervisor.js";
 import { Relay } from "../remote/relay.js";
 import type { TaskRecord } from "./record.js";
-import { closeSync, fstatSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { openDaemonLog } from "./daemon-log.js";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -48,84 +48,13 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-/** Log fields whose values are secrets (child env, task tokens, keys). */
-const SECRET_KEYS = ["env", "token", "apiKey", "authorization", "secret"];
-
-/**
- * daemon.log, best effort. pino's sync destination throws a write error (ENOSPC on a full disk) out of log.info into
- * whatever was logging, which crashed the daemon mid-stop or in a rejection handler; a lost log line is the lesser harm.
- */
-function logDestination(path: string, maxBytes = logCap()): { write(line: string): void; close(): void } {
-  let fd = openSync(path, "a", 0o600);
-  let size = sizeOf(fd);
-  let open = true;
-  let rotatable = true;
-  const rotate = () => {
-    closeSync(fd);
-    try {
-      renameSync(path, `${path}.1`);
-    } catch {
-      rotatable = false; // cannot rename (read-only home): keep appending to the same file
-    }
-    try {
-      fd = openSync(path, "a", 0o600);
-      size = sizeOf(fd);
-    } catch {
-      open = false; // no log from here on; the daemon keeps serving
-    }
-  };
-  return {
-    write(line) {
-      if (!open) return; // never write to a closed fd: its number may belong to another file by now
-      try {
-        // Size cap: past maxBytes the log moves to daemon.log.1 (replacing the previous one) and starts afresh,
-        // so the log never takes more than twice the cap of the home.
-        if (rotatable && size > 0 && size + Buffer.byteLength(line) > maxBytes) rotate();
-        if (open) size += writeSync(fd, line);
-      } catch {
-        // dropped: the disk is full or read-only; the daemon keeps serving
-      }
-    },
-    close() {
-      if (open) closeSync(fd);
-      open = false;
-    },
-  };
-}
-
-/** daemon.log's size cap: DSH_HERDR_LOG_MAX_BYTES, else 10 MiB. */
-function logCap(): number {
-  const v = Number(process.env.DSH_HERDR_LOG_MAX_BYTES);
-  return Number.isSafeInteger(v) && v >= 4096 ? v : 10 * 1024 * 1024;
-}
-
-function sizeOf(fd: number): number {
-  try {
-    return fstatSync(fd).size;
-  } catch {
-    return 0;
-  }
-}
-
 export function daemonVersion(): string {
   return (JSON.parse(readFileSync(join(packageRoot, "package.json"), "utf8")) as { version: string }).version;
 }
 
 export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Promise<RunningDaemon> {
   const paths = await ensureHome(home);
-  const logDest = logDestination(paths.log);
-  const log: Logger = pino(
-    {
-      level: opts.logLevel ?? process.env.DSH_HERDR_LOG_LEVEL ?? "info",
-      base: { pid: process.pid },
-      // Nothing logs env values or tokens today; if a future line does (at any level), they are censored, not written.
-      redact: {
-        paths: [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)],
-        censor: "[redacted]",
-      },
-    },
-    logDest,
-  );
+  const { log, dest: logDest } = openDaemonLog(paths.log, opts.logLevel ?? process.env.DSH_HERDR_LOG_LEVEL ?? "info");
   let stopping: Promise<void> | undefined;
   const lock = await acquireDaemonLock(home, (e) => {
     log.error({ err: e.message }, "daemon lock compromised; stopping");
