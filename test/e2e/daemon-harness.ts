@@ -83,7 +83,8 @@ export async function startHarness(
       for (const live of open) await daemon.supervisor.close(live, true).catch(() => undefined);
       await daemon.stop();
       await model.close();
-      rmSync(dir, { recursive: true, force: true });
+      // A child being closed may still write its last bytes into its task dir: rm retries ENOTEMPTY (CI saw it once).
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
   return h;
