@@ -77,7 +77,7 @@ async function main(): Promise<void> {
       });
     }
     console.log(
-      `spawn overhead: the daemon adds ${(median(viaDaemon) - median(raw)).toFixed(1)} ms (median) to the raw steps`,
+      `spawn overhead: the daemon adds ${(median(viaDaemon) - median(raw)).toFixed(1)} ms (median) to the raw steps; daemon / raw at p50 = ${(percentile(viaDaemon, 50) / percentile(raw, 50)).toFixed(2)}x (target ≤ ${TARGET_RATIO}x)`,
     );
     owner.close();
   } finally {

@@ -8,7 +8,8 @@ import type { AgentResult, Role, RuntimeKind } from "../core/types.js";
 import { assertOwnerId } from "../store/outbox.js";
 import { requireRepo } from "../git/repo.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
-import { knownRepo } from "./pipeline.js";
+import type { CreatedWorktree } from "../git/worktree.js";
+import { dropStartedWorktree, knownRepo, startWorktree } from "./pipeline.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live, Supervisor } from "./supervisor.js";
@@ -135,6 +136,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       const queued = !sup.admission.holds(slotKey);
       const createdAt = Date.now();
       let live: Live;
+      let worktree: Promise<CreatedWorktree> | undefined;
       try {
         const rec = await sup.deps.store.createTask(
           (taskId) =>
@@ -161,9 +163,13 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
             ),
           createdAt,
           { sync: false }, // nothing runs yet; the launch is journaled durably
+          (taskId) => {
+            if (repo && !queued) worktree = startWorktree(sup, cwd, repo.root, taskId);
+          },
         );
         live = sup.register(rec);
       } catch (e) {
+        if (repo && worktree) dropStartedWorktree(sup, repo.root, worktree);
         sup.admission.cancel(slotKey, e as Error);
         sup.admission.release(slotKey);
         slot.catch(() => undefined);
@@ -172,7 +178,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       // The reservation (slot or queue place) now belongs to the task id.
       sup.admission.rekey(slotKey, live.rec.taskId);
       await sup.refresh(live);
-      if (repo) knownRepo.set(live, repo);
+      if (repo) knownRepo.set(live, worktree ? { ...repo, worktree } : repo);
       void sup.run(live, slot);
       return {
         taskId: live.rec.taskId,

@@ -4,7 +4,8 @@
 import { DshError } from "../core/errors.js";
 import { classifyPiStartFailure } from "../core/pi-failure.js";
 import { captureBaseline } from "../git/baseline.js";
-import { createWorktree } from "../git/worktree.js";
+import { git } from "../git/run.js";
+import { createWorktree, type CreatedWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
 import { unsynced } from "../store/task-store.js";
 import { crashPoint } from "./crash-hook.js";
@@ -16,8 +17,40 @@ import { dispatch } from "./task-runner.js";
 /** The phase allows no more launching: closed, aborted or otherwise settled meanwhile. */
 const launchMoot = (live: Live): boolean => live.state.phase.name === "closed" || live.state.phase.name === "settled";
 
-/** The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again). */
-export const knownRepo = new WeakMap<Live, { root: string; head?: string | null }>();
+/**
+ * The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again), and the
+ * isolated worktree it already started.
+ */
+export const knownRepo = new WeakMap<
+  Live,
+  { root: string; head?: string | null; worktree?: Promise<CreatedWorktree> }
+>();
+
+/**
+ * A task admitted at once into a repo found without git: `git worktree add` starts as soon as the task id exists,
+ * so the one git process runs while the record, the first result and the spawn reply are written (prepare() awaits
+ * it). A daemon that stops before journaling it leaves it to recovery, which drops an unjournaled worktree.
+ */
+export function startWorktree(
+  sup: Supervisor,
+  cwd: string,
+  repoRoot: string,
+  taskId: string,
+): Promise<CreatedWorktree> {
+  const wt = createWorktree({ repoCwd: cwd, home: sup.deps.home, taskId, known: { repoRoot } });
+  wt.catch(() => undefined); // prepare() reports a failure; a spawn that failed before it drops the worktree
+  return wt;
+}
+
+/** The spawn failed after its worktree was started: remove it and its branch (nothing ran in it). */
+export function dropStartedWorktree(sup: Supervisor, repoRoot: string, wt: Promise<CreatedWorktree>): void {
+  void wt
+    .then(async (w) => {
+      await git(repoRoot, ["worktree", "remove", "--force", w.path]);
+      await git(repoRoot, ["branch", "-D", w.branch]);
+    })
+    .catch((e: unknown) => sup.deps.log.warn({ repo: repoRoot, err: String(e) }, "unused worktree not removed"));
+}
 
 export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
   const { rec } = live;
@@ -67,12 +100,8 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   knownRepo.delete(live);
   if (rec.isolated && known && known.head === undefined) {
     // The request found the repo without git: the worktree is the one git call, and its branch gives the baseline.
-    const { head, ...wt } = await createWorktree({
-      repoCwd: rec.cwd,
-      home,
-      taskId: rec.taskId,
-      known: { repoRoot: known.root },
-    });
+    const { head, ...wt } = await (known.worktree ??
+      createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId, known: { repoRoot: known.root } }));
     rec.baseline = { isRepo: true, head, dirtyAtStart: [], warnings: [] };
     rec.worktree = wt;
     rec.workdir = wt.path;
@@ -124,10 +153,17 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
     ...(rec.prompt !== undefined ? { prompt: rec.prompt } : {}),
     ...(rec.task !== undefined ? { task: rec.task } : {}),
   });
-  await store.writePrompt(rec.taskId, text, { sync: false });
+  // Written while the runtime launches (the child gets its prompt over the socket); done before `launched` is
+  // journaled, since recovery of a launched task reads it.
+  const written = store.writePrompt(rec.taskId, text, { sync: false });
+  written.catch(() => undefined);
+  promptWrites.set(live, written);
   live.prompt = { cycle: 1, text };
   sup.startWatching(live);
 }
+
+/** prompt.md writes still running, per task (awaited right after the launch call). */
+const promptWrites = new WeakMap<Live, Promise<unknown>>();
 
 function unwatchRuntime(live: Live): void {
   live.unwatch?.();
@@ -169,6 +205,13 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
       ...(rec.machine ? { machine: rec.machine } : {}),
     });
     crashPoint("launch_returned"); // crash tests only: the child runs, its handle is not journaled yet
+    const prompt = promptWrites.get(live);
+    promptWrites.delete(live);
+    if (prompt)
+      await prompt.catch(async (e: unknown) => {
+        await runtime.close(handle).catch(() => undefined);
+        throw e;
+      });
     rec.handle = handle;
     delete live.runtimeState;
     delete live.childEnded;

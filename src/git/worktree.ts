@@ -1,5 +1,6 @@
 // Isolated worktrees: one per task at <home>/worktrees/<repo>-<taskId> on branch dsh/<taskId>.
-import { mkdir, readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { basename, isAbsolute, join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId } from "../core/ids.js";
@@ -83,7 +84,7 @@ async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<C
     if ((await headCommit(repo)) === null) throw NO_COMMITS(repo);
     throw e;
   }
-  const head = (await branchTip(path, branch)) ?? (await headCommit(path));
+  const head = branchTip(path, branch) ?? (await headCommit(path));
   if (head === null) throw NO_COMMITS(repo);
   return { path, branch, repo, base: "HEAD", head };
 }
@@ -92,16 +93,22 @@ async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<C
  * The sha a branch just created by `git worktree add` points at, from its loose ref file in the common git dir
  * (no git process); undefined when the layout is not the plain files backend (reftable, packed), then git is asked.
  */
-async function branchTip(worktree: string, branch: string): Promise<string | undefined> {
+// Three tiny reads on the spawn's path, done synchronously (a thread-pool round trip each cost more than the read).
+function branchTip(worktree: string, branch: string): string | undefined {
   try {
-    const gitdir = (await readFile(join(worktree, ".git"), "utf8")).match(/^gitdir: (.+)$/m)?.[1]?.trim();
+    const gitdir = readFileSync(join(worktree, ".git"), "utf8")
+      .match(/^gitdir: (.+)$/m)?.[1]
+      ?.trim();
     if (!gitdir) return undefined;
-    const common = (await readFile(join(gitdir, "commondir"), "utf8").catch(() => "..")).trim();
-    const sha = (
-      await readFile(
-        join(isAbsolute(common) ? common : join(gitdir, common), "refs", "heads", ...branch.split("/")),
-        "utf8",
-      )
+    let common = "..";
+    try {
+      common = readFileSync(join(gitdir, "commondir"), "utf8").trim();
+    } catch {
+      // no commondir file: the gitdir is inside the common dir's worktrees/
+    }
+    const sha = readFileSync(
+      join(isAbsolute(common) ? common : join(gitdir, common), "refs", "heads", ...branch.split("/")),
+      "utf8",
     ).trim();
     return /^[0-9a-f]{40,64}$/.test(sha) ? sha : undefined;
   } catch {

@@ -88,14 +88,19 @@ export class TaskStore {
     throw new DshError("INTERNAL", "could not allocate a unique task id after 32 tries; check the clock and tasks/.");
   }
 
-  /** Allocate an id, write the first task.json built from it, and journal `created`. */
+  /**
+   * Allocate an id, write the first task.json built from it, and journal `created`. `allocated` hears the id as soon
+   * as its directory exists (the spawn starts its worktree then).
+   */
   async createTask<T extends TaskRecordBase>(
     build: (taskId: string) => T,
     nowMs: number = Date.now(),
     opts: SyncOptions = {},
+    allocated?: (taskId: string) => void,
   ): Promise<T> {
     const taskId = await this.allocateTaskId(nowMs);
     try {
+      allocated?.(taskId);
       const rec = build(taskId);
       if (rec.taskId !== taskId)
         throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
