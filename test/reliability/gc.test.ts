@@ -49,7 +49,8 @@ const SCRIPT: Script = {
     },
     { name: "detached", match: "MARK-GC-DETACHED", steps: [report("nothing"), { text: "ok" }] },
     { name: "nobranch", match: "MARK-GC-NOBRANCH", steps: [report("nothing"), { text: "ok" }] },
-    { name: "open", match: "MARK-GC-OPEN", steps: [{ text: "thinking", delayMs: 120_000 }] },
+    // Aborted by the test once running; the delay only has to outlast the four other tasks on a slow machine.
+    { name: "open", match: "MARK-GC-OPEN", steps: [{ text: "thinking", delayMs: 600_000 }] },
   ],
 };
 
@@ -103,12 +104,14 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
       for (const r of w.results) assert.equal(r.status, "completed", JSON.stringify(r));
       for (const id of done) await cli.request("task.close", { taskId: id });
       // The fifth task may wait for a slot (maxParallelAgents): its worktree exists once it runs.
+      let seen: AgentResult | undefined;
       await until(
         "the open task running",
-        async () =>
-          (await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "running" ? true : undefined,
+        async () => (seen = await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "running",
         60_000,
-      );
+      ).catch((e: Error) => {
+        throw new Error(`${e.message}; last seen: ${JSON.stringify({ status: seen?.status, error: seen?.error })}`);
+      });
       for (const [k, id] of Object.entries(ids))
         wt[k] = (await cli.request<AgentResult>("task.get", { taskId: id })).worktree!.path;
       await cli.request("task.abort", { taskIds: [ids.OPEN!] });
