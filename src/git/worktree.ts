@@ -8,6 +8,22 @@ import type { WorktreeInfo } from "../core/types.js";
 import { headCommit, requireRepoRoot } from "./repo.js";
 import { git, gitSucceeds } from "./run.js";
 
+/**
+ * `git worktree add` is not safe twice at once in one repository: the second reads the first's half-made
+ * .git/worktrees/<name> entry and fails ("failed to read .git/worktrees/<name>/commondir"; 3 of 30 adds here when ten
+ * ran at once, and CI failed a task's spawn on it). So this process changes one repository's worktrees one at a
+ * time. Keyed by the repository's top level; a `dsh-herdr gc` in another process is not covered.
+ */
+const repoQueues = new Map<string, Promise<unknown>>();
+
+export function withWorktreeLock<T>(repoRoot: string, op: () => Promise<T>): Promise<T> {
+  const run = (repoQueues.get(repoRoot) ?? Promise.resolve()).then(op, op);
+  const tail = run.catch(() => undefined);
+  repoQueues.set(repoRoot, tail);
+  void tail.then(() => repoQueues.get(repoRoot) === tail && repoQueues.delete(repoRoot));
+  return run;
+}
+
 export function branchFor(taskId: string): string {
   return `dsh/${assertTaskId(taskId)}`;
 }
@@ -63,7 +79,7 @@ export async function createWorktree(opts: CreateWorktreeOptions): Promise<Creat
   const path = worktreePathFor(opts.home, repo, opts.taskId);
   const branch = branchFor(opts.taskId);
   await mkdir(join(opts.home, "worktrees"), { recursive: true, mode: 0o700 });
-  await git(repo, ["worktree", "add", "-b", branch, path, from]);
+  await withWorktreeLock(repo, () => git(repo, ["worktree", "add", "-b", branch, path, from]));
   return { path, branch, repo, base, head: from === head ? head : ((await headCommit(path)) ?? head) };
 }
 
@@ -79,7 +95,7 @@ async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<C
   const branch = branchFor(opts.taskId);
   await mkdir(join(opts.home, "worktrees"), { recursive: true, mode: 0o700 });
   try {
-    await git(repo, ["worktree", "add", "-b", branch, path, "HEAD"]);
+    await withWorktreeLock(repo, () => git(repo, ["worktree", "add", "-b", branch, path, "HEAD"]));
   } catch (e) {
     if ((await headCommit(repo)) === null) throw NO_COMMITS(repo);
     throw e;
