@@ -62,6 +62,43 @@ function readMeta(doc: Record<string, unknown>, warnings: string[]): ResultMeta 
   return meta;
 }
 
+export const YAML_OPTIONS = { schema: "core", uniqueKeys: false } as const;
+
+const PLAIN_LINE = /^([A-Za-z][A-Za-z0-9_]*): +(.*?) *$/;
+/**
+ * A plain scalar YAML reads as this same text: no indicator first, no comment, no `: `. One that starts with a digit
+ * must hold a space, so no core-schema number (`42`, `1.5`, `0x1F`) gets here.
+ */
+const PLAIN_VALUE = /^(?:[A-Za-z_(]|[0-9](?=.* ))[A-Za-z0-9 .,;()/_+='"!?-]*$/;
+/** A double-quoted scalar with no escapes: its text is what is between the quotes. */
+const QUOTED_VALUE = /^"([^"\\\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]*)"$/;
+/** Plain words the YAML core schema reads as null or a boolean (as a key too: `null:` is the key ""). */
+const CORE_WORD = /^(null|true|false)$/i;
+
+/**
+ * The frontmatter crew_report writes (`status: completed`, `summary: ...`) read without the YAML library, or
+ * undefined for anything else, which the library reads. One `yaml` parse cost ~70 µs warm and several times that
+ * cold, and the daemon parses one per settle (the N=100 burst's CPU profile put 66 ms there, a tenth of the burst).
+ * Only `key: value` lines whose value YAML reads as exactly that text are taken; test/unit/result-md-fast.test.ts
+ * checks every one against the library.
+ */
+export function plainFrontmatter(yamlText: string): Record<string, string> | undefined {
+  const lines = yamlText.split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  if (lines.length === 0) return undefined;
+  const out: Record<string, string> = {};
+  for (const raw of lines) {
+    const m = PLAIN_LINE.exec(raw.endsWith("\r") ? raw.slice(0, -1) : raw);
+    if (!m || Object.hasOwn(out, m[1]!) || CORE_WORD.test(m[1]!)) return undefined;
+    const v = m[2]!;
+    const quoted = QUOTED_VALUE.exec(v);
+    if (quoted) out[m[1]!] = quoted[1]!;
+    else if (PLAIN_VALUE.test(v) && !CORE_WORD.test(v)) out[m[1]!] = v;
+    else return undefined;
+  }
+  return out;
+}
+
 export function parseResultMd(text: string, opts: { maxBytes?: number } = {}): ParsedResultMd {
   const maxBytes = opts.maxBytes ?? RESULT_MD_MAX_BYTES;
   const warnings: string[] = [];
@@ -92,9 +129,9 @@ export function parseResultMd(text: string, opts: { maxBytes?: number } = {}): P
   const afterClose = rest.slice(close.index + close[0].length);
   const body = normalizeBody(afterClose.startsWith("\n") ? afterClose.slice(1) : afterClose);
 
-  let doc: unknown;
+  let doc: unknown = plainFrontmatter(yamlText);
   try {
-    doc = parseYaml(yamlText, { schema: "core", uniqueKeys: false });
+    doc ??= parseYaml(yamlText, YAML_OPTIONS);
   } catch (e) {
     const msg = (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? "";
     return whole(`is not valid YAML (${msg.slice(0, 160)})`);
