@@ -12,6 +12,7 @@ import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
 import type { Config } from "../../src/store/config.js";
 import { initRepo } from "../helpers/git.js";
+import { killUnder } from "../helpers/procs.js";
 
 export interface Harness {
   dir: string;
@@ -83,7 +84,9 @@ export async function startHarness(
       for (const live of open) await daemon.supervisor.close(live, true).catch(() => undefined);
       await daemon.stop();
       await model.close();
-      // A child being closed may still write its last bytes into its task dir: rm retries ENOTEMPTY (CI saw it once).
+      // Anything still working in the temp dir (a wrapper recording its child's end, a child a test's own owner pi
+      // spawned) is killed first: CI's pi 1.x pass saw the task dir refilled for over 5 s of rm retries (ENOTEMPTY).
+      killUnder(dir);
       rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
