@@ -4,8 +4,7 @@
 import { DshError } from "../core/errors.js";
 import { classifyPiStartFailure } from "../core/pi-failure.js";
 import { captureBaseline } from "../git/baseline.js";
-import { git } from "../git/run.js";
-import { createWorktree, withWorktreeLock, type CreatedWorktree } from "../git/worktree.js";
+import { createWorktree, removeUnusedWorktree, type CreatedWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
 import { unsynced } from "../store/task-store.js";
 import { crashPoint } from "./crash-hook.js";
@@ -45,12 +44,7 @@ export function startWorktree(
 /** The spawn failed after its worktree was started: remove it and its branch (nothing ran in it). */
 export function dropStartedWorktree(sup: Supervisor, repoRoot: string, wt: Promise<CreatedWorktree>): void {
   void wt
-    .then((w) =>
-      withWorktreeLock(repoRoot, async () => {
-        await git(repoRoot, ["worktree", "remove", "--force", w.path]);
-        await git(repoRoot, ["branch", "-D", w.branch]);
-      }),
-    )
+    .then((w) => removeUnusedWorktree(repoRoot, w.path, w.branch))
     .catch((e: unknown) => sup.deps.log.warn({ repo: repoRoot, err: String(e) }, "unused worktree not removed"));
 }
 

@@ -1,11 +1,9 @@
 // Carrying out a recovery plan (src/core/recovery-plan.ts) for one task: the phase it resumes in, the slot it holds
 // again, the watches and timers it needs, and the one lifecycle event that finishes what the crash interrupted.
-import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { RecoveryPlan } from "../core/recovery-plan.js";
-import { DshError } from "../core/errors.js";
 import type { Runtime } from "../runtime/types.js";
-import { branchFor, withWorktreeLock, worktreePathFor } from "../git/worktree.js";
+import { branchFor, removeUnusedWorktree, worktreePathFor } from "../git/worktree.js";
 import { gitMaybe } from "../git/run.js";
 import { followUpPath, type TaskRecord } from "./record.js";
 import type { Live, Supervisor } from "./supervisor.js";
@@ -114,16 +112,5 @@ async function dropUnusedWorktree(sup: Supervisor, rec: TaskRecord, journaled?: 
   const repo = (await gitMaybe(rec.cwd, ["rev-parse", "--show-toplevel"]))?.trim();
   if (!repo) return;
   const path = rec.worktree?.path ?? journaled ?? worktreePathFor(sup.deps.home, repo, rec.taskId);
-  await withWorktreeLock(repo, async () => {
-    if (existsSync(path)) {
-      const removed = await gitMaybe(repo, ["worktree", "remove", "--force", path]);
-      if (removed === undefined)
-        throw new DshError(
-          "GIT_FAILED",
-          `could not remove the unused worktree ${path}; remove it with \`git worktree remove --force ${path}\``,
-        );
-    }
-    await gitMaybe(repo, ["worktree", "prune"]);
-    await gitMaybe(repo, ["branch", "-D", branchFor(rec.taskId)]);
-  });
+  await removeUnusedWorktree(repo, path, branchFor(rec.taskId));
 }

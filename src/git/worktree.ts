@@ -1,12 +1,12 @@
 // Isolated worktrees: one per task at <home>/worktrees/<repo>-<taskId> on branch dsh/<taskId>.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { basename, isAbsolute, join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId } from "../core/ids.js";
 import type { WorktreeInfo } from "../core/types.js";
 import { headCommit, requireRepoRoot } from "./repo.js";
-import { git, gitSucceeds } from "./run.js";
+import { git, gitMaybe, gitSucceeds } from "./run.js";
 
 /**
  * `git worktree add` is not safe twice at once in one repository: the second reads the first's half-made
@@ -22,6 +22,22 @@ export function withWorktreeLock<T>(repoRoot: string, op: () => Promise<T>): Pro
   repoQueues.set(repoRoot, tail);
   void tail.then(() => repoQueues.get(repoRoot) === tail && repoQueues.delete(repoRoot));
   return run;
+}
+
+/**
+ * Remove a worktree no work went into, and its branch (a spawn that failed after starting it, a task started again
+ * after a crash before its launch). GIT_FAILED naming the command when the worktree cannot be removed.
+ */
+export function removeUnusedWorktree(repoRoot: string, path: string, branch: string): Promise<void> {
+  return withWorktreeLock(repoRoot, async () => {
+    if (existsSync(path) && (await gitMaybe(repoRoot, ["worktree", "remove", "--force", path])) === undefined)
+      throw new DshError(
+        "GIT_FAILED",
+        `could not remove the unused worktree ${path}; remove it with \`git worktree remove --force ${path}\``,
+      );
+    await gitMaybe(repoRoot, ["worktree", "prune"]);
+    await gitMaybe(repoRoot, ["branch", "-D", branch]);
+  });
 }
 
 export function branchFor(taskId: string): string {

@@ -48,16 +48,15 @@ test("an admitted isolated spawn branches from HEAD; a queued one has no worktre
 
     const a = await spawn();
     assert.notEqual(a.queued, true);
-    const launchedA = await until(
-      "the first task's launch",
-      () => launches.find((l) => l.taskId === a.taskId),
-      30_000,
-      10,
-    );
-    assert.equal(launchedA.cwd, worktreePathFor(home, root, a.taskId));
-    assert.equal(git(launchedA.cwd, "rev-parse", "HEAD").trim(), firstHead);
-    assert.equal(git(launchedA.cwd, "rev-parse", "--abbrev-ref", "HEAD").trim(), `dsh/${a.taskId}`);
-    assert.equal(baselineHead(a.taskId), firstHead);
+    // Launched in its own worktree on branch dsh/<id>, at `head`, which is also the journaled baseline.
+    const launchedAt = async (taskId: string, head: string, what: string) => {
+      const l = await until(what, () => launches.find((x) => x.taskId === taskId), 30_000, 10);
+      assert.equal(l.cwd, worktreePathFor(home, root, taskId));
+      assert.equal(git(l.cwd, "rev-parse", "HEAD").trim(), head, `${what}: branched from ${head}`);
+      assert.equal(git(l.cwd, "rev-parse", "--abbrev-ref", "HEAD").trim(), `dsh/${taskId}`);
+      assert.equal(baselineHead(taskId), head);
+    };
+    await launchedAt(a.taskId, firstHead, "the first task's launch");
 
     const b = await spawn();
     assert.equal(b.queued, true, "one slot: the second spawn waits");
@@ -68,15 +67,7 @@ test("an admitted isolated spawn branches from HEAD; a queued one has no worktre
     assert.equal(branchExists(b.taskId), false, "no branch while queued");
 
     await cli.request("task.close", { taskId: a.taskId });
-    const launchedB = await until(
-      "the queued task's launch",
-      () => launches.find((l) => l.taskId === b.taskId),
-      30_000,
-      10,
-    );
-    assert.equal(launchedB.cwd, worktreePathFor(home, root, b.taskId));
-    assert.equal(git(launchedB.cwd, "rev-parse", "HEAD").trim(), laterHead, "branched from HEAD at admission");
-    assert.equal(baselineHead(b.taskId), laterHead);
+    await launchedAt(b.taskId, laterHead, "the queued task's launch (HEAD at admission)");
     await cli.request("task.close", { taskId: b.taskId });
   } finally {
     cli.close();
