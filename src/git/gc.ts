@@ -12,7 +12,7 @@ import { isValidTaskId } from "../core/ids.js";
 import type { WorktreeInfo } from "../core/types.js";
 import { harvestDiff } from "./diff.js";
 import { git, gitMaybe, gitSucceeds, splitZ } from "./run.js";
-import { listWorktrees } from "./worktree.js";
+import { listWorktrees, withWorktreeLock } from "./worktree.js";
 
 export interface GcTask {
   taskId: string;
@@ -126,7 +126,7 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
       }
     }
     for (const item of plan) if (item.action === "remove") await removeItem(item);
-    for (const repo of repos) await gitMaybe(repo, ["worktree", "prune"]);
+    for (const repo of repos) await withWorktreeLock(repo, () => gitMaybe(repo, ["worktree", "prune"]));
   }
   return plan;
 }
@@ -276,13 +276,16 @@ async function removeItem(item: GcPlanItem): Promise<void> {
         return;
       }
     }
-    // --force: untracked and modified files are in the saved patch (checked above), so removing them loses nothing.
-    if (item.path !== null && (await stat(item.path).catch(() => undefined)) !== undefined) {
-      await git(item.repo, ["worktree", "remove", "--force", item.path]);
-    }
-    await gitMaybe(item.repo, ["worktree", "prune"]);
-    if (item.archiveRef) await git(item.repo, ["update-ref", item.archiveRef, `refs/heads/${item.branch}`]);
-    await git(item.repo, ["branch", "-D", item.branch]);
+    // Under the repository's worktree lock: a daemon adding a worktree to it meanwhile would fail its spawn.
+    await withWorktreeLock(item.repo, async () => {
+      // --force: untracked and modified files are in the saved patch (checked above), so removing them loses nothing.
+      if (item.path !== null && (await stat(item.path).catch(() => undefined)) !== undefined) {
+        await git(item.repo, ["worktree", "remove", "--force", item.path]);
+      }
+      await gitMaybe(item.repo, ["worktree", "prune"]);
+      if (item.archiveRef) await git(item.repo, ["update-ref", item.archiveRef, `refs/heads/${item.branch}`]);
+      await git(item.repo, ["branch", "-D", item.branch]);
+    });
     item.done = true;
   } catch (e) {
     item.done = false;

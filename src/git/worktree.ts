@@ -1,7 +1,8 @@
 // Isolated worktrees: one per task at <home>/worktrees/<repo>-<taskId> on branch dsh/<taskId>.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { basename, isAbsolute, join } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import lockfile from "proper-lockfile";
 import { DshError } from "../core/errors.js";
 import { assertTaskId } from "../core/ids.js";
 import type { WorktreeInfo } from "../core/types.js";
@@ -11,17 +12,82 @@ import { git, gitMaybe, gitSucceeds } from "./run.js";
 /**
  * `git worktree add` is not safe twice at once in one repository: the second reads the first's half-made
  * .git/worktrees/<name> entry and fails ("failed to read .git/worktrees/<name>/commondir"; 3 of 30 adds here when ten
- * ran at once, and CI failed a task's spawn on it). So this process changes one repository's worktrees one at a
- * time. Keyed by the repository's top level; a `dsh-herdr gc` in another process is not covered.
+ * ran at once, and CI failed a task's spawn on it). So one repository's worktrees change one at a time: in this
+ * process through a queue, across processes (the daemon and a `dsh-herdr gc`, two homes) through a lock directory
+ * in the repository's common git dir, which all its worktrees share.
  */
 const repoQueues = new Map<string, Promise<unknown>>();
 
 export function withWorktreeLock<T>(repoRoot: string, op: () => Promise<T>): Promise<T> {
-  const run = (repoQueues.get(repoRoot) ?? Promise.resolve()).then(op, op);
+  const common = gitCommonDir(repoRoot);
+  const locked = () => acrossProcesses(common, op);
+  const run = (repoQueues.get(common) ?? Promise.resolve()).then(locked, locked);
   const tail = run.catch(() => undefined);
-  repoQueues.set(repoRoot, tail);
-  void tail.then(() => repoQueues.get(repoRoot) === tail && repoQueues.delete(repoRoot));
+  repoQueues.set(common, tail);
+  void tail.then(() => repoQueues.get(common) === tail && repoQueues.delete(common));
   return run;
+}
+
+/** The git dir every worktree of the repository shares: <top>/.git, or where a linked worktree's .git points. */
+export function gitCommonDir(repoRoot: string): string {
+  const dotGit = join(repoRoot, ".git");
+  try {
+    if (statSync(dotGit).isDirectory()) return dotGit;
+    const m = /^gitdir:\s*(.+)$/m.exec(readFileSync(dotGit, "utf8"));
+    if (!m) return dotGit;
+    const gitDir = resolve(repoRoot, m[1]!.trim());
+    try {
+      return resolve(gitDir, readFileSync(join(gitDir, "commondir"), "utf8").trim());
+    } catch {
+      return gitDir; // a submodule's own git dir: nothing shared above it
+    }
+  } catch {
+    return dotGit;
+  }
+}
+
+/** What a holder that died is given before its lock counts as stale (proper-lockfile refreshes it meanwhile). */
+const LOCK_STALE_MS = 10_000;
+const LOCK_RETRY_MS = 25;
+
+async function acrossProcesses<T>(commonDir: string, op: () => Promise<T>): Promise<T> {
+  const lockPath = join(commonDir, "dsh-herdr-worktrees.lock");
+  const waitMs = LOCK_STALE_MS * 1.5;
+  const until = Date.now() + waitMs;
+  let release: (() => void) | undefined;
+  for (;;) {
+    try {
+      // The sync API with our own retry loop: the async one's mkdir, stat and rmdir were three thread-pool round
+      // trips on every spawn (~3 ms here); one mkdir in the repo's git dir is a few µs.
+      release = lockfile.lockSync(commonDir, {
+        lockfilePath: lockPath,
+        realpath: false,
+        stale: LOCK_STALE_MS,
+        // A refresh that fails (the lock dir removed by hand) must not crash the daemon: the op is short.
+        onCompromised: () => undefined,
+      });
+      break;
+    } catch (e) {
+      // No lock to be had (a read-only git dir, ...): git says what is wrong, if anything, as it did before.
+      if ((e as NodeJS.ErrnoException).code !== "ELOCKED") break;
+      // Held: by a gc removing worktrees, or by a holder that died (its lock goes stale, then it is taken over).
+      if (Date.now() > until)
+        throw new DshError(
+          "GIT_FAILED",
+          `another process has changed the worktrees of ${dirname(commonDir)} for over ${waitMs / 1000} s (lock ${lockPath}); wait for it (a \`dsh-herdr gc --yes\`?), or remove the lock directory if no dsh-herdr process runs`,
+        );
+      await new Promise((r) => setTimeout(r, LOCK_RETRY_MS));
+    }
+  }
+  try {
+    return await op();
+  } finally {
+    try {
+      release?.();
+    } catch {
+      // already gone (removed by hand, or taken over as stale): nothing of ours to remove
+    }
+  }
 }
 
 /**
