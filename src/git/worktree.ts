@@ -1,7 +1,7 @@
 // Isolated worktrees: one per task at <home>/worktrees/<repo>-<taskId> on branch dsh/<taskId>.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, isAbsolute, join, resolve } from "node:path";
 import lockfile from "proper-lockfile";
 import { DshError } from "../core/errors.js";
 import { assertTaskId } from "../core/ids.js";
@@ -58,7 +58,7 @@ async function acrossProcesses<T>(commonDir: string, op: () => Promise<T>): Prom
   for (;;) {
     try {
       // The sync API with our own retry loop: the async one's mkdir, stat and rmdir were three thread-pool round
-      // trips on every spawn (~3 ms here); one mkdir in the repo's git dir is a few µs.
+      // trips on every spawn (~3 ms here); lock + release this way is ~1.3 ms.
       release = lockfile.lockSync(commonDir, {
         lockfilePath: lockPath,
         realpath: false,
@@ -74,7 +74,7 @@ async function acrossProcesses<T>(commonDir: string, op: () => Promise<T>): Prom
       if (Date.now() > until)
         throw new DshError(
           "GIT_FAILED",
-          `another process has changed the worktrees of ${dirname(commonDir)} for over ${waitMs / 1000} s (lock ${lockPath}); wait for it (a \`dsh-herdr gc --yes\`?), or remove the lock directory if no dsh-herdr process runs`,
+          `another process has held the worktree lock of ${commonDir} for over ${waitMs / 1000} s (${lockPath}); wait for it (a \`dsh-herdr gc --yes\`?), or remove that directory if no dsh-herdr process runs`,
         );
       await new Promise((r) => setTimeout(r, LOCK_RETRY_MS));
     }

@@ -9,6 +9,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
+import { DshError } from "../../src/core/errors.js";
 import { newTaskId } from "../../src/core/ids.js";
 import { createWorktree, gitCommonDir } from "../../src/git/worktree.js";
 import { git, makeRepo } from "../helpers/git.js";
@@ -79,6 +80,30 @@ test("a lock left by a process killed while holding it is taken over once stale"
     const wt = await createWorktree({ repoCwd: repo.dir, home: join(repo.base, "home"), taskId: newId() });
     assert.ok(existsSync(wt.path));
     assert.ok(!existsSync(join(repo.dir, ".git", "dsh-herdr-worktrees.lock")), "released after the add");
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test("a lock a live process holds too long fails the add by name, and changes nothing", {
+  timeout: 60_000,
+}, async () => {
+  const repo = makeRepo();
+  try {
+    const other = await holder(repo.dir, "forever", join(repo.base, "never"));
+    try {
+      const taskId = newId();
+      await assert.rejects(
+        createWorktree({ repoCwd: repo.dir, home: join(repo.base, "home"), taskId }),
+        (e: unknown) =>
+          e instanceof DshError &&
+          e.code === "GIT_FAILED" &&
+          e.message.includes(join(repo.dir, ".git", "dsh-herdr-worktrees.lock")),
+      );
+      assert.equal(git(repo.dir, "branch", "--list", `dsh/${taskId}`).trim(), "", "no branch was made");
+    } finally {
+      other.kill("SIGKILL");
+    }
   } finally {
     repo.cleanup();
   }
