@@ -1,10 +1,11 @@
 // Isolated worktrees: one per task at <home>/worktrees/<repo>-<taskId> on branch dsh/<taskId>.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { basename, isAbsolute, join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import lockfile from "proper-lockfile";
 import { DshError } from "../core/errors.js";
 import { assertTaskId } from "../core/ids.js";
+import { KeyedQueue } from "../core/keyed-queue.js";
 import type { WorktreeInfo } from "../core/types.js";
 import { headCommit, requireRepoRoot } from "./repo.js";
 import { git, gitMaybe, gitSucceeds } from "./run.js";
@@ -16,16 +17,11 @@ import { git, gitMaybe, gitSucceeds } from "./run.js";
  * process through a queue, across processes (the daemon and a `dsh-herdr gc`, two homes) through a lock directory
  * in the repository's common git dir, which all its worktrees share.
  */
-const repoQueues = new Map<string, Promise<unknown>>();
+const repoQueues = new KeyedQueue();
 
 export function withWorktreeLock<T>(repoRoot: string, op: () => Promise<T>): Promise<T> {
   const common = gitCommonDir(repoRoot);
-  const locked = () => acrossProcesses(common, op);
-  const run = (repoQueues.get(common) ?? Promise.resolve()).then(locked, locked);
-  const tail = run.catch(() => undefined);
-  repoQueues.set(common, tail);
-  void tail.then(() => repoQueues.get(common) === tail && repoQueues.delete(common));
-  return run;
+  return repoQueues.run(common, () => acrossProcesses(common, op));
 }
 
 /** The git dir every worktree of the repository shares: <top>/.git, or where a linked worktree's .git points. */
@@ -194,20 +190,7 @@ async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<C
 // Three tiny reads on the spawn's path, done synchronously (a thread-pool round trip each cost more than the read).
 function branchTip(worktree: string, branch: string): string | undefined {
   try {
-    const gitdir = readFileSync(join(worktree, ".git"), "utf8")
-      .match(/^gitdir: (.+)$/m)?.[1]
-      ?.trim();
-    if (!gitdir) return undefined;
-    let common = "..";
-    try {
-      common = readFileSync(join(gitdir, "commondir"), "utf8").trim();
-    } catch {
-      // no commondir file: the gitdir is inside the common dir's worktrees/
-    }
-    const sha = readFileSync(
-      join(isAbsolute(common) ? common : join(gitdir, common), "refs", "heads", ...branch.split("/")),
-      "utf8",
-    ).trim();
+    const sha = readFileSync(join(gitCommonDir(worktree), "refs", "heads", ...branch.split("/")), "utf8").trim();
     return /^[0-9a-f]{40,64}$/.test(sha) ? sha : undefined;
   } catch {
     return undefined;
