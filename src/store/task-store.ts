@@ -6,6 +6,7 @@ import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
+import { KeyedQueue } from "../core/keyed-queue.js";
 import type { AgentResult } from "../core/types.js";
 import { CommitLog } from "./commit-log.js";
 import {
@@ -33,7 +34,7 @@ export interface StoreOptions {
 
 export class TaskStore {
   /** Journal appends per task, one after another: the commit log records each one's byte offset. */
-  private readonly appends = new Map<string, Promise<unknown>>();
+  private readonly appends = new KeyedQueue();
   /** Task directories seen to exist (knownTask). */
   private readonly knownDirs = new Set<string>();
   /** Each journal's size after this process's last append to it. */
@@ -54,7 +55,7 @@ export class TaskStore {
 
   /** A clean stop: the commit log is emptied once the journals it covers are fsynced (nothing to replay next start). */
   async close(): Promise<void> {
-    await Promise.all(this.appends.values());
+    await this.appends.idle();
     await this.log?.close();
   }
 
@@ -192,8 +193,7 @@ export class TaskStore {
     const p = await this.knownTask(taskId);
     const durable = (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true;
     const line = { ts: Date.now(), ...event };
-    const prev = this.appends.get(p.events) ?? Promise.resolve();
-    const written = prev.then(() =>
+    const written = this.appends.run(p.events, () =>
       this.inTask(taskId, async () => {
         // The daemon is the journal's only writer: after its first append here it knows where the file ends.
         const known = this.journalEnds.get(p.events);
@@ -210,9 +210,6 @@ export class TaskStore {
         }
       }),
     );
-    const tail = written.catch(() => undefined);
-    this.appends.set(p.events, tail);
-    void tail.then(() => this.appends.get(p.events) === tail && this.appends.delete(p.events));
     const { at, text } = await written;
     return { durable: durable && this.log ? this.log.commit(p.events, at, text) : Promise.resolve() };
   }
