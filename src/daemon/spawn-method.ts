@@ -1,0 +1,132 @@
+// task.spawn: the checks a spawn must pass (config, owner, cwd, allowCwd, runtime, machine), then the record and
+// its slot, reserved before the task id exists so concurrent spawns cannot overshoot. Split from methods.ts.
+import { realpath, stat } from "node:fs/promises";
+import { sep } from "node:path";
+import { DshError } from "../core/errors.js";
+import { resolveSpawnModel } from "../core/model-choice.js";
+import type { Role, RuntimeKind } from "../core/types.js";
+import { requireRepo } from "../git/repo.js";
+import type { CreatedWorktree } from "../git/worktree.js";
+import { assertOwnerId } from "../store/outbox.js";
+import type { MethodContext } from "./methods.js";
+import { dropStartedWorktree, knownRepo, startWorktree } from "./pipeline.js";
+import type { TaskPrompt } from "./prompt.js";
+import type { Connection } from "./server.js";
+import type { Live } from "./supervisor.js";
+
+export interface SpawnParams {
+  kind?: "pi";
+  model?: string;
+  thinking?: string;
+  role?: Role;
+  cwd: string;
+  prompt?: string;
+  task?: TaskPrompt;
+  brief?: string;
+  isolated?: boolean;
+  owner?: string;
+  timeoutMs?: number;
+  machine?: string;
+  runtime?: RuntimeKind;
+  ownerPaneId?: string;
+}
+
+const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
+
+export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection) {
+  const { sup } = ctx;
+  const c = sup.deps.config();
+  if (!c.enabled)
+    throw new DshError(
+      "SPAWN_REFUSED",
+      "spawning is disabled (enabled:false in config.json); set it with `dsh-herdr config set enabled true`",
+    );
+  const owner = assertOwnerId(ownerOf(conn, p.owner));
+  if (conn.kind === "owner" && owner !== conn.ownerId)
+    throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
+  // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).
+  if (p.machine !== undefined && ctx.relay?.knows(p.machine)) return ctx.relay.spawn(p, owner);
+  const st = await stat(p.cwd).catch(() => undefined);
+  if (!st?.isDirectory())
+    throw new DshError(
+      "BAD_PARAMS",
+      `cwd ${p.cwd} is not an existing directory; pass the absolute path of the repository to work in`,
+    );
+  const cwd = await realpath(p.cwd);
+  if (c.allowCwd.length > 0) {
+    const allowed = await Promise.all(c.allowCwd.map((a) => realpath(a).catch(() => a)));
+    if (!allowed.some((a) => cwd === a || cwd.startsWith(a.endsWith(sep) ? a : a + sep))) {
+      throw new DshError(
+        "CWD_NOT_ALLOWED",
+        `cwd ${cwd} is outside allowCwd (${allowed.join(", ")}); add it with \`dsh-herdr config set allowCwd ...\` or work in an allowed directory`,
+      );
+    }
+  }
+  const repo = p.isolated ? await requireRepo(cwd) : undefined; // no git process: the worktree add is the one
+  const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
+  const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
+  // Only Herdr can place a child on another machine; anything else would run here under a false label.
+  if (p.machine !== undefined && runtime !== "herdr") {
+    throw new DshError(
+      "MACHINE_UNKNOWN",
+      `machine ${JSON.stringify(p.machine)} is not in config.json machines and runtime ${runtime} is local only; add it with \`dsh-herdr machine add ${p.machine} --ssh USER@HOST\`, drop --machine, or use the herdr runtime with a machine Herdr knows`,
+    );
+  }
+  // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
+  const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
+  const slot = sup.admission.acquire(slotKey);
+  const queued = !sup.admission.holds(slotKey);
+  const createdAt = Date.now();
+  let live: Live;
+  let worktree: Promise<CreatedWorktree> | undefined;
+  try {
+    const rec = await sup.deps.store.createTask(
+      (taskId) =>
+        sup.newRecord(
+          {
+            taskId,
+            owner,
+            cwd,
+            kind: "pi",
+            role: p.role ?? "worker",
+            model,
+            thinking: p.thinking ?? c.defaultThinking,
+            isolated: p.isolated ?? false,
+            timeoutMs: p.timeoutMs ?? c.defaultTimeoutMs,
+            runtime,
+            createdAt,
+            ...(p.brief !== undefined ? { brief: p.brief } : {}),
+            ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
+            ...(p.task !== undefined ? { task: p.task } : {}),
+            ...(p.machine !== undefined ? { machine: p.machine } : {}),
+            ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
+          },
+          taskId,
+        ),
+      createdAt,
+      { sync: false }, // nothing runs yet; the launch is journaled durably
+      (taskId) => {
+        if (repo && !queued) worktree = startWorktree(sup, cwd, repo.root, taskId);
+      },
+    );
+    live = sup.register(rec);
+  } catch (e) {
+    if (repo && worktree) dropStartedWorktree(sup, repo.root, worktree);
+    sup.admission.cancel(slotKey, e as Error);
+    sup.admission.release(slotKey);
+    slot.catch(() => undefined);
+    throw e;
+  }
+  // The reservation (slot or queue place) now belongs to the task id.
+  sup.admission.rekey(slotKey, live.rec.taskId);
+  await sup.refresh(live);
+  if (repo) knownRepo.set(live, worktree ? { ...repo, worktree } : repo);
+  void sup.run(live, slot);
+  return {
+    taskId: live.rec.taskId,
+    subagent_id: live.rec.taskId,
+    name: live.rec.name,
+    status: live.rec.status,
+    queued,
+  };
+}
