@@ -61,6 +61,13 @@ export interface SessionFacts {
   finalText?: string;
   /** Epoch ms of the last entry's `timestamp`, when parseable. */
   lastTimestampMs?: number;
+  /**
+   * The model pi ran, as `provider/modelId`: the latest of the `model_change` entries (written at start and on a
+   * switch) and the assistant messages' own provider and model (what answered).
+   */
+  model?: string;
+  /** The thinking level pi ran at: the last `thinking_level_change` entry (written at start and on a change). */
+  thinkingLevel?: string;
   usage: UsageFacts;
   /** The last assistant ended in a retryable error and pi's auto-retry has attempts left: not final yet. */
   retryMayFollow: boolean;
@@ -174,6 +181,17 @@ export class SessionFactsBuilder {
       return;
     }
     this.line ??= piLineOfEntry(e);
+    if (e.type === "model_change") {
+      const provider = str(e.provider);
+      const modelId = str(e.modelId);
+      if (provider && modelId) f.model = `${provider}/${modelId}`;
+      return;
+    }
+    if (e.type === "thinking_level_change") {
+      const level = str(e.thinkingLevel);
+      if (level !== undefined) f.thinkingLevel = level;
+      return;
+    }
     if (isRetryOmission(e, this.lastAssistantId)) return this.onRetry();
     if (e.type === "custom_message") return this.onPrompt("custom");
     if (e.type !== "message" || !isRecord(e.message)) return; // metadata entries do not move the conversation
@@ -241,6 +259,11 @@ export class SessionFactsBuilder {
     const calls: ToolCallFact[] = [];
     for (const b of blocks(m.content)) {
       if (b.type === "toolCall") calls.push({ id: str(b.id) ?? "", name: str(b.name) ?? "", arguments: b.arguments });
+    }
+    const provider = str(m.provider);
+    const model = str(m.model);
+    if (provider && model) {
+      f.model = `${provider}/${model}`;
     }
     const usage = isRecord(m.usage) && typeof m.usage.output === "number" && m.usage.output > 0 ? m.usage.output : 0;
     for (const u of [f.usage, f.cycle.usage]) {

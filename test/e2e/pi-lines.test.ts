@@ -84,7 +84,10 @@ test(`pi ${testPiLine()}: no --model and no defaultModel: pi's own default runs 
   const { taskId } = await h.cli.request<{ taskId: string }>("task.spawn", { cwd: h.repo, prompt: "PI-DEFAULT go" });
   const r = await h.wait(taskId, 90_000);
   assert.equal(r.status, "completed", JSON.stringify(r));
-  assert.equal(r.agent.model, "default");
+  // agent.model and agent.thinking are what pi ran, read from its session, not the placeholders asked for ("default",
+  // the daemon's defaultThinking "medium"): pi picked the scripted model and clamped thinking to off (no reasoning).
+  assert.equal(r.agent.model, h.modelName);
+  assert.equal(r.agent.thinking, "off");
   assert.equal(r.result?.text, "answered on pi's default model");
   // pi chose the only model it has (the scripted one): the request reached it without a --model from us.
   assert.ok(h.model.requests().some((q) => q.conversation === "default"));
