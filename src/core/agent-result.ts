@@ -122,3 +122,11 @@ function withElapsed(t: Timing): Timing {
   }
   return timing;
 }
+
+/**
+ * The result of a task closed after its cycle settled: the settled result as it stands (verdict, summary, report,
+ * diff, warnings), with the lifecycle's `closed` on top. Late files are not read again: a settled cycle is final.
+ */
+export function closedResult(settled: AgentResult): AgentResult {
+  return { ...settled, status: "closed", nextAction: nextActionFor("closed") };
+}

@@ -68,8 +68,16 @@ export type CycleEvent =
   | { type: "abort" }
   | { type: "close"; closePane: boolean; headless: boolean }
   | { type: "record_lost"; message: string }
-  /** Recovery found the running cycle ended (journaled settle, or the session ended it while the daemon was away). */
-  | { type: "settle_recovered"; reason: SettleReason };
+  /**
+   * Recovery found the running cycle ended: `journaled` when the journal holds its settle record (that record is the
+   * verdict and is not written twice), else the session ended it while the daemon was away.
+   */
+  | { type: "settle_recovered"; reason: SettleReason; journaled?: boolean }
+  /**
+   * A restarted daemon puts a task back in the phase its recovery plan found (src/core/recovery-plan.ts); the
+   * machine arms what that phase needs (the idle timer of a settled child that still runs, a running cycle's timeout).
+   */
+  | { type: "restored"; phase: Phase; childAlive: boolean };
 
 export type Effect =
   | { type: "journal"; entry: JournalEntry }
@@ -86,6 +94,8 @@ export type Effect =
   | { type: "relaunch" }
   /** Rebuild the live result from the evidence (no diff). */
   | { type: "refresh" }
+  /** The lifecycle override the derivation honours (docs/result-contract.md): kept in task.json. */
+  | { type: "set_lifecycle"; lifecycle: "closed" | "interrupted" }
   /** The settled harvest: diff, the AgentResult with the verdict's status, record, and the one owner outcome. */
   | { type: "harvest_settled"; reason: SettleReason };
 
@@ -96,7 +106,9 @@ export type JournalEntry =
   | { type: "settle"; cycle: number; why: SettleReason["kind"]; reason: SettleReason }
   | { type: "late_evidence"; cycle: number; what: string }
   | { type: "parked"; cycle: number }
-  | { type: "interrupted"; code?: string };
+  | { type: "interrupted"; code?: string }
+  /** The task is closed (`via: "abort"`: the abort of a settled cycle, whose verdict stands). */
+  | { type: "closed"; closePane: boolean; via?: "abort" };
 
 export interface StepResult {
   state: TaskState;
@@ -115,3 +127,36 @@ export const isInFlight = (p: Phase): boolean =>
 /** The cycle's prompt has not been taken yet. */
 export const promptPending = (p: Phase): boolean =>
   p.name === "launching" || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);
+
+/** A settle reason read back from the journal, checked field by field; undefined when it is not one. */
+export function parseSettleReason(v: unknown): SettleReason | undefined {
+  if (typeof v !== "object" || v === null) return undefined;
+  const r = v as Record<string, unknown>;
+  const str = (k: string) => typeof r[k] === "string";
+  const stop = str("stopReason") ? { stopReason: r.stopReason as string } : {};
+  switch (r.kind) {
+    case "agent_end":
+    case "session_settled":
+      return { kind: r.kind, ...stop };
+    case "contract_error":
+    case "owner_abort":
+    case "settled_before_crash":
+      return { kind: r.kind };
+    case "prompt_failed":
+      return str("message") ? { kind: "prompt_failed", message: r.message as string } : undefined;
+    case "record_lost":
+      return str("message") ? { kind: "record_lost", message: r.message as string } : undefined;
+    case "start_failed":
+      return str("code") && str("message")
+        ? { kind: "start_failed", code: r.code as string, message: r.message as string }
+        : undefined;
+    case "runtime_gone":
+      return r.how === "gone" || r.how === "exited" || r.how === "away"
+        ? { kind: "runtime_gone", how: r.how }
+        : undefined;
+    case "timeout":
+      return typeof r.ms === "number" ? { kind: "timeout", ms: r.ms } : undefined;
+    default:
+      return undefined;
+  }
+}

@@ -23,6 +23,8 @@ export interface RecoveryInput {
   settling: boolean;
   /** The session shows the cycle ended after its prompt, with no retry to come. */
   endedMeanwhile: boolean;
+  /** The reason the journal's settle record of this cycle gives: the verdict, carried out as it was judged. */
+  settleReason?: SettleReason;
 }
 
 export type RecoveryPlan =
@@ -30,14 +32,22 @@ export type RecoveryPlan =
   | { kind: "finish_abort"; timeout: boolean }
   /** Never launched: nothing ran, so starting it again repeats nothing. */
   | { kind: "start_again" }
+  /**
+   * A follow-up whose prompt never went out and whose child does not run (a parked child's relaunch the crash cut
+   * short, or a child that ended before it took the follow-up): relaunch pi on the task's session, then prompt it.
+   */
+  | { kind: "relaunch_follow_up"; cycle: number }
   /** Settled and harvested: the stored result stands; a live child is watched (the owner may respond). */
   | { kind: "keep_settled"; phase: Phase }
   /** Launched, prompt not (confirmed) out and the child lives: push it on hello (the child runs a cycle once). */
   | { kind: "push_prompt"; phase: Phase }
   /** The child ended before it took its prompt. */
   | { kind: "failed_before_prompt" }
-  /** The cycle ran and ended (before the crash, or while the daemon was away): settle it now. */
-  | { kind: "settle"; phase: Phase; reason: SettleReason }
+  /**
+   * The cycle ran and ended (before the crash, or while the daemon was away): settle it now. `journaled`: the journal
+   * holds this settle's record and reason (the verdict); else the session's ending is judged from the evidence.
+   */
+  | { kind: "settle"; phase: Phase; reason: SettleReason; journaled: boolean }
   /** The cycle ran and its child is gone. */
   | { kind: "gone"; phase: Phase }
   /** The cycle runs on: watch it again. */
@@ -46,12 +56,17 @@ export type RecoveryPlan =
 export function planRecovery(i: RecoveryInput): RecoveryPlan {
   if (i.closed) return { kind: "finish_close", closePane: i.closed.closePane };
   if (i.interrupted) return { kind: "finish_abort", timeout: i.interrupted.code === "TIMEOUT" };
-  if (!i.launched) return { kind: "start_again" };
   const cycle = i.cycle;
+  // A follow-up nobody prompted yet, with no child to take it: its session holds the earlier cycles, so pi is
+  // relaunched on it (starting the task again would drop the worktree's work; failing it would lose the follow-up).
+  if (cycle > 1 && !i.prompted && !i.settling && !(i.launched && i.alive)) return { kind: "relaunch_follow_up", cycle };
+  if (!i.launched) return { kind: "start_again" };
+  // The settle record is the verdict: a reason read from it is kept; evidence read after it is late evidence.
+  const journaled: SettleReason = i.settleReason ?? { kind: "settled_before_crash" };
   if (i.harvested)
     return {
       kind: "keep_settled",
-      phase: { name: "settled", cycle, reason: { kind: "settled_before_crash" }, ...(i.alive ? {} : { parked: true }) },
+      phase: { name: "settled", cycle, reason: journaled, ...(i.alive ? {} : { parked: true }) },
     };
   const unconfirmed = i.prompted && !i.accepted && !i.settling;
   if (!i.prompted || (unconfirmed && i.alive)) {
@@ -60,8 +75,9 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
   }
   // The cycle's prompt went out: it runs (or ran while the daemon was away). Never prompt it again.
   const running: Phase = { name: "running", cycle };
-  if (i.settling || i.endedMeanwhile)
-    return { kind: "settle", phase: running, reason: { kind: "settled_before_crash" } };
+  if (i.settling) return { kind: "settle", phase: running, reason: journaled, journaled: i.settleReason !== undefined };
+  if (i.endedMeanwhile)
+    return { kind: "settle", phase: running, reason: { kind: "settled_before_crash" }, journaled: false };
   if (!i.alive) return { kind: "gone", phase: running };
   return { kind: "resume_running", phase: running };
 }

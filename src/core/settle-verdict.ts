@@ -1,4 +1,5 @@
 // What a settle reason fixes about a cycle's outcome (its status, its error), before the evidence is read.
+import { CONTRACT_ERROR_MESSAGE } from "./crew-cycle.js";
 import type { SettleReason } from "./cycle-phase.js";
 
 /** The status a settle reason fixes outright (else the evidence decides), and the error it carries. */
@@ -33,7 +34,7 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
     case "owner_abort":
       return { status: "interrupted" };
     case "contract_error":
-      return { status: "failed" };
+      return { status: "failed", error: { code: "CONTRACT_ERROR", message: CONTRACT_ERROR_MESSAGE } };
     case "start_failed":
       return { status: "failed", error: { code: reason.code, message: reason.message } };
     case "record_lost":

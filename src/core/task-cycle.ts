@@ -6,13 +6,15 @@
 //      ▲                    │  ▲                                                                  │   │
 //      │                    │  └──────────── respond (parked child: relaunch on its session) ◀────┘   │
 //      └── respond (no free slot) ◀── settled ──respond (child alive)──▶ awaiting_prompt ──▶ running   │
-//   any phase ──close──▶ closed                                                                      │
+//   any phase ──close──▶ closed;  settled ──abort──▶ closed (the verdict stands);  in flight ──abort──▶ settled (interrupted)
 //   settled ──idle_expired──▶ settled{parked}  ◀───────────────────────────────────────────────────────┘
 import {
   cycleOf,
   isInFlight,
   type CycleEvent,
   type Effect,
+  type JournalEntry,
+  type Phase,
   type SettleReason,
   type StepResult,
   type TaskState,
@@ -25,21 +27,43 @@ export * from "./settle-verdict.js";
 
 const same = (state: TaskState): StepResult => ({ state, effects: [] });
 
-/** Settle the current cycle: the order is the durability order (journal first, then the acts it records). */
-function settle(state: TaskState, reason: SettleReason): StepResult {
+/**
+ * Settle the current cycle: the order is the durability order (journal first, then the acts it records).
+ * `journaled`: recovery found this settle's record already in the journal (it is the verdict; never written twice).
+ */
+function settle(state: TaskState, reason: SettleReason, journaled = false): StepResult {
   const cycle = cycleOf(state.phase) ?? 1;
   const endChild = endsChild(reason);
   const effects: Effect[] = [
-    { type: "journal", entry: { type: "settle", cycle, why: reason.kind, reason } },
+    ...(journaled ? [] : [{ type: "journal", entry: { type: "settle", cycle, why: reason.kind, reason } } as Effect]),
     { type: "cancel_timeout" },
     { type: "reject_readiness", why: reason.kind },
     { type: "release_slot" },
   ];
+  if (settleVerdict(reason).status === "interrupted") effects.push({ type: "set_lifecycle", lifecycle: "interrupted" });
   if (endChild) effects.push({ type: "end_child", why: reason.kind });
   effects.push({ type: "harvest_settled", reason });
   // An idle child of a cycle that may get a follow-up is ended later (parked) unless it is ended now.
   if (!endChild) effects.push({ type: "arm_idle" });
   return { state: { ...state, phase: { name: "settled", cycle, reason } }, effects };
+}
+
+/**
+ * Close the task: journaled first, then the lifecycle override, the timers and the slot; the child is ended when
+ * asked (`endChild`). A settled cycle's verdict, summary and diff stand in the closed result.
+ */
+function closeTask(state: TaskState, entry: Extract<JournalEntry, { type: "closed" }>, endChild: boolean): StepResult {
+  const effects: Effect[] = [
+    { type: "journal", entry },
+    { type: "set_lifecycle", lifecycle: "closed" },
+    { type: "cancel_timeout" },
+    { type: "cancel_idle" },
+    { type: "reject_readiness", why: "closed" },
+    { type: "release_slot" },
+  ];
+  if (endChild) effects.push({ type: "end_child", why: entry.via === "abort" ? "aborted" : "closed" });
+  effects.push({ type: "refresh" });
+  return { state: { ...state, phase: { name: "closed" } }, effects };
 }
 
 /**
@@ -50,6 +74,19 @@ function endsChild(reason: SettleReason): boolean {
   if (reason.kind === "runtime_gone") return false;
   const v = settleVerdict(reason);
   return v.status === "failed" || v.status === "interrupted" || v.status === "gone";
+}
+
+/** Statuses with nothing left to abort: the cycle ended on its own and its child is ended. */
+const ENDED = new Set(["failed", "gone", "interrupted", "closed"]);
+
+/** An abort has something to act on: an open cycle, or a settled one that may still get a follow-up. */
+export function mayAbort(p: Phase, status: string): boolean {
+  return p.name !== "closed" && !(p.name === "settled" && ENDED.has(status));
+}
+
+/** A follow-up may start: the cycle settled completed or blocked (the protocol's two successful outcomes). */
+export function mayRespond(p: Phase, status: string): p is Extract<Phase, { name: "settled" }> {
+  return p.name === "settled" && (status === "completed" || status === "blocked");
 }
 
 export function step(state: TaskState, ev: CycleEvent): StepResult {
@@ -184,42 +221,37 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       return startFollowUp(state, p.cycle, p.parked === true);
 
     case "abort":
-      if (p.name === "settled") {
-        // The owner's abort of a finished cycle: the task ends as interrupted (a TUI-only card; it asked).
-        if (p.reason.kind === "owner_abort") return same(state);
-        return {
-          state: { ...state, phase: { ...p, reason: { kind: "owner_abort" } } },
-          effects: [
-            { type: "journal", entry: { type: "interrupted" } },
-            { type: "cancel_idle" },
-            { type: "end_child", why: "aborted" },
-            { type: "harvest_settled", reason: { kind: "owner_abort" } },
-          ],
-        };
-      }
+      // The abort of a finished cycle closes the task and ends its child: the cycle's verdict stands (a completed
+      // cycle is not relabelled interrupted). Only an in-flight cycle is interrupted.
+      if (p.name === "settled") return closeTask(state, { type: "closed", closePane: false, via: "abort" }, true);
       return withFirst({ type: "journal", entry: { type: "interrupted" } }, settle(state, { kind: "owner_abort" }));
 
-    case "close": {
-      const wasInFlight = isInFlight(p);
-      const effects: Effect[] = [
-        { type: "cancel_timeout" },
-        { type: "cancel_idle" },
-        { type: "reject_readiness", why: "closed" },
-        { type: "release_slot" },
-      ];
-      if (ev.closePane || wasInFlight || ev.headless) effects.push({ type: "end_child", why: "closed" });
-      effects.push({ type: "refresh" });
-      return { state: { ...state, phase: { name: "closed" } }, effects };
-    }
+    case "close":
+      return closeTask(
+        state,
+        { type: "closed", closePane: ev.closePane },
+        ev.closePane || isInFlight(p) || ev.headless,
+      );
+
+    case "restored":
+      return restore(state, ev.phase, ev.childAlive);
 
     case "settle_recovered":
       if (!isInFlight(p)) return same(state);
-      return settle(state, ev.reason);
+      return settle(state, ev.reason, ev.journaled === true);
 
     case "record_lost":
       if (p.name === "settled") return same(state);
       return settle(state, { kind: "record_lost", message: ev.message });
   }
+}
+
+/** A restarted daemon's task, back in the phase recovery found: arm what that phase needs. */
+function restore(state: TaskState, phase: Phase, childAlive: boolean): StepResult {
+  const effects: Effect[] = [];
+  if (phase.name === "settled" && !phase.parked && childAlive) effects.push({ type: "arm_idle" });
+  if (phase.name === "running" || phase.name === "awaiting_prompt") effects.push({ type: "arm_timeout" });
+  return { state: { ...state, phase }, effects };
 }
 
 function withFirst(e: Effect, r: StepResult): StepResult {

@@ -2,8 +2,7 @@
 // comes back for a follow-up, typed into the runtime once.
 import { promptPending } from "../core/task-cycle.js";
 import type { Live } from "./live.js";
-import type { Supervisor } from "./supervisor.js";
-import { dispatch } from "./task-runner.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /** The cycle's prompt, while the phase says it is not taken yet. */
 export function pendingPrompt(live: Live): { cycle: number; text: string } | undefined {
@@ -41,7 +40,7 @@ export function typeFollowUpLater(sup: Supervisor, live: Live, p: { cycle: numbe
     live.rec.timing.promptedAt = live.promptSentAt;
     const handle = live.rec.handle;
     // Typed text is taken as soon as it is typed: nothing would recognise it a second time.
-    void dispatch(sup, live, { type: "prompt_accepted", cycle: p.cycle });
+    void sup.dispatch(live, { type: "prompt_accepted", cycle: p.cycle });
     void sup
       .journal(live, { type: "prompt_sent", cycle: p.cycle, bytes: p.text.length, via: "runtime" })
       .then(() => sup.deps.runtimeFor(live.rec.runtime).sendText(handle, p.text))

@@ -5,7 +5,7 @@ import { checkOwnerSecret, issueOwnerSecret } from "../store/owner-secret.js";
 import type { TaskRecord } from "./record.js";
 import type { DeliveryService } from "./delivery.js";
 import type { Connection, Handler } from "./server.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 export function createOwnerHandlers(
   sup: Supervisor,

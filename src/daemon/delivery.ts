@@ -15,7 +15,7 @@ import {
 import { boxOf, cycleOf, pendingOf, type BoxEntry, type OwnerBox } from "./outbox-box.js";
 import { OutboxWriter, type OutboxLine } from "./outbox-writer.js";
 import type { Connection, Logger } from "./server.js";
-import type { Live } from "./supervisor.js";
+import type { Live } from "./live.js";
 
 export interface DeliverySource {
   onStatus(fn: (live: Live, result: AgentResult, info: { settled: boolean; recovered?: true }) => void): () => void;

@@ -1,22 +1,12 @@
 // Evidence in: the child extension's connection, events and crew_report, changes to the task's files, and the
 // runtime's state. Each becomes a lifecycle event (src/core/task-cycle.ts); the machine decides what it means.
-import { CONTRACT_ERROR_MESSAGE } from "../core/crew-cycle.js";
 import type { RuntimeEvent } from "../runtime/types.js";
 import type { Live } from "./live.js";
 import type { Connection } from "./server.js";
 import { freshSession } from "./settle.js";
-import type { Supervisor } from "./supervisor.js";
-import { dispatch } from "./task-runner.js";
+import type { ChildEvent, ChildReport, Supervisor } from "./supervisor-types.js";
 
-export type ChildEvent = {
-  type: string;
-  cycle?: number;
-  stopReason?: string;
-  errorMessage?: string;
-  willRetry?: boolean;
-  why?: string;
-};
-export type ChildReport = { cycle?: number; outcome: "completed" | "needs_input"; report: string; needs?: string };
+export type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
 export function childConnected(sup: Supervisor, conn: Connection): void {
   const live = sup.tasks.get(conn.taskId ?? "");
@@ -25,13 +15,13 @@ export function childConnected(sup: Supervisor, conn: Connection): void {
   conn.onClose(() => {
     if (live.child !== conn) return;
     delete live.child;
-    void dispatch(sup, live, { type: "child_left" });
+    void sup.dispatch(live, { type: "child_left" });
     // While the extension was connected its agent_end was awaited; its session may already show the cycle settled
     // (read before the close was seen). Without the extension the session alone decides: re-read and decide now.
     if (live.state.phase.name === "running")
       void live.files?.readSession().then(() => live.state.phase.name === "running" && onFiles(sup, live));
   });
-  void dispatch(sup, live, { type: "child_hello" });
+  void sup.dispatch(live, { type: "child_hello" });
 }
 
 export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEvent): Promise<{ ok: true }> {
@@ -42,7 +32,11 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
     if (ev.cycle === undefined) return { ok: true };
     if (live.state.phase.name === "launching" || live.state.phase.name === "awaiting_prompt")
       live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
-    await dispatch(sup, live, { type: "prompt_accepted", cycle: ev.cycle });
+    await sup.dispatch(live, { type: "prompt_accepted", cycle: ev.cycle });
+  } else if (ev.type === "agent_start") {
+    const first = (live.agentStartedCycle ?? 0) < 1;
+    live.agentStartedCycle = Math.max(live.agentStartedCycle ?? 0, cycle);
+    if (first && live.state.phase.name === "running") await sup.refresh(live); // starting → running
   } else if (ev.type === "agent_end") {
     if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
     if (ev.errorMessage !== undefined) live.lastErrorMessage = ev.errorMessage;
@@ -50,7 +44,7 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
     // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
     // the child's retry settings; without it, the session's own guess stands.
     const willRetry = ev.willRetry ?? live.files?.facts()?.retryMayFollow ?? false;
-    await dispatch(sup, live, {
+    await sup.dispatch(live, {
       type: "agent_end",
       cycle,
       willRetry,
@@ -58,15 +52,14 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
     });
   } else if (ev.type === "prompt_failed") {
     const words = await piWords(sup, live, ev.errorMessage ?? "pi did not start the prompt");
-    await dispatch(sup, live, { type: "prompt_failed", cycle, message: words });
+    await sup.dispatch(live, { type: "prompt_failed", cycle, message: words });
   } else if (ev.type === "finalize_prompt") {
     // A reportless normal ending: the child sent itself the one finalization follow-up; the cycle goes on.
     void sup.journal(live, { type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
   } else if (ev.type === "contract_error" && live.state.phase.name === "running") {
-    live.rec.error = { code: "CONTRACT_ERROR", message: CONTRACT_ERROR_MESSAGE };
     void sup.journal(live, { type: "contract_error", cycle: ev.cycle, why: ev.why });
     await live.files?.readSession();
-    await dispatch(sup, live, { type: "contract_error" });
+    await sup.dispatch(live, { type: "contract_error" });
   }
   return { ok: true };
 }
@@ -127,7 +120,7 @@ export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" 
   const f = live.files?.facts();
   if (p.name === "running" && !live.child && f?.cycleSettled) {
     // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
-    void dispatch(sup, live, {
+    void sup.dispatch(live, {
       type: "session_settled",
       retryMayFollow: f.retryMayFollow,
       fresh: freshSession(live),
@@ -135,18 +128,18 @@ export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" 
     });
     return;
   }
-  void dispatch(sup, live, { type: "evidence_changed", what });
+  void sup.dispatch(live, { type: "evidence_changed", what });
 }
 
 export function onRuntime(sup: Supervisor, live: Live, e: RuntimeEvent): void {
   if (e.type === "state") {
     live.runtimeState = e.state;
-    void dispatch(sup, live, { type: "evidence_changed", what: "runtime_state" });
+    void sup.dispatch(live, { type: "evidence_changed", what: "runtime_state" });
     return;
   }
   if (live.runtimeState === "missing") return;
   live.runtimeState = "missing";
   void sup.journal(live, { type: "runtime_" + e.type, ...(e.type === "exited" ? { exit: e.exit } : {}) });
   if (live.childEnded && live.state.phase.name !== "launching") return; // the daemon ended it: expected
-  void dispatch(sup, live, { type: "runtime_gone", how: e.type });
+  void sup.dispatch(live, { type: "runtime_gone", how: e.type });
 }

@@ -45,6 +45,8 @@ export interface Evidence {
   settled: boolean;
   /** A failure with no child evidence (launch, stall, queue timeout): reads as a failed cycle. */
   failed?: boolean;
+  /** The first cycle's prompt is not taken yet (queued, launching, or pushed and unconfirmed): `starting`. */
+  awaitingFirstPrompt?: boolean;
 }
 
 export function assemble(ev: Evidence): AgentResult {
@@ -55,12 +57,13 @@ export function assemble(ev: Evidence): AgentResult {
     ev.failed === true || (ev.settled ? lastStop === "error" : ev.facts ? sessionErrorOf(ev.facts) : false);
   const raw: RawState = { external: false, runtime: ev.failed ? "done" : ev.runtime, sessionError };
   if (rec.lifecycle) raw.lifecycle = rec.lifecycle;
-  // Starting until the first prompt is taken; a settled task without one reads from its evidence (gone, failed).
-  else if (rec.timing.promptedAt === undefined && !ev.failed && !ev.settled) raw.lifecycle = "starting";
+  // Starting until pi takes the first prompt; a settled task without one reads from its evidence (gone, failed).
+  else if ((ev.awaitingFirstPrompt ?? rec.timing.promptedAt === undefined) && !ev.failed && !ev.settled)
+    raw.lifecycle = "starting";
   const result = buildAgentResult({
     taskId: rec.taskId,
     role: rec.role,
-    agent: agentInfo(rec),
+    agent: agentInfo(rec, ev.facts),
     ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
     cwd: rec.cwd,
     owner: rec.owner,
@@ -82,13 +85,18 @@ export function assemble(ev: Evidence): AgentResult {
   return result;
 }
 
-function agentInfo(rec: TaskRecord): AgentResult["agent"] {
+/**
+ * The model and thinking level are what pi ran, read from its session (model_change, thinking_level_change, the
+ * assistant's own provider/model); until the session says, what was asked for (pi may clamp a level the model cannot
+ * do, or pick its own default model).
+ */
+function agentInfo(rec: TaskRecord, facts: SessionFacts | undefined): AgentResult["agent"] {
   const h = rec.handle;
   const a: AgentResult["agent"] = {
     name: rec.name,
     kind: rec.kind,
-    model: rec.model ?? PI_DEFAULT_MODEL,
-    thinking: rec.thinking,
+    model: facts?.model ?? rec.model ?? PI_DEFAULT_MODEL,
+    thinking: facts?.thinkingLevel ?? rec.thinking,
     runtime: rec.runtime,
   };
   if (rec.machine) a.machine = rec.machine;

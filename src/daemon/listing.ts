@@ -4,7 +4,7 @@
 import { DshError } from "../core/errors.js";
 import { isValidTaskId } from "../core/ids.js";
 import { rowOf, storedResultRow, type TaskRow } from "../store/task-index.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /** Rows per page without a limit, and the most one page may hold (keeps a reply far below the 1 MiB frame cap). */
 export const LIST_DEFAULT_LIMIT = 200;

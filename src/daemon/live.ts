@@ -33,6 +33,8 @@ export interface Live {
   /** The last prompt pushed and to which connection: a prompt goes to each child connection at most once. */
   promptPushed?: { child: Connection; prompt: { cycle: number; text: string } };
   promptSentAt?: number;
+  /** The newest cycle whose run pi started (the child's agent_start): a prompt handed to pi may still be refused. */
+  agentStartedCycle?: number;
   /** The launch's readiness barrier; `abandon` (daemon stop) drops its timer and leaves the launch to recovery. */
   readiness?: { resolve(): void; reject(e: Error): void; abandon(): void };
   lastStopReason?: string;
@@ -45,6 +47,8 @@ export interface Live {
   childEnded?: boolean;
   diff?: DiffEvidence;
   result?: AgentResult;
+  /** The cycle whose settled harvest `result` holds: a close keeps that verdict instead of judging the files again. */
+  settledCycle?: number;
   chain: Promise<void>;
   /** The one refresh waiting behind the running one; later requests join it (it reads the newest evidence). */
   queued?: { settled?: boolean; failed?: boolean; done?: Promise<void> };

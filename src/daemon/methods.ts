@@ -2,23 +2,16 @@
 import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
-import type { AgentResult, RuntimeKind } from "../core/types.js";
+import type { AgentResult } from "../core/types.js";
 import { spawnTask, type SpawnParams } from "./spawn-method.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import type { Connection, Handler } from "./server.js";
-import type { Live, Supervisor } from "./supervisor.js";
+import type { Live } from "./live.js";
+import type { Supervisor } from "./supervisor-types.js";
 import type { RequestMethod } from "./protocol.js";
-import type { Relay } from "../remote/relay.js";
+import type { MethodContext } from "./method-context.js";
 
-export interface MethodContext {
-  sup: Supervisor;
-  defaultRuntime(): Promise<RuntimeKind>;
-  status(): Record<string, unknown>;
-  stop(): void;
-  externalAgents?(): Promise<Record<string, unknown>[]>;
-  /** Tasks on other machines (src/remote/relay.ts); absent in tests that build handlers without one. */
-  relay?: Relay;
-}
+export type { MethodContext } from "./method-context.js";
 
 /** task.patch answers at most this much of a diff.patch, so the reply fits one frame. */
 const PATCH_REPLY_CAP = 512 * 1024;

@@ -5,7 +5,7 @@ import type { AgentResult } from "../core/types.js";
 import { DshError } from "../core/errors.js";
 import { unsynced } from "../store/task-store.js";
 import type { Live } from "./live.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 const SNAPSHOT_EVERY_MS = 250;
 /**

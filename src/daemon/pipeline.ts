@@ -10,8 +10,8 @@ import { unsynced } from "../store/task-store.js";
 import { crashPoint } from "./crash-hook.js";
 import { buildPrompt } from "./prompt.js";
 import type { TaskRecord } from "./record.js";
-import type { Live, Supervisor } from "./supervisor.js";
-import { dispatch } from "./task-runner.js";
+import type { Live } from "./live.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /** The phase allows no more launching: closed, aborted or otherwise settled meanwhile. */
 const launchMoot = (live: Live): boolean => live.state.phase.name === "closed" || live.state.phase.name === "settled";
@@ -55,7 +55,7 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
     if (sup.stopped) return; // admitted as the daemon stopped: the next daemon's recovery starts it
     rec.timing.queuedMs = queuedMs;
     if (queuedMs > 0) knownRepo.delete(live);
-    void dispatch(sup, live, { type: "admitted" });
+    void sup.dispatch(live, { type: "admitted" });
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
     // a power cut can only lose a task that never started). The launch itself is journaled durably.
     await sup.journal(live, unsynced({ type: "admitted", queuedMs }));
@@ -73,7 +73,7 @@ async function startFailed(sup: Supervisor, live: Live, e: unknown): Promise<voi
   live.rec.error = { code: err.code, message: err.message };
   sup.deps.log.warn({ taskId: live.rec.taskId, code: err.code, err: err.message }, "task failed to start");
   sup.stopWatching(live);
-  await dispatch(sup, live, { type: "launch_failed", code: err.code, message: err.message });
+  await sup.dispatch(live, { type: "launch_failed", code: err.code, message: err.message });
 }
 
 /** A parked task's follow-up: pi starts again on the task's session file, so the conversation goes on. */
@@ -222,7 +222,7 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
       return;
     }
     sup.watchRuntime(live, runtime);
-    await dispatch(sup, live, { type: "launch_returned" });
+    await sup.dispatch(live, { type: "launch_returned" });
     const ph = live.state.phase.name;
     if (ph === "running" || ph === "settled") {
       // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being

@@ -2,7 +2,7 @@
 // asked of the runtime (find), and a child it left running is adopted instead of started a second time.
 import type { Runtime } from "../runtime/types.js";
 import type { TaskRecord } from "./record.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /**
  * The daemon died after runtime.launch and before journaling its handle: the runtime may still hold that child.

@@ -6,7 +6,8 @@ import type { Runtime } from "../runtime/types.js";
 import { branchFor, removeUnusedWorktree, worktreePathFor } from "../git/worktree.js";
 import { gitMaybe } from "../git/run.js";
 import { followUpPath, type TaskRecord } from "./record.js";
-import type { Live, Supervisor } from "./supervisor.js";
+import type { Live } from "./live.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /**
  * `alive`: the launched child still runs; `journaledWorktree`: the worktree the pipeline journaled before a launch
@@ -27,8 +28,9 @@ export async function applyRecoveryPlan(
     case "finish_close":
       return; // recoverOne finished it before planning (the close needs no evidence)
     case "finish_abort":
+      // The journal holds the interruption; its harvest is what the crash cut short. The cycle was in flight.
       await sup.resume(live);
-      live.state = { ...live.state, phase: { name: "running", cycle: rec.cycle } };
+      await sup.dispatch(live, { type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: alive });
       if (plan.timeout) await sup.dispatch(live, { type: "timeout_fired", ms: rec.timeoutMs });
       else await sup.dispatch(live, { type: "abort" });
       await live.chain;
@@ -44,9 +46,10 @@ export async function applyRecoveryPlan(
       void sup.run(live, sup.admission.acquire(taskId));
       return;
     case "keep_settled":
-      live.state = { ...live.state, phase: plan.phase };
       if (alive) sup.watchRuntime(live, runtime);
       else live.childEnded = true;
+      // A settled child that still runs is parked after idleChildMs again (the machine arms the timer).
+      await sup.dispatch(live, { type: "restored", phase: plan.phase, childAlive: alive });
       if (!live.result) await sup.refresh(live);
       // The settled result stands, and its owner must have heard it: the outbox record follows the settle's records
       // by timing only, so a power cut can keep the result and lose the record. The delivery service queues the
@@ -58,45 +61,67 @@ export async function applyRecoveryPlan(
         code: "AGENT_STALLED",
         message: "the child ended before it took its prompt while the daemon was down; spawn the task again",
       };
-      live.state = { ...live.state, phase: { name: "awaiting_prompt", cycle: rec.cycle } };
       live.childEnded = true;
+      await sup.dispatch(live, {
+        type: "restored",
+        phase: { name: "awaiting_prompt", cycle: rec.cycle },
+        childAlive: false,
+      });
       await sup.dispatch(live, { type: "launch_failed", code: "AGENT_STALLED", message: rec.error.message });
       await live.chain;
       return;
     case "push_prompt": {
       const text =
-        rec.cycle > 1
-          ? await readFile(followUpPath(store.taskPaths(taskId).dir, rec.cycle), "utf8").catch(() => "")
-          : ((await store.readPrompt(taskId)) ?? "");
+        rec.cycle > 1 ? await followUpText(sup, taskId, rec.cycle) : ((await store.readPrompt(taskId)) ?? "");
       live.prompt = { cycle: rec.cycle, text };
-      live.state = { ...live.state, phase: plan.phase };
       holdSlot(sup, taskId);
       sup.watchRuntime(live, runtime);
-      sup.armTimeout(live);
+      await sup.dispatch(live, { type: "restored", phase: plan.phase, childAlive: alive });
       await sup.refresh(live);
       return;
     }
+    case "relaunch_follow_up": {
+      // The follow-up is durable (its text and the respond record); no prompt of it went out. A child the
+      // relaunch may have left is ended first (a second pi on one session would fork it).
+      if (rec.handle) await runtime.close(rec.handle).catch(() => undefined);
+      live.prompt = { cycle: plan.cycle, text: await followUpText(sup, taskId, plan.cycle) };
+      await sup.dispatch(live, {
+        type: "restored",
+        phase: { name: "queued", cycle: plan.cycle, parked: true },
+        childAlive: false,
+      });
+      await sup.refresh(live);
+      const slot = sup.admission.acquire(taskId);
+      void slot.then(
+        () => sup.dispatch(live, { type: "slot_granted" }),
+        (e: unknown) => sup.dispatch(live, { type: "launch_failed", code: "CONCURRENCY_LIMIT", message: String(e) }),
+      );
+      return;
+    }
     case "settle":
-      live.state = { ...live.state, phase: plan.phase };
       holdSlot(sup, taskId);
       if (alive) sup.watchRuntime(live, runtime);
-      await sup.dispatch(live, { type: "settle_recovered", reason: plan.reason });
+      await sup.dispatch(live, { type: "restored", phase: plan.phase, childAlive: alive });
+      await sup.dispatch(live, { type: "settle_recovered", reason: plan.reason, journaled: plan.journaled });
       await live.chain;
       return;
     case "gone":
-      live.state = { ...live.state, phase: plan.phase };
       holdSlot(sup, taskId);
+      await sup.dispatch(live, { type: "restored", phase: plan.phase, childAlive: false });
       await sup.markGone(live);
       await live.chain;
       return;
     case "resume_running":
-      live.state = { ...live.state, phase: plan.phase };
       holdSlot(sup, taskId);
-      sup.armTimeout(live);
       sup.watchRuntime(live, runtime);
+      await sup.dispatch(live, { type: "restored", phase: plan.phase, childAlive: alive });
       await sup.refresh(live);
       return;
   }
+}
+
+function followUpText(sup: Supervisor, taskId: string, cycle: number): Promise<string> {
+  return readFile(followUpPath(sup.deps.store.taskPaths(taskId).dir, cycle), "utf8").catch(() => "");
 }
 
 /** A running or pending cycle holds a slot again (over the cap if the config shrank meanwhile: it already runs). */

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { TaskSummary } from "../store/task-index.js";
 import type { Runtimes } from "./runtimes.js";
 import type { TaskRecord } from "./record.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Supervisor } from "./supervisor-types.js";
 import { adopt } from "./recover-adopt.js";
 import { replayJournal } from "./recover-replay.js";
 

@@ -1,6 +1,7 @@
 // The journal (events.jsonl) replayed: what happened to a task beyond its last task.json, and the pre-launch facts
 // (worktree, baseline) put back into a record that predates them. task.json is rewritten only when a status is
 // harvested, so the journal is what says what was in flight at a crash.
+import { parseSettleReason, type SettleReason } from "../core/task-cycle.js";
 import type { RuntimeHandle } from "../runtime/types.js";
 import type { TaskEvent } from "../store/task-store.js";
 import { gitMaybe } from "../git/run.js";
@@ -18,6 +19,8 @@ export interface Replay {
   cycle: number;
   /** Cycles whose settle was journaled (harvest may not have run). */
   settling: Set<number>;
+  /** Each journaled settle's reason: the verdict a restarted daemon carries out, never re-judged from evidence. */
+  settleReasons: Map<number, SettleReason>;
   /** Cycles whose settled status was journaled (harvested). */
   settled: Set<number>;
   interrupted?: { code?: string };
@@ -30,6 +33,8 @@ export interface Replay {
   stalled: number;
   /** The last launch stalled and no launch was journaled after it: any handle task.json holds is that dead one. */
   handleStalled?: boolean;
+  /** The last launched child was parked (ended) and no launch was journaled after it: its handle is a dead one. */
+  handleParked?: boolean;
 }
 
 export function replayJournal(events: TaskEvent[]): Replay {
@@ -38,6 +43,7 @@ export function replayJournal(events: TaskEvent[]): Replay {
     accepted: new Set(),
     cycle: 1,
     settling: new Set(),
+    settleReasons: new Map(),
     settled: new Set(),
     stalled: 0,
   };
@@ -46,6 +52,7 @@ export function replayJournal(events: TaskEvent[]): Replay {
     if (e.type === "launched" && e.handle) {
       r.handle = e.handle as RuntimeHandle;
       delete r.handleStalled;
+      delete r.handleParked;
     } else if (e.type === "worktree" && typeof e.path === "string") {
       r.worktree = e.path;
       if (typeof e.branch === "string") r.worktreeBranch = e.branch;
@@ -72,8 +79,14 @@ export function replayJournal(events: TaskEvent[]): Replay {
     else if (e.type === "respond" && cycle !== undefined) {
       // Journaled before the follow-up goes out: a respond without a prompt_sent never reached the child.
       r.cycle = Math.max(r.cycle, cycle);
-    } else if (e.type === "settle" && cycle !== undefined) r.settling.add(cycle);
-    else if (e.type === "status" && e.settled === true && cycle !== undefined) r.settled.add(cycle);
+    } else if (e.type === "parked") {
+      delete r.handle;
+      r.handleParked = true;
+    } else if (e.type === "settle" && cycle !== undefined) {
+      r.settling.add(cycle);
+      const reason = parseSettleReason(e.reason);
+      if (reason) r.settleReasons.set(cycle, reason);
+    } else if (e.type === "status" && e.settled === true && cycle !== undefined) r.settled.add(cycle);
     else if (e.type === "interrupted") r.interrupted = typeof e.code === "string" ? { code: e.code } : {};
     else if (e.type === "closed") r.closed = { closePane: e.closePane === true };
   }

@@ -12,7 +12,8 @@ import { isSettledStatus } from "../core/derive.js";
 import type { Runtimes } from "./runtimes.js";
 import { unsynced } from "../store/task-store.js";
 import type { TaskRecord } from "./record.js";
-import type { Live, Supervisor } from "./supervisor.js";
+import type { Live } from "./live.js";
+import type { Supervisor } from "./supervisor-types.js";
 import type { Relay } from "../remote/relay.js";
 import { replayJournal, restorePrelaunch } from "./recover-replay.js";
 import { adopt } from "./recover-adopt.js";
@@ -68,11 +69,13 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   const rec = read ?? (await store.readTask<TaskRecord>(taskId));
   if (rec.lifecycle !== undefined || rec.token === undefined) return;
   const j = replayJournal(await store.readEvents(taskId));
-  if (j.handleStalled) delete rec.handle; // a retry's child may run unjournaled: find it below, never reuse the dead one
-  rec.handle ??= j.handle;
+  // A retry's or a parked child's relaunch may run unjournaled: find it below, never reuse the dead one. Else the
+  // journal's last launch is the newest handle (task.json may predate a relaunch).
+  if (j.handleStalled || j.handleParked) delete rec.handle;
+  if (j.handle) rec.handle = j.handle;
   const runtime = runtimes.get(rec.runtime);
   const live = sup.register(rec);
-  await restoreResult(sup, live);
+  await restoreResult(sup, live, j.settled);
 
   if (j.closed) {
     // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise.
@@ -92,14 +95,17 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
     });
   if (rec.handle !== undefined) await restorePrelaunch(rec, j);
   // A follow-up journaled after the last task.json: its cycle is the current one.
-  if (j.cycle > rec.cycle && rec.handle !== undefined) {
+  if (j.cycle > rec.cycle) {
     rec.cycle = j.cycle;
     delete rec.timing.settledAt;
     rec.status = "working";
   }
   const promptedAt = j.prompted.get(rec.cycle) ?? (rec.cycle === 1 ? rec.timing.promptedAt : undefined);
   if (promptedAt !== undefined && rec.timing.promptedAt === undefined) rec.timing.promptedAt = promptedAt;
-  if (rec.handle !== undefined && !j.interrupted) {
+  // The child confirmed this cycle's prompt before the crash: its run is under way (its agent_start went to the
+  // daemon that died), so the cycle reads running, not starting.
+  if (j.accepted.has(rec.cycle)) live.agentStartedCycle = rec.cycle;
+  if ((rec.handle !== undefined || rec.cycle > 1) && !j.interrupted) {
     await sup.resume(live);
     live.promptSentAt = promptedAt ?? rec.timing.promptedAt ?? 0;
   }
@@ -119,6 +125,7 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
       f?.cycleSettled === true &&
       !f.retryMayFollow &&
       (f.lastTimestampMs ?? 0) >= promptedAt - 1000,
+    ...(j.settleReasons.has(rec.cycle) ? { settleReason: j.settleReasons.get(rec.cycle)! } : {}),
   });
   // A note for people reading the journal; recovery decides from the other records, so it needs no fsync.
   await sup.journal(
@@ -143,10 +150,14 @@ export type { Live };
  * result.json, or the next live result (and the close) would drop the diff of a cycle that settled before the
  * crash, and a settled cycle would be judged again.
  */
-async function restoreResult(sup: Supervisor, live: Live): Promise<void> {
+async function restoreResult(sup: Supervisor, live: Live, settledCycles: Set<number>): Promise<void> {
   const stored = await sup.deps.store.readResult(live.rec.taskId).catch(() => undefined);
   if (stored?.diff && !live.diff) live.diff = stored.diff;
-  if (stored && stored.status === live.rec.status) live.result = stored;
+  if (stored && stored.status === live.rec.status) {
+    live.result = stored;
+    // The record's cycle settled and was harvested: result.json is that verdict (a close keeps it).
+    if (settledCycles.has(live.rec.cycle) && isSettledStatus(stored.status)) live.settledCycle = live.rec.cycle;
+  }
 }
 
 /** task.json exists and parses (the task failed to recover for another reason). */

@@ -2,15 +2,14 @@
 // settled harvest with the baseline diff, and why a reportless cycle failed.
 import { sessionReport, withReportAsFinalText, type CrewReport } from "../core/crew-cycle.js";
 import { statfs } from "node:fs/promises";
-import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
-import { isInFlight, settleVerdict, type SettleReason } from "../core/task-cycle.js";
+import { closedResult } from "../core/agent-result.js";
+import { isInFlight, promptPending, settleVerdict, type SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, HerdrStatus } from "../core/types.js";
 import { assemble, diffFor } from "./harvest.js";
 import { deferSnapshot, persist, snapshotWritten } from "./persist.js";
 import type { Live } from "./live.js";
-import type { Supervisor } from "./supervisor.js";
-import { endChild } from "./task-runner.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /** The session moved after the prompt was sent (a second of slack for the child's clock). */
 export function freshSession(live: Live): boolean {
@@ -85,24 +84,10 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
     if (d.warning)
       rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
   }
-  const sessionFacts = live.files?.facts();
-  const facts = sessionFacts && withReportAsFinalText(sessionFacts);
-  const result = assemble({
-    rec,
-    runtime: runtimeRaw(live),
-    ...(rec.runtime === "herdr" && live.runtimeState && live.runtimeState !== "missing"
-      ? { herdrStatus: live.runtimeState }
-      : {}),
-    ...(facts ? { facts } : {}),
-    ...(live.lastStopReason ? { eventStopReason: live.lastStopReason } : {}),
-    ...(live.files?.result ? { resultMd: live.files.result } : {}),
-    sessionChangedAfterPrompt: freshSession(live),
-    ...(live.diff ? { diff: live.diff } : {}),
-    settled: opts.settled === true,
-    ...(opts.failed ? { failed: true } : {}),
-  });
+  const result = closesSettled(live) ? closedResult(live.result!) : assembleNow(live, opts);
   const changed = result.status !== live.result?.status || opts.settled === true;
   live.result = result;
+  if (opts.settled) live.settledCycle = rec.cycle;
   rec.status = result.status;
   rec.updatedAt = Date.now();
   if (live.files) rec.sessionOffset = live.files.sessionOffset;
@@ -132,6 +117,46 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   await persist(sup, live, result, sync, ev);
 }
 
+/** The evidence as it is now → the live result (the settled harvest's too). */
+function assembleNow(live: Live, opts: { settled?: boolean; failed?: boolean }): AgentResult {
+  const { rec } = live;
+  const sessionFacts = live.files?.facts();
+  const facts = sessionFacts && withReportAsFinalText(sessionFacts);
+  const p = live.state.phase;
+  return assemble({
+    rec,
+    runtime: runtimeRaw(live),
+    ...(rec.runtime === "herdr" && live.runtimeState && live.runtimeState !== "missing"
+      ? { herdrStatus: live.runtimeState }
+      : {}),
+    ...(facts ? { facts } : {}),
+    ...(live.lastStopReason ? { eventStopReason: live.lastStopReason } : {}),
+    ...(live.files?.result ? { resultMd: live.files.result } : {}),
+    sessionChangedAfterPrompt: freshSession(live),
+    ...(live.diff ? { diff: live.diff } : {}),
+    settled: opts.settled === true,
+    ...(opts.failed ? { failed: true } : {}),
+    // The first cycle runs once pi started its run (agent_start, or the session moved after the prompt): a prompt
+    // handed to pi may still be refused (no API key), and no `running` is pushed for a prompt pi never ran.
+    awaitingFirstPrompt:
+      p.name !== "closed" &&
+      p.cycle === 1 &&
+      (p.name === "queued" ||
+        promptPending(p) ||
+        (p.name === "running" && (live.agentStartedCycle ?? 0) < 1 && !freshSession(live))),
+  });
+}
+
+/** The task closed after its current cycle settled: the closed result is that settled result (late files unread). */
+function closesSettled(live: Live): boolean {
+  return (
+    live.state.phase.name === "closed" &&
+    live.settledCycle === live.rec.cycle &&
+    live.result !== undefined &&
+    isSettledStatus(live.result.status)
+  );
+}
+
 /**
  * A child that died or failed while its disk was full: say so, since pi's own error (if any) rarely does. Checks the
  * task dir (the session is written there) and the workdir. Below 64 KiB free counts as full.
@@ -155,7 +180,6 @@ export async function settleHarvest(sup: Supervisor, live: Live, reason: SettleR
   const { rec } = live;
   rec.timing.settledAt ??= Date.now();
   const verdict = settleVerdict(reason, `the session (${rec.sessionPath})`);
-  if (verdict.status === "interrupted") rec.lifecycle = "interrupted";
   if (verdict.error && (!rec.error || verdict.replacesError)) rec.error = verdict.error;
   else if (!rec.error && !rec.lifecycle) {
     const failure = failureOf(live, reason);
@@ -166,9 +190,12 @@ export async function settleHarvest(sup: Supervisor, live: Live, reason: SettleR
       code: "AGENT_ERROR",
       message: `the cycle failed (${reason.kind}); inspect the session (${rec.sessionPath})`,
     };
+  // The verdict fixes the status where it can: a child the machine judged gone reads as gone, also after a restart
+  // (a fresh daemon has no runtime event of its own to say so).
+  if (verdict.status === "gone") live.runtimeState = "missing";
   await refresh(sup, live, { settled: true, ...(verdict.status === "failed" ? { failed: true } : {}) });
   const status = live.result?.status;
-  if (status === "failed" || status === "interrupted") await endChild(sup, live, status);
+  if (status === "failed" || status === "interrupted") await sup.endChild(live, status);
 }
 
 /** Why a cycle that settles without a report failed, so the owner's error delivery and the card can say so. */

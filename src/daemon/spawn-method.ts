@@ -8,11 +8,11 @@ import type { Role, RuntimeKind } from "../core/types.js";
 import { requireRepo } from "../git/repo.js";
 import type { CreatedWorktree } from "../git/worktree.js";
 import { assertOwnerId } from "../store/outbox.js";
-import type { MethodContext } from "./methods.js";
+import type { MethodContext } from "./method-context.js";
 import { dropStartedWorktree, knownRepo, startWorktree } from "./pipeline.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
-import type { Live } from "./supervisor.js";
+import type { Live } from "./live.js";
 
 export interface SpawnParams {
   kind?: "pi";

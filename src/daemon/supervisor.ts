@@ -12,36 +12,31 @@ import type { AgentResult, AgentStatus } from "../core/types.js";
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
 import { Admission } from "./admission.js";
 import { sendPrompt } from "./child-prompt.js";
-import {
-  childConnected,
-  childEvent,
-  childReport,
-  onFiles,
-  onRuntime,
-  type ChildEvent,
-  type ChildReport,
-} from "./evidence.js";
+import { childConnected, childEvent, childReport, onFiles, onRuntime } from "./evidence.js";
 import type { Live, SupervisorDeps } from "./live.js";
-import { runPipeline } from "./pipeline.js";
+import { relaunch, runPipeline } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
 import type { Connection } from "./server.js";
-import { refresh, reportOf } from "./settle.js";
+import { refresh, reportOf, settleHarvest } from "./settle.js";
 import { abort, close, respond, timeOut } from "./task-commands.js";
-import { dispatch } from "./task-runner.js";
-import type { CycleEvent } from "../core/task-cycle.js";
+import { dispatch, endChild } from "./task-runner.js";
+import type { CycleEvent, SettleReason } from "../core/task-cycle.js";
+import type {
+  ChildEvent,
+  ChildReport,
+  NewTaskInput,
+  StatusInfo,
+  StatusListener,
+  Supervisor as SupervisorPort,
+} from "./supervisor-types.js";
 import { TaskFiles } from "./watcher.js";
 
 export type { Live, SupervisorDeps } from "./live.js";
+export type { StatusInfo } from "./supervisor-types.js";
+type Listener = StatusListener;
 
-/** `settled`: this result is a cycle's settled harvest (the one owner outcome of that cycle). */
-export type StatusInfo = {
-  settled: boolean;
-  /** Start-up re-announcing a cycle that settled before the restart (its delivery may be missing). */
-  recovered?: true;
-};
-type Listener = (live: Live, result: AgentResult, info: StatusInfo) => void;
-
-export class Supervisor {
+/** The one module that wires the task modules together (they see it only as supervisor-types.ts's Supervisor). */
+export class Supervisor implements SupervisorPort {
   readonly tasks = new Map<string, Live>();
   readonly admission: Admission;
   /** Set first thing at daemon stop: unfinished launches are then left to the next daemon's recovery. */
@@ -100,6 +95,18 @@ export class Supervisor {
   /** Feed a lifecycle event to the task's machine (src/core/task-cycle.ts). */
   dispatch(live: Live, ev: CycleEvent): Promise<void> {
     return dispatch(this, live, ev);
+  }
+
+  settleHarvest(live: Live, reason: SettleReason): Promise<void> {
+    return settleHarvest(this, live, reason);
+  }
+
+  endChild(live: Live, why: string): Promise<void> {
+    return endChild(this, live, why);
+  }
+
+  relaunch(live: Live): Promise<void> {
+    return relaunch(this, live);
   }
 
   /**
@@ -231,13 +238,7 @@ export class Supervisor {
     return live.state.phase.name !== "closed" && live.rec.lifecycle === undefined;
   }
 
-  newRecord(
-    input: Omit<
-      TaskRecord,
-      "token" | "name" | "sessionPath" | "resultPath" | "workdir" | "cycle" | "status" | "timing" | "createdAt"
-    > & { createdAt: number },
-    taskId: string,
-  ): TaskRecord {
+  newRecord(input: NewTaskInput, taskId: string): TaskRecord {
     const paths = this.deps.store.taskPaths(taskId);
     return {
       ...input,

@@ -3,30 +3,26 @@
 import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
+import { mayAbort, mayRespond } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
 import { writeAtomic } from "../store/fsio.js";
 import { typeFollowUpLater } from "./child-prompt.js";
 import type { Live } from "./live.js";
 import { followUpPath } from "./record.js";
-import type { Supervisor } from "./supervisor.js";
-import { dispatch } from "./task-runner.js";
-
-/** Statuses with nothing left to abort: the cycle ended on its own and its child is ended. */
-const TERMINAL = new Set(["failed", "gone", "interrupted", "closed"]);
+import type { Supervisor } from "./supervisor-types.js";
 
 /** Abort (the owner's or a person's). False when there is nothing to abort. */
 export async function abort(sup: Supervisor, live: Live): Promise<boolean> {
-  const p = live.state.phase;
-  if (p.name === "closed" || (p.name === "settled" && TERMINAL.has(live.result?.status ?? ""))) return false;
+  if (!mayAbort(live.state.phase, live.result?.status ?? live.rec.status)) return false;
   sup.stopWatching(live);
-  await dispatch(sup, live, { type: "abort" });
+  await sup.dispatch(live, { type: "abort" });
   await live.chain;
   return true;
 }
 
 /** The task's timeout fired. */
 export async function timeOut(sup: Supervisor, live: Live): Promise<void> {
-  await dispatch(sup, live, { type: "timeout_fired", ms: live.rec.timeoutMs });
+  await sup.dispatch(live, { type: "timeout_fired", ms: live.rec.timeoutMs });
   await live.chain;
 }
 
@@ -41,14 +37,15 @@ export async function respond(
 ): Promise<{ cycle: number; queued: boolean }> {
   const { rec } = live;
   const status = live.result?.status ?? rec.status;
-  if (live.state.phase.name !== "settled" || (status !== "completed" && status !== "blocked")) {
-    const what = live.state.phase.name === "queued" ? "queued (a follow-up waits for a slot)" : status;
+  const phase = live.state.phase;
+  if (!mayRespond(phase, status)) {
+    const what = phase.name === "queued" ? "queued (a follow-up waits for a slot)" : status;
     throw new DshError(
       "BAD_STATE",
       `task ${rec.taskId} is ${what}; respond needs a completed or blocked task (wait for it, or spawn a new task)`,
     );
   }
-  const cycle = live.state.phase.cycle + 1;
+  const cycle = phase.cycle + 1;
   rec.cycle = cycle;
   delete rec.timing.settledAt;
   delete rec.error;
@@ -59,7 +56,7 @@ export async function respond(
   const slot = sup.admission.acquire(rec.taskId);
   const slotFree = sup.admission.holds(rec.taskId);
   // The phase moves before result.md does: a harvest the move triggers must read "working", not a settled cycle.
-  const started = dispatch(sup, live, { type: "respond" });
+  const started = sup.dispatch(live, { type: "respond" });
   const dir = sup.deps.store.taskPaths(rec.taskId).dir;
   // The new cycle must earn its own result.md: keep the old one beside it for the record.
   await rename(rec.resultPath, join(dir, `result.cycle${cycle - 1}.md`)).catch(() => undefined);
@@ -70,7 +67,7 @@ export async function respond(
   await sup.journal(live, { type: "respond", cycle, bytes: message.length });
   await started;
   const begin = () => {
-    void dispatch(sup, live, { type: "slot_granted" }).then(() => {
+    void sup.dispatch(live, { type: "slot_granted" }).then(() => {
       // With the extension away (a daemon restart), wait for it to reconnect: hello pushes the pending prompt.
       if (live.state.phase.name === "awaiting_prompt" && !live.child) typeFollowUpLater(sup, live, pending);
       return sup.refresh(live);
@@ -83,7 +80,7 @@ export async function respond(
   } else {
     void slot.then(begin, (e: unknown) => {
       const err = e instanceof DshError ? e : new DshError("CONCURRENCY_LIMIT", String(e));
-      void dispatch(sup, live, { type: "launch_failed", code: err.code, message: err.message });
+      void sup.dispatch(live, { type: "launch_failed", code: err.code, message: err.message });
     });
     await sup.refresh(live);
   }
@@ -91,12 +88,9 @@ export async function respond(
 }
 
 export async function close(sup: Supervisor, live: Live, closePane: boolean): Promise<AgentResult> {
-  const { rec } = live;
-  if (rec.lifecycle !== "closed") {
-    rec.lifecycle = "closed";
+  if (live.state.phase.name !== "closed") {
     sup.stopWatching(live);
-    await sup.journal(live, { type: "closed", closePane });
-    await dispatch(sup, live, { type: "close", closePane, headless: rec.runtime === "headless" });
+    await sup.dispatch(live, { type: "close", closePane, headless: live.rec.runtime === "headless" });
   }
   await live.chain;
   return live.result!;

@@ -3,11 +3,8 @@
 // record is written before the act it records). Timers, the runtime and the file watches live here, not in core.
 import { step, type CycleEvent, type Effect, type JournalEntry } from "../core/task-cycle.js";
 import { DshError } from "../core/errors.js";
-import { sendPrompt } from "./child-prompt.js";
 import type { Live } from "./live.js";
-import { relaunch } from "./pipeline.js";
-import { refresh, settleHarvest } from "./settle.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /** Feed one event to a task's machine. The phase changes synchronously; the returned promise ends with the effects. */
 export function dispatch(sup: Supervisor, live: Live, ev: CycleEvent): Promise<void> {
@@ -40,7 +37,7 @@ async function perform(sup: Supervisor, live: Live, e: Effect): Promise<void> {
       if (e.entry.type === "late_evidence") await noteLateEvidence(sup, live);
       return;
     case "push_prompt":
-      sendPrompt(sup, live);
+      sup.sendPrompt(live);
       return;
     case "arm_timeout":
       sup.armTimeout(live);
@@ -73,13 +70,16 @@ async function perform(sup: Supervisor, live: Live, e: Effect): Promise<void> {
       return;
     case "relaunch":
       delete live.runtimeState; // the parked child's exit is old news: a new one starts
-      void relaunch(sup, live);
+      void sup.relaunch(live);
       return;
     case "refresh":
-      await refresh(sup, live);
+      await sup.refresh(live);
+      return;
+    case "set_lifecycle":
+      rec.lifecycle = e.lifecycle;
       return;
     case "harvest_settled":
-      await settleHarvest(sup, live, e.reason);
+      await sup.settleHarvest(live, e.reason);
       return;
   }
 }
@@ -110,7 +110,7 @@ function armIdle(sup: Supervisor, live: Live): void {
   if (!(ms > 0) || sup.stopped || live.childEnded) return;
   live.idleTimer = setTimeout(() => {
     delete live.idleTimer;
-    if (!sup.stopped) void dispatch(sup, live, { type: "idle_expired" });
+    if (!sup.stopped) void sup.dispatch(live, { type: "idle_expired" });
   }, ms);
   live.idleTimer.unref();
 }

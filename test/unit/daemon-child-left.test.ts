@@ -41,7 +41,11 @@ test("a child that leaves after its session settled the cycle (no agent_end) set
               token: spec.env.DSH_HERDR_TASK_TOKEN!,
               pushes: {
                 "child.prompt": (p: { cycle: number }) =>
-                  void ready.then((c) => c.request("child.event", { type: "prompt_accepted", cycle: p.cycle })),
+                  void ready.then(async (c) => {
+                    await c.request("child.event", { type: "prompt_accepted", cycle: p.cycle });
+                    // As the child extension does once pi starts the run.
+                    await c.request("child.event", { type: "agent_start", cycle: p.cycle });
+                  }),
               },
             });
             gotChild(child);

@@ -30,6 +30,8 @@ function fastChildRuntime(home: string, launches: LaunchSpec[], children: Daemon
       children.push(child);
       const cycle = await promptCycle;
       await child.request("child.event", { type: "prompt_accepted", cycle });
+      // As the child extension does once pi starts the run (before that the task is still starting).
+      await child.request("child.event", { type: "agent_start", cycle });
       if (finish) {
         // ...and the whole cycle: the report, then the end of pi's agent loop.
         await child.request("child.report", { cycle, outcome: "completed", report: "done fast" });

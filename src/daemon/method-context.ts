@@ -1,0 +1,15 @@
+// What the socket's method handlers (methods.ts, spawn-method.ts, delivery-methods.ts) are given: a type only, so
+// the handler modules import neither each other's types nor the daemon.
+import type { RuntimeKind } from "../core/types.js";
+import type { Relay } from "../remote/relay.js";
+import type { Supervisor } from "./supervisor-types.js";
+
+export interface MethodContext {
+  sup: Supervisor;
+  defaultRuntime(): Promise<RuntimeKind>;
+  status(): Record<string, unknown>;
+  stop(): void;
+  externalAgents?(): Promise<Record<string, unknown>[]>;
+  /** Tasks on other machines (src/remote/relay.ts); absent in tests that build handlers without one. */
+  relay?: Relay;
+}
