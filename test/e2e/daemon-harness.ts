@@ -13,6 +13,9 @@ import type { AgentResult } from "../../src/core/types.js";
 import type { Config } from "../../src/store/config.js";
 import { initRepo } from "../helpers/git.js";
 import { killUnder } from "../helpers/procs.js";
+import { verifyTaskDir } from "../../src/cli/commands/verify.js";
+import { knownTaskIds } from "../../src/cli/task-files.js";
+import { describeDifference } from "../../src/core/verify.js";
 
 export interface Harness {
   dir: string;
@@ -84,10 +87,15 @@ export async function startHarness(
       for (const live of open) await daemon.supervisor.close(live, true).catch(() => undefined);
       await daemon.stop();
       await model.close();
+      // Every task this suite left agrees with its own task dir (`dsh-herdr verify --all`); checked before the dir goes.
+      const disagree = knownTaskIds(home)
+        .map((id) => verifyTaskDir(join(home, "tasks", id), id))
+        .flatMap((v) => v.differences.map((d) => `${v.taskId} ${describeDifference(d)}`));
       // Anything still working in the temp dir (a wrapper recording its child's end, a child a test's own owner pi
       // spawned) is killed first: CI's pi 1.x pass saw the task dir refilled for over 5 s of rm retries (ENOTEMPTY).
       killUnder(dir);
       rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      assert.deepEqual(disagree, [], "verify --all at teardown");
     },
   };
   return h;

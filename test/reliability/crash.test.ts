@@ -13,6 +13,8 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { describeDifference } from "../../src/core/verify.js";
+import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import { privateTmux, type PrivateTmux } from "../helpers/tmux.js";
 import {
   alive,
@@ -396,6 +398,9 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     }
     assert.equal(closed?.status, p.expect);
     assert.ok(drv.runs >= 2, "the daemon was killed and restarted");
+    // The stored result agrees with its task dir (the journal's verdict, the session, diff.patch): `dsh-herdr verify`.
+    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
+    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees with result.json");
 
     // No prompt twice. In the journal: a cycle's prompt is pushed again only after a restart, and only when the child
     // had not confirmed the earlier push (the extension runs a cycle once and acknowledges a repeat). In the child's

@@ -1,9 +1,10 @@
-// spawn, list, show, result, diff: delegating a task and reading what came back (one module per command group).
+// spawn, list, show, result, diff, verify: delegating a task and reading what came back (one module per command group).
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { registerListCommand } from "./list.js";
 import { registerReadCommands } from "./read.js";
 import { registerSpawnCommand } from "./spawn.js";
+import { registerVerifyCommand } from "./verify.js";
 
 export { spawnParams } from "./spawn.js";
 export { waitAndPrint } from "./wait-print.js";
@@ -12,4 +13,5 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   registerSpawnCommand(program, ctx);
   registerListCommand(program, ctx);
   registerReadCommands(program, ctx);
+  registerVerifyCommand(program, ctx);
 }

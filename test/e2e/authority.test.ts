@@ -1,0 +1,135 @@
+// One authority for a task's state (issue 23), end to end with real pi children against the scripted model: a
+// settled cycle's verdict, summary and diff stand through a late result.md, a close and an abort; no status is
+// pushed for a prompt pi never took.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { readOutbox } from "../../src/store/outbox.js";
+import { runCli } from "../helpers/cli.js";
+import { until } from "../helpers/wait.js";
+import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
+
+const SCRIPT: Script = {
+  conversations: [
+    {
+      name: "work",
+      match: "MARK-WORK",
+      steps: [
+        { toolCalls: [{ name: "write", arguments: { path: "work.txt", content: "done\n" } }] },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Wrote work.txt" } }] },
+      ],
+    },
+  ],
+};
+const OWNER = "sess-authority-owner";
+
+let h: Harness;
+before(async () => {
+  h = await startHarness(SCRIPT, { runtime: "headless" });
+});
+after(async () => {
+  await h?.close();
+});
+
+const stored = (taskId: string) =>
+  JSON.parse(readFileSync(join(h.home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
+
+test("close after a late result.md: the closed result keeps the settled cycle's summary and verdict, not the late file", async () => {
+  const { taskId } = await h.spawn({ prompt: "MARK-WORK then a late result.md", isolated: true });
+  const r = await h.wait(taskId);
+  assert.equal(r.status, "completed");
+  writeFileSync(r.result!.path, "---\nstatus: failed\nsummary: LATE\n---\nLATE text written after the settle.\n");
+  await until("the late evidence record", () => readJournal(h, taskId).some((e) => e.type === "late_evidence"));
+  const closed = await h.cli.request<AgentResult>("task.close", { taskId });
+  for (const x of [closed, stored(taskId)]) {
+    assert.equal(x.status, "closed");
+    assert.equal(x.summary, r.summary, "the settled summary stands");
+    assert.doesNotMatch(JSON.stringify(x.result ?? {}), /LATE/, "no late text in the closed result");
+    assert.equal(x.result?.meta?.status, r.result?.meta?.status, "the late frontmatter is not read");
+    assert.deepEqual(x.diff?.files, r.diff?.files);
+  }
+});
+
+test("abort of a completed cycle closes the task: completed work is not relabelled interrupted, its diff stands", async () => {
+  const { taskId } = await h.spawn({ prompt: "MARK-WORK then abort it", isolated: true, owner: OWNER });
+  const r = await h.wait(taskId);
+  assert.equal(r.status, "completed");
+  assert.deepEqual(r.diff?.files, ["work.txt"]);
+  const out = await h.cli.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [taskId] });
+  assert.deepEqual(out.aborted_ids, [taskId]);
+  const after = await h.cli.request<AgentResult>("task.get", { taskId });
+  for (const x of [after, stored(taskId)]) {
+    assert.ok(x.status === "closed" || x.status === "completed", x.status);
+    assert.notEqual(x.status, "interrupted");
+    assert.equal(x.nextAction, "none");
+    assert.equal(x.summary, r.summary);
+    assert.deepEqual(x.diff?.files, ["work.txt"], "the harvested diff stands");
+  }
+  // The owner had its completed result; the abort adds no error and no second outcome.
+  const ds = (await readOutbox(h.home, OWNER)).filter((d) => d.taskId === taskId && d.state === "queued");
+  assert.deepEqual(
+    ds.map((d) => d.deliveryId),
+    [`${taskId}-c1-completed`],
+  );
+  // Waiting on it returns at once with a status that exits 0 (nextAction none).
+  const w = await h.cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", {
+    taskIds: [taskId],
+    timeoutMs: 5000,
+  });
+  assert.equal(w.timedOut, false);
+  assert.equal(w.results[0]!.nextAction, "none");
+});
+
+test("no running status is pushed for a prompt pi never took (no API key): starting, then failed", async () => {
+  const seen: string[] = [];
+  let taskId = "";
+  const off = h.daemon.supervisor.onStatus((live, result) => {
+    if (live.rec.taskId === taskId || taskId === "") seen.push(`${live.rec.taskId}:${result.status}`);
+  });
+  try {
+    taskId = (await h.spawn({ prompt: "MARK-WORK with no key", model: "anthropic/claude-haiku-4-5" })).taskId;
+    const r = await h.wait(taskId, 60_000);
+    assert.equal(r.status, "failed");
+    assert.equal(r.error?.code, "PROMPT_FAILED");
+    const mine = seen.filter((s) => s.startsWith(`${taskId}:`)).map((s) => s.split(":")[1]);
+    assert.equal(mine.at(-1), "failed");
+    assert.ok(!mine.includes("running"), `statuses pushed: ${mine.join(" → ")}`);
+  } finally {
+    off();
+  }
+});
+
+test("dsh-herdr verify: agrees with every task dir this suite made, and names a hand-edited field (exit 1)", async () => {
+  const env = { ...process.env, DSH_HERDR_HOME: h.home };
+  const all = await runCli(["verify", "--all", "--json"], { env });
+  const rows = JSON.parse(all.out) as { taskId: string; ok: boolean; differences: unknown[] }[];
+  assert.ok(rows.length >= 3, all.out);
+  assert.deepEqual(
+    rows.filter((r) => !r.ok),
+    [],
+  );
+  assert.equal(all.code, 0, all.err);
+  // A completed task whose result.json is edited by hand: verify names the field, the stored value and the evidence.
+  const { taskId } = await h.spawn({ prompt: "MARK-WORK for verify" });
+  const r = await h.wait(taskId);
+  assert.equal(r.status, "completed");
+  const file = join(h.home, "tasks", taskId, "result.json");
+  writeFileSync(file, JSON.stringify({ ...r, status: "failed", usage: { ...r.usage!, outputTokens: 999_999 } }));
+  const one = await runCli(["verify", taskId.slice(-4)], { env });
+  assert.equal(one.code, 1, one.out + one.err);
+  assert.match(one.out, new RegExp(`${taskId}  status: result\\.json says failed, the journal says completed`));
+  assert.match(one.out, /usage\.outputTokens: result\.json says 999999, the session says \d+/);
+  assert.match(one.out, /nextAction: result\.json says none, the status says inspect/);
+  const json = JSON.parse((await runCli(["verify", taskId, "--json"], { env })).out) as {
+    ok: boolean;
+    differences: { field: string }[];
+  }[];
+  assert.equal(json[0]!.ok, false);
+  assert.deepEqual(json[0]!.differences.map((d) => d.field).sort(), ["nextAction", "status", "usage.outputTokens"]);
+  // Put back, it agrees again (the teardown's verify --all checks every task dir).
+  writeFileSync(file, JSON.stringify(r));
+  assert.equal((await runCli(["verify", taskId], { env })).code, 0);
+});
