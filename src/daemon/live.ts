@@ -6,6 +6,7 @@ import type { AgentResult, DiffEvidence, HerdrStatus, RuntimeKind } from "../cor
 import type { Runtime } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
+import type { CreatedWorktree } from "../git/worktree.js";
 import type { TaskRecord } from "./record.js";
 import type { Connection, Logger } from "./server.js";
 import type { TaskFiles } from "./watcher.js";
@@ -56,4 +57,22 @@ export interface Live {
   report?: CrewReport & { cycle: number };
   /** errorMessage of the child's last agent_end, for a session file that does not show it yet. */
   lastErrorMessage?: string;
+  /**
+   * The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again), and the
+   * isolated worktree it already started.
+   */
+  knownRepo?: { root: string; head?: string | null; worktree?: Promise<CreatedWorktree> };
+  /** prompt.md's write, running while the runtime launches (awaited right after the launch call). */
+  promptWrite?: Promise<unknown>;
+  /** The latest live result is not on disk yet: a deferred snapshot write is scheduled. */
+  snapshotDue?: boolean;
+  /** A status record that could not be written (HOME_UNWRITABLE), waiting for its retry. */
+  unsaved?: UnsavedStatus;
+}
+
+/** A status record that could not be written (a full or read-only home), and how often it was tried. */
+export interface UnsavedStatus {
+  ev: Record<string, unknown> & { type: string; cycle?: unknown };
+  sync: boolean;
+  attempt: number;
 }

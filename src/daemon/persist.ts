@@ -4,7 +4,7 @@
 import type { AgentResult } from "../core/types.js";
 import { DshError } from "../core/errors.js";
 import { unsynced } from "../store/task-store.js";
-import type { Live } from "./live.js";
+import type { Live, UnsavedStatus } from "./live.js";
 import type { Supervisor } from "./supervisor-types.js";
 
 const SNAPSHOT_EVERY_MS = 250;
@@ -14,20 +14,19 @@ const SNAPSHOT_EVERY_MS = 250;
  * them (bench/live-tasks). A live snapshot is only a convenience on disk (recovery rebuilds it from the session).
  */
 const SNAPSHOT_MS_PER_TASK = 25;
-/** Tasks whose latest live result is not yet on disk (a write is scheduled). */
-const snapshotDue = new WeakSet<Live>();
-
 /** The result is being written now: a deferred snapshot of it is moot. */
 export function snapshotWritten(live: Live): void {
-  snapshotDue.delete(live);
+  delete live.snapshotDue;
 }
 
 /** Write a deferred live snapshot now (daemon stop), on the task's chain. */
 export function flushSnapshot(sup: Supervisor, live: Live): Promise<void> {
-  if (!snapshotDue.has(live)) return live.chain;
+  if (!live.snapshotDue) return live.chain;
   live.chain = live.chain
     .then(async () => {
-      if (!snapshotDue.delete(live) || !live.result || live.rec.lifecycle) return;
+      const due = live.snapshotDue === true;
+      delete live.snapshotDue;
+      if (!due || !live.result || live.rec.lifecycle) return;
       await sup.deps.store.saveTask(live.rec, live.result, { sync: false });
     })
     .catch((e: unknown) => sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "live snapshot not saved"));
@@ -35,8 +34,8 @@ export function flushSnapshot(sup: Supervisor, live: Live): Promise<void> {
 }
 
 export function deferSnapshot(sup: Supervisor, live: Live): void {
-  if (snapshotDue.has(live)) return;
-  snapshotDue.add(live);
+  if (live.snapshotDue) return;
+  live.snapshotDue = true;
   const t = setTimeout(
     () => {
       if (!sup.stopped) void flushSnapshot(sup, live);
@@ -53,13 +52,7 @@ export function deferSnapshot(sup: Supervisor, live: Live): void {
  */
 type StatusEvent = Record<string, unknown> & { type: string; cycle?: unknown };
 
-/** A status record that could not be written (HOME_UNWRITABLE), waiting for its retry. */
-interface Unsaved {
-  ev: StatusEvent;
-  sync: boolean;
-  attempt: number;
-}
-const unsaved = new WeakMap<Live, Unsaved>();
+type Unsaved = UnsavedStatus;
 
 export async function persist(
   sup: Supervisor,
@@ -84,8 +77,8 @@ export async function persist(
     throw e;
   }
   // A newer status of the same or a later cycle is on disk: an older one still waiting is moot.
-  const u = unsaved.get(live);
-  if (ev && u && Number(u.ev.cycle) <= Number(ev.cycle)) unsaved.delete(live);
+  const u = live.unsaved;
+  if (ev && u && Number(u.ev.cycle) <= Number(ev.cycle)) delete live.unsaved;
 }
 
 /**
@@ -94,21 +87,21 @@ export async function persist(
  * status is written, the task is closed or the daemon stops.
  */
 function retryLater(sup: Supervisor, live: Live, u: Unsaved): void {
-  unsaved.set(live, u);
+  live.unsaved = u;
   const delay = Math.min(30_000, 500 * 2 ** u.attempt);
   sup.deps.log.warn(
     { taskId: live.rec.taskId, status: u.ev.status, retryInMs: delay },
     "task record not saved; trying again",
   );
   const t = setTimeout(() => {
-    if (sup.stopped || live.rec.lifecycle === "closed" || unsaved.get(live) !== u) return;
+    if (sup.stopped || live.rec.lifecycle === "closed" || live.unsaved !== u) return;
     live.chain = live.chain
       .then(async () => {
-        if (unsaved.get(live) !== u || !live.result) return;
+        if (live.unsaved !== u || !live.result) return;
         try {
           await sup.deps.store.saveTask(live.rec, live.result, { sync: u.sync });
           await sup.journal(live, u.sync ? u.ev : unsynced(u.ev));
-          if (unsaved.get(live) === u) unsaved.delete(live);
+          if (live.unsaved === u) delete live.unsaved;
         } catch (e) {
           if (e instanceof DshError && e.code === "HOME_UNWRITABLE")
             retryLater(sup, live, { ...u, attempt: u.attempt + 1 });

@@ -17,15 +17,6 @@ import type { Supervisor } from "./supervisor-types.js";
 const launchMoot = (live: Live): boolean => live.state.phase.name === "closed" || live.state.phase.name === "settled";
 
 /**
- * The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again), and the
- * isolated worktree it already started.
- */
-export const knownRepo = new WeakMap<
-  Live,
-  { root: string; head?: string | null; worktree?: Promise<CreatedWorktree> }
->();
-
-/**
  * A task admitted at once into a repo found without git: `git worktree add` starts as soon as the task id exists,
  * so the one git process runs while the record, the first result and the spawn reply are written (prepare() awaits
  * it). A daemon that stops before journaling it leaves it to recovery, which drops an unjournaled worktree.
@@ -54,7 +45,7 @@ export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ q
     const { queuedMs } = await slot;
     if (sup.stopped) return; // admitted as the daemon stopped: the next daemon's recovery starts it
     rec.timing.queuedMs = queuedMs;
-    if (queuedMs > 0) knownRepo.delete(live);
+    if (queuedMs > 0) delete live.knownRepo;
     void sup.dispatch(live, { type: "admitted" });
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
     // a power cut can only lose a task that never started). The launch itself is journaled durably.
@@ -92,8 +83,8 @@ const DIRTY_JOURNAL_MAX = 2000;
 async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const { rec } = live;
   const { store, home } = sup.deps;
-  const known = knownRepo.get(live);
-  knownRepo.delete(live);
+  const known = live.knownRepo;
+  delete live.knownRepo;
   if (rec.isolated && known && known.head === undefined) {
     // The request found the repo without git: the worktree is the one git call, and its branch gives the baseline.
     const { head, ...wt } = await (known.worktree ??
@@ -153,13 +144,10 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   // journaled, since recovery of a launched task reads it.
   const written = store.writePrompt(rec.taskId, text, { sync: false });
   written.catch(() => undefined);
-  promptWrites.set(live, written);
+  live.promptWrite = written;
   live.prompt = { cycle: 1, text };
   sup.startWatching(live);
 }
-
-/** prompt.md writes still running, per task (awaited right after the launch call). */
-const promptWrites = new WeakMap<Live, Promise<unknown>>();
 
 function unwatchRuntime(live: Live): void {
   live.unwatch?.();
@@ -201,8 +189,8 @@ async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
       ...(rec.machine ? { machine: rec.machine } : {}),
     });
     crashPoint("launch_returned"); // crash tests only: the child runs, its handle is not journaled yet
-    const prompt = promptWrites.get(live);
-    promptWrites.delete(live);
+    const prompt = live.promptWrite;
+    delete live.promptWrite;
     if (prompt)
       await prompt.catch(async (e: unknown) => {
         await runtime.close(handle).catch(() => undefined);

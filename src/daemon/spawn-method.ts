@@ -9,7 +9,7 @@ import { requireRepo } from "../git/repo.js";
 import type { CreatedWorktree } from "../git/worktree.js";
 import { assertOwnerId } from "../store/outbox.js";
 import type { MethodContext } from "./method-context.js";
-import { dropStartedWorktree, knownRepo, startWorktree } from "./pipeline.js";
+import { dropStartedWorktree, startWorktree } from "./pipeline.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Live } from "./live.js";
@@ -120,7 +120,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
   // The reservation (slot or queue place) now belongs to the task id.
   sup.admission.rekey(slotKey, live.rec.taskId);
   await sup.refresh(live);
-  if (repo) knownRepo.set(live, worktree ? { ...repo, worktree } : repo);
+  if (repo) live.knownRepo = worktree ? { ...repo, worktree } : repo;
   void sup.run(live, slot);
   return {
     taskId: live.rec.taskId,

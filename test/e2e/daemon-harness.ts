@@ -82,15 +82,23 @@ export async function startHarness(
       }
     },
     async close() {
-      cli.close();
-      const open = [...daemon.supervisor.tasks.values()];
-      for (const live of open) await daemon.supervisor.close(live, true).catch(() => undefined);
-      await daemon.stop();
+      // The daemon and client in use now: a test may have restarted the daemon (h.daemon = a new one); closing tasks
+      // through the stopped first one would write over what the new one settled (verify below caught that).
+      h.cli.close();
+      const open = [...h.daemon.supervisor.tasks.values()];
+      for (const live of open) await h.daemon.supervisor.close(live, true).catch(() => undefined);
+      await h.daemon.stop();
       await model.close();
       // Every task this suite left agrees with its own task dir (`dsh-herdr verify --all`); checked before the dir goes.
       const disagree = knownTaskIds(home)
         .map((id) => verifyTaskDir(join(home, "tasks", id), id))
         .flatMap((v) => v.differences.map((d) => `${v.taskId} ${describeDifference(d)}`));
+      if (process.env.DSH_TEST_VERIFY_DEBUG)
+        for (const line of disagree) {
+          const id = line.split(" ")[0]!;
+          console.error(readFileSync(join(home, "tasks", id, "result.json"), "utf8"));
+          console.error(readFileSync(join(home, "tasks", id, "events.jsonl"), "utf8"));
+        }
       // Anything still working in the temp dir (a wrapper recording its child's end, a child a test's own owner pi
       // spawned) is killed first: CI's pi 1.x pass saw the task dir refilled for over 5 s of rm retries (ENOTEMPTY).
       killUnder(dir);
