@@ -1,19 +1,22 @@
-// Herdr's own JSON Schema (vendored: fixtures/herdr/herdr-api.schema.json, protocol 20; see its NOTICE.md) compiled with ajv 2020-12:
+// Herdr's own JSON Schemas (vendored: fixtures/herdr/herdr-api.schema.json, protocol 20 (Herdr 0.8.2), and
+// fixtures/herdr/herdr-api.protocol-22.schema.json, protocol 22 (Herdr 0.9); see NOTICE.md) compiled with ajv 2020-12:
 // five schemas under `schemas`, each with refs `#/schemas/<name>/$defs/...` rewritten to `#/$defs/...`, and the
 // Rust number formats declared so they are checked.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 
-export const herdrSchemaPath = join(
-  import.meta.dirname,
-  "..",
-  "..",
-  "..",
-  "fixtures",
-  "herdr",
-  "herdr-api.schema.json",
-);
+const herdrDir = join(import.meta.dirname, "..", "..", "..", "fixtures", "herdr");
+
+/** The protocols whose schema is vendored; the fake Herdr speaks each (`startFakeHerdr({ protocol })`). */
+export const HERDR_PROTOCOLS = [20, 22] as const;
+export type HerdrProtocol = (typeof HERDR_PROTOCOLS)[number];
+
+export const herdrSchemaPaths: Record<HerdrProtocol, string> = {
+  20: join(herdrDir, "herdr-api.schema.json"),
+  22: join(herdrDir, "herdr-api.protocol-22.schema.json"),
+};
+export const herdrSchemaPath = herdrSchemaPaths[20];
 
 export type HerdrSchemaName = "request" | "success_response" | "error_response" | "event" | "subscription_event";
 
@@ -25,11 +28,16 @@ const RANGES: Record<string, [number, number]> = {
   int32: [-2_147_483_648, 2_147_483_647],
 };
 
-let cache: Record<HerdrSchemaName, ValidateFunction> | undefined;
+const cache = new Map<HerdrProtocol, Record<HerdrSchemaName, ValidateFunction>>();
 
-export function herdrValidators(): Record<HerdrSchemaName, ValidateFunction> {
-  if (cache) return cache;
-  const bundle = JSON.parse(readFileSync(herdrSchemaPath, "utf8")) as { schemas: Record<string, unknown> };
+export function herdrValidators(protocol: HerdrProtocol = 20): Record<HerdrSchemaName, ValidateFunction> {
+  const hit = cache.get(protocol);
+  if (hit) return hit;
+  const bundle = JSON.parse(readFileSync(herdrSchemaPaths[protocol], "utf8")) as {
+    protocol: number;
+    schemas: Record<string, unknown>;
+  };
+  if (bundle.protocol !== protocol) throw new Error(`${herdrSchemaPaths[protocol]} is protocol ${bundle.protocol}`);
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   for (const [name, [min, max]] of Object.entries(RANGES)) {
     ajv.addFormat(name, { type: "number", validate: (n: number) => Number.isInteger(n) && n >= min && n <= max });
@@ -40,13 +48,13 @@ export function herdrValidators(): Record<HerdrSchemaName, ValidateFunction> {
     const text = JSON.stringify(bundle.schemas[name]).split(`"#/schemas/${name}/`).join(`"#/`);
     out[name] = ajv.compile(JSON.parse(text) as object);
   }
-  cache = out;
+  cache.set(protocol, out);
   return out;
 }
 
-/** Validate one message against a schema; returns the ajv errors as text, or "" when valid. */
-export function herdrSchemaErrors(name: HerdrSchemaName, message: unknown): string {
-  const v = herdrValidators()[name];
+/** Validate one message against a schema of that protocol; returns the ajv errors as text, or "" when valid. */
+export function herdrSchemaErrors(name: HerdrSchemaName, message: unknown, protocol: HerdrProtocol = 20): string {
+  const v = herdrValidators(protocol)[name];
   return v(message) ? "" : JSON.stringify(v.errors).slice(0, 600);
 }
 

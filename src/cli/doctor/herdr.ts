@@ -1,5 +1,7 @@
-// Herdr: its socket, and whether it answers a ping (the only check that reaches a runtime itself).
+// Herdr: its socket, whether it answers a ping (the only check that reaches a runtime itself), and whether the
+// `herdr` CLI (the transport for --machine) speaks the server's protocol: the CLI refuses any other.
 import { existsSync } from "node:fs";
+import { execa } from "execa";
 import { herdrPing } from "../../runtime/herdr/client.js";
 import { resolveHerdrSocketPath } from "../../runtime/herdr/socket-path.js";
 import type { CheckResult } from "./types.js";
@@ -20,12 +22,22 @@ export async function checkHerdr(env: NodeJS.ProcessEnv): Promise<CheckResult> {
     };
   }
   const pong = await herdrPing({ env, timeoutMs: 3000 });
-  if (pong.ok)
+  if (pong.ok) {
+    const detail = `Herdr ${pong.version ?? "?"}, protocol ${pong.protocol ?? "?"} at ${sock}`;
+    const cli = await herdrCliProtocol(env);
+    if (cli !== undefined && cli.protocol !== pong.protocol)
+      return {
+        name: "herdr",
+        level: "warn",
+        detail: `${detail}; but the herdr CLI (${cli.bin}) speaks protocol ${cli.protocol}, so --machine (which runs the CLI) fails with HERDR_PROTOCOL_MISMATCH`,
+        fix: `install the herdr CLI that matches the server (protocol ${pong.protocol ?? "?"}): herdr update, then restart the server; or set HERDR_BIN to one`,
+      };
     return {
       name: "herdr",
       level: "ok",
-      detail: `Herdr ${pong.version ?? "?"}, protocol ${pong.protocol ?? "?"} at ${sock}`,
+      detail: cli !== undefined ? `${detail}; herdr CLI protocol ${cli.protocol}` : detail,
     };
+  }
   if (pong.code === "HERDR_TOO_OLD")
     return {
       name: "herdr",
@@ -39,4 +51,24 @@ export async function checkHerdr(env: NodeJS.ProcessEnv): Promise<CheckResult> {
     detail: `Herdr socket ${sock} does not answer ping: ${pong.reason ?? "no reply"}`,
     fix: "restart Herdr, or unset HERDR_SOCKET_PATH / HERDR_SESSION so the default session is used",
   };
+}
+
+/** The protocol of the `herdr` CLI ($HERDR_BIN, else herdr on PATH) from `herdr status client --json`; undefined
+ *  when there is no such CLI or it does not say. */
+async function herdrCliProtocol(env: NodeJS.ProcessEnv): Promise<{ bin: string; protocol: number } | undefined> {
+  const bin = env.HERDR_BIN ?? "herdr";
+  const run = await execa(bin, ["status", "client", "--json"], {
+    reject: false,
+    timeout: 3000,
+    stdin: "ignore",
+    env,
+    extendEnv: false,
+  });
+  if (run.exitCode !== 0) return undefined;
+  try {
+    const protocol = (JSON.parse(String(run.stdout)) as { protocol?: unknown }).protocol;
+    return typeof protocol === "number" ? { bin, protocol } : undefined;
+  } catch {
+    return undefined;
+  }
 }

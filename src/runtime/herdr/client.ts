@@ -1,11 +1,12 @@
-// A Herdr client gated on `ping`: every call first makes sure the server speaks protocol 20 or newer.
+// A Herdr client gated on `ping`: every call first makes sure the server speaks protocol 20 or newer (0.8.x: 20,
+// 0.9: 22; both are tested against the fake Herdr).
 import { DshError, isDshError } from "../../core/errors.js";
 import { CliTransport } from "./cli-transport.js";
 import { SocketTransport } from "./socket-transport.js";
 import { resolveHerdrSocketPath } from "./socket-path.js";
-import type { HerdrResult, HerdrTransport } from "./transport.js";
+import { type HerdrResult, type HerdrTransport, MIN_PROTOCOL } from "./transport.js";
 
-export const MIN_PROTOCOL = 20;
+export { MIN_PROTOCOL };
 
 export interface HerdrClientOptions {
   socketPath?: string;

@@ -26,3 +26,6 @@ export interface HerdrTransport {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** The oldest Herdr protocol the runtime speaks (Herdr 0.8.x); 0.9 speaks 22. */
+export const MIN_PROTOCOL = 20;
