@@ -137,6 +137,8 @@ export async function spawnTask(
   }, `launch of ${r.taskId}`);
   const child = await connect(home, { kind: "child", taskId: r.taskId, token: launch.token });
   await child.request("child.event", { type: "prompt_accepted", cycle: 1 });
+  // As the child extension does once pi starts the run (the task reads starting until then).
+  await child.request("child.event", { type: "agent_start", cycle: 1 });
   // The readiness barrier resolves on that event; wait until the task reads as working.
   await until(
     async () => {

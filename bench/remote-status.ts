@@ -121,6 +121,7 @@ async function spawnRemote(home: string, owner: Owner, sshd: TestSshd, cwd: stri
   }, `launch of ${rec.remote.taskId} there`);
   const child = await connect(sshd.user.dshHome, { kind: "child", taskId: rec.remote.taskId, token: launch.token });
   await child.request("child.event", { type: "prompt_accepted", cycle: 1 });
+  await child.request("child.event", { type: "agent_start", cycle: 1 });
   await until(
     async () => {
       const res = await owner.client.request<{ status: string }>("task.get", { taskId: r.taskId });

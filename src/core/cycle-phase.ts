@@ -22,7 +22,9 @@ export type SettleReason =
   /** task.json was lost or unreadable while the daemon was down and could not be rebuilt. */
   | { kind: "record_lost"; message: string }
   /** The journal says the cycle settled before a crash; the harvest is redone from the evidence. */
-  | { kind: "settled_before_crash" };
+  | { kind: "settled_before_crash" }
+  /** The other machine's daemon settled the cycle of a relayed task with this status (its result is the evidence). */
+  | { kind: "remote"; status: string };
 
 export type Phase =
   /** Waiting for a concurrency slot: the first launch (cycle 1) or a follow-up cycle. */
@@ -77,7 +79,14 @@ export type CycleEvent =
    * A restarted daemon puts a task back in the phase its recovery plan found (src/core/recovery-plan.ts); the
    * machine arms what that phase needs (the idle timer of a settled child that still runs, a running cycle's timeout).
    */
-  | { type: "restored"; phase: Phase; childAlive: boolean };
+  | { type: "restored"; phase: Phase; childAlive: boolean }
+  /** A relayed task: the other machine's daemon took the cycle (the spawn, or a follow-up) and runs it. */
+  | { type: "remote_started"; cycle: number }
+  /**
+   * A relayed task: the other machine's daemon settled the cycle with this status. `journaled`: this cycle's settle
+   * record is in the journal already (a restart between it and the recorded result).
+   */
+  | { type: "remote_settled"; cycle: number; status: string; journaled?: boolean };
 
 export type Effect =
   | { type: "journal"; entry: JournalEntry }
@@ -156,6 +165,8 @@ export function parseSettleReason(v: unknown): SettleReason | undefined {
         : undefined;
     case "timeout":
       return typeof r.ms === "number" ? { kind: "timeout", ms: r.ms } : undefined;
+    case "remote":
+      return str("status") ? { kind: "remote", status: r.status as string } : undefined;
     default:
       return undefined;
   }

@@ -56,6 +56,9 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
       return {};
     case "settled_before_crash":
       return {};
+    case "remote":
+      // The other machine judged the cycle: its result (checked on arrival) carries the status and the error.
+      return {};
   }
 }
 

@@ -236,6 +236,17 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
     case "restored":
       return restore(state, ev.phase, ev.childAlive);
 
+    case "remote_started":
+      // A new cycle on the other machine: the first one, or a follow-up of a settled one. A repeat is moot.
+      if (p.name === "queued" || (p.name === "settled" && ev.cycle > p.cycle))
+        return { state: { ...state, phase: { name: "running", cycle: ev.cycle } }, effects: [{ type: "cancel_idle" }] };
+      return same(state);
+
+    case "remote_settled":
+      // Only the running cycle settles, once: a repeat after a reconnect, or a result of another cycle, is moot.
+      if (p.name !== "running" || ev.cycle !== p.cycle) return same(state);
+      return settle(state, { kind: "remote", status: ev.status }, ev.journaled === true);
+
     case "settle_recovered":
       if (!isInFlight(p)) return same(state);
       return settle(state, ev.reason, ev.journaled === true);

@@ -47,7 +47,7 @@ async function recoverRow(
     // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
     const rec = await store.readTask<TaskRecord>(row.taskId).catch(() => undefined);
     if (relay && rec?.remote && rec.lifecycle === undefined) {
-      await relay.recover(rec, replayJournal(await store.readEvents(row.taskId)).settled);
+      await relay.recover(rec, replayJournal(await store.readEvents(row.taskId)));
       return;
     }
     await recoverOne(sup, runtimes, row.taskId, rec); // read once: 1,000 open tasks are 1,000 record reads

@@ -3,6 +3,8 @@
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
 import type { RemoteFollow } from "./relay-follow.js";
+import { mayAbort } from "../core/task-cycle.js";
+import { stepRemote } from "./relay-machine.js";
 import { localize, type RelayContext, type RelayLive } from "./relay-types.js";
 
 export async function relayRespond(
@@ -18,8 +20,8 @@ export async function relayRespond(
   });
   live.rec.cycle = r.cycle;
   delete live.rec.timing.settledAt;
-  live.state = { ...live.state, phase: { name: "running", cycle: r.cycle } };
   await ctx.sup.journal(live, { type: "respond", cycle: r.cycle, remote: true });
+  await stepRemote(ctx, live, { type: "remote_started", cycle: r.cycle });
   const now = await link.request<AgentResult>("task.get", { taskId: live.rec.remote!.taskId }).catch(() => undefined);
   if (now && !isSettledStatus(now.status)) await follow.snapshot(live, now, true);
   else await ctx.sup.deps.store.writeTask(live.rec);
@@ -28,7 +30,12 @@ export async function relayRespond(
 }
 
 export async function relayAbort(ctx: RelayContext, live: RelayLive): Promise<boolean> {
-  if (live.state.phase.name !== "running") return false;
+  if (!mayAbort(live.state.phase, live.result?.status ?? live.rec.status)) return false;
+  if (live.state.phase.name !== "running") {
+    // A settled cycle: as for a local task, the abort closes the task there and here; its verdict stands.
+    await relayClose(ctx, live, false);
+    return true;
+  }
   const link = await ctx.ready(live.rec.remote!.label);
   const r = await link.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [live.rec.remote!.taskId] });
   // The abort settles the remote cycle; the follow loop records it (one delivery, as for a local abort).
@@ -39,11 +46,10 @@ export async function relayClose(ctx: RelayContext, live: RelayLive, closePane: 
   const link = await ctx.ready(live.rec.remote!.label);
   const r = await link.request<AgentResult>("task.close", { taskId: live.rec.remote!.taskId, closePane });
   const result = localize(live, r);
-  live.rec.lifecycle = "closed";
+  // The machine journals the close and sets the lifecycle (the other machine's daemon ended its child).
+  await stepRemote(ctx, live, { type: "close", closePane, headless: false });
   live.rec.status = result.status;
   live.result = result;
-  live.state = { ...live.state, phase: { name: "closed" } };
-  await ctx.sup.journal(live, { type: "closed", closePane, remote: true });
   await ctx.sup.deps.store.saveTask(live.rec, result, { sync: true });
   ctx.sup.notifyStatus(live, result, { settled: false });
   return result;

@@ -6,6 +6,7 @@ import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
 import { writeAtomic } from "../store/fsio.js";
 import type { LinkDown } from "./link.js";
+import { stepRemote } from "./relay-machine.js";
 import { localize, UNREACHABLE_PREFIX, WAIT_ROUND_MS, type RelayContext, type RelayLive } from "./relay-types.js";
 
 interface RemoteState {
@@ -108,6 +109,7 @@ export class RemoteFollow {
    */
   private async settle(live: RelayLive, remote: AgentResult): Promise<void> {
     if (live.state.phase.name !== "running") return; // recorded already (a repeat after a reconnect)
+    if (!isSettledStatus(remote.status)) return; // task.wait answered with a cycle still running: not a verdict
     const { store } = this.sup.deps;
     const cycle = live.rec.cycle;
     if (remote.diff) {
@@ -123,22 +125,30 @@ export class RemoteFollow {
         await writeAtomic(store.taskPaths(live.rec.taskId).diffPatch, p.patch, 0o600, { sync: true });
     }
     const result = localize(live, remote);
-    live.result = result;
-    live.rec.status = result.status;
-    live.rec.updatedAt = Date.now();
-    live.rec.timing = { ...result.timing };
-    if (result.worktree) live.rec.worktree = result.worktree;
-    if (result.sessionPath) live.rec.sessionPath = result.sessionPath;
-    live.state = { ...live.state, phase: { name: "settled", cycle, reason: { kind: "agent_end" } } };
-    await store.saveTask(live.rec, result, { sync: true });
-    await store.appendEvent(live.rec.taskId, {
-      type: "status",
-      status: result.status,
-      cycle,
-      settled: true,
-      remote: true,
-    });
-    this.sup.notifyStatus(live, result, { settled: true });
+    // The machine settles the cycle (its settle record first, once per cycle), then asks for the settled record.
+    await stepRemote(
+      this.ctx,
+      live,
+      { type: "remote_settled", cycle, status: result.status, journaled: live.settleJournaled === cycle },
+      async () => {
+        live.result = result;
+        live.rec.status = result.status;
+        live.rec.updatedAt = Date.now();
+        live.rec.timing = { ...result.timing };
+        if (result.worktree) live.rec.worktree = result.worktree;
+        if (result.sessionPath) live.rec.sessionPath = result.sessionPath;
+        await store.saveTask(live.rec, result, { sync: true });
+        await store.appendEvent(live.rec.taskId, {
+          type: "status",
+          status: result.status,
+          cycle,
+          settled: true,
+          remote: true,
+        });
+        this.sup.notifyStatus(live, result, { settled: true });
+      },
+    );
+    delete live.settleJournaled;
   }
 
   // ---- link events ----

@@ -3,6 +3,8 @@
 import { isSettledStatus } from "../core/derive.js";
 import type { MachineLink } from "./link.js";
 import type { RemoteFollow } from "./relay-follow.js";
+import type { SettleReason } from "../core/task-cycle.js";
+import { stepRemote } from "./relay-machine.js";
 import type { RelayContext, RemoteRecord } from "./relay-types.js";
 
 /**
@@ -11,19 +13,27 @@ import type { RelayContext, RemoteRecord } from "./relay-types.js";
  * awaited (bounded): once up, open cycles are followed again. An unreachable machine leaves the task with its
  * last status and a warning; the link keeps trying.
  */
-export async function relayRecover(ctx: RelayContext, rec: RemoteRecord, settledCycles: Set<number>): Promise<void> {
+export async function relayRecover(
+  ctx: RelayContext,
+  rec: RemoteRecord,
+  journal: { settled: Set<number>; settleReasons: Map<number, SettleReason>; settling: Set<number> },
+): Promise<void> {
   const { sup } = ctx;
   const live = sup.register(rec);
   const stored = await sup.deps.store.readResult(rec.taskId).catch(() => undefined);
   if (stored) live.result = stored;
-  if (settledCycles.has(rec.cycle) && stored && isSettledStatus(stored.status)) {
-    live.state = {
-      ...live.state,
-      phase: { name: "settled", cycle: rec.cycle, reason: { kind: "settled_before_crash" } },
-    };
+  if (journal.settled.has(rec.cycle) && stored && isSettledStatus(stored.status)) {
+    const reason = journal.settleReasons.get(rec.cycle) ?? { kind: "remote", status: stored.status };
+    await stepRemote(ctx, live, {
+      type: "restored",
+      phase: { name: "settled", cycle: rec.cycle, reason },
+      childAlive: false,
+    });
     sup.notifyStatus(live, stored, { settled: true });
   } else {
-    live.state = { ...live.state, phase: { name: "running", cycle: rec.cycle } };
+    // The cycle runs there (or settled there and is not recorded here yet): followed again once the link is up.
+    if (journal.settling.has(rec.cycle)) live.settleJournaled = rec.cycle;
+    await stepRemote(ctx, live, { type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
   }
   await sup.journal(live, {
     type: "recovered",

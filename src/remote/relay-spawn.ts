@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { AgentResult } from "../core/types.js";
 import type { RemoteFollow } from "./relay-follow.js";
 import type { RelayContext, RemoteRecord, RemoteSpawnParams } from "./relay-types.js";
+import { stepRemote } from "./relay-machine.js";
 
 const FORWARDED = ["model", "thinking", "role", "prompt", "task", "brief", "isolated", "timeoutMs", "runtime"] as const;
 
@@ -54,7 +55,7 @@ export async function relaySpawn(
     createdAt,
   );
   const live = sup.register(rec);
-  live.state = { ...live.state, phase: { name: "running", cycle: 1 } };
+  await stepRemote(ctx, live, { type: "remote_started", cycle: 1 });
   await sup.journal(live, { type: "remote_spawned", label, remoteTaskId: spawned.taskId });
   await follow.snapshot(live, remote, true);
   void follow.follow(live);

@@ -42,6 +42,8 @@ export interface RelayLive {
   rec: RemoteRecord;
   state: TaskState;
   result?: AgentResult;
+  /** The cycle whose settle record a restarted daemon found journaled without its recorded result. */
+  settleJournaled?: number;
 }
 
 export interface RelayLogger {

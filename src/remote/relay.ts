@@ -4,14 +4,15 @@
 // `task.wait` for the settled harvest), and keeps a local record (task dir, task.json with `remote`, result.json,
 // a copy of diff.patch) so the local owner gets one AgentResult and one delivery per settled cycle, as if local.
 //
-// Remote tasks stay outside the lifecycle machine (src/core/task-cycle.ts): they are registered in the supervisor's
-// task map (so list/get/wait/subscribe/delivery see them unchanged) with a phase the relay sets from what the
-// remote says: `running` while a cycle runs there, `settled` once its settled result is recorded here, `closed`.
-// The machine is never stepped for them; respond/close/abort are forwarded to the remote instead.
+// Remote tasks go through the same lifecycle machine (src/core/task-cycle.ts) as local ones, through
+// relay-machine.ts: the relay feeds it the remote's events (remote_started when the remote took a cycle,
+// remote_settled with the remote's verdict, close, restored at start-up) and carries out the effects that mean
+// something here: the settle record first (reason `remote`, once per cycle), then the settled result recorded and
+// delivered; the lifecycle override on a close. Timers, slots and the child are the remote daemon's own.
 //
 // This file owns the links (one per machine, made on first use); the parts live beside it: relay-types.ts (the
 // shapes it needs of the daemon), relay-spawn.ts, relay-follow.ts (status, settle, link up/down), relay-commands.ts
-// (respond, abort, close) and relay-recover.ts (start-up).
+// (respond, abort, close), relay-recover.ts (start-up) and relay-machine.ts (stepping the machine).
 import { DshError } from "../core/errors.js";
 import type { AgentResult } from "../core/types.js";
 import type { MachineSpec } from "../core/machines.js";
@@ -128,8 +129,8 @@ export class Relay {
   }
 
   /** A remote task found at start-up (src/daemon/recover.ts); see relay-recover.ts. */
-  recover(rec: RemoteRecord, settledCycles: Set<number>): Promise<void> {
-    return relayRecover(this.ctx, rec, settledCycles);
+  recover(rec: RemoteRecord, journal: Parameters<typeof relayRecover>[2]): Promise<void> {
+    return relayRecover(this.ctx, rec, journal);
   }
 
   /** After every remote task is registered: reattach to each machine with open ones, before the socket serves. */

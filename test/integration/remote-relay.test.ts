@@ -3,6 +3,8 @@
 // against the scripted model. The local owner gets one AgentResult and one delivery per settled cycle, as if local.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { verifyTaskDir } from "../../src/cli/commands/verify.js";
+import { describeDifference } from "../../src/core/verify.js";
 import { execFileSync } from "node:child_process";
 import {
   cpSync,
@@ -93,6 +95,31 @@ function settledStatuses(home: string, taskId: string): number {
     .split("\n")
     .map((l) => JSON.parse(l) as { type: string; settled?: boolean })
     .filter((e) => e.type === "status" && e.settled === true).length;
+}
+
+/**
+ * The remote's settled cycle went through the lifecycle machine here: one settle record per cycle (the remote's
+ * verdict as its reason) before its settled status record, and result.json agrees with the task dir (verify).
+ */
+function settledThroughMachine(home: string, taskId: string): void {
+  const events = readFileSync(join(home, "tasks", taskId, "events.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { type: string; cycle?: number; settled?: boolean; reason?: { kind?: string } });
+  const settles = events.filter((e) => e.type === "settle");
+  const settled = events.filter((e) => e.type === "status" && e.settled === true);
+  assert.equal(settles.length, settled.length, JSON.stringify(events.map((e) => e.type)));
+  assert.ok(
+    settles.every((e) => e.reason?.kind === "remote"),
+    JSON.stringify(settles),
+  );
+  for (const st of settled)
+    assert.ok(
+      events.indexOf(settles.find((x) => x.cycle === st.cycle)!) < events.indexOf(st),
+      "the settle record comes first",
+    );
+  const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
+  assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
 }
 
 describe("tasks on another machine through the relay (real ssh, real pi)", { skip, timeout: 600_000 }, () => {
@@ -271,6 +298,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await sleep(1500);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
     assert.equal(settledStatuses(home, taskId), 1, "settled once");
+    settledThroughMachine(home, taskId);
   });
 
   test("the machine unreachable mid-task: the task keeps its last status with a warning; back up, it settles once", async () => {
@@ -314,6 +342,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
     assert.equal(settledStatuses(home, taskId), 1, "settled once");
+    settledThroughMachine(home, taskId);
   });
 
   test("the remote daemon SIGKILLed mid-task: the link restarts it, the task settles once", async () => {
@@ -337,6 +366,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await sleep(1500);
     assert.equal(deliveriesOf(home, taskId).length, 1, `one delivery: ${deliveriesOf(home, taskId).join(", ")}`);
     assert.equal(settledStatuses(home, taskId), 1, "settled once");
+    settledThroughMachine(home, taskId);
   });
 
   test("respond and close on a remote task go to its machine", async () => {
@@ -391,6 +421,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor("the delivery", async () => deliveriesOf(home, taskId).length > 0, 20_000);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-completed`]);
     assert.equal(settledStatuses(home, taskId), 1, "settled once");
+    settledThroughMachine(home, taskId);
     // The worker settled before the restart: recovery fed it to delivery again, the delivery id dropped the repeat.
     assert.deepEqual(deliveriesOf(home, workerId), [`${workerId}-c1-completed`]);
     assert.equal((await cli.request<AgentResult>("task.get", { taskId: workerId })).status, "completed");
