@@ -238,7 +238,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "remote_started":
       // A new cycle on the other machine: the first one, or a follow-up of a settled one. A repeat is moot.
-      if (p.name === "queued" || (p.name === "settled" && ev.cycle > p.cycle))
+      if ((p.name === "queued" && ev.cycle === p.cycle) || (p.name === "settled" && ev.cycle === p.cycle + 1))
         return { state: { ...state, phase: { name: "running", cycle: ev.cycle } }, effects: [{ type: "cancel_idle" }] };
       return same(state);
 
