@@ -313,6 +313,8 @@ test("daemon install-unit: a valid systemd user unit whose daemon run serves and
     HOME: h.env["HOME"] ?? "",
     PI_CODING_AGENT_DIR: h.env["PI_CODING_AGENT_DIR"] ?? "",
     DSH_HERDR_LOG_MAX_BYTES: "4096",
+    // The test run's marker (scripts/leftovers.mjs), so the run's sweep still counts what this daemon starts.
+    ...(process.env["DSH_HERDR_TEST_RUN"] ? { DSH_HERDR_TEST_RUN: process.env["DSH_HERDR_TEST_RUN"] } : {}),
   };
   const daemon = execa(exec[0]!, exec.slice(1), { env: runEnv, extendEnv: false, reject: false, stdin: "ignore" });
   try {
