@@ -86,6 +86,13 @@ export async function relaunch(sup: Supervisor, live: Live): Promise<void> {
   }
 }
 
+/** The spawn warning of a task that shares a repository with uncommitted changes: the child edits beside them. */
+function sharedDirty(cwd: string, dirty: string[]): string {
+  const paths = dirty.slice(0, 3).map((l) => (/^.. /.test(l) ? l.slice(3) : l)); // porcelain "XY path" lines
+  const some = paths.join(", ") + (dirty.length > 3 ? ", ..." : "");
+  return `not isolated: ${cwd} has ${dirty.length} uncommitted change(s) (${some}) and the child edits that working tree beside them; commit or stash first, or spawn isolated (--isolated, or isolated: true in the subagent definition)`;
+}
+
 /** Dirty paths journaled with the baseline; past this many only the count is (the diff then warns after a crash). */
 const DIRTY_JOURNAL_MAX = 2000;
 
@@ -115,6 +122,8 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
       warnings: base.warnings,
     };
     if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
+    if (!rec.isolated && base.dirtyAtStart.length > 0)
+      rec.warnings = [...(rec.warnings ?? []), sharedDirty(rec.cwd, base.dirtyAtStart)];
     if (rec.isolated) {
       const { head: _head, ...wt } = await createWorktree({
         repoCwd: rec.cwd,
