@@ -71,7 +71,7 @@ async function startFailed(sup: Supervisor, live: Live, e: unknown): Promise<voi
   if (sup.stopped) return; // the next daemon's recovery starts or re-attaches it
   const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
   live.rec.error = { code: err.code, message: err.message };
-  sup.deps.log.warn({ taskId: live.rec.taskId, code: err.code, err: err.message }, "task failed to start");
+  // Logged once as "task failed" (daemon-log.ts logTaskFailures) when the failed status is out.
   sup.stopWatching(live);
   await dispatch(sup, live, { type: "launch_failed", code: err.code, message: err.message });
 }
