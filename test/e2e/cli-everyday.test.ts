@@ -78,7 +78,7 @@ test("ids: a unique suffix and the agent name work wherever an id does; an ambig
   let common = 1;
   while (a.taskId[common] === b.taskId[common]) common++;
   const amb = await h.cli(["show", a.taskId.slice(0, common)]);
-  assert.equal(amb.code, 1);
+  assert.equal(amb.code, 2, "an ambiguous id is a usage error");
   assert.match(amb.err, /BAD_TASK_ID: .* matches 2 tasks/);
   assert.match(amb.err, new RegExp(`${a.taskId}\\s+${a.agent.name}\\s+${BRIEF_A}`));
   assert.match(amb.err, new RegExp(`${b.taskId}\\s+${b.agent.name}\\s+emoji 🚀 brief`));
