@@ -4,7 +4,7 @@
 import { readdirSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { reportLeftovers } from "./leftovers.mjs";
+import { reportLeftovers, newRunId, RUN_MARKER } from "./leftovers.mjs";
 import { cpus, loadavg } from "node:os";
 
 const dir = join(import.meta.dirname, "..", "dist", "bench");
@@ -24,9 +24,14 @@ console.log(
     .join(" ")} (1, 5, 15 min), node ${process.version}`,
 );
 const failed = [];
+// Everything the benches start inherits this run's marker, so the sweep at the end ends only this run's processes.
+const runId = newRunId();
 for (const b of benches) {
   console.log(`\n## ${b.replace(/\.js$/, "")}`);
-  const r = spawnSync(process.execPath, ["--expose-gc", join(dir, b)], { stdio: "inherit" });
+  const r = spawnSync(process.execPath, ["--expose-gc", join(dir, b)], {
+    stdio: "inherit",
+    env: { ...process.env, [RUN_MARKER]: runId },
+  });
   if (r.status !== 0) failed.push(b.replace(/\.js$/, ""));
 }
 // Said last, so a script that died mid-way is not lost in the figures above it.
@@ -34,5 +39,5 @@ if (failed.length)
   console.error(
     `\nrun-bench: ${failed.length} script(s) failed: ${failed.join(", ")} (their figures above are incomplete)`,
   );
-const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-bench");
+const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-bench", runId);
 process.exit(failed.length || leaked ? 1 : 0);

@@ -4,7 +4,7 @@
 import { readdirSync, statSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { reportLeftovers } from "./leftovers.mjs";
+import { reportLeftovers, newRunId, RUN_MARKER } from "./leftovers.mjs";
 
 const root = join(import.meta.dirname, "..", "dist", "test");
 if (!existsSync(root)) {
@@ -34,11 +34,13 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.DSH_TEST_CONCURRENCY ?? "2";
+// Everything the tests start inherits this run's marker, so the sweep below ends only this run's processes.
+const runId = newRunId();
 const r = spawnSync(
   process.execPath,
   ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
-  { stdio: "inherit" },
+  { stdio: "inherit", env: { ...process.env, [RUN_MARKER]: runId } },
 );
-// Every test ends what it started: a pi child or wrapper still running now is a leak, and fails the run.
-const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-tests");
+// Every test ends what it started: a pi child or wrapper of this run still running now is a leak, and fails the run.
+const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-tests", runId);
 process.exit(leaked > 0 ? 1 : (r.status ?? 1));

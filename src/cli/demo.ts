@@ -40,6 +40,9 @@ function makeRepo(dir: string): void {
   git(dir, ["init", "-q"]);
   git(dir, ["config", "user.name", "dsh-herdr demo"]);
   git(dir, ["config", "user.email", "demo@dsh-herdr.invalid"]);
+  // The user's own signing setup (commit.gpgsign=true in ~/.gitconfig) must not fail the demo's commits.
+  git(dir, ["config", "commit.gpgsign", "false"]);
+  git(dir, ["config", "tag.gpgsign", "false"]);
   git(dir, ["add", "-A"]);
   git(dir, ["commit", "-q", "-m", "demo app"]);
 }

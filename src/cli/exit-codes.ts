@@ -5,10 +5,16 @@ import type { AgentStatus } from "../core/types.js";
 export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 3 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+/**
+ * Errors that are always a mistake in what was typed, wherever they are found (the daemon refuses a model name no
+ * alias defines; an id that matches several tasks): exit 2 like any other usage error.
+ */
+const USAGE_CODES: ReadonlySet<string> = new Set(["MODEL_UNKNOWN", "BAD_TASK_ID"]);
+
 /** The exit code an error maps to. */
 export function exitCodeForError(e: unknown): ExitCode {
   if (isDshError(e)) {
-    if (e.details?.["usage"] === true) return EXIT.usage;
+    if (e.details?.["usage"] === true || USAGE_CODES.has(e.code)) return EXIT.usage;
     if (e.code === "TIMEOUT") return EXIT.timeout;
   }
   return EXIT.failed;

@@ -15,7 +15,11 @@ export interface AgentDefinition {
   /** Absent = all built-in tools; [] = none. Recorded for the child; the daemon decides what it can honour. */
   tools?: string[];
   role: Role;
-  isolated: boolean;
+  /**
+   * true: a worktree of the cwd's repository (NOT_A_REPO outside one); "auto": a worktree when the cwd is a git
+   * repository with a commit, else the cwd itself; false: the cwd itself.
+   */
+  isolated: boolean | "auto";
   interactive: boolean;
   /** A machine label from config.json `machines`: the child runs there (crew_spawn's `machine` overrides it). */
   machine?: string;
@@ -110,10 +114,13 @@ export function parseAgentDefinition(
     if (f.role === "worker" || f.role === "reviewer") agent.role = f.role;
     else warn(`role must be worker or reviewer; worker is used`);
   }
-  for (const k of ["isolated", "interactive"] as const) {
-    if (f[k] === undefined) continue;
-    if (typeof f[k] === "boolean") agent[k] = f[k] as boolean;
-    else warn(`${k} must be true or false; false is used`);
+  if (f.isolated !== undefined) {
+    if (typeof f.isolated === "boolean" || f.isolated === "auto") agent.isolated = f.isolated;
+    else warn("isolated must be true, false or auto; false is used");
+  }
+  if (f.interactive !== undefined) {
+    if (typeof f.interactive === "boolean") agent.interactive = f.interactive;
+    else warn("interactive must be true or false; false is used");
   }
   if (f.machine !== undefined) {
     if (typeof f.machine === "string" && isValidMachineLabel(f.machine.trim())) agent.machine = f.machine.trim();

@@ -1,6 +1,7 @@
 // daemon.log: pino JSON lines, secrets censored, written best effort with a size cap. Split from daemon.ts.
 import { closeSync, fstatSync, openSync, renameSync, writeSync } from "node:fs";
 import { pino } from "pino";
+import type { AgentResult } from "../core/types.js";
 import type { Logger } from "./server.js";
 
 /** Log fields whose values are secrets (child env, task tokens, keys). */
@@ -78,4 +79,41 @@ export function openDaemonLog(path: string, level: string): { log: Logger; dest:
     dest,
   );
   return { log, dest };
+}
+
+/** What logTaskFailures needs of the supervisor: its status listeners and each task's record. */
+export interface FailureSource {
+  onStatus(
+    fn: (
+      live: { rec: { taskId: string; name: string; cycle: number } },
+      result: AgentResult,
+      info: { settled: boolean; recovered?: true },
+    ) => void,
+  ): () => void;
+}
+
+/**
+ * One error line per failed task cycle (taskId, agent, cycle, code, message), whatever failed it: a launch, a prompt
+ * pi did not run, a stalled or gone child, git. Every failure reaches the owner as a failed status, so the status
+ * listener is the one place that sees them all; a cycle re-announced at start-up (recovered) was logged by the
+ * daemon that settled it.
+ */
+export function logTaskFailures(source: FailureSource, log: Logger): () => void {
+  const logged = new WeakMap<object, number>();
+  return source.onStatus((live, result, info) => {
+    if (result.status !== "failed" || info.recovered) return;
+    const { taskId, name, cycle } = live.rec;
+    if (logged.get(live) === cycle) return;
+    logged.set(live, cycle);
+    log.error(
+      {
+        taskId,
+        agent: name,
+        cycle,
+        code: result.error?.code ?? "AGENT_ERROR",
+        message: result.error?.message ?? result.summary,
+      },
+      "task failed",
+    );
+  });
 }

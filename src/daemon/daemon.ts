@@ -23,7 +23,7 @@ import { Supervisor } from "./supervisor.js";
 import { Relay } from "../remote/relay.js";
 import type { TaskRecord } from "./record.js";
 import { readFileSync } from "node:fs";
-import { openDaemonLog } from "./daemon-log.js";
+import { logTaskFailures, openDaemonLog } from "./daemon-log.js";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -106,6 +106,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     ...(durable ? { durable } : {}),
   });
   delivery.watch(sup);
+  logTaskFailures(sup, log); // from the start too: a failure recovery settles is logged like any other
   // Tasks on other machines go through their links (src/remote/relay.ts).
   const relay = new Relay(sup, { version });
   // Reconcile every open task before the socket is served (remote ones: reattached to their machines).

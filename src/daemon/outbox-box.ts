@@ -31,8 +31,17 @@ export function boxOf(records: OutboxRecord[]): Map<string, BoxEntry> {
   // Finished ones are kept by id only, so a delivery id is never queued twice.
   for (const r of records) {
     if (typeof r?.deliveryId === "string" && !box.has(r.deliveryId) && r.state === "queued") {
+      // Its task and cycle stay: start-up asks whether a settled cycle has any delivery on record (requeueLost);
+      // without them every acked cycle looked lost and was warned about, and queued again, at every restart.
+      const cycle = cycleOf(r);
       box.set(r.deliveryId, {
-        queued: { deliveryId: r.deliveryId, state: "queued", ts: r.ts },
+        queued: {
+          deliveryId: r.deliveryId,
+          state: "queued",
+          ts: r.ts,
+          ...(r.taskId !== undefined ? { taskId: r.taskId } : {}),
+          ...(cycle !== undefined ? { payload: { cycle } } : {}),
+        },
         state: "acked",
         written: true,
       });

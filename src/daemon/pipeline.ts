@@ -62,7 +62,7 @@ async function startFailed(sup: Supervisor, live: Live, e: unknown): Promise<voi
   if (sup.stopped) return; // the next daemon's recovery starts or re-attaches it
   const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
   live.rec.error = { code: err.code, message: err.message };
-  sup.deps.log.warn({ taskId: live.rec.taskId, code: err.code, err: err.message }, "task failed to start");
+  // Logged once as "task failed" (daemon-log.ts logTaskFailures) when the failed status is out.
   sup.stopWatching(live);
   await sup.dispatch(live, { type: "launch_failed", code: err.code, message: err.message });
 }
@@ -75,6 +75,13 @@ export async function relaunch(sup: Supervisor, live: Live): Promise<void> {
   } catch (e) {
     await startFailed(sup, live, e);
   }
+}
+
+/** The spawn warning of a task that shares a repository with uncommitted changes: the child edits beside them. */
+function sharedDirty(cwd: string, dirty: string[]): string {
+  const paths = dirty.slice(0, 3).map((l) => (/^.. /.test(l) ? l.slice(3) : l)); // porcelain "XY path" lines
+  const some = paths.join(", ") + (dirty.length > 3 ? ", ..." : "");
+  return `not isolated: ${cwd} has ${dirty.length} uncommitted change(s) (${some}) and the child edits that working tree beside them; commit or stash first, or spawn isolated (--isolated, or isolated: true in the subagent definition)`;
 }
 
 /** Dirty paths journaled with the baseline; past this many only the count is (the diff then warns after a crash). */
@@ -106,6 +113,8 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
       warnings: base.warnings,
     };
     if (base.warnings.length) rec.warnings = [...(rec.warnings ?? []), ...base.warnings];
+    if (!rec.isolated && base.dirtyAtStart.length > 0)
+      rec.warnings = [...(rec.warnings ?? []), sharedDirty(rec.cwd, base.dirtyAtStart)];
     if (rec.isolated) {
       const { head: _head, ...wt } = await createWorktree({
         repoCwd: rec.cwd,

@@ -5,7 +5,7 @@ import { sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { resolveSpawnModel } from "../core/model-choice.js";
 import type { Role, RuntimeKind } from "../core/types.js";
-import { requireRepo } from "../git/repo.js";
+import { repoFacts, requireRepo } from "../git/repo.js";
 import type { CreatedWorktree } from "../git/worktree.js";
 import { assertOwnerId } from "../store/outbox.js";
 import type { MethodContext } from "./method-context.js";
@@ -23,7 +23,8 @@ export interface SpawnParams {
   prompt?: string;
   task?: TaskPrompt;
   brief?: string;
-  isolated?: boolean;
+  /** "auto": isolated when cwd is in a git repository with a commit, else the cwd itself (the bundled worker). */
+  isolated?: boolean | "auto";
   owner?: string;
   timeoutMs?: number;
   machine?: string;
@@ -32,6 +33,12 @@ export interface SpawnParams {
 }
 
 const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
+
+/** The repository around cwd when it has a commit to branch a worktree from (isolated "auto"), else undefined. */
+async function committedRepo(cwd: string): Promise<{ root: string } | undefined> {
+  const facts = await repoFacts(cwd);
+  return facts?.head ? { root: facts.root } : undefined; // the root only: prepare() then takes the worktree's fast path
+}
 
 export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection) {
   const { sup } = ctx;
@@ -62,7 +69,9 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
       );
     }
   }
-  const repo = p.isolated ? await requireRepo(cwd) : undefined; // no git process: the worktree add is the one
+  // true: no git process, the worktree add is the one; "auto": one rev-parse, so a repo without a commit runs shared.
+  const repo =
+    p.isolated === true ? await requireRepo(cwd) : p.isolated === "auto" ? await committedRepo(cwd) : undefined;
   const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
   const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
   // Only Herdr can place a child on another machine; anything else would run here under a false label.
@@ -91,7 +100,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
             role: p.role ?? "worker",
             model,
             thinking: p.thinking ?? c.defaultThinking,
-            isolated: p.isolated ?? false,
+            isolated: repo !== undefined,
             timeoutMs: p.timeoutMs ?? c.defaultTimeoutMs,
             runtime,
             createdAt,

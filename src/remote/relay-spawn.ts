@@ -37,7 +37,7 @@ export async function relaySpawn(
       role: remote.role,
       model: remote.agent.model,
       thinking: remote.agent.thinking,
-      isolated: p.isolated ?? false,
+      isolated: p.isolated === true, // "auto" is settled on the remote machine
       timeoutMs: p.timeoutMs ?? sup.deps.config().defaultTimeoutMs,
       machine: label,
       remote: { label, taskId: spawned.taskId },

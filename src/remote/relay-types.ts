@@ -72,7 +72,7 @@ export interface RemoteSpawnParams {
   prompt?: string;
   task?: unknown;
   brief?: string;
-  isolated?: boolean;
+  isolated?: boolean | "auto";
   timeoutMs?: number;
   runtime?: RuntimeKind;
 }

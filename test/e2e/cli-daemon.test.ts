@@ -150,7 +150,7 @@ test("unknown and ambiguous ids: one line naming the closest, exit 1; open on he
   assert.equal(u.err.trim().split("\n").length, 1);
   assert.match(u.err, /^dsh-herdr: TASK_NOT_FOUND: no task matches "tzzzzzzzzzzz"\. Closest: t[0-9a-z]{11}/);
   const amb = await h.cli(["show", "t"]);
-  assert.equal(amb.code, 1);
+  assert.equal(amb.code, 2, "an ambiguous id is a usage error");
   assert.match(amb.err, /BAD_TASK_ID: "t" matches \d+ tasks/);
   const open = await h.cli(["open", quick]);
   assert.equal(open.code, 1);

@@ -78,7 +78,7 @@ test("ids: a unique suffix and the agent name work wherever an id does; an ambig
   let common = 1;
   while (a.taskId[common] === b.taskId[common]) common++;
   const amb = await h.cli(["show", a.taskId.slice(0, common)]);
-  assert.equal(amb.code, 1);
+  assert.equal(amb.code, 2, "an ambiguous id is a usage error");
   assert.match(amb.err, /BAD_TASK_ID: .* matches 2 tasks/);
   assert.match(amb.err, new RegExp(`${a.taskId}\\s+${a.agent.name}\\s+${BRIEF_A}`));
   assert.match(amb.err, new RegExp(`${b.taskId}\\s+${b.agent.name}\\s+emoji 🚀 brief`));
@@ -313,6 +313,8 @@ test("daemon install-unit: a valid systemd user unit whose daemon run serves and
     HOME: h.env["HOME"] ?? "",
     PI_CODING_AGENT_DIR: h.env["PI_CODING_AGENT_DIR"] ?? "",
     DSH_HERDR_LOG_MAX_BYTES: "4096",
+    // The test run's marker (scripts/leftovers.mjs), so the run's sweep still counts what this daemon starts.
+    ...(process.env["DSH_HERDR_TEST_RUN"] ? { DSH_HERDR_TEST_RUN: process.env["DSH_HERDR_TEST_RUN"] } : {}),
   };
   const daemon = execa(exec[0]!, exec.slice(1), { env: runEnv, extendEnv: false, reject: false, stdin: "ignore" });
   try {

@@ -298,6 +298,8 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
       PI_OFFLINE: "1",
       PI_SKIP_VERSION_CHECK: "1",
       PATH: `${dirname(node)}:/usr/local/bin:/usr/bin:/bin`,
+      // The test run's marker (scripts/leftovers.mjs): sshd starts sessions afresh, so it is passed on here.
+      ...(process.env["DSH_HERDR_TEST_RUN"] ? { DSH_HERDR_TEST_RUN: process.env["DSH_HERDR_TEST_RUN"] } : {}),
       ...(opts.env ?? {}),
     };
     writeFileSync(

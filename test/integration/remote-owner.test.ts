@@ -4,7 +4,7 @@
 // scripted model, and the result comes back to the owner as an ordinary delivery: one per settled cycle.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type RecordedRequest, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
@@ -244,14 +244,16 @@ describe("crew_spawn {machine} from a real owner pi (real ssh, real pi on both s
   test("crew_spawn with machine (and a cwd there): the result arrives as an ordinary delivery", async () => {
     await prompt("OWNER-ARG: delegate to the builder");
     const r = await spawnedRemote(await toolEnd("crew_spawn"));
-    // The child worked in the remote repo, as the remote user.
-    await until("the remote file", () => {
+    // The child worked as the remote user in a worktree of the remote repo (the bundled worker is isolated: auto).
+    await until("the remote file", async () => {
+      const t = await cli.request<AgentResult>("task.get", { taskId: r.taskId });
       try {
-        return readFileSync(join(remoteRepo, "remote.txt"), "utf8") === "made there\n";
+        return t.worktree !== undefined && readFileSync(join(t.worktree.path, "remote.txt"), "utf8") === "made there\n";
       } catch {
         return false;
       }
     });
+    assert.equal(existsSync(join(remoteRepo, "remote.txt")), false, "the remote checkout is untouched");
     await oneDelivery(r.taskId, "remote by arg", "Wrote remote.txt on the builder");
     const settled = await cli.request<AgentResult>("task.get", { taskId: r.taskId });
     assert.equal(settled.status, "completed");

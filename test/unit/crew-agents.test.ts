@@ -110,3 +110,30 @@ test("discovery reads <cwd>/.pi/agents over the user's agent dir over the bundle
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("isolated: true, false or auto; the bundled worker is auto (a worktree in a git repo), the readers are not", () => {
+  for (const [v, want] of [
+    ["true", true],
+    ["false", false],
+    ["auto", "auto"],
+  ] as const) {
+    const r = parseAgentDefinition(def(`name: w\ndescription: d\nisolated: ${v}`), "/x/w.md", "project");
+    assert.deepEqual(r.warnings, [], v);
+    assert.equal(r.agent!.isolated, want, v);
+  }
+  const bad = parseAgentDefinition(def("name: w\ndescription: d\nisolated: sometimes"), "/x/w.md", "project");
+  assert.equal(bad.agent!.isolated, false);
+  assert.match(bad.warnings[0]!.message, /isolated must be true, false or auto; false is used/);
+  const dir = mkdtempSync(join(tmpdir(), "crew-agents-"));
+  try {
+    const { agents } = discoverAgents(dir, { PI_CODING_AGENT_DIR: join(dir, "none"), HOME: dir });
+    const byName = Object.fromEntries(agents.map((a) => [a.name, a]));
+    assert.equal(byName["worker"]?.source, "bundled");
+    assert.equal(byName["worker"]?.isolated, "auto");
+    assert.equal(agentSummary(byName["worker"]!)["isolated"], "auto");
+    assert.equal(byName["scout"]?.isolated, false);
+    assert.equal(byName["reviewer"]?.isolated, false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

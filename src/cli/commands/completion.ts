@@ -2,6 +2,7 @@
 // command tree itself; open task ids come from the task index at completion time (`dsh-herdr __complete ids`).
 import type { Command, Option } from "commander";
 import type { CliContext } from "../context.js";
+import { loadConfig } from "../../store/config.js";
 import { offlineRows } from "../task-files.js";
 import { examples, usage } from "./shared.js";
 
@@ -19,12 +20,18 @@ export interface CommandSpec {
   choices: Record<string, string[]>;
   /** Flags whose value is a file or directory. */
   pathFlags: string[];
+  /** Flags whose values come from this home at completion time: flag → `dsh-herdr __complete <what>`. */
+  dynamic: Record<string, string>;
   subcommands: string[];
   /** The first argument is a task id (`<id>`, `[ids...]`). */
   takesIds: boolean;
 }
 
 const PATH_FLAGS = new Set(["--cwd", "--prompt-file"]);
+/** Values of flags that take free text but have a known set (daemon log --level). */
+const FLAG_VALUES: Record<string, string[]> = { "--level": ["trace", "debug", "info", "warn", "error", "fatal"] };
+/** Flags completed from the home's config: machine labels, model aliases (and the default model). */
+const DYNAMIC_FLAGS: Record<string, string> = { "--machine": "machines", "--model": "models" };
 
 function optionsOf(cmd: Command): readonly Option[] {
   return cmd.options as readonly Option[];
@@ -47,11 +54,14 @@ export function commandSpecs(root: Command): CommandSpec[] {
     const flags: string[] = [];
     const choices: Record<string, string[]> = {};
     const pathFlags: string[] = [];
+    const dynamic: Record<string, string> = {};
     for (const o of optionsOf(cmd)) {
       if (o.hidden) continue;
       if (o.long) flags.push(o.long);
       if (o.short) flags.push(o.short);
       if (o.long && o.argChoices) choices[o.long] = [...o.argChoices];
+      else if (o.long && FLAG_VALUES[o.long]) choices[o.long] = FLAG_VALUES[o.long]!;
+      else if (o.long && DYNAMIC_FLAGS[o.long]) dynamic[o.long] = DYNAMIC_FLAGS[o.long]!;
       if (o.long && PATH_FLAGS.has(o.long)) pathFlags.push(o.long);
     }
     flags.push("--help");
@@ -63,6 +73,7 @@ export function commandSpecs(root: Command): CommandSpec[] {
       flags,
       choices,
       pathFlags,
+      dynamic,
       subcommands: subs.map((c) => c.name()),
       takesIds: /^ids?$/.test(first),
     });
@@ -81,11 +92,16 @@ export function bashScript(specs: CommandSpec[]): string {
       ([f, c]) => `        ${f}) COMPREPLY=($(compgen -W ${q(c.join(" "))} -- "$cur")); return ;;`,
     );
     const pathCases = s.pathFlags.map((f) => `        ${f}) COMPREPLY=($(compgen -f -- "$cur")); return ;;`);
+    const dynCases = Object.entries(s.dynamic).map(
+      ([f, w]) =>
+        `        ${f}) COMPREPLY=($(compgen -W "$(command dsh-herdr __complete ${w} 2>/dev/null)" -- "$cur")); return ;;`,
+    );
     return [
       `    ${q(s.path.join(" "))})`,
       `      case "$prev" in`,
       ...choiceCases,
       ...pathCases,
+      ...dynCases,
       `      esac`,
       `      words=${q(words)}`,
       s.takesIds ? `      [[ "$cur" != -* ]] && words="$words $(command dsh-herdr __complete ids 2>/dev/null)"` : "",
@@ -127,6 +143,9 @@ export function zshScript(specs: CommandSpec[]): string {
   const cases = specs.map((s) => {
     const choiceCases = Object.entries(s.choices).map(([f, c]) => `        ${f}) compadd -- ${c.join(" ")}; return ;;`);
     const pathCases = s.pathFlags.map((f) => `        ${f}) _files; return ;;`);
+    const dynCases = Object.entries(s.dynamic).map(
+      ([f, w]) => `        ${f}) compadd -- \${(f)"$(command dsh-herdr __complete ${w} 2>/dev/null)"}; return ;;`,
+    );
     const desc =
       s.subcommands.length > 0 ? `      cands=(${s.subcommands.map((c) => q(c)).join(" ")})` : `      cands=()`;
     return [
@@ -134,6 +153,7 @@ export function zshScript(specs: CommandSpec[]): string {
       `      case "$prev" in`,
       ...choiceCases,
       ...pathCases,
+      ...dynCases,
       `      esac`,
       desc,
       `      flags=(${s.flags.map((f) => q(f)).join(" ")})`,
@@ -196,7 +216,14 @@ export function fishScript(specs: CommandSpec[]): string {
     if (s === top) continue;
     for (const f of s.flags.filter((x) => x.startsWith("--"))) {
       const ch = s.choices[f];
-      const value = ch ? ` -x -a ${q(ch.join(" "))}` : s.pathFlags.includes(f) ? " -r -F" : "";
+      const dyn = s.dynamic[f];
+      const value = ch
+        ? ` -x -a ${q(ch.join(" "))}`
+        : dyn
+          ? ` -x -a ${q(`(command dsh-herdr __complete ${dyn} 2>/dev/null)`)}`
+          : s.pathFlags.includes(f)
+            ? " -r -F"
+            : "";
       lines.push(`complete -c dsh-herdr -n ${c} -l ${f.slice(2)}${value}`);
     }
     if (s.takesIds) lines.push(`complete -c dsh-herdr -n ${c} -a '(command dsh-herdr __complete ids 2>/dev/null)'`);
@@ -210,6 +237,14 @@ export function completionIds(home: string): string[] {
   const suffixes = open.map((t) => t.taskId.slice(-4));
   const unique = suffixes.filter((s, i) => suffixes.indexOf(s) === i && suffixes.lastIndexOf(s) === i);
   return [...unique, ...open.map((t) => t.taskId)];
+}
+
+/** Machine labels, or model aliases then the default model, from the home's config.json. */
+export async function configValues(home: string, what: "machines" | "models"): Promise<string[]> {
+  const c = await loadConfig(home);
+  if (what === "machines") return Object.keys(c.machines ?? {}).sort();
+  const aliases = Object.keys(c.modelAliases ?? {}).sort();
+  return c.defaultModel && !aliases.includes(c.defaultModel) ? [...aliases, c.defaultModel] : aliases;
 }
 
 export function registerCompletionCommand(program: Command, ctx: CliContext): void {
@@ -233,11 +268,16 @@ export function registerCompletionCommand(program: Command, ctx: CliContext): vo
   // Called by the scripts while a person presses Tab: fast, no daemon, never an error on stdout.
   program
     .command("__complete", { hidden: true })
-    .argument("<what>", "ids")
-    .action((what: string) => {
-      if (what !== "ids") return;
+    .argument("<what>", "ids | machines | models")
+    .action(async (what: string) => {
       try {
-        for (const id of completionIds(ctx.home)) ctx.io.out(id + "\n");
+        const values =
+          what === "ids"
+            ? completionIds(ctx.home)
+            : what === "machines" || what === "models"
+              ? await configValues(ctx.home, what)
+              : [];
+        for (const v of values) ctx.io.out(v + "\n");
       } catch {
         // a missing or unreadable home completes nothing
       }

@@ -73,7 +73,8 @@ export function registerListCommand(program: Command, ctx: CliContext): void {
       renderTable(
         tasks,
         Date.now(),
-        ctx.io.isTTY ? ctx.io.columns : 400,
+        // A terminal that reports 0 columns (a pty nobody sized: a CI runner, `script`, some ssh sessions) gets 80.
+        ctx.io.isTTY ? (ctx.io.columns > 0 ? ctx.io.columns : 80) : 400,
         undefined,
         colorEnabled(ctx.io.env, ctx.io.isTTY),
       ).join("\n") + "\n",

@@ -37,7 +37,9 @@ export function isGoneError(stderr: string): boolean {
 
 /** Runs one tmux invocation; `;` elements in `args` separate commands (already-escaped args only). */
 export async function runTmux(server: TmuxServer, args: string[], opts: { input?: string } = {}): Promise<TmuxResult> {
-  const argv = ["-L", server.socketName];
+  // -u: tmux takes the client as UTF-8 whatever the locale. Without it, and with no UTF-8 LANG/LC_ALL/LC_CTYPE (a
+  // systemd unit, cron, a container), tmux prints "_" for the tabs of every -F format and no pane is ever found.
+  const argv = ["-u", "-L", server.socketName];
   if (server.configFile !== undefined) argv.push("-f", server.configFile);
   argv.push(...args);
   try {
