@@ -4,7 +4,7 @@
 //
 // Not chokidar: it emits at most one `change` per file per 50 ms and drops the rest with no trailing event, and pi
 // appends its settling line a few ms after the previous one, so that line was often never read (docs/performance.md).
-import { closeSync, fstatSync, openSync, readSync, watch, type FSWatcher } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, watch, type FSWatcher } from "node:fs";
 import { stat } from "node:fs/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { basename } from "node:path";
@@ -214,13 +214,20 @@ export class TaskFiles {
   private openSession(): number | undefined {
     let fd: number;
     try {
-      fd = openSync(this.opts.sessionPath, "r");
+      // O_NONBLOCK: a FIFO planted under the name must not hold the daemon in open(2) (reads of a regular file are
+      // unaffected by the flag).
+      fd = openSync(this.opts.sessionPath, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch {
       return undefined; // not there yet (or unreadable): the next event tries again
     }
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      // Not a session pi writes (a FIFO, a device): never read; the task is judged without one.
+      closeSync(fd);
+      return undefined;
+    }
     this.fd = fd;
     this.sessionExists = true;
-    const st = fstatSync(fd);
     this.sessionMtimeMs = st.mtimeMs;
     // Another file than the one read so far: read it again from 0 (the result warns).
     if (this.sessionIno !== undefined && st.ino !== this.sessionIno) this.restart();

@@ -2,10 +2,17 @@
 // survives a daemon crash; the latest record per delivery id is its state.
 import { existsSync } from "node:fs";
 import { statSync } from "node:fs";
-import { mkdir, readFile, readdir } from "node:fs/promises";
+import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
-import { appendJsonLinesAt, fsError, parseJsonLines, readJsonLines, type SyncOptions } from "./fsio.js";
+import {
+  appendJsonLinesAt,
+  fsError,
+  parseJsonLines,
+  readBoundedSync,
+  readJsonLines,
+  type SyncOptions,
+} from "./fsio.js";
 
 export type DeliveryState = "queued" | "sent" | "acked" | "expired";
 
@@ -121,13 +128,9 @@ export async function readOutboxSized(
   home: string,
   ownerId: unknown,
 ): Promise<{ records: OutboxRecord[]; size: number }> {
-  let buf: Buffer;
-  try {
-    buf = await readFile(outboxPath(home, ownerId));
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { records: [], size: 0 };
-    throw fsError(e, `read the outbox of ${String(ownerId)}`);
-  }
+  // A regular file within the bound, opened without blocking (fsio.ts); missing: empty.
+  const buf = readBoundedSync(outboxPath(home, ownerId));
+  if (buf === undefined) return { records: [], size: 0 };
   return { records: parseJsonLines<OutboxRecord>(buf.toString("utf8")), size: buf.length };
 }
 
