@@ -18,6 +18,7 @@ import { registerDemoCommand } from "./demo.js";
 import { registerCompletionCommand } from "./commands/completion.js";
 import { connectDaemon } from "./connect.js";
 import { fsError } from "../store/fsio.js";
+import { safeText } from "./format/safe.js";
 
 export { packageVersion };
 
@@ -154,7 +155,8 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
     if (e instanceof CommanderError) return commanderExit(e);
     const err = inCliWords(asDshError(homeErrorWords(e, home)));
     if (wantsJson) io.err(JSON.stringify({ error: err.toJSON() }) + "\n");
-    else io.err(`dsh-herdr: ${err.code}: ${err.message}\n`);
+    // An error's message can quote a child or a remote (stderr, a report): escaped for the terminal (safe.ts).
+    else io.err(`dsh-herdr: ${err.code}: ${safeText(err.message)}\n`);
     return exitCodeForError(err);
   } finally {
     for (const c of opened) c.close();
