@@ -11,16 +11,16 @@ const CONTROLS_BUT_LAYOUT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
 
 const NAMED: Record<string, string> = { "\n": "\\n", "\t": "\\t", "\r": "\\r" };
-const escape = (c: string): string => NAMED[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+const shown = (c: string): string => NAMED[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
 
 /** Multi-line text (a report, a final message, an error): newlines and tabs kept, every other control escaped. */
 export function safeText(s: string): string {
-  return s.replace(CONTROLS_BUT_LAYOUT, escape);
+  return s.replace(CONTROLS_BUT_LAYOUT, shown);
 }
 
 /** One-line text (a name, a summary, a table cell): every control escaped, newlines and tabs too. */
 export function safeLine(s: string): string {
-  return s.replace(CONTROLS, escape);
+  return s.replace(CONTROLS, shown);
 }
 
 /** Fields of an AgentResult whose text is multi-line by nature (reports, messages, warnings, a diff stat). */
