@@ -4,6 +4,7 @@
 // controls do not survive pi's own handling of a tool argument; they are covered in test/unit/cli-format.)
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { runWithClosedStdout } from "../helpers/epipe.js";
 import { startCliHarness, type CliHarness } from "./cli-harness.js";
 
 const TITLE = "\x1b]0;PWNED-TITLE\x07";
@@ -78,4 +79,16 @@ test("a report and a brief with OSC 0, CSI 2J, OSC 52: wait, show, list and watc
   assert.ok(r.result?.text.includes(REPORT), JSON.stringify(r.result));
   const wj = JSON.parse((await h.cli(["wait", id, "--json"])).out) as { results: { result?: { text: string } }[] };
   assert.ok(wj.results[0]?.result?.text.includes(REPORT));
+});
+
+test("show, list and schema into a closed pipe (`show ID | head`): a quiet exit 0, no EPIPE stack", async () => {
+  const s = await h.cli(["spawn", "--prompt", "[t-escapes] again"]);
+  assert.equal(s.code, 0, s.err);
+  const id = s.out.trim();
+  assert.equal((await h.cli(["wait", id])).code, 0);
+  for (const args of [["show", id], ["list", "--all"], ["schema"]]) {
+    const r = await runWithClosedStdout(args, h.env, h.repo);
+    assert.equal(r.err, "", `${args.join(" ")}: nothing on stderr (it printed an unhandled 'error' event and a stack)`);
+    assert.equal(r.code, 0, args.join(" "));
+  }
 });
