@@ -4,7 +4,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, appendFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TaskFiles } from "../../src/daemon/watcher.js";
@@ -176,4 +185,46 @@ test("session.jsonl as a FIFO or /dev/zero is not read: no hang, no session fact
       assert.equal(files.facts(), undefined);
     });
   }
+});
+
+test("a session truncated and regrown on the same inode before the next read is read again from the start: usage from what it holds now, a warning, no invalid lines", async () => {
+  await withFiles(async (dir, files) => {
+    const p = join(dir, "session.jsonl");
+    const ts = new Date().toISOString();
+    const header = (id: string) => JSON.stringify({ type: "session", version: 3, id, timestamp: ts, cwd: dir }) + "\n";
+    const assistant = (text: string, output: number) =>
+      JSON.stringify({
+        type: "message",
+        id: `m-${text}`,
+        parentId: null,
+        timestamp: ts,
+        message: {
+          role: "assistant",
+          content: [{ type: "text", text }],
+          stopReason: "stop",
+          usage: { input: 1, output, cacheRead: 0, cacheWrite: 0, totalTokens: output + 1 },
+        },
+      }) + "\n";
+    writeFileSync(p, header("first") + assistant("a1", 7) + assistant("a2", 7) + assistant("a3", 7));
+    await files.readSession();
+    assert.equal(files.facts()!.usage.outputTokens, 21);
+    const ino = statSync(p).ino;
+    // Same inode: emptied in place, then written again longer than what was read (nothing was read in between).
+    truncateSync(p, 0);
+    appendFileSync(p, header("second"));
+    for (let i = 1; i <= 5; i++) appendFileSync(p, assistant(`b${i}-${"x".repeat(40)}`, 11));
+    assert.equal(statSync(p).ino, ino);
+    assert.equal(await files.readSession(), true);
+    const f = files.facts()!;
+    assert.equal(f.sessionId, "second");
+    assert.equal(f.invalidLines, 0, "no line read from the middle of the new content");
+    assert.equal(f.usage.assistant, 5);
+    assert.equal(f.usage.outputTokens, 55);
+    assert.equal(f.restarts, 1, "the result warns that the session was read again");
+    // Appends after the regrow are read as usual, not as another restart.
+    appendFileSync(p, assistant("b6", 11));
+    await files.readSession();
+    assert.equal(files.facts()!.usage.outputTokens, 66);
+    assert.equal(files.facts()!.restarts, 1);
+  });
 });
