@@ -2,7 +2,7 @@
 // survives a daemon crash; the latest record per delivery id is its state.
 import { existsSync } from "node:fs";
 import { statSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import {
@@ -159,6 +159,20 @@ export function pendingDeliveries(records: OutboxRecord[]): OutboxRecord[] {
     if (state !== "acked" && state !== "expired") out.push({ ...q, state });
   }
   return out;
+}
+
+/**
+ * Remove an owner's directory (its secret and its outbox): the caller found nothing live in it (src/daemon/owner-gc.ts).
+ * A later append makes it again.
+ */
+export async function removeOwnerDir(home: string, ownerId: unknown): Promise<void> {
+  const dir = join(home, "owners", assertOwnerId(ownerId));
+  ownerDirs.delete(dir);
+  try {
+    await rm(dir, { recursive: true, force: true });
+  } catch (e) {
+    throw fsError(e, `remove the idle owner directory ${dir}`);
+  }
 }
 
 /** Owner ids that have an outbox directory. */
