@@ -10,7 +10,25 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
 }
 
+let pipeGuarded = false;
+
+/**
+ * The reader went away (`dsh-herdr show ID | head` once head has its lines): EPIPE on stdout or stderr is a quiet
+ * exit 0, not an unhandled 'error' event and a stack. Other stream errors are left to node as before.
+ */
+function guardClosedPipes(): void {
+  if (pipeGuarded) return;
+  pipeGuarded = true;
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "EPIPE") process.exit(0);
+      throw e;
+    });
+  }
+}
+
 export function processIo(): CliIo {
+  guardClosedPipes();
   return {
     out: (t) => void process.stdout.write(t),
     err: (t) => void process.stderr.write(t),

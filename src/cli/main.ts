@@ -17,6 +17,8 @@ import { registerMachineCommands } from "./commands/machines.js";
 import { registerDemoCommand } from "./demo.js";
 import { registerCompletionCommand } from "./commands/completion.js";
 import { connectDaemon } from "./connect.js";
+import { fsError } from "../store/fsio.js";
+import { safeText } from "./format/safe.js";
 
 export { packageVersion };
 
@@ -54,6 +56,18 @@ export function inCliWords(err: DshError): DshError {
     flag === "--timeout" ? `must be at least ${n} ms` : `must be >= ${n}`,
   );
   return new DshError("BAD_PARAMS", `${flag} ${rest}; see \`dsh-herdr <command> --help\``, { usage: true });
+}
+
+/**
+ * A raw filesystem error about a path in the home (a command that wrote there without its own mapping): a full or
+ * read-only home is HOME_UNWRITABLE naming the errno and the fix, never INTERNAL.
+ */
+export function homeErrorWords(e: unknown, home: string): unknown {
+  const ne = e as NodeJS.ErrnoException | undefined;
+  if (!(e instanceof Error) || typeof ne?.code !== "string" || typeof ne.path !== "string") return e;
+  if (ne.path !== home && !ne.path.startsWith(home + "/")) return e;
+  const err = fsError(e, `${ne.syscall ?? "write"} ${ne.path}`);
+  return err.code === "HOME_UNWRITABLE" ? err : e;
 }
 
 /** Commander's own usage errors (`error: unknown option '--x'`) as the JSON error --json promises. */
@@ -139,9 +153,10 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
     return ctx.exitCode;
   } catch (e) {
     if (e instanceof CommanderError) return commanderExit(e);
-    const err = inCliWords(asDshError(e));
+    const err = inCliWords(asDshError(homeErrorWords(e, home)));
     if (wantsJson) io.err(JSON.stringify({ error: err.toJSON() }) + "\n");
-    else io.err(`dsh-herdr: ${err.code}: ${err.message}\n`);
+    // An error's message can quote a child or a remote (stderr, a report): escaped for the terminal (safe.ts).
+    else io.err(`dsh-herdr: ${err.code}: ${safeText(err.message)}\n`);
     return exitCodeForError(err);
   } finally {
     for (const c of opened) c.close();

@@ -1,8 +1,10 @@
 // Starting, stopping and asking after the daemon of a home from outside it (CLI, extensions, tests).
 import { spawn } from "node:child_process";
-import { openSync, closeSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { openSync, closeSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
+import { fsError } from "../store/fsio.js";
+import { createHomeDir, probeHomeWritable } from "../store/home.js";
 import { call, connect, socketPathFor, type DaemonClient } from "./index.js";
 import { pidAlive } from "./liveness.js";
 
@@ -37,11 +39,18 @@ export async function startDaemon(
 ): Promise<{ pid: number; alreadyRunning: boolean }> {
   const before = await daemonStatus(home);
   if (before.running) return { pid: before.pid!, alreadyRunning: true };
-  mkdirSync(home, { recursive: true, mode: 0o700 });
+  // A full or read-only home is named here: the daemon could not even log why it stopped.
+  createHomeDir(home);
+  probeHomeWritable(home);
   const logPath = join(home, "daemon.log");
   // A failed start quotes only what this start wrote, never an older run's lines.
   const logStart = statSync(logPath, { throwIfNoEntry: false })?.size ?? 0;
-  const out = openSync(logPath, "a", 0o600);
+  let out: number;
+  try {
+    out = openSync(logPath, "a", 0o600);
+  } catch (e) {
+    throw fsError(e, `open ${logPath}`);
+  }
   const child = spawn(process.execPath, [daemonMain, "run", "--home", home], {
     detached: true,
     stdio: ["ignore", out, out],

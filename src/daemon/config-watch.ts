@@ -34,7 +34,17 @@ export async function watchConfig(
     running = (async () => {
       do {
         again = false;
-        const d = await configFileDigest(home).catch(() => digest);
+        let d: string;
+        try {
+          d = await configFileDigest(home);
+        } catch (e) {
+          // Not a file we read (a FIFO, a device, too large): named once per change, the old config kept.
+          opts.log.warn(
+            { file, err: (e as Error).message },
+            "config.json changed but cannot be read; keeping the previous config",
+          );
+          continue;
+        }
         if (d === digest) continue;
         try {
           const c = await loadConfig(home);

@@ -7,6 +7,7 @@ import { HerdrClient, createTransport, herdrPing } from "../runtime/herdr/index.
 import { configFileDigest, loadConfig, type Config } from "../store/config.js";
 import { resolvePiBin } from "../pi/launch.js";
 import { watchConfig } from "./config-watch.js";
+import { collectOwnerDir, collectOwnerDirs, type OwnerGcDeps } from "./owner-gc.js";
 import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
@@ -99,11 +100,21 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   });
   // Owner delivery watches settles from the start, so a cycle recovery settles is queued, never dropped.
   const durable = store.durable;
+  const ownerGc: OwnerGcDeps = {
+    home,
+    log,
+    hasOpenTask: (owner) => [...sup.tasks.values()].some((l) => l.rec.owner === owner && l.rec.status !== "closed"),
+    holds: (owner) => delivery.holds(owner),
+  };
   const delivery = new DeliveryService({
     home,
     log,
     reportOf: (l) => sup.reportOf(l),
     ...(durable ? { durable } : {}),
+    onOwnerLeft: (owner) =>
+      void collectOwnerDir(ownerGc, owner).catch((e: unknown) =>
+        log.warn({ owner, err: (e as Error).message }, "cannot remove an idle owner directory; kept"),
+      ),
   });
   delivery.watch(sup);
   logTaskFailures(sup, log); // from the start too: a failure recovery settles is logged like any other
@@ -111,6 +122,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const relay = new Relay(sup, { version });
   // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
   await recoverTasks(sup, runtimes, relay);
+  await collectOwnerDirs(ownerGc);
   const configWatch = await watchConfig(home, {
     initialDigest: loadedDigest,
     overrides: opts.config ?? {},

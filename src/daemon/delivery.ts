@@ -30,6 +30,8 @@ export interface DeliveryServiceOptions {
   ttlMs?: number;
   /** The store's commit log: outbox fsyncs are shared with (and ordered after) the journal records before them. */
   durable?: MakeDurable;
+  /** An owner's last connection closed and its outbox left memory (owner-gc.ts may remove its directory). */
+  onOwnerLeft?(owner: string): void;
 }
 
 /** Owners whose deliveries the daemon keeps: pi session ids, not the person at the CLI. */
@@ -227,9 +229,17 @@ export class DeliveryService {
       this.attached.delete(owner);
       // The session left: its outbox leaves memory too (read again from disk when it or a delivery comes back),
       // so a long-running daemon does not hold every session's deliveries ever queued.
-      if (!this.writer.busy(owner)) this.boxes.delete(owner);
+      if (!this.writer.busy(owner)) {
+        this.boxes.delete(owner);
+        this.opts.onOwnerLeft?.(owner);
+      }
     });
     return { pending: await this.pushTo(owner, pendingOf(await this.box(owner))) };
+  }
+
+  /** Attached, or its outbox in memory or being written: its directory is in use. */
+  holds(owner: string): boolean {
+    return this.attached.has(owner) || this.boxes.has(owner) || this.writer.busy(owner);
   }
 
   isActive(owner: string): boolean {

@@ -1,6 +1,7 @@
 // One daemon per home: proper-lockfile on <home>/daemon.lock plus a pid file, so a lock left by a dead
 // daemon is cleared at once (not only after proper-lockfile's staleness window) and a live one is reported.
-import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { rmSync, statSync, writeFileSync } from "node:fs";
+import { readBoundedSync } from "../store/fsio.js";
 import { join } from "node:path";
 import lockfile from "proper-lockfile";
 import { DshError } from "../core/errors.js";
@@ -16,7 +17,8 @@ export function pidFile(home: string): string {
 
 export function readPid(home: string): number | undefined {
   try {
-    const pid = Number.parseInt(readFileSync(pidFile(home), "utf8"), 10);
+    // Checked and bounded (a FIFO under the name would block the open): fsio.ts.
+    const pid = Number.parseInt(readBoundedSync(pidFile(home), { maxBytes: 64 })?.toString("utf8") ?? "", 10);
     return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   } catch {
     return undefined;

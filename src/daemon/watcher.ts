@@ -4,7 +4,7 @@
 //
 // Not chokidar: it emits at most one `change` per file per 50 ms and drops the rest with no trailing event, and pi
 // appends its settling line a few ms after the previous one, so that line was often never read (docs/performance.md).
-import { closeSync, fstatSync, openSync, readSync, watch, type FSWatcher } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, watch, type FSWatcher } from "node:fs";
 import { stat } from "node:fs/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { basename } from "node:path";
@@ -22,6 +22,8 @@ export interface TaskFilesOptions {
 }
 
 const CHUNK = 1024 * 1024;
+/** How much of the first line is kept to recognise the file (pi's header line is ~200 bytes). */
+const FIRST_LINE_MAX = 4096;
 /** Most reads are one line or a few: start small, double while reads come back full. */
 const FIRST_READ = 16 * 1024;
 
@@ -68,6 +70,11 @@ export class TaskFiles {
   private fd: number | undefined;
   /** A rename event named the session: the name may now hold another file. */
   private recheck = false;
+  /**
+   * The session's first line as read (at most FIRST_LINE_MAX bytes): a file truncated and written again on the same
+   * inode, longer than what was read, has another first line (pi's header carries the session id and its time).
+   */
+  private firstLine: Buffer | undefined;
 
   constructor(private readonly opts: TaskFilesOptions) {
     this.reader = new SessionReader();
@@ -167,12 +174,14 @@ export class TaskFiles {
       if (fd === undefined) return false;
       if (this.reader.offset + this.pendingBytes < before) moved = true; // replaced or truncated: read again from 0
     }
+    if (this.regrown(fd)) moved = true; // emptied and written again in place: read from 0 (the result warns)
     let got = await this.readFrom(fd);
     // An event and nothing new: shorter than what we read (truncated in place)? Then read it again from 0.
     if (got === 0 && this.truncated(fd)) {
       moved = true;
       got = await this.readFrom(fd);
     }
+    if (got > 0 && this.firstLine === undefined) this.keepFirstLine(fd);
     if (got > 0) {
       // The bytes were written since the last read, which the watch event triggered: their mtime is about now (the
       // freshness check allows a second of slack, as for line timestamps).
@@ -214,13 +223,20 @@ export class TaskFiles {
   private openSession(): number | undefined {
     let fd: number;
     try {
-      fd = openSync(this.opts.sessionPath, "r");
+      // O_NONBLOCK: a FIFO planted under the name must not hold the daemon in open(2) (reads of a regular file are
+      // unaffected by the flag).
+      fd = openSync(this.opts.sessionPath, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch {
       return undefined; // not there yet (or unreadable): the next event tries again
     }
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      // Not a session pi writes (a FIFO, a device): never read; the task is judged without one.
+      closeSync(fd);
+      return undefined;
+    }
     this.fd = fd;
     this.sessionExists = true;
-    const st = fstatSync(fd);
     this.sessionMtimeMs = st.mtimeMs;
     // Another file than the one read so far: read it again from 0 (the result warns).
     if (this.sessionIno !== undefined && st.ino !== this.sessionIno) this.restart();
@@ -241,6 +257,31 @@ export class TaskFiles {
   private restart(): void {
     this.reader.restart();
     this.pendingBytes = 0;
+    this.firstLine = undefined;
+  }
+
+  /** Remember the first complete line (one pread of a few hundred bytes, once per file). */
+  private keepFirstLine(fd: number): void {
+    if (this.reader.offset === 0) return; // no complete line yet
+    const buf = Buffer.allocUnsafe(Math.min(this.reader.offset, FIRST_LINE_MAX));
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    const nl = buf.subarray(0, n).indexOf(0x0a);
+    this.firstLine = Buffer.from(buf.subarray(0, nl < 0 ? n : nl + 1));
+  }
+
+  /**
+   * True (and the reader restarted) when the file no longer starts with the first line read: truncated and regrown
+   * on the same inode between two reads, where neither the inode nor a shorter size tells. One pread of the first
+   * line per read (page cache; microseconds).
+   */
+  private regrown(fd: number): boolean {
+    const first = this.firstLine;
+    if (first === undefined) return false;
+    const buf = Buffer.allocUnsafe(first.length);
+    const n = readSync(fd, buf, 0, first.length, 0);
+    if (n === first.length && buf.equals(first)) return false;
+    this.restart();
+    return true;
   }
 
   private async closeSession(): Promise<void> {

@@ -7,9 +7,9 @@
 //
 // Two log files take turns: when the current one passes ROTATE_BYTES, new records go to the other, the task
 // journals the old one covers are fsynced in the background, and the old one is emptied (only after that).
-import { open, readFile, truncate } from "node:fs/promises";
+import { open, truncate } from "node:fs/promises";
 import { join } from "node:path";
-import { appendJsonLinesAt, fsError, parseJsonLines } from "./fsio.js";
+import { appendJsonLinesAt, fsError, parseJsonLines, readBoundedSync } from "./fsio.js";
 
 /** One durable record as the log keeps it: the task journal, the byte offset it was written at, its exact bytes. */
 interface LogRecord {
@@ -141,10 +141,7 @@ export class CommitLog {
   private async replay(): Promise<void> {
     const recs: LogRecord[] = [];
     for (const f of this.files) {
-      const text = await readFile(f, "utf8").catch((e: NodeJS.ErrnoException) => {
-        if (e.code === "ENOENT") return "";
-        throw fsError(e, `read ${f}`);
-      });
+      const text = readBoundedSync(f)?.toString("utf8") ?? ""; // checked and bounded (fsio.ts)
       recs.push(
         ...parseJsonLines<LogRecord>(text).filter(
           (r) => typeof r?.path === "string" && typeof r.text === "string" && Number.isInteger(r.at),

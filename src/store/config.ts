@@ -115,9 +115,24 @@ export function validateConfig(value: unknown, file = "config.json"): asserts va
   }
 }
 
+/** config.json is a few KiB; a larger one is not a config. */
+export const CONFIG_MAX_BYTES = 1024 * 1024;
+
+/** config.json checked before it is read: a regular file (a symlink to one is fine), at most CONFIG_MAX_BYTES. */
+function readConfigText(file: string): Promise<string | undefined> {
+  return readIfExists(file, {
+    maxBytes: CONFIG_MAX_BYTES,
+    refuse: (why) =>
+      new DshError(
+        "CONFIG_INVALID",
+        `${file} ${why}; replace it with a JSON file (\`dsh-herdr config set\` writes one) or delete it to use the defaults.`,
+      ),
+  });
+}
+
 async function readRaw(home: string): Promise<Record<string, unknown>> {
   const file = configPath(home);
-  const text = await readIfExists(file);
+  const text = await readConfigText(file);
   if (text === undefined || text.trim() === "") return {};
   let parsed: unknown;
   try {
@@ -211,6 +226,6 @@ function exampleFor(type: string): string {
 
 /** sha256 of config.json as it is on disk ("" text when absent): which version of the file a daemon runs on. */
 export async function configFileDigest(home: string): Promise<string> {
-  const text = (await readIfExists(configPath(home))) ?? "";
+  const text = (await readConfigText(configPath(home))) ?? "";
   return createHash("sha256").update(text).digest("hex");
 }

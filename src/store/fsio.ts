@@ -16,7 +16,6 @@ import {
   ftruncateSync,
   open as openCb,
   openSync,
-  readFileSync,
   readSync,
   writeSync,
 } from "node:fs";
@@ -227,16 +226,76 @@ export async function appendJsonLinesAt(
   }
 }
 
-export async function readJsonLines<T = unknown>(path: string): Promise<T[]> {
-  let text: string;
+/** What a bounded read refuses: the file is not a regular file, or larger than the bound. */
+export interface ReadLimits {
+  /** Default STORE_READ_MAX_BYTES. */
+  maxBytes?: number;
+  /** The error for a refused file; `why` says what it is (`is a FIFO, not a regular file`). Default HOME_UNSAFE. */
+  refuse?: (why: string) => DshError;
+}
+
+/** A record, journal or index in the home is never this large (a journal of 100,000 events is ~30 MiB). */
+export const STORE_READ_MAX_BYTES = 256 * 1024 * 1024;
+
+function kindOf(st: {
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSocket(): boolean;
+  isDirectory(): boolean;
+}): string {
+  if (st.isFIFO()) return "a FIFO";
+  if (st.isCharacterDevice()) return "a character device";
+  if (st.isBlockDevice()) return "a block device";
+  if (st.isSocket()) return "a socket";
+  if (st.isDirectory()) return "a directory";
+  return "not a regular file";
+}
+
+const defaultRefuse = (path: string) => (why: string) =>
+  new DshError(
+    "HOME_UNSAFE",
+    `${path} ${why}; dsh-herdr writes it as a regular file and does not read it otherwise: move it away (or restore it from a backup) and retry.`,
+  );
+
+/**
+ * Read a whole file the daemon (or CLI) reads, checked first: opened without blocking (O_NONBLOCK: a FIFO nobody
+ * writes would hold the open forever), a regular file (a symlink to /dev/zero would never end), within `maxBytes`;
+ * else the caller's named error. undefined when the file does not exist. Synchronous, as the rest of this file.
+ */
+export function readBoundedSync(path: string, limits: ReadLimits = {}): Buffer | undefined {
+  const max = limits.maxBytes ?? STORE_READ_MAX_BYTES;
+  const refuse = limits.refuse ?? defaultRefuse(path);
+  let fd: number;
   try {
-    text = readFileSync(path, "utf8");
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return [];
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    if (code === "ENXIO") throw refuse("is a socket, not a regular file");
     throw fsError(e, `read ${path}`);
   }
-  return parseJsonLines<T>(text);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      const kind = kindOf(st);
+      throw refuse(kind === "not a regular file" ? "is not a regular file" : `is ${kind}, not a regular file`);
+    }
+    if (st.size > max) throw refuse(`is ${st.size} bytes, over the ${max}-byte bound`);
+    const buf = Buffer.alloc(st.size);
+    let got = 0;
+    for (let n; got < buf.length && (n = readSync(fd, buf, got, buf.length - got, got)) > 0; ) got += n;
+    return got === buf.length ? buf : buf.subarray(0, got);
+  } catch (e) {
+    throw fsError(e, `read ${path}`);
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+export async function readJsonLines<T = unknown>(path: string, limits: ReadLimits = {}): Promise<T[]> {
+  const buf = readBoundedSync(path, limits);
+  return buf === undefined ? [] : parseJsonLines<T>(buf.toString("utf8"));
 }
 
 /** One value per JSON line; a torn or foreign line is skipped, the records around it are still good. */
@@ -253,13 +312,10 @@ export function parseJsonLines<T = unknown>(text: string): T[] {
   return out;
 }
 
-/** Read a file or return undefined when it does not exist (synchronous: a record or journal, see the header). */
-export async function readIfExists(path: string): Promise<string | undefined> {
-  try {
-    return readFileSync(path, "utf8");
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
-    throw fsError(e, `read ${path}`);
-  }
+/**
+ * Read a file or return undefined when it does not exist (synchronous: a record or journal, see the header); checked
+ * and bounded as readBoundedSync.
+ */
+export async function readIfExists(path: string, limits: ReadLimits = {}): Promise<string | undefined> {
+  return readBoundedSync(path, limits)?.toString("utf8");
 }

@@ -1,7 +1,8 @@
 // The daemon's home directory (~/.dsh/herdr): where it is, and refusing one other users could tamper with.
+import { closeSync, existsSync, mkdirSync, openSync, unlinkSync, writeSync } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { fsError } from "./fsio.js";
 
@@ -49,19 +50,7 @@ export function homePaths(home: string): HomePaths {
  */
 export async function ensureHome(home: string): Promise<HomePaths> {
   const paths = homePaths(home);
-  try {
-    await mkdir(home, { recursive: true, mode: 0o700 });
-  } catch (e) {
-    // A file where a folder of the path should be: nothing can be written there, and the path is the fix.
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOTDIR" || code === "EEXIST") {
-      throw new DshError(
-        "HOME_UNWRITABLE",
-        `cannot create the home ${home}: a part of that path is a file (${code}). Set DSH_HERDR_HOME to a writable directory.`,
-      );
-    }
-    throw fsError(e, `create the home ${home}`);
-  }
+  createHomeDir(home);
   await assertHomeSafe(home);
   await tightenHome(home);
   for (const dir of [paths.tasks, paths.worktrees, paths.owners]) {
@@ -71,7 +60,63 @@ export async function ensureHome(home: string): Promise<HomePaths> {
       throw fsError(e, `create ${dir}`);
     }
   }
+  probeHomeWritable(home);
   return paths;
+}
+
+/**
+ * Create the home (0700) and its missing parents; a failure is HOME_UNWRITABLE naming the real errno. A recursive
+ * mkdir under a read-only parent reports ENOENT (node retries the parent and loses the first errno): the nearest
+ * existing folder is asked again with one plain mkdir, which says EROFS, ENOSPC or EACCES.
+ */
+export function createHomeDir(home: string): void {
+  try {
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    return;
+  } catch (e) {
+    // A file where a folder of the path should be: nothing can be written there, and the path is the fix.
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOTDIR" || code === "EEXIST") {
+      throw new DshError(
+        "HOME_UNWRITABLE",
+        `cannot create the home ${home}: a part of that path is a file (${code}). Set DSH_HERDR_HOME to a writable directory.`,
+      );
+    }
+    throw fsError(code === "ENOENT" ? (realMkdirError(home) ?? e) : e, `create the home ${home}`);
+  }
+}
+
+function realMkdirError(home: string): unknown {
+  let dir = home;
+  while (!existsSync(dirname(dir)) && dirname(dir) !== dir) dir = dirname(dir);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+    return undefined;
+  } catch (e) {
+    return e;
+  }
+}
+
+/**
+ * Write (and remove) a probe file in the home: a home on a full or read-only disk is named HOME_UNWRITABLE here,
+ * before anything half-starts (a daemon whose log cannot be written cannot say why it stopped).
+ */
+export function probeHomeWritable(home: string): void {
+  const probe = join(home, `.write-probe-${process.pid}`);
+  let fd: number | undefined;
+  try {
+    fd = openSync(probe, "w", 0o600);
+    writeSync(fd, Buffer.alloc(512, 10));
+  } catch (e) {
+    throw fsError(e, `write in the home ${home}`);
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+    try {
+      unlinkSync(probe);
+    } catch {
+      // not created
+    }
+  }
 }
 
 /** A home others may read or enter (e.g. 0755 from an older version or a hand-made dir) becomes 0700. */

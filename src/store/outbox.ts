@@ -2,10 +2,17 @@
 // survives a daemon crash; the latest record per delivery id is its state.
 import { existsSync } from "node:fs";
 import { statSync } from "node:fs";
-import { mkdir, readFile, readdir } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
-import { appendJsonLinesAt, fsError, parseJsonLines, readJsonLines, type SyncOptions } from "./fsio.js";
+import {
+  appendJsonLinesAt,
+  fsError,
+  parseJsonLines,
+  readBoundedSync,
+  readJsonLines,
+  type SyncOptions,
+} from "./fsio.js";
 
 export type DeliveryState = "queued" | "sent" | "acked" | "expired";
 
@@ -121,13 +128,9 @@ export async function readOutboxSized(
   home: string,
   ownerId: unknown,
 ): Promise<{ records: OutboxRecord[]; size: number }> {
-  let buf: Buffer;
-  try {
-    buf = await readFile(outboxPath(home, ownerId));
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { records: [], size: 0 };
-    throw fsError(e, `read the outbox of ${String(ownerId)}`);
-  }
+  // A regular file within the bound, opened without blocking (fsio.ts); missing: empty.
+  const buf = readBoundedSync(outboxPath(home, ownerId));
+  if (buf === undefined) return { records: [], size: 0 };
   return { records: parseJsonLines<OutboxRecord>(buf.toString("utf8")), size: buf.length };
 }
 
@@ -156,6 +159,20 @@ export function pendingDeliveries(records: OutboxRecord[]): OutboxRecord[] {
     if (state !== "acked" && state !== "expired") out.push({ ...q, state });
   }
   return out;
+}
+
+/**
+ * Remove an owner's directory (its secret and its outbox): the caller found nothing live in it (src/daemon/owner-gc.ts).
+ * A later append makes it again.
+ */
+export async function removeOwnerDir(home: string, ownerId: unknown): Promise<void> {
+  const dir = join(home, "owners", assertOwnerId(ownerId));
+  ownerDirs.delete(dir);
+  try {
+    await rm(dir, { recursive: true, force: true });
+  } catch (e) {
+    throw fsError(e, `remove the idle owner directory ${dir}`);
+  }
 }
 
 /** Owner ids that have an outbox directory. */

@@ -1,11 +1,11 @@
 // A cheap listing of many tasks: tasks/index.jsonl holds one summary line per task change, loaded into memory once
 // at open and compacted when it grows; start-up repairs it from task.json files whose mtime it did not record.
-import { readFileSync, statSync, type Stats } from "node:fs";
+import { statSync, type Stats } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
-import { appendJsonLine, fsError, readJsonLines, writeAtomic, type SyncOptions } from "./fsio.js";
+import { appendJsonLine, fsError, readBoundedSync, readJsonLines, writeAtomic, type SyncOptions } from "./fsio.js";
 
 /** What a listing shows of a task: a valid AgentResult without the bulky parts (session, diff, usage, report). */
 export type TaskRow = Pick<
@@ -81,7 +81,7 @@ export function summarize(rec: Record<string, unknown>, mtimeMs: number, row?: T
 /** A row from a result.json read back from disk, or undefined when it does not look like an AgentResult. */
 function readTextIfExists(path: string): string | undefined {
   try {
-    return readFileSync(path, "utf8");
+    return readBoundedSync(path)?.toString("utf8"); // a regular file, bounded (fsio.ts)
   } catch {
     return undefined;
   }

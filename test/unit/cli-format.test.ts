@@ -246,3 +246,43 @@ test("inCliWords: a daemon's params.x message names the CLI flag and is a usage 
   const other = new DshError("BAD_PARAMS", "something else");
   assert.equal(inCliWords(other), other);
 });
+
+test("a child's control characters are escaped in the card, the table and CLI errors: C0, DEL and C1; newlines and tabs kept in reports only", async () => {
+  const { safeLine, safeText } = await import("../../src/cli/format/safe.js");
+  const evil = "a\x1b]0;T\x07b\x1b[2J\u009b31m\x7f\r";
+  assert.equal(safeText(`${evil}\n\tz`), "a\\x1b]0;T\\x07b\\x1b[2J\\x9b31m\\x7f\\r\n\tz");
+  assert.equal(safeLine(`${evil}\n\tz`), "a\\x1b]0;T\\x07b\\x1b[2J\\x9b31m\\x7f\\r\\n\\tz");
+  assert.equal(safeText("plain ünïcödé ✓ 日本"), "plain ünïcödé ✓ 日本");
+  const r = result({
+    summary: `sum ${evil}`,
+    brief: `brief\n${evil}`,
+    agent: { ...result().agent, name: `name${evil}` },
+    error: { code: "AGENT_ERROR", message: `line1\n${evil}` },
+    warnings: [`warn ${evil}`],
+    result: { text: `report ${evil}\nmore`, meta: { status: "completed" } },
+  } as Partial<AgentResult>);
+  const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  const card = renderCard(r, undefined, { color: true });
+  // Only the CLI's own SGR colour codes remain (ESC [ digits m).
+  assert.doesNotMatch(card.replace(/\x1b\[\d+m/g, ""), raw, card);
+  assert.match(card, /^summary: sum a\\x1b\]0;T\\x07b/m);
+  assert.match(card, /^brief: brief\\na\\x1b/m, "a one-line field keeps one line");
+  assert.match(card, /^report a\\x1b\]0;T\\x07b\\x1b\[2J\\x9b31m\\x7f\\r\nmore$/m, "the report keeps its lines");
+  const table = renderTable([r], Date.now(), 400).join("\n");
+  assert.doesNotMatch(table, raw, table);
+  const { run } = await import("../../src/cli/main.js");
+  let err = "";
+  // The error quotes what it was given (here the id; from the daemon, a child's stderr or a remote's words).
+  const code = await run(["node", "dsh-herdr", "show", `x${evil}`], {
+    io: {
+      out: () => undefined,
+      err: (t) => void (err += t),
+      isTTY: false,
+      columns: 80,
+      env: { DSH_HERDR_HOME: "/nonexistent/h" },
+    },
+  });
+  assert.equal(code, 1);
+  assert.match(err, /no task matches "xa\\x1b\]0;T\\x07b/);
+  assert.doesNotMatch(err.replace(/\n$/, ""), raw, err);
+});

@@ -1,4 +1,5 @@
 // list (ls): tasks in a table, from the daemon (paged) or, when none runs, from the task index on disk.
+import { safeLine } from "../format/safe.js";
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { colorEnabled } from "../format/color.js";
@@ -80,6 +81,8 @@ export function registerListCommand(program: Command, ctx: CliContext): void {
       ).join("\n") + "\n",
     );
     for (const x of res.external ?? [])
-      ctx.io.out(`external  ${String(x["name"] ?? "-")}  ${String(x["paneId"] ?? "-")}  ${String(x["status"])}\n`);
+      ctx.io.out(
+        `external  ${safeLine(String(x["name"] ?? "-"))}  ${safeLine(String(x["paneId"] ?? "-"))}  ${safeLine(String(x["status"]))}\n`,
+      );
   });
 }

@@ -1,5 +1,6 @@
 // logs and open: the child's own screen or output, read straight from its runtime with the handle in task.json.
 // (Read-only diagnostics; a `task.output` daemon method would let the CLI stop knowing the runtimes.)
+import { safeText } from "../format/safe.js";
 import type { Command } from "commander";
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -149,13 +150,15 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
     const rt = await runtimeFor(ctx, rec.handle);
     const text = await rt.readOutput(rec.handle, { lines });
     if (o.json) return printJson(ctx.io, { taskId, runtime: rec.handle.runtime, output: text });
-    for (const line of screenLines(text)) ctx.io.out(line + "\n");
+    // A child's screen or output: its control sequences shown escaped, not run by this terminal (safe.ts).
+    for (const line of screenLines(text)) ctx.io.out(safeText(line) + "\n");
     const follower = new OutputFollower(text);
     while (o.follow && !ctx.signal.aborted) {
       const alive = await rt.isAlive(rec.handle);
       await sleep(500, undefined, { signal: ctx.signal }).catch(() => undefined);
       if (ctx.signal.aborted) break; // Ctrl+C ends the follow; exit 0
-      for (const line of follower.next(await rt.readOutput(rec.handle, { lines }), !alive)) ctx.io.out(line + "\n");
+      for (const line of follower.next(await rt.readOutput(rec.handle, { lines }), !alive))
+        ctx.io.out(safeText(line) + "\n");
       if (!alive) break;
     }
   });

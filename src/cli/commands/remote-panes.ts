@@ -2,6 +2,7 @@
 // `logs` runs that machine's own `dsh-herdr logs <its task id>` over ssh, with the machine's entry in config.json
 // (the same key, known_hosts and command the daemon's link uses), and streams what it prints. `open` needs a
 // terminal there: with one it runs `ssh -t ... open <its task id>`; without one (or --json) it prints that command.
+import { safeText } from "../format/safe.js";
 import { spawnSync } from "node:child_process";
 import { execa } from "execa";
 import { DshError, ERROR_CODES, type ErrorCode } from "../../core/errors.js";
@@ -88,7 +89,7 @@ export async function remoteLogs(
   ssh.stdout!.on("data", (c: Buffer) => {
     // --json is one object to rewrite; plain output streams through as it comes (logs -f).
     if (o.json) out += c.toString("utf8");
-    else ctx.io.out(c.toString("utf8"));
+    else ctx.io.out(safeText(c.toString("utf8"))); // a remote's output: escaped (safe.ts)
   });
   ssh.stderr!.on("data", (c: Buffer) => {
     if (err.length < 65_536) err += c.toString("utf8");

@@ -6,6 +6,7 @@ import type { CliContext } from "../context.js";
 import { ANSI, LiveBlock } from "../format/live.js";
 import { colorEnabled, painter, statusStyle } from "../format/color.js";
 import { renderTable, type TaskRow } from "../format/table.js";
+import { neutraliseResult, safeLine } from "../format/safe.js";
 import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
 import { examples, jsonOption } from "./shared.js";
@@ -77,8 +78,9 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
       if (o.json) printJson(ctx.io, p);
       else if (live) draw();
       else if (before !== p.result.status) {
+        const r = neutraliseResult(p.result);
         ctx.io.out(
-          `${clock(Date.now())}  ${p.taskId}  ${p.result.agent.name}  ${before ? st(before) : "new"} → ${st(p.result.status)}  ${p.result.summary}\n`,
+          `${clock(Date.now())}  ${r.taskId}  ${r.agent.name}  ${before ? st(safeLine(before)) : "new"} → ${st(r.status)}  ${r.summary}\n`,
         );
       }
       if (o.untilSettled && allSettled()) finish();
@@ -106,8 +108,10 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
         draw();
         timer = setInterval(draw, 1000); // ages and the clock tick even without pushes
       } else if (!o.json) {
-        for (const t of rows.values())
+        for (const row of rows.values()) {
+          const t = neutraliseResult(row);
           ctx.io.out(`${clock(Date.now())}  ${t.taskId}  ${t.agent.name}  ${st(t.status)}  ${t.summary}\n`);
+        }
       }
       if (o.untilSettled && allSettled()) finish();
     };

@@ -1,7 +1,9 @@
 // The daemon's home: the directory and its socket, config.json, and the free disk under it.
-import { existsSync, statSync, statfsSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmdirSync, statSync, statfsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { fsError } from "../../store/fsio.js";
+import { probeHomeWritable } from "../../store/home.js";
 import type { CheckResult, DoctorContext } from "./types.js";
 
 const LOW_DISK = 200 * 1024 * 1024;
@@ -9,24 +11,27 @@ const WARN_DISK = 1024 * 1024 * 1024;
 
 export function checkHome(home: string): CheckResult[] {
   if (!existsSync(home)) {
+    // Whether it can be created: the nearest existing folder takes a probe folder (removed at once).
+    let parent = dirname(home);
+    while (!existsSync(parent) && dirname(parent) !== parent) parent = dirname(parent);
+    const probe = join(parent, `.dsh-herdr-probe-${process.pid}`);
+    try {
+      mkdirSync(probe);
+      rmdirSync(probe);
+    } catch (e) {
+      return [unwritable(home, fsError(e, `create the home ${home} (in ${parent})`))];
+    }
     return [{ name: "home", level: "ok", detail: `${home} does not exist yet (created on first use)` }];
   }
   const out: CheckResult[] = [];
   const st = statSync(home);
-  // Writability is what the daemon needs, not only the mode: write a probe file.
-  const probe = join(home, `.doctor-probe-${process.pid}`);
-  try {
-    writeFileSync(probe, "probe\n");
-    unlinkSync(probe);
-  } catch (e) {
-    return [
-      {
-        name: "home",
-        level: "fail",
-        detail: `cannot write in ${home} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
-        fix: `make it writable (chmod u+w ${home}) or set DSH_HERDR_HOME to a directory you can write`,
-      },
-    ];
+  // Writability is what the daemon needs, not only the mode: write a probe file (what every command does first).
+  if (st.isDirectory()) {
+    try {
+      probeHomeWritable(home);
+    } catch (e) {
+      return [unwritable(home, e)];
+    }
   }
   const mode = st.mode & 0o777;
   if (!st.isDirectory())
@@ -66,6 +71,17 @@ export function checkHome(home: string): CheckResult[] {
     );
   }
   return out;
+}
+
+function unwritable(home: string, e: unknown): CheckResult {
+  const err = e as { code?: string; message?: string };
+  const said = (err.message ?? String(e)).replace(/\. Free space or fix .*$/s, "");
+  return {
+    name: "home",
+    level: "fail",
+    detail: err.code === "HOME_UNWRITABLE" ? `${said}; every command would fail with HOME_UNWRITABLE` : said,
+    fix: `make it writable (chmod u+w ${home}, a read-write mount, free space) or set DSH_HERDR_HOME to a directory you can write`,
+  };
 }
 
 export async function checkConfig(ctx: DoctorContext): Promise<CheckResult> {

@@ -2,6 +2,7 @@
 import type { AgentResult } from "../../core/types.js";
 import { formatDuration } from "../duration.js";
 import { painter, statusStyle } from "./color.js";
+import { neutraliseResult } from "./safe.js";
 import { shortenHome } from "./text.js";
 
 /** Where the child runs, as one short phrase: `pane wV:p12 · tab wV:t6`, `tmux %3`, `pid 4242`. */
@@ -37,10 +38,12 @@ export function diffLine(r: AgentResult): string | undefined {
 
 /** The full human card for one AgentResult. */
 export function renderCard(
-  r: AgentResult,
+  result: AgentResult,
   home?: string,
   opts: { worktreeExists?: boolean; color?: boolean } = {},
 ): string {
+  // Every string of the result came from a child, a remote or the daemon: escaped before it is laid out.
+  const r = neutraliseResult(result);
   const color = opts.color === true;
   const a = r.agent;
   const paint = painter(color);

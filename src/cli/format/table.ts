@@ -1,6 +1,7 @@
 // The task table of `list` and `watch`: id, agent, role, status, age, runtime, cwd.
 import type { AgentResult } from "../../core/types.js";
 import { painter, statusStyle } from "./color.js";
+import { neutraliseResult } from "./safe.js";
 import { columns, formatAge, shortenHome, truncate } from "./text.js";
 
 /** What the table needs from a task: an AgentResult (which carries cwd), and whether it is an external record. */
@@ -17,7 +18,8 @@ export function cwdOf(t: TaskRow): string {
   return t.worktree?.path ?? t.cwd ?? "-";
 }
 
-export function rowCells(t: TaskRow, now: number, home?: string): string[] {
+export function rowCells(row: TaskRow, now: number, home?: string): string[] {
+  const t = neutraliseResult(row); // a child's or a remote's strings, escaped (safe.ts)
   return [
     t.taskId,
     t.agent.name,

@@ -1,5 +1,5 @@
 // The headless runtime's files in the task directory, and the state record the wrapper writes at launch.
-import { readFileSync } from "node:fs";
+import { readBoundedSync } from "../../store/fsio.js";
 import { dirname, join } from "node:path";
 import { DshError } from "../../core/errors.js";
 import type { ChildExit, RuntimeHandle } from "../types.js";
@@ -65,7 +65,8 @@ export function pathsOf(h: RuntimeHandle): HeadlessPaths & { pid: number } {
 
 function readJson<T>(path: string): T | null {
   try {
-    return JSON.parse(readFileSync(path, "utf8")) as T;
+    const buf = readBoundedSync(path, { maxBytes: 1024 * 1024 }); // a regular file, bounded, never blocking
+    return buf === undefined ? null : (JSON.parse(buf.toString("utf8")) as T);
   } catch {
     return null;
   }
