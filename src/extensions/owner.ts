@@ -70,8 +70,8 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
       }
     },
   });
-  const status = new OwnerStatus(pi, link);
-  const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef, beforeRun: () => status.appendIdle() });
+  const status = new OwnerStatus(link);
+  const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef });
 
   registerOwnerTools(pi, { link, changed: () => status.markChanged() });
   const card = (m: { details?: unknown }, o: { expanded: boolean }, theme: CardTheme) =>
@@ -117,25 +117,24 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
   pi.on("before_provider_request", async () => {
     status.modelCall();
   });
-  pi.on("before_agent_start", async () => status.beforeAgentStart());
   // pi may still count as streaming inside agent_end: held abort cards go out from a later macrotask.
-  pi.on(
-    "agent_end",
-    async () =>
-      void setTimeout(() => {
-        try {
-          injector.flushHeld();
-        } catch {
-          // The session was replaced in between (/new, /resume): its held notices are dropped with it.
-        }
-      }, 0),
-  );
-  pi.on("turn_end", async (ev) => {
-    await status.turnEnded((ev.toolResults?.length ?? 0) > 0);
+  pi.on("agent_end", async (_ev, ctx) => {
+    status.runEnded(ctx);
+    setTimeout(() => {
+      try {
+        injector.flushHeld();
+      } catch {
+        // The session was replaced in between (/new, /resume): its held notices are dropped with it.
+      }
+    }, 0);
+  });
+  // The answer to a request starts: the status message that request carried is written to the session now.
+  pi.on("message_start", async (ev, ctx) => {
+    if ((ev.message as { role?: string }).role === "assistant") status.answerStarted(ctx);
   });
   pi.on("session_compact", async (_ev, ctx) => status.compacted(ctx));
   pi.on("context", async (ev, ctx) => {
-    const messages = status.context(ev.messages as never, ctx);
+    const messages = await status.context(ev.messages as never, ctx);
     return messages ? { messages: messages as never } : undefined;
   });
 }
