@@ -17,12 +17,10 @@ import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
 import { type KnownTask, resolveTaskId } from "../cli/ids.js";
 import { discoverAgents } from "./crew-agents.js";
+import { OPEN_STATUSES } from "./owner-runtime.js";
 import type { DshError } from "../core/errors.js";
 import { crewToolRenderers } from "./tool-render.js";
 import type { OwnerLink } from "./owner-link.js";
-
-/** AgentResult statuses that pi-crew treats as open (running, needs_input, completed until crew_done). */
-const OPEN_STATUSES = ["starting", "working", "running", "blocked", "completed"];
 
 export interface OpenSessionView {
   subagent_id: string;
