@@ -100,16 +100,54 @@ export interface ContextMessage {
   details?: unknown;
 }
 
+/** The message a status message followed in the request it first went out with: where it stays. */
+export interface StatusAnchor {
+  role: string;
+  timestamp: number;
+}
+
 export const statusIdOf = (m: ContextMessage): string | undefined => {
   if (m.role !== "custom" || (m.customType !== "crew_status" && m.customType !== "crew_reminder")) return undefined;
   const d = m.details as { statusId?: unknown } | undefined;
   return typeof d?.statusId === "string" ? d.statusId : undefined;
 };
 
+const anchorOf = (m: ContextMessage): StatusAnchor | undefined => {
+  const a = (m.details as { after?: { role?: unknown; timestamp?: unknown } } | undefined)?.after;
+  return typeof a?.role === "string" && typeof a.timestamp === "number"
+    ? { role: a.role, timestamp: a.timestamp }
+    : undefined;
+};
+
+/** The anchor of a status message appended after `messages` (their last one), if it has a time. */
+export function anchorAfter(messages: readonly ContextMessage[]): StatusAnchor | undefined {
+  const last = messages.at(-1);
+  return last && typeof last.timestamp === "number" ? { role: last.role, timestamp: last.timestamp } : undefined;
+}
+
 /**
- * Put persisted status messages that a model request lacks back at their recorded positions (by timestamp), without
- * replacing, removing or reordering anything already there. `persisted` is the compaction-aware session context,
- * so compacted-away messages are never replayed. Returns the same array when nothing is missing.
+ * Append a status message at the end of a model request's messages (it rides with a request that happens anyway),
+ * recording the message it follows so later requests keep it right there.
+ */
+export function appendStatus<M extends ContextMessage>(messages: M[], status: StatusMessage, timestamp: number): M[] {
+  const after = anchorAfter(messages);
+  const m = {
+    role: "custom",
+    customType: status.customType,
+    content: status.content,
+    display: false,
+    details: { ...status.details, ...(after ? { after } : {}) },
+    timestamp,
+  } as unknown as M;
+  return [...messages, m];
+}
+
+/**
+ * Put persisted status messages that a model request lacks back at their recorded positions, without replacing,
+ * removing or reordering anything already there: right after the message each followed when it first went out
+ * (`details.after`, its role and time), else (no anchor, or the anchor is gone) by timestamp. `persisted` is the
+ * compaction-aware session context, so compacted-away messages are never replayed. Returns the same array when
+ * nothing is missing.
  */
 export function insertMissingStatus<M extends ContextMessage>(messages: M[], persisted: M[]): M[] {
   const present = new Set(messages.map(statusIdOf).filter((x): x is string => x !== undefined));
@@ -120,9 +158,22 @@ export function insertMissingStatus<M extends ContextMessage>(messages: M[], per
   if (missing.length === 0) return messages;
   const out = [...messages];
   for (const m of missing) {
-    const at = m.timestamp ?? Number.MAX_SAFE_INTEGER;
-    let i = out.findIndex((x) => (x.timestamp ?? -1) > at);
-    if (i < 0) i = out.length;
+    const anchor = anchorOf(m);
+    let i = -1;
+    if (anchor) {
+      const at = out.findLastIndex(
+        (x) => statusIdOf(x) === undefined && x.role === anchor.role && x.timestamp === anchor.timestamp,
+      );
+      if (at >= 0) {
+        i = at + 1;
+        while (i < out.length && statusIdOf(out[i]!) !== undefined) i++; // after earlier status messages there
+      }
+    }
+    if (i < 0) {
+      const at = m.timestamp ?? Number.MAX_SAFE_INTEGER;
+      i = out.findIndex((x) => (x.timestamp ?? -1) > at);
+      if (i < 0) i = out.length;
+    }
     out.splice(i, 0, m);
   }
   return out;

@@ -80,20 +80,24 @@ export const CREW_TOOL_PARAMETERS = {
   crew_respond: {
     type: "object",
     properties: {
-      subagent_id: str("The subagent_id crew_spawn returned."),
+      subagent_id: str("The subagent_id crew_spawn returned (or its last 4 characters, or the agent name)."),
       message: str("Only new information or the requested answer; not a restated task."),
     },
     required: ["subagent_id", "message"],
   },
   crew_done: {
     type: "object",
-    properties: { subagent_id: str("The subagent_id of a completed or needs_input subagent to close.") },
+    properties: {
+      subagent_id: str(
+        "The subagent_id of a completed or needs_input subagent to close (or its last 4 characters, or the agent name).",
+      ),
+    },
     required: ["subagent_id"],
   },
   crew_abort: {
     type: "object",
     properties: {
-      subagent_id: str("One subagent to abort."),
+      subagent_id: str("One subagent to abort: its subagent_id, the id's last 4 characters or the agent name."),
       subagent_ids: { type: "array", items: { type: "string" }, description: "Several subagents to abort." },
       all: { type: "boolean", description: "true aborts every open subagent of this session." },
     },

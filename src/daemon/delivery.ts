@@ -76,8 +76,10 @@ export class DeliveryService {
       if (!info.settled || !deliversTo(live.rec.owner)) return;
       const payload = deliveryFor(result, live.rec.cycle, this.opts.reportOf?.(live));
       if (!payload) return;
-      if (info.recovered) void this.requeueLost(live.rec.owner, payload);
-      else this.enqueueOrRetry(live.rec.owner, payload, 0);
+      // The delivery's time is its settle's: the 24 h bound counts from there, whenever it is queued or moved.
+      const at = result.timing?.settledAt;
+      if (info.recovered) void this.requeueLost(live.rec.owner, payload, at);
+      else this.enqueueOrRetry(live.rec.owner, payload, 0, at);
     });
   }
 
@@ -85,15 +87,15 @@ export class DeliveryService {
    * A delivery that cannot be written (a full or read-only home) is tried again with backoff (0.5 s doubling to
    * 30 s) until it is: the owner must hear every settled cycle, and the id makes a repeat harmless.
    */
-  private enqueueOrRetry(owner: string, payload: DeliveryPayload, attempt: number): void {
-    this.enqueue(owner, payload).catch((e: unknown) => {
+  private enqueueOrRetry(owner: string, payload: DeliveryPayload, attempt: number, at?: number): void {
+    this.enqueue(owner, payload, at).catch((e: unknown) => {
       const retry = e instanceof DshError && e.code === "HOME_UNWRITABLE" && !this.stopped;
       const delay = Math.min(30_000, 500 * 2 ** attempt);
       this.opts.log.error(
         { owner, deliveryId: payload.deliveryId, err: String(e), ...(retry ? { retryInMs: delay } : {}) },
         "delivery not queued",
       );
-      if (retry) setTimeout(() => !this.stopped && this.enqueueOrRetry(owner, payload, attempt + 1), delay).unref();
+      if (retry) setTimeout(() => !this.stopped && this.enqueueOrRetry(owner, payload, attempt + 1, at), delay).unref();
     });
   }
 
@@ -102,7 +104,7 @@ export class DeliveryService {
    * cut lost its record). Evidence read back after the restart may word the outcome differently (another delivery
    * id), and a cycle has exactly one outcome, so any recorded delivery of the cycle stands.
    */
-  private async requeueLost(owner: string, payload: DeliveryPayload): Promise<void> {
+  private async requeueLost(owner: string, payload: DeliveryPayload, at?: number): Promise<void> {
     try {
       const box = await this.box(owner);
       for (const e of box.values())
@@ -111,7 +113,7 @@ export class DeliveryService {
         { owner, deliveryId: payload.deliveryId },
         "a settled cycle had no delivery in the outbox after the restart; queued again",
       );
-      this.enqueueOrRetry(owner, payload, 0);
+      this.enqueueOrRetry(owner, payload, 0, at);
     } catch (e) {
       this.opts.log.error({ owner, deliveryId: payload.deliveryId, err: String(e) }, "outbox not read at start-up");
     }
@@ -158,15 +160,16 @@ export class DeliveryService {
   /**
    * Written first, then pushed; its fsync (shared through the commit log) runs meanwhile rather than before the
    * push: on this class of disk an fsync's tail is tens of ms, most of a settle's push latency (docs/performance.md).
-   * A delivery id already in the outbox is not queued again.
+   * A delivery id already in the outbox is not queued again. `at`: the delivery's time (its settle's, or the original
+   * one of a moved delivery), default now.
    */
-  async enqueue(owner: string, payload: DeliveryPayload): Promise<boolean> {
+  async enqueue(owner: string, payload: DeliveryPayload, at?: number): Promise<boolean> {
     const box = await this.box(owner);
     if (box.has(payload.deliveryId)) return false;
     const queued: OutboxRecord = {
       deliveryId: payload.deliveryId,
       state: "queued",
-      ts: this.now(),
+      ts: at ?? this.now(),
       taskId: payload.taskId,
       payload,
     };
@@ -282,7 +285,7 @@ export class DeliveryService {
       const was = e.state;
       e.state = "acked"; // before the awaits: an ack arriving meanwhile finds it done, not injected twice
       try {
-        await this.enqueue(toOwner, e.queued.payload as DeliveryPayload);
+        await this.enqueue(toOwner, e.queued.payload as DeliveryPayload, e.queued.ts);
         await this.writer.commit(fromOwner, [{ deliveryId: e.queued.deliveryId, state: "acked", movedTo: toOwner }]);
       } catch (err) {
         e.state = was;

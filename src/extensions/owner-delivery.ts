@@ -32,8 +32,6 @@ export interface DeliveryInjectorDeps {
   pi: ExtensionAPI;
   link: OwnerLink;
   ctx(): ExtensionContext | undefined;
-  /** Before a delivery starts an owner run: append a pending status snapshot first (the run's safe boundary). */
-  beforeRun(): Promise<void>;
 }
 
 export class DeliveryInjector {
@@ -96,7 +94,6 @@ export class DeliveryInjector {
       this.held.push({ ownerId, content: cardMarkdown(d.card), details });
       if (ctx.isIdle()) this.flushHeld();
     } else {
-      if (ctx.isIdle()) await this.deps.beforeRun();
       this.deps.pi.sendMessage(
         { customType: RESULT_TYPE, content: JSON.stringify(d.model), display: true, details },
         { deliverAs: "steer", triggerTurn: true },

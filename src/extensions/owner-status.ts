@@ -1,8 +1,12 @@
-// Owner Status Context wiring: feeds the pure StatusContext from the daemon and pi's events, appends snapshots and
-// reminders at safe boundaries (hidden in the TUI, never starting a turn), and repairs the model-bound context.
-import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+// Owner Status Context wiring: feeds the pure StatusContext from the daemon and pi's events and puts snapshots and
+// reminders into model requests that happen anyway (the `context` hook, awaited before every request): appended at
+// the request's end, written to the session as hidden custom messages, never a turn of their own. pi does not wait
+// for event handlers before its next request, so a message sent from turn_end could land after a final answer and
+// make a model call of its own; the context hook cannot.
+import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
 import {
   StatusContext,
+  appendStatus,
   insertMissingStatus,
   statusIdOf,
   type ContextMessage,
@@ -40,16 +44,25 @@ function persistedStatus(entries: Entry[]): (ContextMessage & Entry)[] {
     }));
 }
 
+/** The part of pi's SessionManager that writes a custom message entry (ctx.sessionManager is the real one). */
+interface EntryWriter {
+  appendCustomMessageEntry(customType: string, content: unknown, display: boolean, details: unknown): string;
+}
+
+type Sent = ContextMessage & { content: string; details: Record<string, unknown> };
+
 export class OwnerStatus {
   private status = new StatusContext("none");
-  /** Set once this owner session had any crew activity: others never pay a daemon round trip per turn. */
+  /** Set once this owner session had any crew activity: others never pay a daemon round trip per request. */
   private active = false;
   private lastSnapshotId: string | undefined;
+  /** Sent with a request (its number), not yet in the session: written when that request's answer starts. */
+  private unwritten: { request: number; message: Sent }[] = [];
+  /** Model requests this session made and answers that started (pi's events may trail its requests). */
+  private requests = 0;
+  private answers = 0;
 
-  constructor(
-    private readonly pi: ExtensionAPI,
-    private readonly link: OwnerLink,
-  ) {}
+  constructor(private readonly link: OwnerLink) {}
 
   markChanged(): void {
     this.active = true;
@@ -58,6 +71,8 @@ export class OwnerStatus {
   /** A new, resumed, forked or reloaded session: restore what its persisted messages say. */
   sessionStarted(ctx: ExtensionContext): void {
     this.status = new StatusContext(`${ctx.sessionManager.getSessionId()}-${Date.now().toString(36)}`);
+    this.unwritten = [];
+    this.requests = this.answers = 0;
     const all = persistedStatus(ctx.sessionManager.getBranch() as unknown as Entry[]).filter(
       (m) => m.customType === "crew_status",
     );
@@ -74,7 +89,7 @@ export class OwnerStatus {
     this.status.modelCall();
   }
 
-  /** Compaction dropped the newest snapshot: a fresh one follows at the next boundary while work is open. */
+  /** Compaction dropped the newest snapshot: a fresh one follows at the next request while work is open. */
   compacted(ctx: ExtensionContext): void {
     const ids = new Set(persistedStatus(liveBranch(ctx)).map(statusIdOf));
     if (this.lastSnapshotId && !ids.has(this.lastSnapshotId)) this.status.snapshotLost();
@@ -93,34 +108,49 @@ export class OwnerStatus {
     return msg;
   }
 
-  /** Idle boundary (before a delivery starts a run): appended without a turn. */
-  async appendIdle(): Promise<void> {
-    const m = await this.next();
-    if (m) this.pi.sendMessage({ ...m, display: false });
-  }
-
-  /** End of a turn whose tool results lead to another model call: steered in before that call. */
-  async turnEnded(hasToolResults: boolean): Promise<void> {
-    if (!hasToolResults) return; // the run is ending: a steer now would start another model call
-    const m = await this.next();
-    if (m) this.pi.sendMessage({ ...m, display: false }, { deliverAs: "steer" });
-  }
-
-  /** Before a user-prompted run: the message rides along with the prompt. */
-  async beforeAgentStart(): Promise<
-    { message: { customType: string; content: string; display: boolean; details: unknown } } | undefined
-  > {
-    const m = await this.next();
-    return m ? { message: { ...m, display: false } } : undefined;
+  /**
+   * Model-bound context, before every request: put back status messages the request lacks (persisted ones and those
+   * sent but not written yet, each right after the message it followed; nothing else moves), drop abort cards (for
+   * the person only), and append a due snapshot or reminder at the end: it rides with this request.
+   */
+  async context(messages: ContextMessage[], ctx: ExtensionContext): Promise<ContextMessage[] | undefined> {
+    const withoutAborts = messages.filter((m) => !(m.role === "custom" && m.customType === ABORT_TYPE));
+    const persisted = persistedStatus(liveBranch(ctx));
+    const known = new Set(persisted.map(statusIdOf));
+    const repaired = insertMissingStatus(withoutAborts, [
+      ...persisted,
+      ...this.unwritten.map((u) => u.message).filter((m) => !known.has(statusIdOf(m))),
+    ]);
+    const request = ++this.requests;
+    // Only a request that carries something new (a prompt, a delivery, tool results) gets a status message.
+    const due = repaired.at(-1)?.role === "assistant" ? null : await this.next();
+    if (!due) return repaired === messages ? undefined : repaired;
+    const out = appendStatus(repaired, due, Date.now());
+    this.unwritten.push({ request, message: out.at(-1) as Sent });
+    return out;
   }
 
   /**
-   * Model-bound context: put back persisted status messages the request lacks (at their positions, nothing else
-   * moves) and drop abort cards, which are for the person only.
+   * The answer to a request started: the messages before it are in the session, so the status messages that request
+   * carried are written now, in their place (hidden in the TUI; pi's own rebuild of the context then has them).
    */
-  context(messages: ContextMessage[], ctx: ExtensionContext): ContextMessage[] | undefined {
-    const withoutAborts = messages.filter((m) => !(m.role === "custom" && m.customType === ABORT_TYPE));
-    const repaired = insertMissingStatus(withoutAborts, persistedStatus(liveBranch(ctx)));
-    return repaired === messages ? undefined : repaired;
+  answerStarted(ctx: ExtensionContext): void {
+    this.answers = Math.min(this.answers + 1, this.requests);
+    this.write(ctx, this.answers);
+  }
+
+  /** The run ended: a request whose answer never started (aborted) leaves its status message at the end. */
+  runEnded(ctx: ExtensionContext): void {
+    this.answers = this.requests;
+    this.write(ctx, this.requests);
+  }
+
+  private write(ctx: ExtensionContext, upTo: number): void {
+    const now = this.unwritten.filter((u) => u.request <= upTo);
+    if (now.length === 0) return;
+    this.unwritten = this.unwritten.filter((u) => u.request > upTo);
+    const writer = ctx.sessionManager as unknown as Partial<EntryWriter>;
+    if (typeof writer.appendCustomMessageEntry !== "function") return;
+    for (const { message: m } of now) writer.appendCustomMessageEntry(m.customType!, m.content, false, m.details);
   }
 }

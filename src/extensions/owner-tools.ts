@@ -13,13 +13,14 @@ import {
   toolErrorText,
   type Checked,
 } from "../core/crew-tools.js";
+import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
+import { type KnownTask, resolveTaskId } from "../cli/ids.js";
 import { discoverAgents } from "./crew-agents.js";
+import { OPEN_STATUSES } from "./owner-runtime.js";
+import type { DshError } from "../core/errors.js";
 import { crewToolRenderers } from "./tool-render.js";
 import type { OwnerLink } from "./owner-link.js";
-
-/** AgentResult statuses that pi-crew treats as open (running, needs_input, completed until crew_done). */
-const OPEN_STATUSES = ["starting", "working", "running", "blocked", "completed"];
 
 export interface OpenSessionView {
   subagent_id: string;
@@ -96,6 +97,70 @@ export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView
     .filter((t) => isOpenCrewStatus(t.status))
     .sort((a, b) => a.createdAt - b.createdAt)
     .map(({ createdAt: _c, ...rest }) => rest);
+}
+
+/** Every task of this owner (any status) with its agent name and brief: what a short id is resolved against. */
+async function ownTasks(link: OwnerLink): Promise<KnownTask[]> {
+  const owner = link.ownerId;
+  if (!owner) return [];
+  const out: KnownTask[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 50; page++) {
+    const r = await link.request<{ tasks: AgentResult[]; nextCursor?: string }>("task.list", {
+      owner,
+      limit: 1000,
+      ...(cursor ? { cursor } : {}),
+    });
+    for (const t of r.tasks)
+      out.push({
+        taskId: t.taskId,
+        ...(t.agent?.name ? { name: t.agent.name } : {}),
+        ...(t.brief ? { brief: t.brief } : {}),
+      });
+    if (!r.nextCursor) break;
+    cursor = r.nextCursor;
+  }
+  return out;
+}
+
+/**
+ * What the model typed for a subagent, as the CLI takes it: a full id (passed on: the daemon tells a foreign task
+ * from a missing one), else a unique prefix or suffix (the 4 characters on the cards) or the agent name, among this
+ * session's subagents. Undefined when nothing matches; an ambiguous one is an error naming the candidates.
+ */
+async function resolveSubagent(link: OwnerLink, input: string): Promise<string | undefined> {
+  const q = input.trim().toLowerCase();
+  if (isValidTaskId(q)) return q;
+  let known: KnownTask[];
+  try {
+    known = await ownTasks(link);
+  } catch (e) {
+    throw daemonError(e);
+  }
+  try {
+    return resolveTaskId(q, known);
+  } catch (e) {
+    const candidates = (e as DshError).details?.["candidates"];
+    if ((e as DshError).code !== "BAD_TASK_ID" || !Array.isArray(candidates)) return undefined;
+    const byId = new Map(known.map((k) => [k.taskId, k]));
+    const lines = (candidates as string[]).map((id) => {
+      const k = byId.get(id);
+      return `${id}${k?.name ? ` (${k.name}${k.brief ? `, ${k.brief}` : ""})` : ""}`;
+    });
+    throw new ToolError(
+      `"${input.trim()}" matches ${candidates.length} subagents of this session: ${lines.join("; ")}. Pass more characters of the id.`,
+    );
+  }
+}
+
+/** resolveSubagent, where no match is an error naming what to pass. */
+async function resolveOne(link: OwnerLink, input: string): Promise<string> {
+  const id = await resolveSubagent(link, input);
+  if (id === undefined)
+    throw new ToolError(
+      `No subagent of this session matches "${input.trim()}"; pass its subagent_id, the id's last 4 characters or its agent name (crew_status lists the open ones).`,
+    );
+  return id;
 }
 
 async function getTask(link: OwnerLink, id: string): Promise<AgentResult> {
@@ -196,7 +261,8 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       "Send a follow-up to a completed or needs_input subagent: only new information or the answer it asked for. Returns at once.",
     parameters: CREW_TOOL_PARAMETERS.crew_respond,
     async execute(_id: string, params: unknown) {
-      const args = unwrap(checkRespondArgs(params));
+      const checked = unwrap(checkRespondArgs(params));
+      const args = { ...checked, subagent_id: await resolveOne(link, checked.subagent_id) };
       try {
         await link.request("task.respond", { taskId: args.subagent_id, message: args.message });
       } catch (e) {
@@ -220,7 +286,7 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
     description: "Close a completed or needs_input subagent once no follow-up remains.",
     parameters: CREW_TOOL_PARAMETERS.crew_done,
     async execute(_id: string, params: unknown) {
-      const { subagent_id } = unwrap(checkDoneArgs(params));
+      const subagent_id = await resolveOne(link, unwrap(checkDoneArgs(params)).subagent_id);
       const t = await getTask(link, subagent_id);
       if (t.owner !== link.ownerId) throw daemonError({ code: "NOT_OWNER" }, subagent_id);
       const st = crewStatusOf(t.status);
@@ -254,7 +320,18 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
           if (ids.length === 0) throw new ToolError("No active subagents in the current session.");
           r = await link.request("task.abort", { taskIds: ids });
         } else {
-          r = await link.request("task.abort", { taskIds: args.ids });
+          // Short ids resolve among this session's subagents; one that matches none is reported missing.
+          const ids: string[] = [];
+          const unmatched: string[] = [];
+          for (const raw of args.ids) {
+            const id = await resolveSubagent(link, raw);
+            if (id === undefined) unmatched.push(raw);
+            else if (!ids.includes(id)) ids.push(id);
+          }
+          r = ids.length
+            ? await link.request("task.abort", { taskIds: ids })
+            : { aborted_ids: [], missing_ids: [], foreign_ids: [] };
+          r = { ...r, missing_ids: [...r.missing_ids, ...unmatched] };
         }
       } catch (e) {
         throw e instanceof ToolError ? e : daemonError(e);

@@ -6,6 +6,7 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { type CardTheme, loadPiMarkdown, renderCrewCard } from "./cards.js";
 import { ABORT_TYPE, DeliveryInjector, RESULT_TYPE } from "./owner-delivery.js";
 import { OwnerLink, ownerSocketPath } from "./owner-link.js";
+import { abortOpenWork, ownerRuntime } from "./owner-runtime.js";
 import { OwnerStatus } from "./owner-status.js";
 import { listOpenSessions, registerOwnerTools } from "./owner-tools.js";
 
@@ -51,17 +52,20 @@ export function ownerSecretIn(entries: readonly unknown[], ownerId: string): str
 export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
   const markdown = await loadPiMarkdown();
   let ctxRef: ExtensionContext | undefined;
-  /** Secrets issued to this process's sessions (a session switch inside one extension instance). */
-  const secrets = new Map<string, string>();
+  const socketPath = ownerSocketPath();
+  // Process-global: secrets of this process's sessions, the active owner, and a stale runtime to retire.
+  const rt = ownerRuntime();
+  const runtime = rt.runtime;
+  let stale = rt.stale;
   const link: OwnerLink = new OwnerLink({
-    socketPath: ownerSocketPath(),
+    socketPath,
     onDelivery: (d, ownerId) => {
       status.markChanged();
       injector.push(d, ownerId);
     },
     onStatusChange: () => status.markChanged(),
     onSecret: (ownerId, secret) => {
-      secrets.set(ownerId, secret);
+      runtime.secrets.set(ownerId, secret);
       // Not sent to the model; written with the session, copied by /fork and /clone.
       try {
         pi.appendEntry(OWNER_SECRET_TYPE, { ownerId, secret });
@@ -70,8 +74,8 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
       }
     },
   });
-  const status = new OwnerStatus(pi, link);
-  const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef, beforeRun: () => status.appendIdle() });
+  const status = new OwnerStatus(link);
+  const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef });
 
   registerOwnerTools(pi, { link, changed: () => status.markChanged() });
   const card = (m: { details?: unknown }, o: { expanded: boolean }, theme: CardTheme) =>
@@ -80,20 +84,34 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
   pi.registerMessageRenderer(ABORT_TYPE, card as never);
 
   pi.on("session_start", async (ev, ctx) => {
-    // pi builds a fresh extension instance per session, so the session forked from is named by its file.
+    // pi builds a fresh extension instance per session, so the session forked from is named by its file, or (a
+    // session pi never wrote: 0.73 writes none before its first assistant message) by the runtime's active owner.
     const previous =
       link.ownerId ??
       (ev.reason === "fork"
-        ? sessionIdOfFile((ev as { previousSessionFile?: string }).previousSessionFile)
+        ? (sessionIdOfFile((ev as { previousSessionFile?: string }).previousSessionFile) ?? runtime.active)
         : undefined);
     ctxRef = ctx;
     status.sessionStarted(ctx);
     const owner = ctx.sessionManager.getSessionId();
+    // A runtime of another version ran this process's sessions until now (a /reload after an upgrade): its subagents
+    // are aborted before this one attaches, so their abort cards are what the sessions see next.
+    if (stale) {
+      const owners = stale.owners;
+      stale = undefined;
+      await abortOpenWork(socketPath, owners);
+    }
+    // A resumed session's secret (issued to an earlier process) is known here too, for a /fork that loses the entries.
+    const own = ownerSecretIn(ctx.sessionManager.getEntries(), owner);
+    if (own) runtime.secrets.set(owner, own);
+    runtime.active = owner;
+    runtime.owners.add(owner);
     await link.setOwner(owner);
     // /fork and /clone: open subagents and their queued results follow the conversation into the new session.
     if (ev.reason === "fork" && previous && previous !== owner) {
-      // The proof that this session descends from the previous one: its secret, copied into this session's entries.
-      const secret = secrets.get(previous) ?? ownerSecretIn(ctx.sessionManager.getEntries(), previous);
+      // The proof that this session descends from the previous one: its secret, kept by this process's runtime or
+      // copied into this session's entries.
+      const secret = runtime.secrets.get(previous) ?? ownerSecretIn(ctx.sessionManager.getEntries(), previous);
       await link.request("owner.move", { fromOwnerId: previous, ...(secret ? { secret } : {}) }, 10_000).then(
         () => status.markChanged(),
         () => undefined,
@@ -117,25 +135,24 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
   pi.on("before_provider_request", async () => {
     status.modelCall();
   });
-  pi.on("before_agent_start", async () => status.beforeAgentStart());
   // pi may still count as streaming inside agent_end: held abort cards go out from a later macrotask.
-  pi.on(
-    "agent_end",
-    async () =>
-      void setTimeout(() => {
-        try {
-          injector.flushHeld();
-        } catch {
-          // The session was replaced in between (/new, /resume): its held notices are dropped with it.
-        }
-      }, 0),
-  );
-  pi.on("turn_end", async (ev) => {
-    await status.turnEnded((ev.toolResults?.length ?? 0) > 0);
+  pi.on("agent_end", async (_ev, ctx) => {
+    status.runEnded(ctx);
+    setTimeout(() => {
+      try {
+        injector.flushHeld();
+      } catch {
+        // The session was replaced in between (/new, /resume): its held notices are dropped with it.
+      }
+    }, 0);
+  });
+  // The answer to a request starts: the status message that request carried is written to the session now.
+  pi.on("message_start", async (ev, ctx) => {
+    if ((ev.message as { role?: string }).role === "assistant") status.answerStarted(ctx);
   });
   pi.on("session_compact", async (_ev, ctx) => status.compacted(ctx));
   pi.on("context", async (ev, ctx) => {
-    const messages = status.context(ev.messages as never, ctx);
+    const messages = await status.context(ev.messages as never, ctx);
     return messages ? { messages: messages as never } : undefined;
   });
 }

@@ -7,8 +7,14 @@ import type { Harness } from "./daemon-harness.js";
 
 export const ownerExt = join(repoRoot, "dist", "src", "extensions", "owner.js");
 
-/** An owner pi with the owner extension, talking to `h`'s daemon; `lifetimeMs` is the fixture's safety net. */
-export function startOwnerPi(h: Harness, opts: { sessionPath: string; lifetimeMs: number }): RpcPi {
+/**
+ * An owner pi with the owner extension (`extensionPaths`, default just it), talking to `h`'s daemon; `lifetimeMs` is
+ * the fixture's safety net.
+ */
+export function startOwnerPi(
+  h: Harness,
+  opts: { sessionPath: string; lifetimeMs: number; extensionPaths?: string[] },
+): RpcPi {
   return startRpcPi({
     env: {
       HOME: join(h.dir, "home"),
@@ -20,7 +26,7 @@ export function startOwnerPi(h: Harness, opts: { sessionPath: string; lifetimeMs
     cwd: h.repo,
     sessionPath: opts.sessionPath,
     model: h.modelName,
-    extensionPaths: [ownerExt],
+    extensionPaths: opts.extensionPaths ?? [ownerExt],
     lifetimeMs: opts.lifetimeMs,
   });
 }

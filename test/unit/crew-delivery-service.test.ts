@@ -217,3 +217,50 @@ test("an owner that leaves is dropped from memory; when it returns its state is 
     );
     assert.equal(c2.pushes[0]!.params.card.report, "r", "the payload came back from disk");
   }));
+
+test("a delivery keeps its settle time: moved to a forked session it is not younger, and the 24 h bound counts from the settle", () =>
+  withHome(async (home) => {
+    let now = 5_000_000;
+    const settledAt = now;
+    let listener: ((live: Live, r: AgentResult, info: { settled: boolean; recovered?: true }) => void) | undefined;
+    const svc = new DeliveryService({ home, log, now: () => now });
+    svc.watch({ onStatus: (fn) => ((listener = fn), () => undefined) });
+    const res = (taskId: string) =>
+      ({
+        schemaVersion: 1,
+        taskId,
+        status: "completed",
+        brief: "b",
+        summary: "s",
+        timing: { createdAt: settledAt - 1000, settledAt },
+      }) as AgentResult;
+    const live = { rec: { owner: "old-owner", cycle: 1 } } as unknown as Live;
+    // Heard an hour after it settled (a recovery after a restart): the record carries the settle time.
+    now += 60 * 60 * 1000;
+    listener!(live, res("tabc123456789"), { settled: true, recovered: true });
+    listener!(live, res("tabd123456789"), { settled: true });
+    const queuedTs = async (owner: string) => {
+      for (let i = 0; i < 500; i++) {
+        const q = (await readOutbox(home, owner)).filter((r) => r.state === "queued");
+        if (q.length === 2) return q.map((r) => r.ts);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.fail(`two deliveries never queued for ${owner}`);
+    };
+    assert.deepEqual(await queuedTs("old-owner"), [settledAt, settledAt], "queued with the settle's time");
+    now = settledAt + DELIVERY_TTL_MS - 1000;
+    assert.equal(await svc.moveQueued("old-owner", "new-owner"), 2);
+    assert.deepEqual(await queuedTs("new-owner"), [settledAt, settledAt], "a move keeps the original time");
+    const early = conn("new-owner");
+    await svc.attach(early);
+    assert.deepEqual(
+      early.pushes.map((p) => p.params.queuedAt),
+      [settledAt, settledAt],
+      "the extension is told the settle time",
+    );
+    early.close();
+    now = settledAt + DELIVERY_TTL_MS + 1000; // past 24 h since the settle, though only 2 s since the move
+    const late = conn("new-owner");
+    assert.deepEqual(await svc.attach(late), { pending: 0 });
+    assert.deepEqual(late.pushes, [], "expired 24 h after the settle");
+  }));

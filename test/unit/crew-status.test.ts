@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import {
   REMINDER_INTERVAL,
   StatusContext,
+  appendStatus,
   insertMissingStatus,
   type ContextMessage,
 } from "../../src/core/crew-status.js";
@@ -110,4 +111,28 @@ test("insertMissingStatus puts persisted status messages back by timestamp and m
   );
   assert.equal(insertMissingStatus(out, persisted), out, "nothing missing: the same array");
   assert.equal(insertMissingStatus(out, persisted).length, 6, "never duplicated");
+});
+
+test("a status message sent after a request's last message stays right after it, even when the next answer has the same millisecond", () => {
+  const s = new StatusContext("o");
+  s.setOpen([{ subagent_id: "t1", status: "running" }]);
+  const tool: ContextMessage = { role: "toolResult", timestamp: 100 };
+  const sent = appendStatus([{ role: "user", timestamp: 50 }, tool], s.atBoundary()!, 100);
+  const status = sent.at(-1)!;
+  assert.deepEqual((status.details as { after?: unknown }).after, { role: "toolResult", timestamp: 100 });
+  // The next request: pi's own list lacks the status message; the answer to the first request has the same time.
+  const next: ContextMessage[] = [
+    { role: "user", timestamp: 50 },
+    tool,
+    { role: "assistant", timestamp: 100 },
+    { role: "user", timestamp: 200 },
+  ];
+  const out = insertMissingStatus(next, [status]);
+  assert.deepEqual(
+    out.map((m) => m.role),
+    ["user", "toolResult", "custom", "assistant", "user"],
+    "where it was sent, not after the equal-time answer",
+  );
+  assert.deepEqual(out.slice(0, sent.length), sent, "the prefix the model saw is unchanged");
+  assert.equal(insertMissingStatus(out, [status]), out, "never twice");
 });

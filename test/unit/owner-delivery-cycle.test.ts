@@ -39,7 +39,6 @@ test("a second outcome of an injected cycle is acked without injecting it; other
     pi: pi as never,
     link: link as never,
     ctx: () => ctx as never,
-    beforeRun: async () => undefined,
   });
   const delivery = (cycle: number, status: "completed" | "error" | "aborted"): PushedDelivery => ({
     deliveryId: deliveryIdFor("t1", cycle, status),
@@ -85,7 +84,6 @@ test("a second outcome of an injected cycle is acked without injecting it; other
     pi: pi as never,
     link: link as never,
     ctx: () => ctx as never,
-    beforeRun: async () => undefined,
   });
   later.push(delivery(1, "error"), "owner-1");
   await settle();
