@@ -52,6 +52,9 @@ export function relayMachines(home: string): { local: Set<string>; machines: Set
   return { local: relayed, machines };
 }
 
+/** Statuses of a cycle that ended: no child works in the worktree (a landed task's is then removable). */
+const SETTLED = new Set(["completed", "failed", "interrupted", "gone", "closed"]);
+
 export function gcTasks(home: string, relayed: Set<string> = new Set()): GcTask[] {
   // A relayed task's worktree path is the other machine's: never judged (or removed) here.
   return knownTaskIds(home)
@@ -65,6 +68,10 @@ export function gcTasks(home: string, relayed: Set<string> = new Set()): GcTask[
       if (r.worktree) t.worktree = r.worktree;
       if (r.diff)
         t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
+      if (r.landing?.landedAs !== undefined) {
+        t.landing = r.landing;
+        t.settled = SETTLED.has(r.status);
+      }
       return t;
     });
 }
