@@ -4,6 +4,8 @@ import type { CliContext } from "../context.js";
 import { registerListCommand } from "./list.js";
 import { registerReadCommands } from "./read.js";
 import { registerSpawnCommand } from "./spawn.js";
+import { registerCheckCommand } from "./check.js";
+import { registerLandCommand } from "./land.js";
 
 export { spawnParams } from "./spawn.js";
 export { waitAndPrint } from "./wait-print.js";
@@ -12,4 +14,6 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   registerSpawnCommand(program, ctx);
   registerListCommand(program, ctx);
   registerReadCommands(program, ctx);
+  registerCheckCommand(program, ctx);
+  registerLandCommand(program, ctx);
 }
