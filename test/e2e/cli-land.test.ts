@@ -149,7 +149,9 @@ test("land after the base moved: a merge commit, --check on the merged tree; gc 
   assert.equal(git(h.repo, "log", "-1", "--format=%P").trim().split(" ")[0], moved);
   assert.equal(resultOf(b.taskId).verified, true, "the merged tree's receipt replaced the failing one");
 
-  // gc: the landed tasks' worktrees and branches go (the base holds what they landed as).
+  // gc: the landed tasks' worktrees and branches go (the base holds what they landed as), a closed one too.
+  const done = await h.cli(["done", a.taskId]);
+  assert.equal(done.code, 0, done.err);
   const plan = await h.cli(["gc", "--json"]);
   const rows = (JSON.parse(plan.out) as { plan: { taskId: string; action: string; reason: string }[] }).plan;
   for (const id of [a.taskId, b.taskId]) {
