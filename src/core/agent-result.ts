@@ -3,10 +3,13 @@ import { deriveStatus, nextActionFor, resultStatusWarning, type RawState } from 
 import type { ParsedResultMd } from "./result-md.js";
 import type { SessionFacts } from "./session-reader.js";
 import { collectWarnings, pickSummary, type SessionFreshness } from "./summary.js";
+import { checkWarnings, verifiedOf } from "./check-receipts.js";
 import type {
   AgentInfo,
   AgentResult,
+  CheckReceipt,
   DiffEvidence,
+  Landing,
   HerdrStatus,
   ResultError,
   Role,
@@ -43,6 +46,10 @@ export interface HarvestInput {
   error?: ResultError;
   /** Caveats found while gathering evidence (git trouble, unreadable files, ...). */
   warnings?: string[];
+  /** Receipts of the task's newest check run (src/checks): `checks`, `verified` and a warning per failing check. */
+  checks?: CheckReceipt[];
+  /** Landability (and landing) of an isolated task's work. */
+  landing?: Landing;
 }
 
 function freshness(input: HarvestInput): SessionFreshness {
@@ -87,6 +94,11 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
   if (input.cwd !== undefined) out.cwd = input.cwd;
   if (input.owner !== undefined) out.owner = input.owner;
   if (input.error !== undefined) out.error = input.error;
+  if (input.checks !== undefined && input.checks.length > 0) {
+    out.checks = input.checks.map((c) => ({ ...c }));
+    out.verified = verifiedOf(input.checks)!;
+  }
+  if (input.landing !== undefined) out.landing = { ...input.landing, conflicts: [...input.landing.conflicts] };
 
   const extra = [...(md?.warnings ?? [])];
   const statusWarning = resultStatusWarning(md?.meta.status);
@@ -100,6 +112,7 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
     );
   }
   extra.push(...(input.warnings ?? []));
+  if (input.checks !== undefined) extra.push(...checkWarnings(input.checks));
   const warnings = collectWarnings({
     role: input.role,
     session: freshness(input),

@@ -13,8 +13,33 @@ export interface CrewReport {
 
 /** Model context for completed/needs_input, or for an error; aborts never reach the model. */
 export type ModelDelivery =
-  | { subagent_id: string; brief: string; result: CrewReport }
+  | { subagent_id: string; brief: string; result: CrewReport; checks?: ModelCheck[]; verified?: boolean }
   | { subagent_id: string; brief: string; status: "error"; error: string };
+
+/**
+ * A check receipt as the owner's model sees it (additive to the pi-crew delivery): what ran and how it ended, and
+ * for a failing one the last lines of its output, so the model can `crew_respond` with the failure in hand.
+ */
+export interface ModelCheck {
+  command: string;
+  exitCode: number | null;
+  cutOff?: "timeout" | "output";
+  outputTail?: string;
+}
+
+function modelChecks(result: AgentResult): { checks?: ModelCheck[]; verified?: boolean } {
+  if (!result.checks?.length) return {};
+  const checks = result.checks.map((c): ModelCheck => {
+    const failed = c.exitCode !== 0 || c.cutOff !== undefined;
+    return {
+      command: c.command,
+      exitCode: c.exitCode,
+      ...(c.cutOff ? { cutOff: c.cutOff } : {}),
+      ...(failed ? { outputTail: c.outputTail } : {}),
+    };
+  });
+  return { checks, ...(result.verified !== undefined ? { verified: result.verified } : {}) };
+}
 
 /** What a TUI card is rendered from (message details, never model-bound). */
 export interface CardData {
@@ -113,7 +138,7 @@ export function deliveryFor(result: AgentResult, cycle: number, report?: CrewRep
       report: r.report,
       ...(r.needs !== undefined ? { needs: r.needs } : {}),
     };
-    return { ...base(status), model: { subagent_id, brief, result: r }, card };
+    return { ...base(status), model: { subagent_id, brief, result: r, ...modelChecks(result) }, card };
   }
   if (status === "error") {
     return errorDelivery(

@@ -52,6 +52,11 @@ export const ERROR_CODES = [
   "HOME_NOT_YOURS",
   "MODEL_UNKNOWN",
   "MODEL_NOT_FOUND",
+  // landing the work (src/git/land.ts, src/checks)
+  "CHECKOUT_DIRTY",
+  "CHECKOUT_ELSEWHERE",
+  "LAND_CONFLICT",
+  "CHECK_FAILED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -67,6 +67,52 @@ export interface WorktreeInfo {
   branch: string;
   repo: string;
   base: string;
+  /** Additive: the branch the repository's checkout was on at spawn (what `land` merges into); absent when detached. */
+  baseBranch?: string;
+}
+
+/** Additive: one check run in the task's worktree (or the merged tree, for `land --check`), as the daemon saw it. */
+export interface CheckReceipt {
+  command: string;
+  /** The command's exit code; null when it was cut off or ended by a signal. */
+  exitCode: number | null;
+  durationMs: number;
+  /** Epoch ms. */
+  startedAt: number;
+  /** Its whole output (stdout and stderr, up to the cap) in the task dir. */
+  logPath: string;
+  /** The last lines of its output. */
+  outputTail: string;
+  /** Set when the daemon stopped it: it ran past its timeout, or printed more than the output cap. */
+  cutOff?: CheckCutOff;
+  /** The signal that ended it, when one did. */
+  signal?: string;
+  /** Where it ran: the task's worktree, or the merged tree of a `land --check`. */
+  on?: CheckTree;
+}
+
+export type CheckCutOff = "timeout" | "output";
+export type CheckTree = "worktree" | "merged";
+export type LandedBy = "fast-forward" | "merge" | "squash" | "rebase";
+
+/** Additive: whether the task's work applies to the current tip of its base branch, and where it landed. */
+export interface Landing {
+  baseBranch: string;
+  /** The base branch's tip it was measured (or landed) against. */
+  baseHead: string;
+  /** `git merge-tree --write-tree` of the work against baseHead has no conflicts. */
+  clean: boolean;
+  /** Conflicting paths (empty when clean). */
+  conflicts: string[];
+  /** Epoch ms of the measurement. */
+  checkedAt?: number;
+  /** The commit the work landed as on baseBranch (`dsh-herdr land`). */
+  landedAs?: string;
+  /** How it landed: fast-forward, merge, squash or rebase. */
+  strategy?: LandedBy;
+  /** The task branch's tip that was landed (the child's uncommitted changes committed on it first). */
+  workHead?: string;
+  landedAt?: number;
 }
 
 export interface Usage {
@@ -114,4 +160,10 @@ export interface AgentResult {
   cwd?: string;
   owner?: string;
   error?: ResultError;
+  /** Additive: the receipts of the task's checks, run by the daemon (not the child's claim in `tests`). */
+  checks?: CheckReceipt[];
+  /** Additive: every check exited 0 (false when any failed or was cut off); absent when no check ran. */
+  verified?: boolean;
+  /** Additive: landability of an isolated task's work, and its landing. */
+  landing?: Landing;
 }

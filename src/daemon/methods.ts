@@ -4,6 +4,7 @@ import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
 import { spawnTask, type SpawnParams } from "./spawn-method.js";
+import { createLandHandlers } from "./land-methods.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live } from "./live.js";
@@ -167,6 +168,9 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         await fh.close();
       }
     },
+
+    // task.check, task.land (src/daemon/land-methods.ts)
+    ...createLandHandlers(ctx),
 
     "child.event": (p: { type: string }, conn: Connection) => sup.childEvent(conn, p),
     "child.report": (p: Parameters<Supervisor["childReport"]>[1], conn: Connection) => sup.childReport(conn, p),

@@ -20,6 +20,8 @@ export const REQUEST_METHODS = [
   "task.abort",
   "task.subscribe",
   "task.patch",
+  "task.check",
+  "task.land",
   "child.event",
   "child.report",
   "owner.attach",

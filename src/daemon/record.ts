@@ -1,5 +1,14 @@
 // The supervisor's task record (task.json): everything a restarted daemon needs to find the child again.
-import type { AgentStatus, ResultError, Role, RuntimeKind, Timing, WorktreeInfo } from "../core/types.js";
+import type {
+  AgentStatus,
+  CheckReceipt,
+  Landing,
+  ResultError,
+  Role,
+  RuntimeKind,
+  Timing,
+  WorktreeInfo,
+} from "../core/types.js";
 import type { RuntimeHandle } from "../runtime/types.js";
 import type { TaskRecordBase } from "../store/task-store.js";
 import { join } from "node:path";
@@ -55,4 +64,11 @@ export interface TaskRecord extends TaskRecordBase {
   error?: ResultError;
   warnings?: string[];
   sessionOffset?: number;
+  /** `spawn --check CMD`: commands the daemon runs in the task's worktree (src/checks), and their timeout. */
+  checks?: string[];
+  checkTimeoutMs?: number;
+  /** The newest check run's receipts and the cycle they checked (src/daemon/land-methods.ts). */
+  checkRun?: { cycle: number; at: number; receipts: CheckReceipt[] };
+  /** Landability of the work, and its landing once `land` did it (src/daemon/land-methods.ts). */
+  landing?: Landing;
 }

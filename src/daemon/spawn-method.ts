@@ -30,6 +30,9 @@ export interface SpawnParams {
   machine?: string;
   runtime?: RuntimeKind;
   ownerPaneId?: string;
+  /** Checks the daemon runs in the task's worktree (`dsh-herdr check`, `land --check`; at settle once hooked in). */
+  checks?: string[];
+  checkTimeoutMs?: number;
 }
 
 const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
@@ -109,6 +112,8 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
             ...(p.task !== undefined ? { task: p.task } : {}),
             ...(p.machine !== undefined ? { machine: p.machine } : {}),
             ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
+            ...(p.checks !== undefined && p.checks.length > 0 ? { checks: p.checks.map((c) => c.trim()) } : {}),
+            ...(p.checkTimeoutMs !== undefined ? { checkTimeoutMs: p.checkTimeoutMs } : {}),
           },
           taskId,
         ),

@@ -21,6 +21,10 @@ export interface GcTask {
   worktree?: WorktreeInfo;
   /** From the last harvest. */
   diff?: { baselineHead: string | null; patchPath: string; truncated: boolean };
+  /** `dsh-herdr land` landed it (AgentResult.landing): removable once its base holds the landed commit. */
+  landing?: { baseBranch: string; landedAs?: string; workHead?: string };
+  /** Its last cycle settled (no child at work in the worktree): with a landing, it need not be closed first. */
+  settled?: boolean;
 }
 
 export interface GcPlanItem {
@@ -150,6 +154,9 @@ async function judge(
   const task = isValidTaskId(taskId) ? byId.get(taskId) : undefined;
   if (task === undefined)
     return item("keep", "no task record for this branch; not removed (delete it by hand if it is yours)");
+  const landed = await judgeLanded(repo, path, branch, task);
+  if (landed !== undefined)
+    return { ...item(landed.action, landed.reason), ...(landed.archiveRef ? { archiveRef: landed.archiveRef } : {}) };
   if (task.open)
     return item(
       "keep",
@@ -164,6 +171,49 @@ async function judge(
     judged.reason += `; its commits not in ${base} are kept at ${judged.archiveRef}`;
   }
   return judged;
+}
+
+/**
+ * A landed task: removable when its base branch holds the landed commit, the branch is still at what was landed and
+ * the worktree has nothing since. Undefined when the task never landed (the other rules decide).
+ */
+async function judgeLanded(
+  repo: string,
+  path: string | null,
+  branch: string,
+  task: GcTask,
+): Promise<{ action: "remove" | "keep"; reason: string; archiveRef?: string } | undefined> {
+  const l = task.landing;
+  if (l?.landedAs === undefined) return undefined;
+  const short = l.landedAs.slice(0, 12);
+  if (task.open && task.settled !== true) return undefined; // a child at work: the open-task rule keeps it
+  const base = `refs/heads/${l.baseBranch}`;
+  if (!(await gitSucceeds(repo, ["merge-base", "--is-ancestor", l.landedAs, base])))
+    return { action: "keep", reason: `landed as ${short}, which ${l.baseBranch} no longer holds; inspect it` };
+  const tip = (await gitMaybe(repo, ["rev-parse", "--verify", "-q", `refs/heads/${branch}`]))?.trim();
+  if (l.workHead !== undefined && tip !== l.workHead)
+    return {
+      action: "keep",
+      reason: `${branch} has commits made after it landed as ${short}; land it again or inspect it`,
+    };
+  if (path !== null && (await stat(path).catch(() => undefined)) !== undefined) {
+    const dirty = (await git(path, ["status", "--porcelain", "-z", "--untracked-files=all"])) !== "";
+    if (dirty)
+      return {
+        action: "keep",
+        reason: `the worktree has changes made after it landed as ${short}; land it again or inspect it`,
+      };
+  }
+  const merged = tip !== undefined && (await gitSucceeds(repo, ["merge-base", "--is-ancestor", tip, base]));
+  const reason = `landed as ${short} in ${l.baseBranch}`;
+  // Squashed or rebased: the content is in the base, the branch's own commits are kept at the archive ref.
+  return merged
+    ? { action: "remove", reason }
+    : {
+        action: "remove",
+        reason: `${reason}; its own commits are kept at ${ARCHIVE_PREFIX}${task.taskId}`,
+        archiveRef: `${ARCHIVE_PREFIX}${task.taskId}`,
+      };
 }
 
 async function judgeWork(

@@ -111,3 +111,24 @@ export async function gitStdinFile(
     await fh.close();
   }
 }
+
+/** `git <args>` whose exit code is part of the answer (merge-tree: 1 = conflicts): code, stdout and stderr. */
+export function gitExit(
+  cwd: string,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "git",
+      [...CONFIG_ARGS, ...args],
+      { cwd, env: gitEnv(extraEnv), encoding: "utf8", maxBuffer: MAX_OUTPUT_BYTES, windowsHide: true },
+      (err, stdout, stderr) => {
+        if (err === null) return resolve({ code: 0, stdout, stderr });
+        const code = (err as { code?: unknown }).code;
+        if (typeof code === "number") return resolve({ code, stdout, stderr });
+        reject(new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${err.message}`));
+      },
+    );
+  });
+}

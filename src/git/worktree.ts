@@ -157,8 +157,42 @@ export async function createWorktree(opts: CreateWorktreeOptions): Promise<Creat
   const path = worktreePathFor(opts.home, repo, opts.taskId);
   const branch = branchFor(opts.taskId);
   await mkdir(join(opts.home, "worktrees"), { recursive: true, mode: 0o700 });
+  const baseBranch = base === "HEAD" ? checkoutBranch(repo) : await localBranch(repo, base);
   await withWorktreeLock(repo, () => git(repo, ["worktree", "add", "-b", branch, path, from]));
-  return { path, branch, repo, base, head: from === head ? head : ((await headCommit(path)) ?? head) };
+  return {
+    path,
+    branch,
+    repo,
+    base,
+    ...(baseBranch !== undefined ? { baseBranch } : {}),
+    head: from === head ? head : ((await headCommit(path)) ?? head),
+  };
+}
+
+/**
+ * The branch a checkout is on, from its HEAD file (no git process; the spawn's path counts them): what `land`
+ * later merges the task's work into. Undefined when detached, or when HEAD is not a plain file (git is then asked).
+ */
+export function checkoutBranch(root: string): string | undefined {
+  try {
+    const dotGit = join(root, ".git");
+    let gitDir = dotGit;
+    if (!statSync(dotGit).isDirectory()) {
+      const m = /^gitdir:\s*(.+)$/m.exec(readFileSync(dotGit, "utf8"));
+      if (!m) return undefined;
+      gitDir = resolve(root, m[1]!.trim());
+    }
+    const ref = /^ref:\s*refs\/heads\/(.+)$/m.exec(readFileSync(join(gitDir, "HEAD"), "utf8"));
+    return ref ? ref[1]!.trim() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `base` when it names a local branch, else undefined (a tag or a sha has no branch to land on). */
+async function localBranch(repo: string, base: string): Promise<string | undefined> {
+  const name = base.startsWith("refs/heads/") ? base.slice("refs/heads/".length) : base;
+  return (await gitSucceeds(repo, ["show-ref", "--verify", "--quiet", `refs/heads/${name}`])) ? name : undefined;
 }
 
 const NO_COMMITS = (repo: string) =>
@@ -172,6 +206,7 @@ async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<C
   const path = worktreePathFor(opts.home, repo, opts.taskId);
   const branch = branchFor(opts.taskId);
   await mkdir(join(opts.home, "worktrees"), { recursive: true, mode: 0o700 });
+  const baseBranch = checkoutBranch(repo);
   try {
     await withWorktreeLock(repo, () => git(repo, ["worktree", "add", "-b", branch, path, "HEAD"]));
   } catch (e) {
@@ -180,7 +215,7 @@ async function addFromHead(opts: CreateWorktreeOptions, repo: string): Promise<C
   }
   const head = branchTip(path, branch) ?? (await headCommit(path));
   if (head === null) throw NO_COMMITS(repo);
-  return { path, branch, repo, base: "HEAD", head };
+  return { path, branch, repo, base: "HEAD", ...(baseBranch !== undefined ? { baseBranch } : {}), head };
 }
 
 /**

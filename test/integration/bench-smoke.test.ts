@@ -61,6 +61,14 @@ const FIGURES: Record<string, Expected[]> = {
     fig("spawn→launch, isolated \\(p90 of \\d+\\)", "ms", "raw git worktree add \\+ launch"),
   ],
   "status-latency": STATUS,
+  land: [
+    fig(
+      "land of a [\\d,]+-file change against a moved base \\(median of \\d+\\)",
+      "ms",
+      "git add \\+ commit \\+ merge by hand",
+    ),
+    fig("land of a [\\d,]+-file change against a moved base \\(median of \\d+\\)", "ms", "git merge alone"),
+  ],
   // Over real ssh to a second user; without root or sshd the script prints "remote-status skipped: <why>" instead.
   "remote-status": [50, 99].map((p) => fig(`status remote N=\\d+ p${p} append→owner\\.delivery`, "ms", "local N=\\d+")),
 };
@@ -74,6 +82,7 @@ const DIFF_LINES = [
 
 const SCRIPTS = [
   "diff-harvest",
+  "land",
   "live-tasks",
   "memory-history",
   "remote-status",

@@ -22,6 +22,7 @@ test("worktree add makes dsh/<taskId> under <home>/worktrees; the diff is comput
       branch: `dsh/${IDS[0]}`,
       repo: r.dir,
       base: "HEAD",
+      baseBranch: "main",
       head: git(r.dir, "rev-parse", "HEAD").trim(),
     });
     assert.equal(git(wt.path, "rev-parse", "--abbrev-ref", "HEAD").trim(), `dsh/${IDS[0]}`);

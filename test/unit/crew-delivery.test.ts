@@ -173,3 +173,22 @@ test("cards: icon, id and brief first; Needs before the unchanged report; error 
   );
   assert.ok(lines.every((l) => !l.includes("**")));
 });
+
+test("a completed delivery carries the check receipts; a failing check's output tail reaches the owner's model", () => {
+  const checks = [
+    { command: "npm test", exitCode: 0, durationMs: 5, startedAt: 1, logPath: "/l/1", outputTail: "all good\n" },
+    { command: "npm run lint", exitCode: 2, durationMs: 5, startedAt: 2, logPath: "/l/2", outputTail: "x.ts: error\n" },
+  ];
+  const d = deliveryFor(result("completed", { checks, verified: false }), 1, { outcome: "completed", report: "done" })!;
+  assert.deepEqual(d.model, {
+    subagent_id: "tabc123456789",
+    brief: "label",
+    result: { outcome: "completed", report: "done" },
+    checks: [
+      { command: "npm test", exitCode: 0 },
+      { command: "npm run lint", exitCode: 2, outputTail: "x.ts: error\n" },
+    ],
+    verified: false,
+  });
+  assert.equal(validPush({ ...d, queuedAt: 5 }), true, JSON.stringify(validPush.errors));
+});

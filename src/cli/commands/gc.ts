@@ -52,6 +52,27 @@ export function relayMachines(home: string): { local: Set<string>; machines: Set
   return { local: relayed, machines };
 }
 
+/** task.json's `landing` once `land` landed the task (src/daemon/land-methods.ts keeps it in the record). */
+function recordedLanding(home: string, taskId: string): GcTask["landing"] | undefined {
+  try {
+    const rec = JSON.parse(readFileSync(join(taskDir(home, taskId), "task.json"), "utf8")) as {
+      landing?: { baseBranch?: unknown; landedAs?: unknown; workHead?: unknown };
+    };
+    const l = rec.landing;
+    if (typeof l?.baseBranch !== "string" || typeof l.landedAs !== "string") return undefined;
+    return {
+      baseBranch: l.baseBranch,
+      landedAs: l.landedAs,
+      ...(typeof l.workHead === "string" ? { workHead: l.workHead } : {}),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Statuses of a cycle that ended: no child works in the worktree (a landed task's is then removable). */
+const SETTLED = new Set(["completed", "failed", "interrupted", "gone", "closed"]);
+
 export function gcTasks(home: string, relayed: Set<string> = new Set()): GcTask[] {
   // A relayed task's worktree path is the other machine's: never judged (or removed) here.
   return knownTaskIds(home)
@@ -65,6 +86,12 @@ export function gcTasks(home: string, relayed: Set<string> = new Set()): GcTask[
       if (r.worktree) t.worktree = r.worktree;
       if (r.diff)
         t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
+      // The landing from result.json, else from task.json (a result rebuilt since, e.g. at close, may not carry it).
+      const landing = r.landing?.landedAs !== undefined ? r.landing : recordedLanding(home, taskId);
+      if (landing) {
+        t.landing = landing;
+        t.settled = SETTLED.has(r.status);
+      }
       return t;
     });
 }

@@ -21,6 +21,8 @@ export interface SpawnOpts {
   runtime?: string;
   prompt?: string;
   promptFile?: string;
+  check?: string[];
+  checkTimeout?: string;
   wait?: boolean;
   json?: boolean;
 }
@@ -62,6 +64,16 @@ export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record
     if (ms < 1000) throw usage(`--timeout ${o.timeout}: a task needs at least 1s to run`);
     p["timeoutMs"] = ms;
   }
+  if (o.check !== undefined) {
+    const checks = o.check.map((c) => c.trim());
+    if (checks.some((c) => c === "")) throw usage('--check needs a command, e.g. --check "npm test"');
+    p["checks"] = checks;
+  }
+  if (o.checkTimeout !== undefined) {
+    const ms = parseDuration(o.checkTimeout, "--check-timeout");
+    if (ms < 1000) throw usage(`--check-timeout ${o.checkTimeout}: a check needs at least 1s`);
+    p["checkTimeoutMs"] = ms;
+  }
   return p;
 }
 
@@ -87,6 +99,12 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
     .addOption(choice("--runtime <runtime>", "where the child runs", ["herdr", "tmux", "headless"]))
     .option("--prompt <text>", "the task text")
     .option("--prompt-file <file>", "read the task from a file; - reads stdin")
+    .option(
+      "--check <cmd>",
+      "a check the daemon runs in the task's worktree (`dsh-herdr check`, `land --check`); repeatable",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .option("--check-timeout <dur>", "each check is cut off after this long (default 10m)")
     .option("--wait", "block until the task settles, then print its AgentResult");
   jsonOption(spawn);
   examples(spawn, [

@@ -1,10 +1,12 @@
-// spawn, list, show, result, diff, verify: delegating a task and reading what came back (one module per command group).
+// spawn, list, show, result, diff, verify, check, land: delegating a task and reading what came back (one module per command group).
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { registerListCommand } from "./list.js";
 import { registerReadCommands } from "./read.js";
 import { registerSpawnCommand } from "./spawn.js";
 import { registerVerifyCommand } from "./verify.js";
+import { registerCheckCommand } from "./check.js";
+import { registerLandCommand } from "./land.js";
 
 export { spawnParams } from "./spawn.js";
 export { waitAndPrint } from "./wait-print.js";
@@ -14,4 +16,6 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   registerListCommand(program, ctx);
   registerReadCommands(program, ctx);
   registerVerifyCommand(program, ctx);
+  registerCheckCommand(program, ctx);
+  registerLandCommand(program, ctx);
 }

@@ -1,0 +1,148 @@
+// One check (a shell command such as `npm test`) run in a directory the daemon's way: in its own process group, its
+// output (stdout and stderr as they come) into a log file up to a cap, with a timeout. A check that hangs or floods
+// is ended, the whole group, and its receipt says so by name; nothing it does can stall the caller.
+import { spawn } from "node:child_process";
+import { open } from "node:fs/promises";
+import type { CheckReceipt, CheckTree } from "../core/types.js";
+
+export interface CheckLimits {
+  /** Ended (SIGTERM to its group, SIGKILL 2 s later) after this long. */
+  timeoutMs: number;
+  /** Ended once its output passes this many bytes; the log keeps the first outputCapBytes. */
+  outputCapBytes: number;
+}
+
+export const DEFAULT_CHECK_LIMITS: CheckLimits = { timeoutMs: 10 * 60_000, outputCapBytes: 8 * 1024 * 1024 };
+
+export interface RunCheckOptions extends CheckLimits {
+  command: string;
+  cwd: string;
+  logPath: string;
+  env?: NodeJS.ProcessEnv;
+  on?: CheckTree;
+  /** Epoch ms now (tests pass a clock). */
+  now?: () => number;
+}
+
+/** How much of the output's end the receipt carries. */
+const TAIL_BYTES = 2048;
+const TAIL_LINES = 20;
+const KILL_GRACE_MS = 2000;
+
+// Variables that would point git (run by a check, e.g. a test suite's own git calls) at the daemon's idea of a repo.
+const STRIPPED = ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"];
+
+function checkEnv(env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...(env ?? process.env) };
+  for (const k of STRIPPED) delete out[k];
+  return out;
+}
+
+/** The last lines of the output, cut at a line start where it can be. */
+export function tailOf(buf: Buffer): string {
+  let text = buf.subarray(Math.max(0, buf.length - TAIL_BYTES)).toString("utf8");
+  if (buf.length > TAIL_BYTES) text = text.replace(/^[^\n]*\n?/, "").replace(/^\uFFFD+/, "");
+  const lines = text.split("\n");
+  const keep = lines.length > TAIL_LINES + 1 ? lines.slice(-(TAIL_LINES + 1)) : lines;
+  return keep.join("\n");
+}
+
+export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
+  const now = opts.now ?? Date.now;
+  const log = await open(opts.logPath, "w", 0o600);
+  const startedAt = now();
+  const t0 = performance.now();
+  let written = 0;
+  let tail = Buffer.alloc(0);
+  let cutOff: CheckReceipt["cutOff"];
+  let writes = Promise.resolve();
+  const child = spawn("/bin/sh", ["-c", opts.command], {
+    cwd: opts.cwd,
+    env: checkEnv(opts.env),
+    detached: true, // its own process group: a timeout ends what it started too
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const killGroup = (sig: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, sig);
+    } catch {
+      // already gone
+    }
+  };
+  let killTimer: NodeJS.Timeout | undefined;
+  const stop = (why: NonNullable<CheckReceipt["cutOff"]>) => {
+    if (cutOff !== undefined) return;
+    cutOff = why;
+    killGroup("SIGTERM");
+    killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);
+    killTimer.unref();
+  };
+  const onData = (chunk: Buffer) => {
+    const room = opts.outputCapBytes - written;
+    const kept = room >= chunk.length ? chunk : chunk.subarray(0, Math.max(0, room));
+    if (kept.length > 0) {
+      written += kept.length;
+      tail = Buffer.concat([tail, kept]);
+      if (tail.length > TAIL_BYTES * 2) tail = tail.subarray(tail.length - TAIL_BYTES);
+      const data = Buffer.from(kept);
+      writes = writes.then(() => log.write(data).then(() => undefined));
+    }
+    if (room < chunk.length) stop("output");
+  };
+  child.stdout.on("data", onData);
+  child.stderr.on("data", onData);
+  const timer = setTimeout(() => stop("timeout"), opts.timeoutMs);
+  timer.unref();
+  const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+    child.once("error", (error) => resolve({ code: null, signal: null, error }));
+    // `exit`, not `close`: a grandchild that left the group may hold the pipes open forever.
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+  });
+  clearTimeout(timer);
+  // What the pipes still hold arrives shortly after exit; a stray holder of them is not waited for.
+  await new Promise<void>((resolve) => {
+    if (child.stdout.readableEnded && child.stderr.readableEnded) return resolve();
+    const t = setTimeout(resolve, 200);
+    let open = 2;
+    const one = () => {
+      if (--open === 0) {
+        clearTimeout(t);
+        resolve();
+      }
+    };
+    child.stdout.once("end", one);
+    child.stderr.once("end", one);
+  });
+  child.stdout.destroy();
+  child.stderr.destroy();
+  if (cutOff === undefined) killGroup("SIGKILL"); // what it left running in its group goes with it
+  if (killTimer) clearTimeout(killTimer);
+  if (ended.error) {
+    const note = Buffer.from(`dsh-herdr: could not run the check: ${ended.error.message}\n`);
+    tail = Buffer.concat([tail, note]);
+    writes = writes.then(() => log.write(note).then(() => undefined));
+  }
+  if (cutOff !== undefined) {
+    const note = Buffer.from(
+      cutOff === "timeout"
+        ? `\ndsh-herdr: cut off: still running after ${opts.timeoutMs} ms (its timeout)\n`
+        : `\ndsh-herdr: cut off: its output passed ${opts.outputCapBytes} bytes (the cap)\n`,
+    );
+    tail = Buffer.concat([tail, note]);
+    writes = writes.then(() => log.write(note).then(() => undefined));
+  }
+  await writes.catch(() => undefined);
+  await log.close();
+  const receipt: CheckReceipt = {
+    command: opts.command,
+    exitCode: cutOff === undefined && ended.error === undefined ? ended.code : null,
+    durationMs: Math.max(0, Math.round(performance.now() - t0)),
+    startedAt,
+    logPath: opts.logPath,
+    outputTail: tailOf(tail),
+  };
+  if (cutOff !== undefined) receipt.cutOff = cutOff;
+  if (ended.signal) receipt.signal = ended.signal;
+  if (opts.on !== undefined) receipt.on = opts.on;
+  return receipt;
+}

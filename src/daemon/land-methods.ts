@@ -1,0 +1,335 @@
+// task.check and task.land: the task's checks run again on demand (receipts journaled and put in its AgentResult),
+// landability measured, and the work landed on its base branch. Also what settle calls once it is hooked in:
+// settleChecks (checks + landability of a cycle that settled completed) and landFieldsOf (the fields assemble adds).
+import { isInFlight } from "../core/cycle-phase.js";
+import { verifiedOf, withCheckWarnings } from "../core/check-receipts.js";
+import { DshError } from "../core/errors.js";
+import { KeyedQueue } from "../core/keyed-queue.js";
+import type { AgentResult, CheckReceipt, Landing } from "../core/types.js";
+import { DEFAULT_CHECK_LIMITS } from "../checks/run-check.js";
+import { runTaskChecks } from "../checks/task-checks.js";
+import { landTask, type LandOutcome, type LandStrategy } from "../git/land.js";
+import { childIdentity, landabilityOf } from "../git/landability.js";
+import { validateAgentResult } from "./harvest.js";
+import type { Live } from "./live.js";
+import type { MethodContext } from "./methods.js";
+import type { TaskRecord } from "./record.js";
+import type { Connection, Handler } from "./server.js";
+import type { Supervisor } from "./supervisor.js";
+
+/** The AgentResult fields a record's checks and landing give (for assemble in harvest.ts). */
+export function landFieldsOf(rec: TaskRecord): { checks?: CheckReceipt[]; landing?: Landing } {
+  return {
+    // Receipts are of one cycle: a follow-up's work has not been checked yet.
+    ...(rec.checkRun && rec.checkRun.cycle === rec.cycle ? { checks: rec.checkRun.receipts } : {}),
+    ...(rec.landing ? { landing: rec.landing } : {}),
+  };
+}
+
+/** A receipt in the journal: what it ran and how it ended, not its output. */
+function journaled(r: CheckReceipt) {
+  return {
+    command: r.command,
+    exitCode: r.exitCode,
+    durationMs: r.durationMs,
+    logPath: r.logPath,
+    ...(r.cutOff ? { cutOff: r.cutOff } : {}),
+  };
+}
+
+function limitsOf(rec: TaskRecord) {
+  return { timeoutMs: rec.checkTimeoutMs ?? DEFAULT_CHECK_LIMITS.timeoutMs };
+}
+
+/** Run the record's checks in `dir` (its worktree, or a merged tree): receipts, in order. */
+function runChecksOf(sup: Supervisor, rec: TaskRecord, dir: string, on: CheckReceipt["on"]): Promise<CheckReceipt[]> {
+  const at = Date.now();
+  return runTaskChecks({
+    commands: rec.checks ?? [],
+    cwd: dir,
+    taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
+    runTag: `${on === "merged" ? "land" : "c"}${rec.cycle}-${at}`,
+    limits: limitsOf(rec),
+    ...(on !== undefined ? { on } : {}),
+  });
+}
+
+/** Landability of an isolated task's work, keeping what an earlier landing recorded. */
+async function measureLanding(rec: TaskRecord): Promise<Landing | undefined> {
+  if (!rec.worktree) return undefined;
+  const now = await landabilityOf({ worktree: rec.worktree, author: childIdentity(rec.name, rec.taskId) });
+  const prev = rec.landing;
+  return prev?.landedAs !== undefined
+    ? {
+        ...now,
+        landedAs: prev.landedAs,
+        ...(prev.strategy ? { strategy: prev.strategy } : {}),
+        ...(prev.workHead ? { workHead: prev.workHead } : {}),
+        ...(prev.landedAt !== undefined ? { landedAt: prev.landedAt } : {}),
+      }
+    : now;
+}
+
+/**
+ * The settle hook: a cycle that settled `completed` gets its checks run in the worktree (the child is idle) and its
+ * landability measured, into the record; the settled harvest after it then carries them (landFieldsOf). A git or
+ * check problem becomes a warning, never a lost settle. Journals `checks` and `landability`.
+ */
+export async function settleChecks(sup: Supervisor, live: Live): Promise<void> {
+  const { rec } = live;
+  if (rec.checks?.length) {
+    const receipts = await runChecksOf(sup, rec, rec.workdir, "worktree");
+    rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts };
+    await sup.journal(live, {
+      type: "checks",
+      cycle: rec.cycle,
+      verified: verifiedOf(receipts) ?? true,
+      receipts: receipts.map(journaled),
+    });
+  }
+  if (rec.worktree) {
+    try {
+      const landing = await measureLanding(rec);
+      if (landing) {
+        rec.landing = landing;
+        await sup.journal(live, { type: "landability", cycle: rec.cycle, ...landingJournal(landing) });
+      }
+    } catch (e) {
+      rec.warnings = [
+        ...(rec.warnings ?? []).filter((w) => !w.startsWith("landability not measured")),
+        `landability not measured: ${(e as Error).message}`,
+      ];
+    }
+  }
+}
+
+function landingJournal(l: Landing) {
+  return { baseBranch: l.baseBranch, baseHead: l.baseHead, clean: l.clean, conflicts: l.conflicts };
+}
+
+/** The task a method acts on: live (settled, not relayed) or closed (from its files). */
+interface Target {
+  rec: TaskRecord;
+  result: AgentResult;
+  live?: Live;
+}
+
+/** Closed tasks have no chain: their on-demand work is serialized here, per task. */
+const closedQueue = new KeyedQueue();
+/** One landing at a time per repository: two would race for its checkout. */
+const repoQueue = new KeyedQueue();
+
+function withTarget<T>(sup: Supervisor, taskId: string, op: (t: Target) => Promise<T>): Promise<T> {
+  const live = sup.tasks.get(taskId);
+  if (!live)
+    return closedQueue.run(taskId, async () => {
+      const rec = await sup.deps.store.readTask<TaskRecord>(taskId);
+      const result = await sup.deps.store.readResult(taskId);
+      if (!result) throw new DshError("BAD_STATE", `task ${taskId} has no result yet; wait for it`);
+      return op({ rec, result });
+    });
+  if (live.rec.remote)
+    throw new DshError(
+      "BAD_STATE",
+      `task ${taskId} runs on machine ${live.rec.remote.label}; run this there (its worktree is on that machine)`,
+    );
+  // Behind the task's harvests, and ahead of a follow-up: task.respond waits for the chain, so no check runs while
+  // the child works.
+  const run = live.chain.then(async () => {
+    const ph = live.state.phase;
+    if (isInFlight(ph) || ph.name === "queued")
+      throw new DshError(
+        "BAD_STATE",
+        `task ${taskId} is still working (cycle ${live.rec.cycle}); wait for it (dsh-herdr wait ${taskId}), then try again`,
+      );
+    const result = live.result ?? (await sup.deps.store.readResult(taskId));
+    if (!result) throw new DshError("BAD_STATE", `task ${taskId} has no result yet; wait for it`);
+    return op({ rec: live.rec, result, live });
+  });
+  live.chain = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  return run;
+}
+
+/** The target's result with its check and landing fields set from the record; written with task.json, journaled. */
+async function save(sup: Supervisor, t: Target, event: { type: string; [k: string]: unknown }): Promise<AgentResult> {
+  const { rec } = t;
+  const fields = landFieldsOf(rec);
+  const result: AgentResult = { ...t.result };
+  if (fields.checks) {
+    result.checks = fields.checks;
+    result.verified = verifiedOf(fields.checks)!;
+    const warnings = withCheckWarnings(t.result.warnings, fields.checks);
+    if (warnings.length > 0) result.warnings = warnings;
+    else delete result.warnings;
+  }
+  if (fields.landing) result.landing = fields.landing;
+  validateAgentResult(result);
+  if (t.live) t.live.result = result;
+  await sup.deps.store.saveTask(rec, result);
+  if (t.live) {
+    await sup.journal(t.live, event);
+    sup.notifyStatus(t.live, result, { settled: false });
+  } else await sup.deps.store.appendEvent(rec.taskId, event);
+  return result;
+}
+
+function needsWorktree(rec: TaskRecord): NonNullable<TaskRecord["worktree"]> {
+  if (!rec.worktree)
+    throw new DshError(
+      "BAD_STATE",
+      `task ${rec.taskId} did not work in an isolated worktree, so there is no branch to land; its changes are already in ${rec.cwd}`,
+    );
+  return rec.worktree;
+}
+
+export async function checkTask(sup: Supervisor, taskId: string) {
+  return withTarget(sup, taskId, async (t) => {
+    const { rec } = t;
+    if (!rec.checks?.length)
+      throw new DshError(
+        "BAD_STATE",
+        `task ${taskId} has no checks; spawn with --check CMD (e.g. --check "npm test") to have the daemon run them`,
+      );
+    const receipts = await runChecksOf(sup, rec, rec.workdir, "worktree");
+    rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts };
+    const verified = verifiedOf(receipts)!;
+    const result = await save(sup, t, {
+      type: "checks",
+      cycle: rec.cycle,
+      onDemand: true,
+      verified,
+      receipts: receipts.map(journaled),
+    });
+    return {
+      taskId,
+      checks: receipts,
+      verified,
+      warnings: (result.warnings ?? []).filter((w) => w.startsWith("check `")),
+    };
+  });
+}
+
+export interface LandParams {
+  taskIds: string[];
+  strategy?: LandStrategy;
+  check?: boolean;
+  dryRun?: boolean;
+}
+
+type LandReply = Omit<LandOutcome, "committed"> & { committed?: string; dryRun?: boolean; checks?: CheckReceipt[] };
+
+async function landOne(sup: Supervisor, taskId: string, p: LandParams): Promise<LandReply> {
+  return withTarget(sup, taskId, async (t) => {
+    const { rec } = t;
+    const wt = needsWorktree(rec);
+    const author = childIdentity(rec.name, rec.taskId);
+    if (p.dryRun) {
+      rec.landing = (await measureLanding(rec))!;
+      await save(sup, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
+      const l = rec.landing;
+      const said = l.clean
+        ? `lands cleanly on ${l.baseBranch} (${l.baseHead.slice(0, 12)})`
+        : `conflicts with ${l.baseBranch} (${l.baseHead.slice(0, 12)}) in: ${l.conflicts.join(", ")}`;
+      return { taskId, already: false, dryRun: true, landing: l, said };
+    }
+    if (p.check && !rec.checks?.length)
+      throw new DshError(
+        "BAD_STATE",
+        `task ${taskId} has no checks for --check; spawn with --check CMD, or land without --check`,
+      );
+    let checks: CheckReceipt[] | undefined;
+    const out = await repoQueue.run(wt.repo, () =>
+      landTask({
+        taskId,
+        worktree: wt,
+        author,
+        message: messageOf(t.result),
+        ...(p.strategy ? { strategy: p.strategy } : {}),
+        ...(rec.landing ? { previous: rec.landing } : {}),
+        ...(p.check
+          ? {
+              check: async (dir: string) => {
+                checks = await runChecksOf(sup, rec, dir, "merged");
+                const bad = checks.find((c) => c.exitCode !== 0 || c.cutOff !== undefined);
+                if (bad) {
+                  rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
+                  await save(sup, t, {
+                    type: "checks",
+                    cycle: rec.cycle,
+                    on: "merged",
+                    verified: false,
+                    receipts: checks.map(journaled),
+                  });
+                  const how = bad.cutOff ? `cut off (${bad.cutOff})` : `exit ${bad.exitCode ?? bad.signal}`;
+                  throw new DshError(
+                    "CHECK_FAILED",
+                    `check \`${bad.command}\` failed on the merged tree of task ${taskId} and ${wt.baseBranch ?? "its base"} (${how}); nothing was landed; its output: ${bad.logPath}`,
+                    { receipt: bad },
+                  );
+                }
+              },
+            }
+          : {}),
+      }),
+    );
+    if (!out.already) {
+      rec.landing = out.landing;
+      if (checks) rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
+      await save(sup, t, {
+        type: "landed",
+        cycle: rec.cycle,
+        commit: out.landing.landedAs,
+        strategy: out.landing.strategy,
+        baseBranch: out.landing.baseBranch,
+        workHead: out.landing.workHead,
+        ...(out.committed ? { committed: out.committed } : {}),
+      });
+    }
+    return { ...out, ...(checks ? { checks } : {}) };
+  });
+}
+
+/** The commit message of the child's work: its summary, then where it came from. */
+function messageOf(result: AgentResult): string {
+  const subject = (result.summary || result.brief || `work of task ${result.taskId}`).split("\n")[0]!.slice(0, 200);
+  return `${subject}\n\ndsh-herdr task ${result.taskId} (${result.agent.name}, ${result.agent.model})`;
+}
+
+export async function landTasks(sup: Supervisor, p: LandParams) {
+  const results: LandReply[] = [];
+  for (const taskId of p.taskIds) {
+    try {
+      results.push(await landOne(sup, taskId, p));
+    } catch (e) {
+      if (results.length === 0 || !(e instanceof DshError)) throw e;
+      // Tasks before it stay landed: say so in the refusal.
+      const done = results.map((r) => r.taskId).join(", ");
+      throw new DshError(e.code, `${e.message} (landed before it: ${done}; the rest were not tried)`, e.details);
+    }
+  }
+  return { results };
+}
+
+export function createLandHandlers(ctx: MethodContext): Record<"task.check" | "task.land", Handler> {
+  const { sup } = ctx;
+  return {
+    "task.check": (p: { taskId: string }, conn: Connection) => {
+      const live = sup.tasks.get(p.taskId);
+      if (live && conn.kind === "owner" && live.rec.owner !== conn.ownerId)
+        throw new DshError(
+          "NOT_OWNER",
+          `task ${p.taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may check it`,
+        );
+      return checkTask(sup, p.taskId);
+    },
+    "task.land": (p: LandParams, conn: Connection) => {
+      // The person lands (the owner's crew_land is off unless config says otherwise: not built yet).
+      if (conn.kind !== "cli")
+        throw new DshError("FORBIDDEN", "task.land is for the CLI (a person): `dsh-herdr land ID`");
+      return landTasks(sup, p);
+    },
+  };
+}

@@ -1,0 +1,142 @@
+// Landability: does a task's work (its branch plus what is uncommitted in its worktree) still apply to the current
+// tip of its base branch? The uncommitted part becomes a commit object through a throwaway index, so the task's own
+// index and files are never touched; `git merge-tree --write-tree` (git >= 2.38) then merges in memory.
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { DshError } from "../core/errors.js";
+import type { Landing, WorktreeInfo } from "../core/types.js";
+import { git, gitExit, gitMaybe, gitSucceeds, splitZ } from "./run.js";
+import { checkoutBranch } from "./worktree.js";
+
+/** Who a commit made for the child is by: the child itself, never the user's configured identity. */
+export interface Identity {
+  name: string;
+  email: string;
+}
+
+export function identityEnv(author: Identity, committer: Identity = author): Record<string, string> {
+  return {
+    GIT_AUTHOR_NAME: author.name,
+    GIT_AUTHOR_EMAIL: author.email,
+    GIT_COMMITTER_NAME: committer.name,
+    GIT_COMMITTER_EMAIL: committer.email,
+  };
+}
+
+/** The child's identity for commits of its work: its agent name at an address that can never be mailed. */
+export function childIdentity(agentName: string, taskId: string): Identity {
+  return { name: agentName, email: `${taskId}@dsh-herdr.invalid` };
+}
+
+/** A commit of the task's whole work: the branch tip, or a new commit on top of it holding the uncommitted changes. */
+export interface WorkSnapshot {
+  /** The commit holding all the work (== tip when nothing is uncommitted). */
+  commit: string;
+  /** The task branch's tip when the snapshot was made. */
+  tip: string;
+  /** There were uncommitted changes: `commit` is new, on no branch yet. */
+  changed: boolean;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Snapshot the worktree's work as a commit without touching its index or files: a copy of its index (stat cache
+ * kept), `git add -A` into the copy, `write-tree`, and `commit-tree` on the tip when the tree differs.
+ */
+export async function snapshotWork(worktreePath: string, author: Identity, message: string): Promise<WorkSnapshot> {
+  const out = await git(worktreePath, ["rev-parse", "--git-path", "index", "HEAD"]);
+  const [indexRel = "", tip = ""] = out.trim().split("\n");
+  const work = await mkdtemp(join(tmpdir(), "dsh-land-"));
+  const dispose = () => rm(work, { recursive: true, force: true });
+  try {
+    const index = join(work, "index");
+    await copyFile(resolve(worktreePath, indexRel), index).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "ENOENT") throw e;
+    });
+    const env = { GIT_INDEX_FILE: index };
+    await git(worktreePath, ["add", "-A", "--", "."], env);
+    const tree = (await git(worktreePath, ["write-tree"], env)).trim();
+    const tipTree = (await git(worktreePath, ["rev-parse", `${tip}^{tree}`])).trim();
+    if (tree === tipTree) return { commit: tip, tip, changed: false, dispose };
+    const commit = (
+      await git(worktreePath, ["commit-tree", tree, "-p", tip, "-m", message], identityEnv(author))
+    ).trim();
+    return { commit, tip, changed: true, dispose };
+  } catch (e) {
+    await dispose();
+    throw e;
+  }
+}
+
+/**
+ * The branch the task's work lands on: the one recorded at spawn; for an older record with base `HEAD`, the branch
+ * its repository's checkout is on now; for a base given as a local branch, that branch. BAD_STATE otherwise.
+ */
+export async function baseBranchOf(wt: WorktreeInfo): Promise<string> {
+  if (wt.baseBranch !== undefined) return wt.baseBranch;
+  if (wt.base === "HEAD") {
+    const now = checkoutBranch(wt.repo) ?? (await gitMaybe(wt.repo, ["symbolic-ref", "-q", "--short", "HEAD"]))?.trim();
+    if (now) return now;
+  } else if (await gitSucceeds(wt.repo, ["show-ref", "--verify", "--quiet", `refs/heads/${wt.base}`])) return wt.base;
+  throw new DshError(
+    "BAD_STATE",
+    `the task branched from ${wt.base} in ${wt.repo}, which names no branch to land on; merge ${wt.branch} by hand (git merge ${wt.branch})`,
+  );
+}
+
+export async function branchTip(repo: string, branch: string): Promise<string> {
+  const sha = (await gitMaybe(repo, ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`]))?.trim();
+  if (!sha)
+    throw new DshError(
+      "BAD_STATE",
+      `the base branch ${branch} no longer exists in ${repo}; land by hand or recreate it`,
+    );
+  return sha;
+}
+
+/** `git merge-tree --write-tree` of two commits: the merged tree, or the conflicting paths. */
+export async function mergeTree(
+  repo: string,
+  ours: string,
+  theirs: string,
+): Promise<{ clean: boolean; tree: string; conflicts: string[] }> {
+  const r = await gitExit(repo, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours, theirs]);
+  if (r.code !== 0 && r.code !== 1)
+    throw new DshError(
+      "GIT_FAILED",
+      `git merge-tree --write-tree ${ours} ${theirs} failed in ${repo} (exit ${r.code}): ${r.stderr.trim()}; it needs git 2.38 or newer`,
+    );
+  const [tree = "", ...paths] = splitZ(r.stdout);
+  return { clean: r.code === 0, tree, conflicts: [...new Set(paths.filter((p) => p !== ""))] };
+}
+
+export function isAncestor(repo: string, a: string, b: string): Promise<boolean> {
+  return gitSucceeds(repo, ["merge-base", "--is-ancestor", a, b]);
+}
+
+export interface LandabilityOptions {
+  worktree: WorktreeInfo;
+  author: Identity;
+  now?: number;
+}
+
+/** The task's work (branch + uncommitted changes) against the current tip of its base branch. */
+export async function landabilityOf(opts: LandabilityOptions): Promise<Landing> {
+  const wt = opts.worktree;
+  const baseBranch = await baseBranchOf(wt);
+  const baseHead = await branchTip(wt.repo, baseBranch);
+  const snap = await snapshotWork(wt.path, opts.author, "dsh-herdr: landability snapshot");
+  try {
+    const m = await mergeTree(wt.repo, baseHead, snap.commit);
+    return {
+      baseBranch,
+      baseHead,
+      clean: m.clean,
+      conflicts: m.conflicts,
+      checkedAt: opts.now ?? Date.now(),
+    };
+  } finally {
+    await snap.dispose();
+  }
+}
