@@ -12,7 +12,7 @@ import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
 import type { ParsedResultMd } from "../core/result-md.js";
 import { harvestDiff } from "../git/diff.js";
 import { packageRoot } from "./protocol.js";
-import type { TaskRecord } from "./record.js";
+import { landFieldsOf, type TaskRecord } from "./record.js";
 
 let validator: ValidateFunction | undefined;
 
@@ -80,6 +80,8 @@ export function assemble(ev: Evidence): AgentResult {
     settled: ev.settled,
     ...(rec.error ? { error: rec.error } : {}),
     ...(rec.warnings?.length ? { warnings: rec.warnings } : {}),
+    // The daemon-run checks' receipts and the work's landability (src/daemon/land-methods.ts, settleChecks).
+    ...landFieldsOf(rec),
   });
   validateAgentResult(result);
   return result;

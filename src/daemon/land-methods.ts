@@ -12,20 +12,14 @@ import { landTask, type LandOutcome, type LandStrategy } from "../git/land.js";
 import { childIdentity, landabilityOf } from "../git/landability.js";
 import { validateAgentResult } from "./harvest.js";
 import type { Live } from "./live.js";
-import type { MethodContext } from "./methods.js";
-import type { TaskRecord } from "./record.js";
+import type { MethodContext } from "./method-context.js";
+import { landFieldsOf, type TaskRecord } from "./record.js";
+
+export { landFieldsOf } from "./record.js";
 import type { Connection, Handler } from "./server.js";
-import type { Supervisor } from "./supervisor.js";
+import type { Supervisor } from "./supervisor-types.js";
 
 /** The AgentResult fields a record's checks and landing give (for assemble in harvest.ts). */
-export function landFieldsOf(rec: TaskRecord): { checks?: CheckReceipt[]; landing?: Landing } {
-  return {
-    // Receipts are of one cycle: a follow-up's work has not been checked yet.
-    ...(rec.checkRun && rec.checkRun.cycle === rec.cycle ? { checks: rec.checkRun.receipts } : {}),
-    ...(rec.landing ? { landing: rec.landing } : {}),
-  };
-}
-
 /** A receipt in the journal: what it ran and how it ended, not its output. */
 function journaled(r: CheckReceipt) {
   return {

@@ -72,3 +72,12 @@ export interface TaskRecord extends TaskRecordBase {
   /** Landability of the work, and its landing once `land` did it (src/daemon/land-methods.ts). */
   landing?: Landing;
 }
+
+/** The check receipts and landing the AgentResult carries: receipts of the current cycle only (a follow-up's work
+ * has not been checked yet), the landing as measured or landed. */
+export function landFieldsOf(rec: TaskRecord): { checks?: CheckReceipt[]; landing?: Landing } {
+  return {
+    ...(rec.checkRun && rec.checkRun.cycle === rec.cycle ? { checks: rec.checkRun.receipts } : {}),
+    ...(rec.landing ? { landing: rec.landing } : {}),
+  };
+}

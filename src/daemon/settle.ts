@@ -7,6 +7,7 @@ import { closedResult } from "../core/agent-result.js";
 import { isInFlight, promptPending, settleVerdict, type SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, HerdrStatus } from "../core/types.js";
 import { assemble, diffFor } from "./harvest.js";
+import { settleChecks } from "./land-methods.js";
 import { deferSnapshot, persist, snapshotWritten } from "./persist.js";
 import type { Live } from "./live.js";
 import type { Supervisor } from "./supervisor-types.js";
@@ -84,7 +85,14 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
     if (d.warning)
       rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
   }
-  const result = closesSettled(live) ? closedResult(live.result!) : assembleNow(live, opts);
+  let result = closesSettled(live) ? closedResult(live.result!) : assembleNow(live, opts);
+  // A cycle that settles completed: its checks run in the worktree (the child is idle, the diff is taken already)
+  // and the work's landability is measured, then the result is built again, so the settled result and the owner's
+  // delivery carry the receipts (src/daemon/land-methods.ts).
+  if (opts.settled && result.status === "completed" && (rec.checks?.length || rec.worktree)) {
+    await settleChecks(sup, live);
+    result = assembleNow(live, opts);
+  }
   const changed = result.status !== live.result?.status || opts.settled === true;
   live.result = result;
   if (opts.settled) live.settledCycle = rec.cycle;

@@ -133,3 +133,34 @@ test("dsh-herdr verify: agrees with every task dir this suite made, and names a 
   writeFileSync(file, JSON.stringify(r));
   assert.equal((await runCli(["verify", taskId], { env })).code, 0);
 });
+
+test("checks run when a cycle settles completed: receipts, verified and the landing in the settled result and the owner's delivery", async () => {
+  const { taskId } = await h.spawn({
+    prompt: "MARK-WORK with checks",
+    isolated: true,
+    owner: OWNER,
+    checks: ["test -f work.txt", "echo broken >&2; exit 3"],
+  });
+  const r = await h.wait(taskId);
+  assert.equal(r.status, "completed");
+  assert.deepEqual(
+    r.checks?.map((c) => [c.command, c.exitCode]),
+    [
+      ["test -f work.txt", 0],
+      ["echo broken >&2; exit 3", 3],
+    ],
+  );
+  assert.equal(r.verified, false);
+  assert.ok(
+    (r.warnings ?? []).some((w) => w.includes("echo broken >&2; exit 3") && /3/.test(w)),
+    JSON.stringify(r.warnings),
+  );
+  assert.equal(r.landing?.clean, true, JSON.stringify(r.landing));
+  // The check ran after the diff was taken: only the child's file is in it.
+  assert.deepEqual(r.diff?.untracked.length ? r.diff.untracked : r.diff?.files, ["work.txt"]);
+  const d = await until("the completed delivery", async () =>
+    (await readOutbox(h.home, OWNER)).find((x) => x.deliveryId === `${taskId}-c1-completed` && x.state === "queued"),
+  );
+  assert.match(JSON.stringify(d.payload), /exit 3/);
+  assert.match(JSON.stringify(d.payload), /"verified":false/);
+});
