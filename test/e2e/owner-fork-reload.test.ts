@@ -184,7 +184,11 @@ test("/reload with a changed runtime version aborts the stale runtime's subagent
   await prompt("/test-reload");
   await h.waitFor(slow.taskId, (r) => r.status === "interrupted", "the stale runtime's subagent aborted");
   const late = await byBrief("fork-late");
-  assert.equal((await get(late.taskId)).status, "interrupted", "a completed one awaiting the owner is aborted too");
+  // A completed one awaiting the owner is aborted too: the abort of a settled cycle closes it, its verdict kept (a
+  // completed cycle is never relabelled interrupted).
+  const lateNow = await get(late.taskId);
+  assert.equal(lateNow.status, "closed", "a completed one awaiting the owner is aborted (closed) too");
+  assert.equal(lateNow.nextAction, "none");
   await until(
     "the abort card in the session",
     () =>
