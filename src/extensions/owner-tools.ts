@@ -15,7 +15,7 @@ import {
 } from "../core/crew-tools.js";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
-import { type KnownTask, resolveTaskId } from "../cli/ids.js";
+import { type KnownTask, resolveTaskId } from "../core/id-match.js";
 import { discoverAgents } from "./crew-agents.js";
 import { OPEN_STATUSES } from "./owner-runtime.js";
 import type { DshError } from "../core/errors.js";

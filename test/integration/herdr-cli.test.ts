@@ -63,15 +63,32 @@ function suite(protocol: 20 | 22): void {
     assert.equal(fake.core.model.workspaces.get(h.workspaceId as string)?.label, "DSH · api");
     const events: RuntimeEvent[] = [];
     const stop = rt.watch?.(h, (e) => events.push(e));
-    await until("the banner", async () => (await rt.readOutput(h)).includes("remote child: remote task"), 15_000, 150);
-    await rt.sendText(h, "hello there");
-    await until("the reply", async () => (await rt.readOutput(h)).includes("remote got: hello there"), 15_000, 150);
-    await until("exit", async () => (await rt.agentState?.(h)) === "missing", 15_000, 150);
-    await until("the exited event (polled)", async () => events.some((e) => e.type === "exited"), 15_000, 150);
-    await rt.close(h);
-    await rt.close(h);
-    await until("gone (polled)", async () => events.some((e) => e.type === "gone"), 15_000, 150);
-    stop?.();
+    try {
+      await until(
+        "the banner",
+        async () => (await rt.readOutput(h)).includes("remote child: remote task"),
+        15_000,
+        150,
+      );
+      await rt.sendText(h, "hello there");
+      await until(
+        "the reply",
+        async () => (await rt.readOutput(h)).includes("remote got: hello there"),
+        30_000,
+        150,
+      ).catch(async (e: Error) =>
+        assert.fail(`${e.message}; the pane shows: ${JSON.stringify(await rt.readOutput(h))}`),
+      );
+      await until("exit", async () => (await rt.agentState?.(h)) === "missing", 15_000, 150);
+      await until("the exited event (polled)", async () => events.some((e) => e.type === "exited"), 15_000, 150);
+      await rt.close(h);
+      await rt.close(h);
+      await until("gone (polled)", async () => events.some((e) => e.type === "gone"), 15_000, 150);
+    } finally {
+      // A failed wait must not leave the watch's poll running: it kept the test process alive for good.
+      stop?.();
+      await rt.close(h).catch(() => undefined);
+    }
     const methods = fake.log.filter((e) => e.kind === "request").map((e) => (e.message as { id: string }).id);
     assert.ok(
       methods.every((id) => id.startsWith("cli:")),
