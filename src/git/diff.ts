@@ -1,7 +1,19 @@
 // Diff harvest: everything that changed since the baseline commit (commits, working tree, untracked files) as one
 // patch, computed with a throwaway index so the user's index and staging are never touched.
 import { randomBytes } from "node:crypto";
-import { appendFile, copyFile, lstat, mkdtemp, readdir, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
+import {
+  appendFile,
+  copyFile,
+  lstat,
+  mkdtemp,
+  readdir,
+  rename,
+  rm,
+  stat,
+  unlink,
+  utimes,
+  writeFile,
+} from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { DiffEvidence } from "../core/types.js";
 import { DshError } from "../core/errors.js";
@@ -48,13 +60,13 @@ export async function harvestDiff(opts: HarvestOptions): Promise<DiffEvidence> {
   const work = await mkdtemp(join(dir, HARVEST_WORK_PREFIX));
   const tmpPatch = `${opts.patchPath}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   try {
-    // A copy of the user's index keeps its stat cache (fast) while every change we make lands in the copy.
+    // A copy of the user's index keeps its stat cache (fast) while every change we make lands in the copy. The copy
+    // keeps the index's mtime: git re-reads ("racily clean") an entry whose file is not older than the index, and a
+    // fresh mtime on the copy made a same-size edit in the index's second read as unchanged (CI saw a.txt missing).
     const index = join(work, "index");
     const [untrackedOut] = await Promise.all([
       git(root, ["ls-files", "-z", "--others", "--exclude-standard"]),
-      copyFile(userIndex, index).catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== "ENOENT") throw e; // no index yet: git starts from an empty one
-      }),
+      copyIndex(userIndex, index),
     ]);
     const untracked = splitZ(untrackedOut);
     const env = gitEnv({ GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: "1" });
@@ -117,6 +129,17 @@ function truncationNote(kept: number, cap: number, root: string, base: string): 
     `# The whole diff: cd ${JSON.stringify(root)} && git diff --binary ${base}; new files: git ls-files --others --exclude-standard.\n` +
     `# Or raise the cap (dsh-herdr config set patchCapBytes <bytes>) and harvest again.\n`
   );
+}
+
+/** The user's index copied with its timestamps (git's racy-clean check compares entries with the index's mtime). */
+async function copyIndex(from: string, to: string): Promise<void> {
+  try {
+    const st = await stat(from);
+    await copyFile(from, to);
+    await utimes(to, st.atime, st.mtime);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e; // no index yet: git starts from an empty one
+  }
 }
 
 /** The index mode git would record for a working-tree file: symlink, executable or plain. */
