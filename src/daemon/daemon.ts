@@ -194,6 +194,9 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       for (const live of sup.tasks.values()) {
         sup.stopWatching(live);
         live.readiness?.abandon();
+        // An event's effects still running (a close whose record is journaled, its closed result not yet written)
+        // finish before the store closes: else the journal says closed and result.json the status before it.
+        await live.effectsDone?.catch(() => undefined);
         await flushSnapshot(sup, live);
       }
       await store.close();

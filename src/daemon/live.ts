@@ -51,6 +51,8 @@ export interface Live {
   /** The cycle whose settled harvest `result` holds: a close keeps that verdict instead of judging the files again. */
   settledCycle?: number;
   chain: Promise<void>;
+  /** The effects of every event fed so far, done: a daemon stop waits for them (a close's record is half written). */
+  effectsDone?: Promise<void>;
   /** The one refresh waiting behind the running one; later requests join it (it reads the newest evidence). */
   queued?: { settled?: boolean; failed?: boolean; done?: Promise<void> };
   /** The crew_report the child extension accepted, with the cycle it ended. */

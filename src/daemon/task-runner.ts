@@ -15,7 +15,9 @@ export function dispatch(sup: Supervisor, live: Live, ev: CycleEvent): Promise<v
   if (effects.some((e) => e.type === "harvest_settled")) live.rec.timing.settledAt = Date.now();
   if (state.phase !== before)
     sup.deps.log.debug({ taskId: live.rec.taskId, event: ev.type, from: before.name, to: state.phase.name }, "phase");
-  return run(sup, live, effects);
+  const done = run(sup, live, effects);
+  live.effectsDone = Promise.all([live.effectsDone, done]).then(() => undefined);
+  return done;
 }
 
 async function run(sup: Supervisor, live: Live, effects: Effect[]): Promise<void> {
