@@ -28,6 +28,8 @@ import {
   until,
   type DaemonProc,
   type Shared,
+  journal,
+  type JournalEvent,
 } from "./proc-harness.js";
 
 const SCRIPT: Script = {
@@ -112,21 +114,7 @@ after(async () => {
   await shared?.close();
 });
 
-type Ev = { type: string; [k: string]: unknown };
-const journal = (home: string, taskId: string): Ev[] => {
-  const p = join(home, "tasks", taskId, "events.jsonl");
-  if (!existsSync(p)) return [];
-  return readFileSync(p, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l) as Ev];
-      } catch {
-        return [];
-      }
-    });
-};
+type Ev = JournalEvent;
 const matches = (e: Ev, point: string) => e.type === point || `${e.type}:${String(e.status ?? "")}` === point;
 
 /** User messages in the child's own session that carry `marker`: how often the child was really prompted. */

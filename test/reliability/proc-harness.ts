@@ -181,3 +181,26 @@ export function sampleProcesses(text: string, everyMs = 200, alsoText?: string):
   const t = setInterval(take, everyMs);
   return { seen, stop: () => (take(), clearInterval(t)) };
 }
+
+export type JournalEvent = { type: string; [k: string]: unknown };
+
+/** A task's events.jsonl as written so far (a torn last line left out); [] before the task dir has one. */
+export function journal(home: string, taskId: string): JournalEvent[] {
+  const p = join(home, "tasks", taskId, "events.jsonl");
+  let text: string;
+  try {
+    text = readFileSync(p, "utf8");
+  } catch {
+    return [];
+  }
+  return text
+    .split("\n")
+    .filter((l) => l.trim())
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as JournalEvent];
+      } catch {
+        return [];
+      }
+    });
+}

@@ -19,6 +19,8 @@ import {
   until,
   type DaemonProc,
   type Shared,
+  journal,
+  type JournalEvent,
 } from "./proc-harness.js";
 
 const report = (text: string) => ({
@@ -43,21 +45,7 @@ after(async () => {
   await shared?.close();
 });
 
-type Ev = { type: string; [k: string]: unknown };
-function journal(home: string, taskId: string): Ev[] {
-  const p = join(home, "tasks", taskId, "events.jsonl");
-  if (!existsSync(p)) return [];
-  return readFileSync(p, "utf8")
-    .split("\n")
-    .filter((l) => l.trim())
-    .flatMap((l) => {
-      try {
-        return [JSON.parse(l) as Ev];
-      } catch {
-        return [];
-      }
-    });
-}
+type Ev = JournalEvent;
 
 /**
  * Live pi children of a home, or of one task: found by the environment the daemon gave them (pi renames its process
