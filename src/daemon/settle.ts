@@ -85,7 +85,8 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
     if (d.warning)
       rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
   }
-  let result = closesSettled(live) ? closedResult(live.result!) : assembleNow(live, opts);
+  const keepsSettled = closesSettled(live);
+  let result = keepsSettled ? closedResult(live.result!) : assembleNow(live, opts);
   // A cycle that settles completed: its checks run in the worktree (the child is idle, the diff is taken already)
   // and the work's landability is measured, then the result is built again, so the settled result and the owner's
   // delivery carry the receipts (src/daemon/land-methods.ts).
@@ -98,7 +99,9 @@ async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; f
   if (opts.settled) live.settledCycle = rec.cycle;
   rec.status = result.status;
   rec.updatedAt = Date.now();
-  if (live.files) rec.sessionOffset = live.files.sessionOffset;
+  // The session offset the record pins is the one its result was built from: a close that keeps the settled result
+  // keeps the settled offset (lines the ended child wrote after it are not in that result).
+  if (live.files && !keepsSettled) rec.sessionOffset = live.files.sessionOffset;
   // Owners hear first; then the record. fsync only what an owner acts on: a settled cycle, or a status that waits
   // for an answer (blocked). A status while a cycle runs (starting, running, working) flips with every tool call of
   // every task and is derived again from the session after a crash or a power cut, so it is written unsynced: with
