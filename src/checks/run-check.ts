@@ -22,6 +22,8 @@ export interface RunCheckOptions extends CheckLimits {
   on?: CheckTree;
   /** Epoch ms now (tests pass a clock). */
   now?: () => number;
+  /** Aborted: the command's group is ended (SIGTERM, SIGKILL after the grace), the receipt names the signal. */
+  signal?: AbortSignal;
 }
 
 /** How much of the output's end the receipt carries. */
@@ -93,12 +95,21 @@ export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
   child.stderr.on("data", onData);
   const timer = setTimeout(() => stop("timeout"), opts.timeoutMs);
   timer.unref();
+  const onAbort = () => {
+    if (cutOff !== undefined || killTimer !== undefined) return;
+    killGroup("SIGTERM");
+    killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);
+    killTimer.unref();
+  };
+  if (opts.signal?.aborted) onAbort();
+  else opts.signal?.addEventListener("abort", onAbort, { once: true });
   const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
     child.once("error", (error) => resolve({ code: null, signal: null, error }));
     // `exit`, not `close`: a grandchild that left the group may hold the pipes open forever.
     child.once("exit", (code, signal) => resolve({ code, signal }));
   });
   clearTimeout(timer);
+  opts.signal?.removeEventListener("abort", onAbort);
   // What the pipes still hold arrives shortly after exit; a stray holder of them is not waited for.
   await new Promise<void>((resolve) => {
     if (child.stdout.readableEnded && child.stderr.readableEnded) return resolve();

@@ -23,6 +23,10 @@ export interface AgentDefinition {
   interactive: boolean;
   /** A machine label from config.json `machines`: the child runs there (crew_spawn's `machine` overrides it). */
   machine?: string;
+  /** Checks the daemon runs in the child's worktree when a cycle settles completed (receipts in its result). */
+  checks?: string[];
+  /** An isolated worktree made ready before the child starts: files included from the checkout, a setup command. */
+  worktree?: { include?: string[]; setup?: string };
   /** The body: role instructions handed to the child with its task. */
   prompt: string;
   source: AgentSource;
@@ -35,7 +39,26 @@ export interface AgentWarning {
 }
 
 const THINKING: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
-const FIELDS = ["name", "description", "model", "thinking", "tools", "role", "isolated", "interactive", "machine"];
+const FIELDS = [
+  "name",
+  "description",
+  "model",
+  "thinking",
+  "tools",
+  "role",
+  "isolated",
+  "interactive",
+  "machine",
+  "checks",
+  "worktree",
+];
+
+/** A string or a list of non-empty strings (one line each) → the list; null when it is neither. */
+function stringList(v: unknown): string[] | null {
+  const list = typeof v === "string" ? [v] : Array.isArray(v) ? v : null;
+  if (!list?.every((x) => typeof x === "string" && x.trim() !== "" && !/[\n\r]/.test(x.trim()))) return null;
+  return (list as string[]).map((x) => x.trim());
+}
 
 /** Split `---\n<yaml>\n---\n<body>`; null when the text has no frontmatter block. */
 export function splitFrontmatter(text: string): { yaml: string; body: string } | null {
@@ -129,7 +152,39 @@ export function parseAgentDefinition(
         `machine must be a machine label from dsh-herdr's config (letters, digits, ".", "_", "-"), got ${JSON.stringify(f.machine)}; the subagent runs here`,
       );
   }
+  if (f.checks !== undefined) {
+    const list = stringList(f.checks);
+    if (list) agent.checks = list;
+    else warn("checks must be a command or a list of commands (one line each); no checks are run");
+  }
+  if (f.worktree !== undefined) parseWorktree(f.worktree, agent, warn);
   return { agent, warnings };
+}
+
+/** `worktree: {include: [...], setup: "..."}`: only for a definition that works in a worktree. */
+function parseWorktree(v: unknown, agent: AgentDefinition, warn: (m: string) => void): void {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    warn("worktree must be a mapping of include and setup; ignored");
+    return;
+  }
+  const w = v as Record<string, unknown>;
+  for (const k of Object.keys(w)) if (k !== "include" && k !== "setup") warn(`unknown field "worktree.${k}" ignored`);
+  const out: NonNullable<AgentDefinition["worktree"]> = {};
+  if (w.include !== undefined) {
+    const list = stringList(w.include);
+    if (list?.every((p) => !p.startsWith("#"))) out.include = list;
+    else warn("worktree.include must be a .gitignore line or a list of them (.env, node_modules/); ignored");
+  }
+  if (w.setup !== undefined) {
+    if (typeof w.setup === "string" && w.setup.trim() !== "") out.setup = w.setup.trim();
+    else warn("worktree.setup must be a shell command; ignored");
+  }
+  if (out.include === undefined && out.setup === undefined) return;
+  if (agent.isolated === false) {
+    warn("worktree applies to a definition that works in a worktree (isolated: true or auto); ignored");
+    return;
+  }
+  agent.worktree = out;
 }
 
 /**

@@ -57,6 +57,7 @@ export const ERROR_CODES = [
   "CHECKOUT_ELSEWHERE",
   "LAND_CONFLICT",
   "CHECK_FAILED",
+  "SETUP_FAILED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -51,7 +51,11 @@ function runChecksOf(sup: Supervisor, rec: TaskRecord, dir: string, on: CheckRec
 /** Landability of an isolated task's work, keeping what an earlier landing recorded. */
 async function measureLanding(rec: TaskRecord): Promise<Landing | undefined> {
   if (!rec.worktree) return undefined;
-  const now = await landabilityOf({ worktree: rec.worktree, author: childIdentity(rec.name, rec.taskId) });
+  const now = await landabilityOf({
+    worktree: rec.worktree,
+    author: childIdentity(rec.name, rec.taskId),
+    ...(rec.setupCommit ? { setup: rec.setupCommit } : {}),
+  });
   const prev = rec.landing;
   return prev?.landedAs !== undefined
     ? {
@@ -241,6 +245,7 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams): Promise<
         worktree: wt,
         author,
         message: messageOf(t.result),
+        ...(rec.setupCommit ? { setup: rec.setupCommit } : {}),
         ...(p.strategy ? { strategy: p.strategy } : {}),
         ...(rec.landing ? { previous: rec.landing } : {}),
         ...(p.check

@@ -9,6 +9,7 @@ import { buildPiCommand } from "../pi/launch.js";
 import { unsynced } from "../store/task-store.js";
 import { crashPoint } from "./crash-hook.js";
 import { buildPrompt } from "./prompt.js";
+import { prepareWorkdir } from "./workdir-setup.js";
 import type { TaskRecord } from "./record.js";
 import type { Live } from "./live.js";
 import type { Supervisor } from "./supervisor-types.js";
@@ -92,7 +93,9 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   const { store, home } = sup.deps;
   const known = live.knownRepo;
   delete live.knownRepo;
+  let repoRoot: string | undefined;
   if (rec.isolated && known && known.head === undefined) {
+    repoRoot = known.root;
     // The request found the repo without git: the worktree is the one git call, and its branch gives the baseline.
     const { head, ...wt } = await (known.worktree ??
       createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId, known: { repoRoot: known.root } }));
@@ -105,6 +108,7 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
       dirty: !rec.isolated,
       ...(known?.head !== undefined ? { known: { root: known.root, head: known.head } } : {}),
     });
+    repoRoot = base.repoRoot ?? undefined;
     rec.baseline = {
       isRepo: base.isRepo,
       head: base.baselineHead,
@@ -129,6 +133,8 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
       await sup.journal(live, unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
     }
   }
+  // The repository's settings (checks, include, setup); an isolated worktree made ready: the baseline is taken after.
+  await prepareWorkdir(sup, live, repoRoot);
   // The dirty list itself (up to a bound), so a recovery that finds task.json older than this record loses nothing.
   const dirty = rec.baseline.dirtyAtStart;
   await sup.journal(

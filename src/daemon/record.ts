@@ -71,6 +71,12 @@ export interface TaskRecord extends TaskRecordBase {
   checkRun?: { cycle: number; at: number; receipts: CheckReceipt[] };
   /** Landability of the work, and its landing once `land` did it (src/daemon/land-methods.ts). */
   landing?: Landing;
+  /** `spawn --include PATTERN` / `--setup CMD` / `--setup-timeout`: the worktree made ready (src/daemon/workdir-setup.ts). */
+  include?: string[];
+  setup?: string;
+  setupTimeoutMs?: number;
+  /** What setup changed that git sees, committed on the task branch (the baseline), and its parent: never landed. */
+  setupCommit?: { from: string; commit: string };
 }
 
 /** The check receipts and landing the AgentResult carries: receipts of the current cycle only (a follow-up's work

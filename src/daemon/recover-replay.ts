@@ -29,6 +29,8 @@ export interface Replay {
   worktreeBranch?: string;
   /** The baseline record; its dirty list when it was short enough to journal, else only the count. */
   baseline?: { head: string | null; dirty: number; dirtyAtStart?: string[] };
+  /** The worktree setup's commit (the baseline) and its parent, when setup changed what git sees. */
+  setupCommit?: { from: string; commit: string };
   /** Launch attempts that stalled (the next launch is attempt stalled + 1). */
   stalled: number;
   /** The last launch stalled and no launch was journaled after it: any handle task.json holds is that dead one. */
@@ -66,6 +68,8 @@ export function replayJournal(events: TaskEvent[]): Replay {
         dirty: typeof e.dirty === "number" ? e.dirty : 0,
         ...(list ? { dirtyAtStart: list } : {}),
       };
+    } else if (e.type === "setup" && typeof e.from === "string" && typeof e.commit === "string") {
+      r.setupCommit = { from: e.from, commit: e.commit };
     } else if (e.type === "stalled") {
       r.stalled++;
       delete r.handle; // that launch's child was closed; a later launch may not have been journaled
@@ -100,6 +104,7 @@ export function replayJournal(events: TaskEvent[]): Replay {
 export async function restorePrelaunch(rec: TaskRecord, j: Replay): Promise<void> {
   const needWorktree = !rec.worktree && j.worktree !== undefined && j.worktreeBranch !== undefined;
   const needBaseline = !rec.baseline && j.baseline !== undefined;
+  if (!rec.setupCommit && j.setupCommit) rec.setupCommit = j.setupCommit; // never landed with the child's work
   if (!needWorktree && !needBaseline) return; // the common case: no git process per recovered task
   const repo = (await gitMaybe(rec.cwd, ["rev-parse", "--show-toplevel"]))?.trim();
   if (needWorktree && repo && j.worktree && j.worktreeBranch) {

@@ -10,6 +10,7 @@ import type { CreatedWorktree } from "../git/worktree.js";
 import { assertOwnerId } from "../store/outbox.js";
 import type { MethodContext } from "./method-context.js";
 import { dropStartedWorktree, startWorktree } from "./pipeline.js";
+import { checkSetupParams } from "./workdir-setup.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Live } from "./live.js";
@@ -33,6 +34,10 @@ export interface SpawnParams {
   /** Checks the daemon runs in the task's worktree (`dsh-herdr check`, `land --check`; at settle once hooked in). */
   checks?: string[];
   checkTimeoutMs?: number;
+  /** An isolated worktree made ready before the child starts (src/daemon/workdir-setup.ts). */
+  include?: string[];
+  setup?: string;
+  setupTimeoutMs?: number;
 }
 
 const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
@@ -56,6 +61,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
     throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
   // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).
   if (p.machine !== undefined && ctx.relay?.knows(p.machine)) return ctx.relay.spawn(p, owner);
+  checkSetupParams(p);
   const st = await stat(p.cwd).catch(() => undefined);
   if (!st?.isDirectory())
     throw new DshError(
@@ -114,6 +120,9 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
             ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
             ...(p.checks !== undefined && p.checks.length > 0 ? { checks: p.checks.map((c) => c.trim()) } : {}),
             ...(p.checkTimeoutMs !== undefined ? { checkTimeoutMs: p.checkTimeoutMs } : {}),
+            ...(p.include?.length ? { include: p.include } : {}),
+            ...(p.setup !== undefined ? { setup: p.setup } : {}),
+            ...(p.setupTimeoutMs !== undefined ? { setupTimeoutMs: p.setupTimeoutMs } : {}),
           },
           taskId,
         ),

@@ -236,6 +236,10 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
           // Like pi-crew: a definition without a model runs on the owner session's current model.
           ...((agent.model ?? ownerModel(ctx)) ? { model: agent.model ?? ownerModel(ctx) } : {}),
           ...(agent.thinking ? { thinking: agent.thinking } : {}),
+          // The definition's checks and worktree setup (the repository's own .dsh-herdr.json is joined by the daemon).
+          ...(agent.checks?.length ? { checks: agent.checks } : {}),
+          ...(agent.worktree?.include?.length ? { include: agent.worktree.include } : {}),
+          ...(agent.worktree?.setup !== undefined ? { setup: agent.worktree.setup } : {}),
         });
       } catch (e) {
         throw daemonError(e);

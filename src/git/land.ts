@@ -13,8 +13,10 @@ import {
   identityEnv,
   isAncestor,
   mergeTree,
+  type SetupCommit,
   snapshotWork,
   type Identity,
+  workWithoutSetup,
 } from "./landability.js";
 import { git, gitExit, gitMaybe, splitZ } from "./run.js";
 import { withWorktreeLock } from "./worktree.js";
@@ -29,6 +31,8 @@ export interface LandOptions {
   /** Commit message for the child's uncommitted changes (and a squash): from its summary. */
   message: string;
   strategy?: LandStrategy;
+  /** The task's setup commit (worktree-setup.ts): what setup changed is not landed, only the child's work. */
+  setup?: SetupCommit;
   /** The task's earlier landing, if any: a repeat says so and changes nothing. */
   previous?: Landing;
   /**
@@ -66,6 +70,10 @@ export async function landTask(opts: LandOptions): Promise<LandOutcome> {
   const baseHead = await branchTip(repo, baseBranch);
   const snap = await snapshotWork(wt.path, opts.author, opts.message);
   try {
+    // The commit that lands: the work itself, or with a setup commit the work without it (one commit on its parent).
+    const work = opts.setup
+      ? await workWithoutSetup(repo, snap.commit, opts.setup, opts.author, opts.message)
+      : { commit: snap.commit, conflicts: [] };
     // A repeat: the landed commit is in the base and the task has no work since.
     const prev = opts.previous;
     if (
@@ -75,21 +83,27 @@ export async function landTask(opts: LandOptions): Promise<LandOutcome> {
     ) {
       return { taskId: opts.taskId, already: true, landing: prev, said: `already landed as ${short(prev.landedAs)}` };
     }
-    if (await isAncestor(repo, snap.commit, baseHead)) {
+    if (work.conflicts.length === 0 && (await isAncestor(repo, work.commit, baseHead))) {
       const landing: Landing = { baseBranch, baseHead, clean: true, conflicts: [], checkedAt: now };
       return { taskId: opts.taskId, already: true, landing, said: `nothing to land: ${baseBranch} has all its work` };
     }
     await refuseUnlessOnBase(repo, baseBranch);
     await refuseIfDirty(repo, baseBranch);
-    const merged = await mergeTree(repo, baseHead, snap.commit);
+    if (work.conflicts.length)
+      throw new DshError(
+        "LAND_CONFLICT",
+        `task ${opts.taskId}'s work changes what its worktree setup changed, in ${work.conflicts.length} path(s): ${named(work.conflicts)}; the two cannot be told apart, so nothing was changed; merge ${wt.branch} by hand (its first commit is setup's)`,
+        { conflicts: work.conflicts },
+      );
+    const merged = await mergeTree(repo, baseHead, work.commit);
     if (!merged.clean)
       throw new DshError(
         "LAND_CONFLICT",
         `task ${opts.taskId}'s work conflicts with ${baseBranch} (${short(baseHead)}) in ${merged.conflicts.length} path(s): ${named(merged.conflicts)}; nothing was changed; merge ${wt.branch} by hand, or respond to the child to rebase its work onto ${baseBranch}`,
         { conflicts: merged.conflicts },
       );
-    const moved = !(await isAncestor(repo, baseHead, snap.commit));
-    const built = await buildLanded(opts, repo, baseHead, snap.commit, merged.tree, moved, baseBranch);
+    const moved = !(await isAncestor(repo, baseHead, work.commit));
+    const built = await buildLanded(opts, repo, baseHead, work.commit, merged.tree, moved, baseBranch);
     if (opts.check) await onMergedTree(repo, built.commit, opts.check);
     // The one change to the user's checkout: a fast-forward to the built commit (git refuses, changing nothing, when
     // a file in the way is untracked or the branch moved meanwhile).

@@ -115,9 +115,46 @@ export function isAncestor(repo: string, a: string, b: string): Promise<boolean>
   return gitSucceeds(repo, ["merge-base", "--is-ancestor", a, b]);
 }
 
+/** The setup commit of a task whose setup changed what git sees (worktree-setup.ts): its parent and itself. */
+export interface SetupCommit {
+  from: string;
+  commit: string;
+}
+
+/**
+ * The work as it lands: the task's work without what its setup committed, as one commit on the commit the task
+ * branched from (`from + (work - setup)`, a three-way merge with setup's tree as the base, in objects only: git 2.39's
+ * merge-tree takes no merge base, so the three trees get commits of their own with setup's as the common parent).
+ * `conflicts`: the child changed the same lines its setup changed, so the two cannot be told apart.
+ */
+export async function workWithoutSetup(
+  repo: string,
+  work: string,
+  setup: SetupCommit,
+  author: Identity,
+  message: string,
+): Promise<{ commit: string; conflicts: string[] }> {
+  const trees = (await git(repo, ["rev-parse", `${work}^{tree}`, `${setup.commit}^{tree}`, `${setup.from}^{tree}`]))
+    .trim()
+    .split("\n");
+  const [workTree = "", setupTree = "", fromTree = ""] = trees;
+  if (workTree === setupTree) return { commit: setup.from, conflicts: [] };
+  const env = identityEnv(author);
+  const commitTree = async (tree: string, parents: string[], msg: string) =>
+    (await git(repo, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", msg], env)).trim();
+  const base = await commitTree(setupTree, [], "dsh-herdr: the tree setup left");
+  const ours = await commitTree(fromTree, [base], "dsh-herdr: the tree the task branched from");
+  const theirs = await commitTree(workTree, [base], "dsh-herdr: the task's work");
+  const m = await mergeTree(repo, ours, theirs);
+  if (!m.clean) return { commit: "", conflicts: m.conflicts };
+  return { commit: await commitTree(m.tree, [setup.from], message), conflicts: [] };
+}
+
 export interface LandabilityOptions {
   worktree: WorktreeInfo;
   author: Identity;
+  /** The task's setup commit, when its setup changed what git sees: it is not part of the work. */
+  setup?: SetupCommit;
   now?: number;
 }
 
@@ -128,7 +165,12 @@ export async function landabilityOf(opts: LandabilityOptions): Promise<Landing> 
   const baseHead = await branchTip(wt.repo, baseBranch);
   const snap = await snapshotWork(wt.path, opts.author, "dsh-herdr: landability snapshot");
   try {
-    const m = await mergeTree(wt.repo, baseHead, snap.commit);
+    const work = opts.setup
+      ? await workWithoutSetup(wt.repo, snap.commit, opts.setup, opts.author, "dsh-herdr: landability snapshot")
+      : { commit: snap.commit, conflicts: [] };
+    const m = work.conflicts.length
+      ? { clean: false, conflicts: work.conflicts }
+      : await mergeTree(wt.repo, baseHead, work.commit);
     return {
       baseBranch,
       baseHead,

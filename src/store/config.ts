@@ -37,6 +37,17 @@ export interface Config {
   /** A settled task's idle child is ended after this long without a follow-up (0: never); respond relaunches it. */
   idleChildMs: number;
   deliveryTtlMs: number;
+  /** What an owner pi session may do beyond delegating: `mayLand` gives it crew_land (task.land for its own tasks). */
+  owner?: { mayLand?: boolean };
+  /** Settings per repository root (absolute, `~` expanded): a .dsh-herdr.json's keys, overriding that file's. */
+  repos?: Record<string, RepoSettings>;
+}
+
+/** A repository's settings: .dsh-herdr.json at its root, or config.json repos.<path> (schema: $defs.repoSettings). */
+export interface RepoSettings {
+  worktree?: { include?: string[]; setup?: string; setupTimeoutMs?: number };
+  checks?: string[];
+  checkTimeoutMs?: number;
 }
 
 export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
@@ -64,6 +75,7 @@ interface JsonSchemaNode {
   type?: string;
   enum?: unknown[];
   properties?: Record<string, JsonSchemaNode>;
+  $id?: string;
 }
 
 function findSchemaFile(): string {
@@ -155,6 +167,10 @@ export async function loadConfig(home: string, env: NodeJS.ProcessEnv = process.
   cfg.allowCwd = cfg.allowCwd.map((p) => expandHome(p, env));
   if (cfg.herdrSocketPath !== undefined) cfg.herdrSocketPath = expandHome(cfg.herdrSocketPath, env);
   if (cfg.herdrBin !== undefined) cfg.herdrBin = expandHome(cfg.herdrBin, env);
+  if (cfg.repos !== undefined)
+    cfg.repos = Object.fromEntries(
+      Object.entries(cfg.repos).map(([k, v]) => [expandHome(k, env).replace(/(.)\/+$/, "$1"), v]),
+    );
   return cfg;
 }
 
@@ -167,22 +183,24 @@ export async function setConfigValue(home: string, key: string, value: unknown):
   const { schema } = validator();
   const [top, sub, ...rest] = key.split(".");
   const props = schema.properties ?? {};
+  // One level down: modelAliases.<alias>, and the named keys of an object such as owner.mayLand.
+  const subProps = top !== undefined ? props[top]?.properties : undefined;
   if (
     top === undefined ||
     !(top in props) ||
     top === "$schema" ||
     rest.length > 0 ||
-    (sub !== undefined && top !== "modelAliases")
+    (sub !== undefined && top !== "modelAliases" && !(subProps && sub in subProps))
   ) {
     const known = Object.keys(props)
       .filter((k) => k !== "$schema")
       .join(", ");
     throw new DshError(
       "CONFIG_INVALID",
-      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>).`,
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand; edit config.json for repos).`,
     );
   }
-  const node = sub === undefined ? props[top] : { type: "string" };
+  const node = sub === undefined ? props[top] : top === "modelAliases" ? { type: "string" } : subProps![sub];
   let v = value;
   if (typeof v === "string" && node?.type !== undefined && node.type !== "string") {
     try {
@@ -200,10 +218,10 @@ export async function setConfigValue(home: string, key: string, value: unknown):
     if (v === undefined) delete next[top];
     else next[top] = v;
   } else {
-    const aliases = { ...((raw.modelAliases as Record<string, string> | undefined) ?? {}) };
-    if (v === undefined) delete aliases[sub];
-    else aliases[sub] = v as string;
-    next.modelAliases = aliases;
+    const obj = { ...((raw[top] as Record<string, unknown> | undefined) ?? {}) };
+    if (v === undefined) delete obj[sub];
+    else obj[sub] = v;
+    next[top] = obj;
   }
   validateConfig(next, configPath(home));
   try {
@@ -222,6 +240,27 @@ function exampleFor(type: string): string {
       : type === "array"
         ? "'[\"~/code\"]'"
         : "'{}'";
+}
+
+/** The repository settings schema (config.schema.json $defs.repoSettings), for a .dsh-herdr.json file. */
+let repoValidator: ValidateFunction | undefined;
+
+/** Validate a repository's settings (a parsed .dsh-herdr.json); CONFIG_INVALID naming the first bad key. */
+export function validateRepoSettings(value: unknown, file: string): asserts value is RepoSettings {
+  if (repoValidator === undefined) {
+    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    const { schema } = validator();
+    ajv.addSchema(schema as object);
+    repoValidator = ajv.getSchema(`${schema.$id}#/$defs/repoSettings`);
+    if (repoValidator === undefined)
+      throw new DshError("INTERNAL", "schema/config.schema.json has no $defs.repoSettings; reinstall dsh-herdr.");
+  }
+  if (!repoValidator(value)) {
+    const msgs = (repoValidator.errors ?? []).map((e) =>
+      describe(e, file).replace(/; fix it with .*$/, "; edit the file."),
+    );
+    throw new DshError("CONFIG_INVALID", msgs[0] ?? `${file} is invalid`, { errors: msgs });
+  }
 }
 
 /** sha256 of config.json as it is on disk ("" text when absent): which version of the file a daemon runs on. */

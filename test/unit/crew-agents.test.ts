@@ -137,3 +137,45 @@ test("isolated: true, false or auto; the bundled worker is auto (a worktree in a
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a definition's checks and worktree (include, setup) parse; bad ones warn and are dropped; no worktree without isolation", () => {
+  const { agent, warnings } = parseAgentDefinition(
+    def(
+      "name: checked\ndescription: d\nisolated: true\nchecks:\n  - npm test\n  - npm run lint\nworktree:\n  include: [.env, node_modules/]\n  setup: npm run build",
+    ),
+    "/x/checked.md",
+    "project",
+  );
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(agent!.checks, ["npm test", "npm run lint"]);
+  assert.deepEqual(agent!.worktree, { include: [".env", "node_modules/"], setup: "npm run build" });
+  const one = parseAgentDefinition(
+    def("name: c\ndescription: d\nisolated: auto\nchecks: make check"),
+    "/x/c.md",
+    "user",
+  );
+  assert.deepEqual(one.agent!.checks, ["make check"]);
+  const bad = parseAgentDefinition(
+    def(
+      "name: b\ndescription: d\nisolated: true\nchecks: [1, 2]\nworktree:\n  include: ['# no']\n  setup: ''\n  color: red",
+    ),
+    "/x/b.md",
+    "user",
+  );
+  assert.equal(bad.agent!.checks, undefined);
+  assert.equal(bad.agent!.worktree, undefined);
+  const said = bad.warnings.map((w) => w.message);
+  for (const what of [
+    /^checks must be/,
+    /^unknown field "worktree\.color"/,
+    /^worktree\.include must/,
+    /^worktree\.setup must/,
+  ])
+    assert.ok(
+      said.some((m) => what.test(m)),
+      `${what} in ${JSON.stringify(said)}`,
+    );
+  const shared = parseAgentDefinition(def("name: s\ndescription: d\nworktree:\n  setup: npm ci"), "/x/s.md", "user");
+  assert.equal(shared.agent!.worktree, undefined, "isolated defaults to false: no worktree to set up");
+  assert.match(shared.warnings[0]!.message, /isolated: true or auto/);
+});

@@ -4,7 +4,9 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DshError } from "../../src/core/errors.js";
 import { configPath, DEFAULT_CONFIG, loadConfig, setConfigValue } from "../../src/store/config.js";
+import { readRepoFile, repoSettingsOf } from "../../src/store/repo-settings.js";
 
 function tempHome(): { home: string; done: () => void } {
   const base = mkdtempSync(join(tmpdir(), "dsh-cfg-"));
@@ -94,6 +96,56 @@ test("bad values and unknown keys are refused with CONFIG_INVALID naming the key
       loadConfig(t.home),
       (e: Error & { code?: string }) =>
         e.code === "CONFIG_INVALID" && /not valid JSON/.test(e.message) && /delete the file/.test(e.message),
+    );
+  } finally {
+    t.done();
+  }
+});
+
+test("owner.mayLand is set like any key; repos entries are validated; a repository's settings join .dsh-herdr.json", async () => {
+  const t = tempHome();
+  try {
+    const c = await setConfigValue(t.home, "owner.mayLand", "true");
+    assert.equal(c.owner?.mayLand, true);
+    assert.deepEqual(JSON.parse(readFileSync(configPath(t.home), "utf8")), { owner: { mayLand: true } });
+    await assert.rejects(
+      () => setConfigValue(t.home, "owner.mayRule", "true"),
+      (e: DshError) => e.code === "CONFIG_INVALID" && /unknown config key "owner\.mayRule"/.test(e.message),
+    );
+    await assert.rejects(
+      () => setConfigValue(t.home, "repos", '{"/r": {"worktree": {"setpu": "x"}}}'),
+      (e: DshError) => e.code === "CONFIG_INVALID" && /setpu/.test(e.message),
+    );
+    const root = join(t.home, "repo");
+    mkdirSync(root);
+    writeFileSync(
+      join(root, ".dsh-herdr.json"),
+      JSON.stringify({ $schema: "x", worktree: { include: [".env"], setup: "npm ci" }, checks: ["npm test"] }),
+    );
+    const cfg = await setConfigValue(
+      t.home,
+      "repos",
+      JSON.stringify({
+        [`${root}/`]: {
+          worktree: { include: [".env", "node_modules/"], setupTimeoutMs: 5000 },
+          checks: ["npm run lint"],
+        },
+      }),
+    );
+    assert.deepEqual(repoSettingsOf(root, cfg), {
+      worktree: { include: [".env", "node_modules/"], setup: "npm ci", setupTimeoutMs: 5000 },
+      checks: ["npm test", "npm run lint"],
+    });
+    assert.deepEqual(repoSettingsOf(t.home, cfg), {}, "no file, no entry: nothing");
+    writeFileSync(join(root, ".dsh-herdr.json"), '{"checks": "npm test"}');
+    assert.throws(
+      () => readRepoFile(root),
+      (e: DshError) => e.code === "CONFIG_INVALID" && e.message.includes(".dsh-herdr.json") && /checks/.test(e.message),
+    );
+    writeFileSync(join(root, ".dsh-herdr.json"), "{not json");
+    assert.throws(
+      () => readRepoFile(root),
+      (e: DshError) => e.code === "CONFIG_INVALID" && /not valid JSON/.test(e.message),
     );
   } finally {
     t.done();

@@ -23,6 +23,9 @@ export interface SpawnOpts {
   promptFile?: string;
   check?: string[];
   checkTimeout?: string;
+  include?: string[];
+  setup?: string;
+  setupTimeout?: string;
   wait?: boolean;
   json?: boolean;
 }
@@ -74,6 +77,18 @@ export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record
     if (ms < 1000) throw usage(`--check-timeout ${o.checkTimeout}: a check needs at least 1s`);
     p["checkTimeoutMs"] = ms;
   }
+  if (o.include !== undefined) p["include"] = o.include;
+  if (o.setup !== undefined) {
+    if (o.setup.trim() === "") throw usage('--setup needs a command, e.g. --setup "npm ci"');
+    p["setup"] = o.setup;
+  }
+  if (o.setupTimeout !== undefined) {
+    const ms = parseDuration(o.setupTimeout, "--setup-timeout");
+    if (ms < 1000) throw usage(`--setup-timeout ${o.setupTimeout}: a setup needs at least 1s`);
+    p["setupTimeoutMs"] = ms;
+  }
+  if ((o.include !== undefined || o.setup !== undefined) && !o.isolated)
+    throw usage("--include and --setup make an isolated worktree ready: add --isolated");
   return p;
 }
 
@@ -105,10 +120,18 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
     )
     .option("--check-timeout <dur>", "each check is cut off after this long (default 10m)")
+    .option(
+      "--include <pattern>",
+      "an untracked or ignored file of the checkout to bring into the worktree, as a .gitignore line (.env, node_modules/): files copied, directories symlinked; repeatable",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
+    .option("--setup <cmd>", "a command run in the new worktree before the child starts (output in setup.log)")
+    .option("--setup-timeout <dur>", "the setup is cut off after this long (default 10m)")
     .option("--wait", "block until the task settles, then print its AgentResult");
   jsonOption(spawn);
   examples(spawn, [
     `dsh-herdr spawn --isolated --model anthropic/claude-sonnet-4-5 --prompt "add retries to src/http.ts"`,
+    `dsh-herdr spawn --isolated --include .env --include node_modules/ --setup "npm run build" --check "npm test" "fix the flaky test"`,
     `dsh-herdr spawn --role reviewer --thinking high --wait "review the diff against HEAD"`,
     `git diff | dsh-herdr spawn --role reviewer --prompt-file - --json`,
   ]);
