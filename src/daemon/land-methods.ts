@@ -18,6 +18,7 @@ import { landFieldsOf, type TaskRecord } from "./record.js";
 export { landFieldsOf } from "./record.js";
 import type { Connection, Handler } from "./server.js";
 import type { Supervisor } from "./supervisor-types.js";
+import { checkSiblings } from "./siblings.js";
 
 /** The AgentResult fields a record's checks and landing give (for assemble in harvest.ts). */
 /** A receipt in the journal: what it ran and how it ended, not its output. */
@@ -98,6 +99,8 @@ export async function settleChecks(sup: Supervisor, live: Live): Promise<void> {
         `landability not measured: ${(e as Error).message}`,
       ];
     }
+    // Open isolated siblings of the same repository whose work conflicts with this one: a warning on both.
+    await checkSiblings(sup, live);
   }
 }
 

@@ -1,0 +1,132 @@
+// Siblings: two open isolated tasks of one repository whose work conflicts. At each settle that completes (the settle
+// hook, land-methods.ts settleChecks) the task's work (its branch plus what is uncommitted, without its setup commit)
+// is merged in memory (`git merge-tree --write-tree`) with each open sibling's work; a conflict puts a warning naming
+// the other task and the paths on both AgentResults, before either is landed, so the person (or the owner) can land
+// one and have the other rebase. A sibling already landed is left to landability (its work is then on the base).
+import { DshError } from "../core/errors.js";
+import type { AgentResult } from "../core/types.js";
+import { childIdentity, mergeTree, snapshotWork, workWithoutSetup } from "../git/landability.js";
+import { validateAgentResult } from "./harvest.js";
+import type { Live } from "./live.js";
+import type { TaskRecord } from "./record.js";
+import type { Supervisor } from "./supervisor-types.js";
+
+/** Every sibling warning starts so; the one about a given task starts with SIBLING_PREFIX + its id. */
+export const SIBLING_PREFIX = "conflicts with sibling task ";
+/** At most this many siblings are merged with per settle (the newest first): each costs a snapshot and a merge. */
+export const SIBLINGS_MAX = 20;
+const SHOWN = 5;
+
+function warningAbout(other: TaskRecord, paths: string[]): string {
+  const more = paths.length > SHOWN ? `, +${paths.length - SHOWN} more` : "";
+  return `${SIBLING_PREFIX}${other.taskId} (${other.name}) in ${paths.length} path(s): ${paths.slice(0, SHOWN).join(", ")}${more}; land one of the two, then respond to the other to rebase its work onto it`;
+}
+
+/** A task's work as one commit (objects only; its worktree and index are not touched), or undefined when unreadable. */
+async function workOf(rec: TaskRecord): Promise<string | undefined> {
+  const wt = rec.worktree!;
+  const author = childIdentity(rec.name, rec.taskId);
+  const snap = await snapshotWork(wt.path, author, "dsh-herdr: sibling snapshot");
+  try {
+    if (!rec.setupCommit) return snap.commit;
+    const w = await workWithoutSetup(wt.repo, snap.commit, rec.setupCommit, author, "dsh-herdr: sibling snapshot");
+    return w.conflicts.length ? undefined : w.commit;
+  } finally {
+    await snap.dispose();
+  }
+}
+
+/** Open isolated tasks of the same repository, not landed, newest first. */
+function siblingsOf(sup: Supervisor, live: Live): Live[] {
+  const repo = live.rec.worktree!.repo;
+  return [...sup.tasks.values()]
+    .filter(
+      (o) =>
+        o !== live &&
+        o.rec.worktree?.repo === repo &&
+        !o.rec.remote &&
+        o.rec.landing?.landedAs === undefined &&
+        o.state.phase.name !== "queued" &&
+        sup.isOpen(o),
+    )
+    .sort((a, b) => b.rec.createdAt - a.rec.createdAt)
+    .slice(0, SIBLINGS_MAX);
+}
+
+/** Warnings with the sibling ones `drop` selects replaced by `add`. */
+function replaced(warnings: readonly string[] | undefined, drop: (w: string) => boolean, add: string[]): string[] {
+  return [...(warnings ?? []).filter((w) => !(w.startsWith(SIBLING_PREFIX) && drop(w))), ...add];
+}
+
+/**
+ * Merge the task's work with each open sibling's; the task's sibling warnings are set in its record (the settled
+ * harvest after it carries them), each sibling's warning about this task in its record and, when it has a result,
+ * in that result too (under its own chain: a settled result is otherwise final). A git problem is a warning.
+ */
+export async function checkSiblings(sup: Supervisor, live: Live): Promise<void> {
+  const { rec } = live;
+  if (!rec.worktree || rec.remote) return;
+  const others = siblingsOf(sup, live);
+  if (others.length === 0 && !(rec.warnings ?? []).some((w) => w.startsWith(SIBLING_PREFIX))) return;
+  const found: { other: Live; paths: string[] }[] = [];
+  const clear: Live[] = [];
+  try {
+    const mine = await workOf(rec);
+    if (mine === undefined) return;
+    for (const other of others) {
+      const theirs = await workOf(other.rec).catch(() => undefined);
+      if (theirs === undefined) continue;
+      const m = await mergeTree(rec.worktree.repo, mine, theirs);
+      if (m.clean || m.conflicts.length === 0) clear.push(other);
+      else found.push({ other, paths: m.conflicts });
+    }
+  } catch (e) {
+    sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "sibling conflicts not measured");
+    return;
+  }
+  rec.warnings = replaced(
+    rec.warnings,
+    () => true,
+    found.map((f) => warningAbout(f.other.rec, f.paths)),
+  );
+  await sup.journal(live, {
+    type: "siblings",
+    cycle: rec.cycle,
+    conflicts: found.map((f) => ({ taskId: f.other.rec.taskId, paths: f.paths })),
+  });
+  for (const f of found) tellSibling(sup, f.other, rec, f.paths);
+  for (const o of clear)
+    if ((o.rec.warnings ?? []).some((w) => w.startsWith(SIBLING_PREFIX + rec.taskId))) tellSibling(sup, o, rec, []);
+}
+
+/** The sibling's warning about `about` set (or dropped, with no paths), in its record and its current result. */
+function tellSibling(sup: Supervisor, other: Live, about: TaskRecord, paths: string[]): void {
+  const mine = (w: string) => w.startsWith(SIBLING_PREFIX + about.taskId);
+  const add = paths.length ? [warningAbout(about, paths)] : [];
+  other.rec.warnings = replaced(other.rec.warnings, mine, add);
+  if (other.rec.warnings.length === 0) delete other.rec.warnings;
+  const run = other.chain.then(async () => {
+    const cur = other.result;
+    if (!cur || !sup.isOpen(other)) return;
+    const result: AgentResult = { ...cur };
+    const warnings = replaced(cur.warnings, mine, add);
+    if (warnings.length) result.warnings = warnings;
+    else delete result.warnings;
+    validateAgentResult(result);
+    other.result = result;
+    await sup.deps.store.saveTask(other.rec, result);
+    await sup.journal(other, {
+      type: "siblings",
+      cycle: other.rec.cycle,
+      conflicts: paths.length ? [{ taskId: about.taskId, paths }] : [],
+      from: about.taskId,
+    });
+    sup.notifyStatus(other, result, { settled: false });
+  });
+  other.chain = run.catch((e: unknown) =>
+    sup.deps.log.warn(
+      { taskId: other.rec.taskId, err: e instanceof DshError ? e.message : String(e) },
+      "sibling warning not written",
+    ),
+  );
+}
