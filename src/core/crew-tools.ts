@@ -94,6 +94,19 @@ export const CREW_TOOL_PARAMETERS = {
     },
     required: ["subagent_id"],
   },
+  crew_land: {
+    type: "object",
+    properties: {
+      subagent_id: str(
+        "A completed subagent that worked in an isolated worktree (its subagent_id, last 4 characters or agent name): its work is merged onto the branch it started from, in the person's checkout.",
+      ),
+      check: {
+        type: "boolean",
+        description: "true: run the subagent's checks on the merged tree first and land only if they pass.",
+      },
+    },
+    required: ["subagent_id"],
+  },
   crew_abort: {
     type: "object",
     properties: {
@@ -191,6 +204,16 @@ export function checkDoneArgs(params: unknown): Checked<{ subagent_id: string }>
   if (extra) return bad(extra);
   const id = checkId("crew_done", params.subagent_id);
   return id.ok ? ok({ subagent_id: id.value }) : bad(id.error);
+}
+
+export function checkLandArgs(params: unknown): Checked<{ subagent_id: string; check: boolean }> {
+  if (!isObject(params)) return bad("crew_land needs {subagent_id}.");
+  const extra = unknownFields("crew_land", params, ["subagent_id", "check"]);
+  if (extra) return bad(extra);
+  const id = checkId("crew_land", params.subagent_id);
+  if (!id.ok) return bad(id.error);
+  if (params.check !== undefined && typeof params.check !== "boolean") return bad("check must be true or false.");
+  return ok({ subagent_id: id.value, check: params.check === true });
 }
 
 export function checkAbortArgs(params: unknown): Checked<AbortArgs> {

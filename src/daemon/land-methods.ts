@@ -315,6 +315,23 @@ export async function landTasks(sup: Supervisor, p: LandParams) {
   return { results };
 }
 
+/** An owner connection's task.land: allowed by config owner.mayLand, for tasks of that owner only. */
+async function mayOwnerLand(sup: Supervisor, taskIds: string[], ownerId: string): Promise<void> {
+  if (sup.deps.config().owner?.mayLand !== true)
+    throw new DshError(
+      "FORBIDDEN",
+      "an owner may land its subagents' work only when the person allows it: `dsh-herdr config set owner.mayLand true` (then /reload the owner pi); until then land with `dsh-herdr land ID`",
+    );
+  for (const id of taskIds) {
+    const owner = sup.tasks.get(id)?.rec.owner ?? (await sup.deps.store.readTask<TaskRecord>(id)).owner;
+    if (owner !== ownerId)
+      throw new DshError(
+        "NOT_OWNER",
+        `task ${id} belongs to owner ${owner}; an owner lands only its own subagents' work`,
+      );
+  }
+}
+
 export function createLandHandlers(ctx: MethodContext): Record<"task.check" | "task.land", Handler> {
   const { sup } = ctx;
   return {
@@ -327,9 +344,10 @@ export function createLandHandlers(ctx: MethodContext): Record<"task.check" | "t
         );
       return checkTask(sup, p.taskId);
     },
-    "task.land": (p: LandParams, conn: Connection) => {
-      // The person lands (the owner's crew_land is off unless config says otherwise: not built yet).
-      if (conn.kind !== "cli")
+    "task.land": async (p: LandParams, conn: Connection) => {
+      // The person lands; an owner (crew_land) only its own tasks, and only when the person allowed it in config.
+      if (conn.kind === "owner") await mayOwnerLand(sup, p.taskIds, conn.ownerId!);
+      else if (conn.kind !== "cli")
         throw new DshError("FORBIDDEN", "task.land is for the CLI (a person): `dsh-herdr land ID`");
       return landTasks(sup, p);
     },

@@ -7,6 +7,7 @@ import {
   CREW_TOOL_PARAMETERS,
   checkAbortArgs,
   checkDoneArgs,
+  checkLandArgs,
   checkNoArgs,
   checkRespondArgs,
   checkSpawnArgs,
@@ -33,6 +34,8 @@ export interface OwnerToolsDeps {
   link: OwnerLink;
   /** Called after any tool changed the owner's sessions (the status context re-reads them). */
   changed(): void;
+  /** config.json owner.mayLand: crew_land exists (the daemon checks it again on every landing). */
+  mayLand?: boolean;
 }
 
 class ToolError extends Error {
@@ -353,6 +356,8 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
     },
   });
 
+  if (deps.mayLand) registerLand(reg, link, deps);
+
   reg({
     name: "crew_status",
     label: "Crew status",
@@ -366,6 +371,64 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       } catch (e) {
         throw daemonError(e);
       }
+    },
+  });
+}
+
+/** The landing outcome as the owner's model gets it (task.land's result for one task). */
+interface LandOutcome {
+  taskId: string;
+  already: boolean;
+  said: string;
+  committed?: string;
+  landing: { baseBranch: string; landedAs?: string; strategy?: string; workHead?: string };
+  checks?: { command: string; exitCode: number | null; cutOff?: string }[];
+}
+
+/** crew_land: only when the person allowed it (config owner.mayLand); the daemon refuses it otherwise too. */
+function registerLand(reg: (tool: Record<string, unknown>) => void, link: OwnerLink, deps: OwnerToolsDeps): void {
+  reg({
+    name: "crew_land",
+    label: "Crew land",
+    description:
+      "Land a completed subagent's work (an isolated worktree) on the branch it started from, in the person's checkout: a fast-forward, or a merge commit when the branch moved. Returns the landing outcome as JSON; a refusal (CHECKOUT_DIRTY, CHECKOUT_ELSEWHERE, LAND_CONFLICT, CHECK_FAILED) changes nothing and names why.",
+    promptSnippet: "crew_land: bring a completed subagent's worktree work onto the person's branch",
+    promptGuidelines: [
+      "crew_land only work you have read and accept (its result, its checks); never land a subagent whose checks failed without saying so.",
+    ],
+    parameters: CREW_TOOL_PARAMETERS.crew_land,
+    async execute(_id: string, params: unknown) {
+      const args = unwrap(checkLandArgs(params));
+      const subagent_id = await resolveOne(link, args.subagent_id);
+      let r: { results: LandOutcome[] };
+      try {
+        r = await link.request<{ results: LandOutcome[] }>(
+          "task.land",
+          { taskIds: [subagent_id], ...(args.check ? { check: true } : {}) },
+          // Checks on the merged tree may run for minutes.
+          30 * 60_000,
+        );
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (code && code !== "TASK_NOT_FOUND" && code !== "NOT_OWNER" && code !== "DAEMON_UNAVAILABLE")
+          throw new ToolError(`${code}: ${e instanceof Error ? e.message : String(e)}`);
+        throw daemonError(e, subagent_id);
+      }
+      const o = r.results[0]!;
+      deps.changed();
+      return json(
+        {
+          subagent_id,
+          landed: !o.already,
+          ...(o.landing.landedAs ? { landedAs: o.landing.landedAs } : {}),
+          baseBranch: o.landing.baseBranch,
+          ...(o.landing.strategy ? { strategy: o.landing.strategy } : {}),
+          said: o.said,
+          ...(o.committed ? { committed: o.committed } : {}),
+          ...(o.checks ? { checks: o.checks.map((c) => ({ command: c.command, exitCode: c.exitCode })) } : {}),
+        },
+        { subagent_id },
+      );
     },
   });
 }

@@ -8,6 +8,7 @@ import { ABORT_TYPE, DeliveryInjector, RESULT_TYPE } from "./owner-delivery.js";
 import { OwnerLink, ownerSocketPath } from "./owner-link.js";
 import { abortOpenWork, ownerRuntime } from "./owner-runtime.js";
 import { OwnerStatus } from "./owner-status.js";
+import { ownerMayLand } from "./owner-config.js";
 import { listOpenSessions, registerOwnerTools } from "./owner-tools.js";
 
 /** The id in a pi session file's header line (`{"type":"session","id":...}`), or undefined. */
@@ -77,7 +78,7 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
   const status = new OwnerStatus(link);
   const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef });
 
-  registerOwnerTools(pi, { link, changed: () => status.markChanged() });
+  registerOwnerTools(pi, { link, changed: () => status.markChanged(), mayLand: ownerMayLand() });
   const card = (m: { details?: unknown }, o: { expanded: boolean }, theme: CardTheme) =>
     renderCrewCard(m, o, theme, markdown);
   pi.registerMessageRenderer(RESULT_TYPE, card as never);

@@ -73,6 +73,8 @@ export function callLine(tool: string, args: Record<string, unknown>, theme: Too
       return [title, [` ${str(args["subagent_id"])}`], [str(args["message"]) ? ` · ${str(args["message"])}` : "", dim]];
     case "crew_done":
       return [title, [` ${str(args["subagent_id"])}`]];
+    case "crew_land":
+      return [title, [` ${str(args["subagent_id"])}`], [args["check"] === true ? " · checks first" : "", dim]];
     case "crew_abort": {
       const ids =
         args["all"] === true ? ["all"] : [str(args["subagent_id"]), ...list(args["subagent_ids"])].filter(Boolean);
@@ -108,6 +110,15 @@ export function resultLines(tool: string, r: ToolResultView, isError: boolean, t
       return [[["sent to ", ok], [str(v["subagent_id"])], [" · its answer arrives as a message", dim]]];
     case "crew_done":
       return [[["closed ", ok], [str(v["subagent_id"])]]];
+    case "crew_land":
+      return [
+        [
+          [v["landed"] === true ? "landed " : "nothing to land: ", ok],
+          [str(v["subagent_id"])],
+          [str(v["landedAs"]) ? ` as ${str(v["landedAs"]).slice(0, 12)}` : ""],
+          [str(v["said"]) ? ` · ${str(v["said"])}` : "", dim],
+        ],
+      ];
     case "crew_abort": {
       const lines: Piece[][] = [[["aborted ", ok], [list(v["aborted_ids"]).join(", ") || "none"]]];
       const missing = list(v["missing_ids"]);

@@ -5,6 +5,7 @@ import {
   CREW_TOOL_PARAMETERS,
   checkAbortArgs,
   checkDoneArgs,
+  checkLandArgs,
   checkNoArgs,
   checkRespondArgs,
   checkSpawnArgs,
@@ -127,4 +128,19 @@ test("formatCrewTask and the error envelope", () => {
     "## Goal\n\nG\n\n## Context\n\nNone.\n\n## Instructions\n\n1. a\n2. b",
   );
   assert.deepEqual(JSON.parse(toolErrorText('bad "x"')), { error: 'bad "x"' });
+});
+
+test("crew_land: a subagent id and an optional check flag; anything else is named", () => {
+  assert.deepEqual(checkLandArgs({ subagent_id: " a1b2 " }), {
+    ok: true,
+    value: { subagent_id: "a1b2", check: false },
+  });
+  assert.deepEqual(checkLandArgs({ subagent_id: "a1b2", check: true }), {
+    ok: true,
+    value: { subagent_id: "a1b2", check: true },
+  });
+  assert.match(err(checkLandArgs({})), /crew_land needs subagent_id/);
+  assert.match(err(checkLandArgs({ subagent_id: "a1b2", check: "yes" })), /check must be true or false/);
+  assert.match(err(checkLandArgs({ subagent_id: "a1b2", force: true })), /unknown field\(s\) force/);
+  assert.match(err(checkLandArgs("a1b2")), /crew_land needs \{subagent_id\}/);
 });
