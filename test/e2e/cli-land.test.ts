@@ -25,6 +25,7 @@ const script = {
     writes("t-b", "b.txt", "from b\n"),
     writes("t-c", "README.md", "# the child's readme\n"),
     writes("t-d", "d.txt", "from d\n"),
+    writes("t-e", "e.txt", "from e\n"),
   ],
 };
 
@@ -195,4 +196,40 @@ test("refusals change nothing: a conflict names the path; --check failing on the
   assert.match(refused.err, /CHECK_FAILED: check `sleep 600` failed on the merged tree/);
   assert.deepEqual(repoState(), before);
   assert.ok(!existsSync(join(h.repo, "d.txt")));
+});
+
+test("--check refuses a merged tree whose tests fail though the task's own worktree passes them; nothing changes", async () => {
+  const check = "test ! -f forbidden.txt";
+  const e = await spawnWait("t-e", [check]);
+  assert.equal(e.verified, true, "in its own worktree the check passes");
+  // The base moves in a way that breaks the check once the two are merged.
+  writeFileSync(join(h.repo, "forbidden.txt"), "the base adds what the check forbids\n");
+  git(h.repo, "add", "forbidden.txt");
+  git(h.repo, "commit", "-q", "-m", "base adds forbidden.txt");
+  const dry = JSON.parse((await h.cli(["land", e.taskId, "--dry-run", "--json"])).out) as {
+    results: { landing: { clean: boolean } }[];
+  };
+  assert.equal(dry.results[0]!.landing.clean, true, "git sees no conflict: only the tests can tell");
+  const before = repoState();
+  const branchBefore = git(h.repo, "rev-parse", `dsh/${e.taskId}`);
+  const refused = await h.cli(["land", e.taskId, "--check"]);
+  assert.equal(refused.code, 1);
+  assert.match(
+    refused.err,
+    /CHECK_FAILED: check `test ! -f forbidden\.txt` failed on the merged tree .*\(exit 1\); nothing was landed/,
+  );
+  assert.deepEqual(repoState(), before, "the checkout is as it was");
+  assert.equal(git(h.repo, "rev-parse", `dsh/${e.taskId}`), branchBefore, "the task branch is as it was");
+  assert.ok(!existsSync(join(h.repo, "e.txt")));
+  const r = resultOf(e.taskId);
+  assert.equal(r.verified, false, "the merged tree's failing receipt is the newest");
+  assert.deepEqual(
+    r.checks?.map((c) => [c.command, c.exitCode, c.on]),
+    [[check, 1, "merged"]],
+  );
+  assert.ok(r.warnings?.some((w) => w.startsWith(`check \`${check}\` failed on the merged tree (exit 1)`)));
+  // Without --check it lands (the person's call): the checks are a gate only when asked for.
+  const l = await h.cli(["land", e.taskId]);
+  assert.equal(l.code, 0, l.err);
+  assert.ok(existsSync(join(h.repo, "e.txt")));
 });
