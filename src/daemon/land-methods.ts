@@ -71,8 +71,9 @@ async function measureLanding(rec: TaskRecord): Promise<Landing | undefined> {
 
 /**
  * The settle hook: a cycle that settled `completed` gets its checks run in the worktree (the child is idle) and its
- * landability measured, into the record; the settled harvest after it then carries them (landFieldsOf). A git or
- * check problem becomes a warning, never a lost settle. Journals `checks` and `landability`.
+ * landability measured, into the record, and its open isolated siblings' work merged with its own (siblings.ts); the
+ * settled harvest after it then carries them (landFieldsOf, warnings). A git or check problem becomes a warning, never
+ * a lost settle. Journals `checks`, `landability` and `siblings`.
  */
 export async function settleChecks(sup: Supervisor, live: Live): Promise<void> {
   const { rec } = live;
