@@ -9,6 +9,7 @@ import { existsSync, lstatSync, readFileSync, readlinkSync, writeFileSync } from
 import { join } from "node:path";
 import type { AgentResult } from "../../src/core/types.js";
 import { commitAll, git, write } from "../helpers/git.js";
+import { until } from "../helpers/wait.js";
 import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
 
 const SCRIPT = {
@@ -152,6 +153,33 @@ test("a setup that hangs is cut off at its timeout by name; the daemon keeps ser
   assert.match(r.error!.message, /about to hang/);
   const st = await h.cli.request<{ pid: number }>("daemon.status", {});
   assert.equal(typeof st.pid, "number");
+});
+
+test("an abort while the setup runs ends the setup's processes; the child never starts", async () => {
+  const pidFile = join(h.dir, "setup.pid");
+  const { taskId } = await h.spawn({
+    prompt: "MARK-NEVER-STARTS aborted during setup",
+    isolated: true,
+    setup: `echo $$ > ${pidFile}; sleep 600`,
+  });
+  const pid = await until("the setup's pid", () => {
+    const t = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
+    return t ? Number(t) : undefined;
+  });
+  const r = await h.cli.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [taskId] });
+  assert.deepEqual(r.aborted_ids, [taskId]);
+  const settled = await h.wait(taskId, 60_000);
+  assert.equal(settled.status, "interrupted", JSON.stringify(settled));
+  await until("the setup's shell to be gone", () => {
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  assert.deepEqual(requestsOf("aborted during setup"), []);
+  assert.ok(!readJournal(h, taskId).some((e) => e.type === "launched"));
 });
 
 test("include and setup without a worktree are refused by name; a bad pattern too", async () => {
