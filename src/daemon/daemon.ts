@@ -128,7 +128,10 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const configWatch = await watchConfig(home, {
     initialDigest: loadedDigest,
     overrides: opts.config ?? {},
-    apply: (c) => (config = c),
+    apply: (c) => {
+      config = c;
+      void relay.machinesChanged(); // `machine set`: a changed machine is linked again with its new entry
+    },
     log,
   });
   // What every child gets and which pi runs it (names only): `doctor` compares these with the CLI's own.
