@@ -1,10 +1,12 @@
 // A relayed task's other id (its id on the machine, which its agent name ends with) resolves like its own; a headless
-// child's rpc events read as text (src/cli/format/rpc-log.ts); ssh's line picks the fix (src/core/machines.ts).
+// child's rpc events read as text (src/cli/format/rpc-log.ts); ssh's line picks the fix (src/core/machines.ts); which
+// provider keys doctor counts (src/cli/doctor/daemon.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { resolveTaskId } from "../../src/core/id-match.js";
 import { sshFailureFix } from "../../src/core/machines.js";
 import { renderRpcLog } from "../../src/cli/format/rpc-log.js";
+import { credentialGaps } from "../../src/cli/doctor/daemon.js";
 
 test("a remote task: its id there, a suffix or prefix of it, and its agent name find the local id", () => {
   const known = [
@@ -88,4 +90,26 @@ test("ssh's line picks the fix: an unknown host key names machine trust, a refus
     /machine set b --ssh/,
   );
   assert.match(sshFailureFix("b", m, undefined), /ssh -o BatchMode=yes -p 2222 dev@b\.lan true/);
+});
+
+test("doctor's key gaps: the default model's provider FAILs; without one only a daemon with none of the shell's keys does; a GITHUB_TOKEN is no provider key", () => {
+  const side = (names: string[]) => ({
+    who: "the daemon",
+    names: new Set(names),
+    locale: undefined,
+    piDir: undefined,
+    agentDir: "/nonexistent/agent",
+    authProviders: [],
+    apply: "restart",
+  });
+  const shell = { HOME: "/nonexistent", ANTHROPIC_API_KEY: "x", OPENAI_API_KEY: "y", GITHUB_TOKEN: "z" };
+  const v = (gs: { variable: string }[]) => gs.map((g) => g.variable);
+  const withModel = credentialGaps(shell, side(["OPENAI_API_KEY"]), "anthropic/claude-sonnet-4-5");
+  assert.deepEqual([v(withModel.fail), v(withModel.warn)], [["ANTHROPIC_API_KEY"], []]);
+  const none = credentialGaps(shell, side([]));
+  assert.deepEqual([v(none.fail), v(none.warn)], [["ANTHROPIC_API_KEY", "OPENAI_API_KEY"], []]);
+  const some = credentialGaps(shell, side(["OPENAI_API_KEY"]));
+  assert.deepEqual([v(some.fail), v(some.warn)], [[], ["ANTHROPIC_API_KEY"]]);
+  const copilot = credentialGaps(shell, side(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]), "github-copilot/gpt-5");
+  assert.deepEqual(v(copilot.fail), ["GITHUB_TOKEN"], "the default model's provider: its generic variable counts");
 });

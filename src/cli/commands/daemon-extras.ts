@@ -202,7 +202,8 @@ export function registerDaemonExtras(daemon: Command, ctx: CliContext): void {
     const dir = unitDir(env);
     const file = join(dir, `${o.name}.service`);
     // Provider keys this shell has that the unit's daemon would not (its Environment= lines and <home>/env).
-    const gaps = credentialGaps(env, unitSide({ ...parseUnit(unit, file) }, env)).fail;
+    const found = credentialGaps(env, unitSide(parseUnit(unit, file), env));
+    const gaps = [...found.fail, ...found.warn];
     const warnings = gaps.map(
       (g) =>
         `the unit's daemon will not have ${g.variable} (the key of ${g.provider}), which this shell has: dsh-herdr daemon env set ${g.variable}`,

@@ -48,10 +48,15 @@ export interface KeyGap {
   variable: string;
 }
 
+/** Variables many shells export for other reasons (git hosting, cloud tools): not a sign of a model provider's use
+ *  unless that provider is the default model's or the shell's pi has logged in to it. */
+const GENERIC_VARS = new Set(["GH_TOKEN", "GITHUB_TOKEN", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "HF_TOKEN"]);
+
 /**
  * The providers whose key the shell has (environment or its pi dir's auth.json) and the daemon lacks. With a default
- * model only its provider counts as `fail` (the others are `warn`: a --model of theirs would fail); without one
- * every provider the shell has a key for does (pi picks its default among them).
+ * model its provider's gap is `fail` and the others `warn` (a --model of theirs would fail). Without one, pi picks
+ * its default among the providers it has keys for: a daemon with none of the shell's is `fail` (every child fails),
+ * else the gaps are `warn`.
  */
 export function credentialGaps(
   shell: Env,
@@ -60,19 +65,21 @@ export function credentialGaps(
 ): { fail: KeyGap[]; warn: KeyGap[] } {
   const shellDir = agentDirOf(shell);
   const shellAuth = authProviders(shellDir);
-  const gapOf = (provider: string): KeyGap | undefined => {
-    const shellVars = keyVars(provider, shellDir).filter((v) => shell[v]);
-    if (shellVars.length === 0 && !shellAuth.includes(provider)) return undefined;
-    const daemonHas =
-      keyVars(provider, side.agentDir).some((v) => side.names.has(v)) || side.authProviders.includes(provider);
-    if (daemonHas) return undefined;
-    return { provider, variable: shellVars[0] ?? "PI_CODING_AGENT_DIR" };
-  };
   const main = defaultModel ? providerOf(defaultModel) : undefined;
-  const all = [...new Set([...providerKeyTable().map(([p]) => p), ...shellAuth])];
-  const gaps = (ps: string[]) => ps.map(gapOf).filter((g): g is KeyGap => g !== undefined);
-  if (main === undefined) return { fail: gaps(all), warn: [] };
-  return { fail: gaps([main]), warn: gaps(all.filter((p) => p !== main)) };
+  const daemonHas = (provider: string) =>
+    keyVars(provider, side.agentDir).some((v) => side.names.has(v)) || side.authProviders.includes(provider);
+  const shellVarsOf = (provider: string) =>
+    keyVars(provider, shellDir).filter(
+      (v) => shell[v] && (provider === main || shellAuth.includes(provider) || !GENERIC_VARS.has(v)),
+    );
+  const all = [...new Set([...providerKeyTable().map(([p]) => p), ...shellAuth, ...(main ? [main] : [])])];
+  const shellHas = all.filter((p) => shellVarsOf(p).length > 0 || shellAuth.includes(p));
+  const gaps: KeyGap[] = shellHas
+    .filter((p) => !daemonHas(p))
+    .map((provider) => ({ provider, variable: shellVarsOf(provider)[0] ?? "PI_CODING_AGENT_DIR" }));
+  if (main !== undefined)
+    return { fail: gaps.filter((g) => g.provider === main), warn: gaps.filter((g) => g.provider !== main) };
+  return gaps.length > 0 && gaps.length === shellHas.length ? { fail: gaps, warn: [] } : { fail: [], warn: gaps };
 }
 
 function sideFromEnv(who: string, env: Env, auth: readonly string[] | undefined, apply: string): DaemonSide {
@@ -131,7 +138,7 @@ function keyCheck(shell: Env, side: DaemonSide, defaultModel: string | undefined
     return {
       name: "daemon-key",
       level: "warn",
-      detail: `${side.who} has the default model's key, but no ${lacks(warn)}, which this shell has: a --model of ${[...new Set(warn.map((g) => g.provider))].join(", ")} would fail "No API key"`,
+      detail: `${side.who} has ${defaultModel ? "the default model's key" : "some of this shell's provider keys"}, but no ${lacks(warn)}, which this shell has: a child on ${[...new Set(warn.map((g) => g.provider))].join(", ")} would fail "No API key"`,
       fix: fixFor(warn),
     };
   const provider = defaultModel ? providerOf(defaultModel) : undefined;
