@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs the compiled tests with node's own test runner. Optional args pick folders under test/
 // (unit, integration, e2e, reliability) or single files (integration/pi-retry); with none, every folder runs.
-import { readdirSync, statSync, existsSync } from "node:fs";
+import { readdirSync, statSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { reportLeftovers, newRunId, RUN_MARKER } from "./leftovers.mjs";
@@ -36,11 +37,25 @@ if (files.length === 0) {
 const concurrency = process.env.DSH_TEST_CONCURRENCY ?? "2";
 // Everything the tests start inherits this run's marker, so the sweep below ends only this run's processes.
 const runId = newRunId();
+// The user's git config (~/.gitconfig, /etc/gitconfig) is never read: signing, hooks, aliases or a default branch
+// of theirs would change what the tests see. Git gets a global config of this run's own: an identity for the
+// commits tests make, main as the default branch, no signing. (A test may still point GIT_CONFIG_GLOBAL elsewhere.)
+const gitDir = mkdtempSync(join(tmpdir(), "dsh-test-gitconfig-"));
+const gitConfig = join(gitDir, "gitconfig");
+writeFileSync(
+  gitConfig,
+  "[user]\n\tname = dsh-herdr test\n\temail = test@dsh-herdr.invalid\n[init]\n\tdefaultBranch = main\n" +
+    "[commit]\n\tgpgsign = false\n[tag]\n\tgpgsign = false\n",
+);
 const r = spawnSync(
   process.execPath,
   ["--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
-  { stdio: "inherit", env: { ...process.env, [RUN_MARKER]: runId } },
+  {
+    stdio: "inherit",
+    env: { ...process.env, [RUN_MARKER]: runId, GIT_CONFIG_GLOBAL: gitConfig, GIT_CONFIG_NOSYSTEM: "1" },
+  },
 );
+rmSync(gitDir, { recursive: true, force: true });
 // Every test ends what it started: a pi child or wrapper of this run still running now is a leak, and fails the run.
 const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-tests", runId);
 process.exit(leaked > 0 ? 1 : (r.status ?? 1));

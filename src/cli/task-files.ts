@@ -54,8 +54,23 @@ export function knownTasks(home: string): KnownTask[] {
     if (typeof name === "string") t.name = name;
     const brief = s?.row?.brief ?? s?.brief;
     if (typeof brief === "string" && brief !== "") t.brief = brief;
+    // A task on another machine is also known by its id there (its agent name ends in that id's last 4).
+    const remoteId = s?.remoteTaskId ?? (s?.row?.agent?.machine ? remoteIdOf(home, taskId) : undefined);
+    if (remoteId !== undefined) t.aliases = [remoteId];
     return t;
   });
+}
+
+/** task.json's `remote.taskId` (index lines written before the index kept it). */
+function remoteIdOf(home: string, taskId: string): string | undefined {
+  try {
+    const rec = JSON.parse(readFileSync(join(taskDir(home, taskId), "task.json"), "utf8")) as {
+      remote?: { taskId?: unknown };
+    };
+    return typeof rec.remote?.taskId === "string" ? rec.remote.taskId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Resolve a typed id, prefix, suffix or agent name to a task id of this home. */

@@ -8,6 +8,8 @@ export interface KnownTask {
   taskId: string;
   name?: string;
   brief?: string;
+  /** Other ids of the same task (a relayed task's id on its machine, which its agent name ends with). */
+  aliases?: string[];
 }
 
 /** Edit distance, for "did you mean"; ids are 12 chars so the quadratic cost is nothing. */
@@ -53,6 +55,8 @@ export function resolveTaskId(input: string, knownIn: readonly (string | KnownTa
     );
   const known = knownIn.map(asKnown);
   if (known.some((t) => t.taskId === q)) return q;
+  const byAlias = known.filter((t) => t.aliases?.includes(q));
+  if (byAlias.length === 1) return byAlias[0]!.taskId;
   // An agent name: exact when recorded; else its trailing `-xxxx` is the id's suffix (names end in the last 4).
   const byName = known.filter((t) => t.name !== undefined && t.name.toLowerCase() === q);
   if (byName.length === 1) return byName[0]!.taskId;
@@ -61,8 +65,10 @@ export function resolveTaskId(input: string, knownIn: readonly (string | KnownTa
   for (const t of byName) matches.set(t.taskId, t);
   if (byName.length === 0) {
     for (const t of known) {
-      if (t.taskId.startsWith(q) || t.taskId.endsWith(q)) matches.set(t.taskId, t);
-      else if (nameTail !== undefined && t.name === undefined && t.taskId.endsWith(nameTail)) matches.set(t.taskId, t);
+      const ids = [t.taskId, ...(t.aliases ?? [])];
+      if (ids.some((id) => id.startsWith(q) || id.endsWith(q))) matches.set(t.taskId, t);
+      else if (nameTail !== undefined && t.name === undefined && ids.some((id) => id.endsWith(nameTail)))
+        matches.set(t.taskId, t);
     }
   }
   if (matches.size === 1) return [...matches.keys()][0]!;

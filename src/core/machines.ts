@@ -108,6 +108,26 @@ export function sshErrorLine(stderr: string): string | undefined {
   return lines.at(-1)?.slice(0, 500);
 }
 
+/**
+ * What to do about an ssh failure, from ssh's own line: an unknown or changed host key is `machine trust` (ssh's
+ * own suggestion, `ssh -o BatchMode=yes ... true`, cannot add a key under StrictHostKeyChecking=yes), a refused key
+ * is the key, an address or port that does not answer is the entry.
+ */
+export function sshFailureFix(label: string, m: MachineSpec, line: string | undefined): string {
+  const l = line ?? "";
+  if (
+    /Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|host key is known|Host key for .* has changed/i.test(
+      l,
+    )
+  )
+    return `ssh does not know the host key of ${machineTarget(m)} (or it changed): see its fingerprint with \`dsh-herdr machine trust ${label}\`, compare it with the one that machine shows (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub there), then add it with \`dsh-herdr machine trust ${label} --yes\``;
+  if (/Permission denied/i.test(l))
+    return `the ssh key was refused: add your public key to ~/.ssh/authorized_keys of ${m.ssh} (e.g. ssh-copy-id${m.port !== undefined ? ` -p ${m.port}` : ""} ${m.ssh}), or give the right private key with \`dsh-herdr machine set ${label} --identity FILE\``;
+  if (/Could not resolve hostname|Connection refused|timed out|No route to host|Network is unreachable/i.test(l))
+    return `check the address and port (\`dsh-herdr machine set ${label} --ssh USER@HOST --port N\`) and that sshd runs there`;
+  return `check the address, the key and known_hosts with \`ssh -o BatchMode=yes${m.port !== undefined ? ` -p ${m.port}` : ""} ${m.ssh} true\``;
+}
+
 export interface BackoffPolicy {
   baseMs: number;
   maxMs: number;

@@ -5,7 +5,6 @@ import type { HerdrStatus, RuntimeKind } from "../core/types.js";
 import { deriveStatus } from "../core/derive.js";
 import { HerdrClient, createTransport, herdrPing } from "../runtime/herdr/index.js";
 import { configFileDigest, loadConfig, type Config } from "../store/config.js";
-import { resolvePiBin } from "../pi/launch.js";
 import { watchConfig } from "./config-watch.js";
 import { collectOwnerDir, collectOwnerDirs, type OwnerGcDeps } from "./owner-gc.js";
 import { ensureHome, homePaths } from "../store/home.js";
@@ -25,6 +24,7 @@ import { Relay } from "../remote/relay.js";
 import type { TaskRecord } from "./record.js";
 import { readFileSync } from "node:fs";
 import { logTaskFailures, openDaemonLog } from "./daemon-log.js";
+import { daemonEnvFacts, type AppliedEnvFile } from "./daemon-env.js";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -36,6 +36,8 @@ export interface RunDaemonOptions {
   runtimeFactories?: RuntimeFactories;
   /** Per-connection bounds of the socket server (tests lower them; defaults in server.ts DEFAULT_LIMITS). */
   limits?: Partial<ConnectionLimits>;
+  /** The home's env file as main.ts applied it to process.env at start (daemon.status reports its keys). */
+  envFile?: AppliedEnvFile;
 }
 
 export interface RunningDaemon {
@@ -126,20 +128,15 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const configWatch = await watchConfig(home, {
     initialDigest: loadedDigest,
     overrides: opts.config ?? {},
-    apply: (c) => (config = c),
+    apply: (c) => {
+      config = c;
+      void relay.machinesChanged(); // `machine set`: a changed machine is linked again with its new entry
+    },
     log,
   });
-  // What every child gets and which pi runs it: `doctor` compares these with the CLI's own.
+  // What every child gets and which pi runs it (names only): `doctor` compares these with the CLI's own.
   const childEnvAll = { ...process.env, ...(opts.childEnv ?? {}) };
-  const envFacts = () => {
-    let piBin: string | null = null;
-    try {
-      piBin = resolvePiBin(childEnvAll);
-    } catch {
-      // reported as null: doctor says pi is not found for the daemon
-    }
-    return { piBin, piDir: childEnvAll.PI_CODING_AGENT_DIR ?? null, path: childEnvAll.PATH ?? "" };
-  };
+  const envFacts = () => daemonEnvFacts(childEnvAll, opts.envFile);
 
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));

@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { isDshError } from "../core/errors.js";
 import { resolveHome } from "../store/home.js";
 import { runDaemon } from "./daemon.js";
+import { applyEnvFile } from "./daemon-env.js";
 import { daemonStatus, startDaemon, stopDaemon } from "../client/daemon-control.js";
 
 export { runDaemon, type RunDaemonOptions, type RunningDaemon } from "./daemon.js";
@@ -20,7 +21,9 @@ export async function main(argv: string[]): Promise<number> {
   const cmd = positionals[0] ?? "run";
   try {
     if (cmd === "run") {
-      const d = await runDaemon(home);
+      // <home>/env first (`daemon env set`; the unit's EnvironmentFile=): the daemon and its children get it.
+      const envFile = applyEnvFile(home);
+      const d = await runDaemon(home, { envFile });
       const onSignal = () => void d.stop();
       process.once("SIGTERM", onSignal);
       process.once("SIGINT", onSignal);

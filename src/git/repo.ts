@@ -2,7 +2,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { DshError } from "../core/errors.js";
-import { git, gitMaybe } from "./run.js";
+import { git, gitProbe } from "./run.js";
 
 /** The repo's top-level directory, or undefined when cwd is not inside a work tree. */
 export async function repoRoot(cwd: string): Promise<string | undefined> {
@@ -11,21 +11,21 @@ export async function repoRoot(cwd: string): Promise<string | undefined> {
     throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass an existing working directory.`);
   }
   // One git call: "true\n<top level>" inside a work tree; inside .git, "false" and an error; elsewhere an error.
-  const out = await gitMaybe(cwd, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"]);
+  const out = await gitProbe(cwd, ["rev-parse", "--is-inside-work-tree", "--show-toplevel"]);
   const [inside, top] = (out ?? "").split("\n");
   return inside === "true" && top ? top : undefined;
 }
 
 /** The top level and HEAD in one git call (HEAD null before the first commit); undefined outside a work tree. */
 export async function repoFacts(cwd: string): Promise<{ root: string; head: string | null } | undefined> {
-  const out = await gitMaybe(cwd, [
+  const out = await gitProbe(cwd, [
     "rev-parse",
     "--is-inside-work-tree",
     "--show-toplevel",
     "--verify",
     "-q",
     "HEAD^{commit}",
-  ]).catch(() => undefined);
+  ]);
   const [inside, top, sha] = (out ?? "").split("\n");
   if (inside === "true" && top && sha && /^[0-9a-f]{40,64}$/.test(sha)) return { root: top, head: sha };
   // No HEAD yet (or not a repo): ask for the top level alone.
@@ -88,7 +88,7 @@ export async function requireRepoRoot(cwd: string): Promise<string> {
 
 /** The commit HEAD points at, or null in a repo with no commits yet. */
 export async function headCommit(root: string): Promise<string | null> {
-  const out = await gitMaybe(root, ["rev-parse", "--verify", "HEAD^{commit}"]);
+  const out = await gitProbe(root, ["rev-parse", "--verify", "HEAD^{commit}"]);
   const sha = out?.trim() ?? "";
   return /^[0-9a-f]{40,64}$/.test(sha) ? sha : null;
 }

@@ -1,6 +1,7 @@
 // Running git: one place for the environment and the flags every call needs (exact, unquoted path names;
 // no optional locks on the user's repo; nothing inherited that could point git at another repo or index).
 import { execFile, spawn } from "node:child_process";
+import { statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 
@@ -45,7 +46,7 @@ export function git(cwd: string, args: string[], extraEnv: Record<string, string
       (err, stdout, stderr) => {
         if (err === null) return resolve(stdout);
         const why = (stderr.trim() || err.message).trim();
-        reject(new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${why}`));
+        reject(dubiousOwnership(why) ?? new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${why}`));
       },
     );
   });
@@ -53,6 +54,44 @@ export function git(cwd: string, args: string[], extraEnv: Record<string, string
 
 /** Output of one git() call held in memory (status, ls-files of a big repo); diffs stream to a file instead. */
 const MAX_OUTPUT_BYTES = 256 * 1024 * 1024;
+
+/**
+ * git refuses a repository another user owns ("detected dubious ownership", git ≥ 2.35.2): named as such, with the
+ * fix, instead of passing for "not a repository" or "no commits yet" (a daemon on another machine, run as another
+ * user than the repository's owner, meets it).
+ */
+export function dubiousOwnership(stderr: string): DshError | undefined {
+  const m = /detected dubious ownership in repository at '([^'\n]+)'/.exec(stderr);
+  if (!m) return undefined;
+  const path = m[1]!;
+  let owner = "another user";
+  try {
+    owner = `uid ${statSync(path).uid}`;
+  } catch {
+    // unreadable: "another user"
+  }
+  const me = typeof process.getuid === "function" ? `uid ${process.getuid()}` : "the user the daemon runs as";
+  return new DshError(
+    "GIT_FAILED",
+    `git refuses the repository ${path}: "detected dubious ownership" (it belongs to ${owner}, git runs as ${me}); fix: \`git config --global --add safe.directory ${path}\` as ${me}, or work in a repository that user owns`,
+    { reason: "dubious_ownership", path },
+  );
+}
+
+export function isDubiousOwnership(e: unknown): boolean {
+  return e instanceof DshError && e.details?.["reason"] === "dubious_ownership";
+}
+
+/** Like gitMaybe, but git refusing the repository (dubious ownership) is thrown: a probe that could not look is
+ *  not "no repository" or "no commits". */
+export async function gitProbe(cwd: string, args: string[]): Promise<string | undefined> {
+  try {
+    return await git(cwd, args);
+  } catch (e) {
+    if (isDubiousOwnership(e)) throw e;
+    return undefined;
+  }
+}
 
 /** Like git(), but a failure returns undefined (for probes such as "is there a HEAD?"). */
 export async function gitMaybe(

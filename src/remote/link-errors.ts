@@ -1,7 +1,7 @@
 // What a link says when the machine cannot be reached or the connection drops: MACHINE_UNREACHABLE with ssh's own
 // error line (or its exit code) and the fix.
 import { DshError } from "../core/errors.js";
-import { machineTarget, sshErrorLine, type MachineSpec } from "../core/machines.js";
+import { machineTarget, sshErrorLine, sshFailureFix, type MachineSpec } from "../core/machines.js";
 
 /** How much of ssh's stderr a link keeps (and puts in an error's details). */
 export const STDERR_CAP = 8192;
@@ -23,8 +23,10 @@ export function unreachable(
       : "ssh ended before the remote daemon answered");
   const fix =
     exitCode === 255
-      ? `check the address, the key and known_hosts with \`ssh -o BatchMode=yes${m.port !== undefined ? ` -p ${m.port}` : ""} ${m.ssh} true\``
-      : `the remote command \`${m.command ?? "dsh-herdr"} daemon connect\` failed there (exit ${exitCode ?? "?"}); fix it on that machine, or remove the machine and add it again with the right --command`;
+      ? sshFailureFix(label, m, line)
+      : exitCode === 127
+        ? `\`${m.command ?? "dsh-herdr"}\` is not found there (not installed, or not on the PATH of a non-interactive ssh session): install dsh-herdr there (docs/remote.md), or point at it with \`dsh-herdr machine set ${label} --command /path/to/dsh-herdr\``
+        : `the remote command \`${m.command ?? "dsh-herdr"} daemon connect\` failed there (exit ${exitCode ?? "?"}); fix it on that machine, or change it with \`dsh-herdr machine set ${label} --command CMD\``;
   return new DshError("MACHINE_UNREACHABLE", `machine ${label} (${machineTarget(m)}) is unreachable: ${why}; ${fix}`, {
     label,
     target: machineTarget(m),

@@ -1,6 +1,7 @@
 // Spawning on another machine: the remote `task.spawn` (as the CLI, so the remote owes no owner delivery), then a
 // local record for it (task dir, task.json with `remote`), registered and followed (src/remote/relay-follow.ts).
 import { randomBytes } from "node:crypto";
+import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
 import type { RemoteFollow } from "./relay-follow.js";
 import type { RelayContext, RemoteRecord, RemoteSpawnParams } from "./relay-types.js";
@@ -58,7 +59,10 @@ export async function relaySpawn(
   await stepRemote(ctx, live, { type: "remote_started", cycle: 1 });
   await sup.journal(live, { type: "remote_spawned", label, remoteTaskId: spawned.taskId });
   await follow.snapshot(live, remote, true);
-  void follow.follow(live);
+  // Settled there already (it failed at once, e.g. git refused the repository): recorded here before the reply, so a
+  // `task.wait` or `task.get` right after it finds the result (a snapshot keeps no settled status).
+  if (isSettledStatus(remote.status)) await follow.follow(live);
+  else void follow.follow(live);
   return {
     taskId: rec.taskId,
     subagent_id: rec.taskId,

@@ -34,6 +34,8 @@ export type { RelayHost, RelayLive, RelayOptions, RemoteRecord, RemoteSpawnParam
 
 export class Relay {
   private readonly links = new Map<string, MachineLink>();
+  /** The config.json entry each link was made with (JSON): a changed entry means a new link. */
+  private readonly linkSpecs = new Map<string, string>();
   private readonly ctx: RelayContext;
   private readonly followSide: RemoteFollow;
   private stopped = false;
@@ -90,6 +92,7 @@ export class Relay {
       ...(this.opts.backoff ? { backoff: this.opts.backoff } : {}),
     });
     this.links.set(label, link);
+    this.linkSpecs.set(label, JSON.stringify(machine));
     link.on("up", () => void this.followSide.onUp(label));
     link.on("down", (d) => void this.followSide.onDown(label, d));
     link.on("push", (method, params) => {
@@ -98,6 +101,23 @@ export class Relay {
     });
     link.start();
     return link;
+  }
+
+  /**
+   * config.json was reloaded (`machine set`): a link whose machine entry changed or went is closed; one with open
+   * tasks is made again with the new entry (their follow loops resume on its "up"); the others on next use.
+   */
+  async machinesChanged(): Promise<void> {
+    if (this.stopped) return;
+    for (const [label, link] of [...this.links]) {
+      const now = this.machines()[label];
+      if (now !== undefined && JSON.stringify(now) === this.linkSpecs.get(label)) continue;
+      this.links.delete(label);
+      this.linkSpecs.delete(label);
+      await link.close(); // its follow loops end first, so the new link's "up" starts them again
+      const open = this.followSide.remoteLives(label).some((l) => !l.rec.lifecycle);
+      if (now !== undefined && open && !this.stopped && !this.links.has(label)) this.link(label);
+    }
   }
 
   /** The link up now, or MACHINE_UNREACHABLE with ssh's line (waits for an attempt under way). */
@@ -146,5 +166,6 @@ export class Relay {
     this.stopped = true;
     await Promise.all([...this.links.values()].map((l) => l.close()));
     this.links.clear();
+    this.linkSpecs.clear();
   }
 }

@@ -51,6 +51,8 @@ export interface TaskSummary extends TaskRecordBase {
   mtimeMs: number;
   /** The task's listing row as of its last harvest (absent for lines written before it had one). */
   row?: TaskRow;
+  /** A task relayed to another machine: its id there (ids typed from that machine's agent name find it). */
+  remoteTaskId?: string;
 }
 
 export interface TaskFilter {
@@ -74,6 +76,8 @@ export function summarize(rec: Record<string, unknown>, mtimeMs: number, row?: T
   if (typeof rec.updatedAt === "number") s.updatedAt = rec.updatedAt;
   if (typeof rec.brief === "string") s.brief = rec.brief.slice(0, 200);
   if (typeof rec.cwd === "string") s.cwd = rec.cwd;
+  const remote = rec.remote as { taskId?: unknown } | undefined;
+  if (typeof remote?.taskId === "string") s.remoteTaskId = remote.taskId;
   if (row !== undefined && row.taskId === s.taskId) s.row = row;
   return s;
 }

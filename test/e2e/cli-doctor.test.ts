@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
@@ -135,4 +135,132 @@ test("doctor: a daemon started with another pi dir is a WARN saying to restart i
       spawnSync("sleep", ["0.1"]);
     }
     assert.equal(status().maxParallelAgents, 7, "the previous config stays");
+  }));
+
+/** The checks of a `doctor --json` run, by name. */
+function checksOf(out: string): Map<string, { level: string; detail: string; fix?: string }> {
+  const j = JSON.parse(out) as { checks: { name: string; level: string; detail: string; fix?: string }[] };
+  return new Map(j.checks.map((c) => [c.name, c]));
+}
+
+const SECRET = "sk-ant-test-0123456789-SECRET";
+
+test("doctor asks the running daemon: a provider key, a UTF-8 locale and PI_CODING_AGENT_DIR the shell has and the daemon lacks are FAILs by name; daemon env set and a restart fix them; values are never printed", () =>
+  withHome((home, env) => {
+    assert.equal(cli(env, ["config", "set", "defaultModel", "anthropic/claude-sonnet-4-5"]).code, 0);
+    const { LANG: _l, LC_ALL: _a, LC_CTYPE: _c, PI_CODING_AGENT_DIR: _p, ...bare } = env;
+    // The daemon is started from an environment without the key, a locale or the pi dir (a unit, cron, ssh).
+    const daemonEnv = { ...bare, LANG: "C" };
+    const shell = { ...env, ANTHROPIC_API_KEY: SECRET, LANG: "C.UTF-8" };
+    assert.equal(cli(daemonEnv, ["daemon", "start"]).code, 0);
+    const before = cli(shell, ["doctor"]);
+    assert.equal(before.code, 1, before.out);
+    assert.match(
+      before.out,
+      /^FAIL\s+daemon-key\s+the running daemon \(pid \d+\) has no ANTHROPIC_API_KEY \(the key of anthropic\), which this shell has.*No API key.*fix: dsh-herdr daemon env set ANTHROPIC_API_KEY .*then dsh-herdr daemon restart$/m,
+    );
+    assert.match(
+      before.out,
+      /^FAIL\s+daemon-locale\s+.*no UTF-8 locale \(C\).*LANG=C\.UTF-8.*fix: dsh-herdr daemon env set LANG,/m,
+    );
+    assert.match(
+      before.out,
+      /^FAIL\s+daemon-pidir\s+.*no PI_CODING_AGENT_DIR.*fix: dsh-herdr daemon env set PI_CODING_AGENT_DIR, then/m,
+    );
+    assert.doesNotMatch(before.out + before.err, new RegExp(SECRET));
+    const status = cli(shell, ["daemon", "status", "--json"]);
+    assert.doesNotMatch(status.out, new RegExp(SECRET), "daemon.status reports names, never values");
+
+    // The fix as doctor words it: each value from this shell, into <home>/env (0600); never printed.
+    const set = cli(shell, ["daemon", "env", "set", "ANTHROPIC_API_KEY", "LANG", "PI_CODING_AGENT_DIR"]);
+    assert.equal(set.code, 0, set.err);
+    assert.match(
+      set.err,
+      /the running daemon \(pid \d+\) reads .*env at start: restart it to apply: dsh-herdr daemon restart/,
+    );
+    const file = join(home, "dsh", "env");
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.equal(
+      readFileSync(file, "utf8"),
+      `ANTHROPIC_API_KEY=${SECRET}\nLANG=C.UTF-8\nPI_CODING_AGENT_DIR=${env.PI_CODING_AGENT_DIR}\n`,
+    );
+    const list = cli(shell, ["daemon", "env", "list"]);
+    assert.equal(list.out, "ANTHROPIC_API_KEY\nLANG\nPI_CODING_AGENT_DIR\n");
+    for (const r of [set, list]) assert.doesNotMatch(r.out + r.err, new RegExp(SECRET));
+    // Not yet: the running daemon read the file at its start.
+    const stale = checksOf(cli(shell, ["doctor", "--json"]).out);
+    assert.equal(stale.get("daemon-key")?.level, "fail");
+    assert.equal(stale.get("envfile")?.level, "warn", JSON.stringify(stale.get("envfile")));
+
+    // Restarted from the same key-less environment: the daemon reads <home>/env.
+    assert.equal(cli(daemonEnv, ["daemon", "restart"]).code, 0);
+    const after = cli(shell, ["doctor", "--json"]);
+    const c = checksOf(after.out);
+    for (const name of ["daemon-key", "daemon-locale", "daemon-pidir", "envfile"])
+      assert.equal(c.get(name)?.level, "ok", `${name}: ${JSON.stringify(c.get(name))}`);
+    assert.match(c.get("daemon-key")!.detail, /has every key this shell has for anthropic/);
+    const names = (
+      JSON.parse(cli(shell, ["daemon", "status", "--json"]).out) as {
+        env: { names: string[]; envFile: { keys: string[] } };
+      }
+    ).env;
+    assert.ok(names.names.includes("ANTHROPIC_API_KEY"));
+    assert.deepEqual(names.envFile.keys, ["ANTHROPIC_API_KEY", "LANG", "PI_CODING_AGENT_DIR"]);
+    assert.doesNotMatch(after.out, new RegExp(SECRET));
+
+    // unset removes the line; list shows what is left.
+    assert.equal(cli(shell, ["daemon", "env", "unset", "ANTHROPIC_API_KEY"]).code, 0);
+    assert.equal(cli(shell, ["daemon", "env", "list"]).out, "LANG\nPI_CODING_AGENT_DIR\n");
+    // A value given on the command line is kept exactly (quoted in the file), and a bad name is a usage error
+    // that does not echo what was typed.
+    assert.equal(cli(shell, ["daemon", "env", "set", "X_NOTE=it's a $HOME"]).code, 0);
+    assert.match(readFileSync(file, "utf8"), /^X_NOTE="it's a \\\$HOME"$/m);
+    const bad = cli(shell, ["daemon", "env", "set", SECRET]);
+    assert.equal(bad.code, 2);
+    assert.doesNotMatch(bad.err, new RegExp(SECRET));
+  }));
+
+test("doctor without a daemon reads the unit install-unit wrote (Environment=, EnvironmentFile=): a key only the shell has is a FAIL; install-unit warns of it", () =>
+  withHome((home, env) => {
+    const xdg = join(home, "xdg");
+    const shell = { ...env, XDG_CONFIG_HOME: xdg, ANTHROPIC_API_KEY: SECRET, LANG: "C.UTF-8" };
+    const inst = cli(shell, ["daemon", "install-unit"]);
+    assert.equal(inst.code, 0, inst.err);
+    assert.match(
+      inst.err,
+      /^warning: the unit's daemon will not have ANTHROPIC_API_KEY \(the key of anthropic\), which this shell has: dsh-herdr daemon env set ANTHROPIC_API_KEY$/m,
+    );
+    const unit = readFileSync(join(xdg, "systemd", "user", "dsh-herdr.service"), "utf8");
+    assert.match(unit, new RegExp(`^EnvironmentFile=-${join(home, "dsh", "env")}$`, "m"));
+    assert.match(unit, /^Environment=LANG=C\.UTF-8$/m);
+    assert.match(unit, new RegExp(`^Environment=PI_CODING_AGENT_DIR=${env.PI_CODING_AGENT_DIR}$`, "m"));
+    assert.doesNotMatch(unit, new RegExp(SECRET), "no key in the unit");
+    const before = cli(shell, ["doctor"]);
+    assert.equal(before.code, 1);
+    assert.match(
+      before.out,
+      /^FAIL\s+daemon-key\s+the unit dsh-herdr\.service .*has no ANTHROPIC_API_KEY.*fix: dsh-herdr daemon env set ANTHROPIC_API_KEY .*then systemctl --user restart dsh-herdr\.service$/m,
+    );
+    assert.match(before.out, /^OK\s+daemon-locale\s+the unit dsh-herdr\.service .*C\.UTF-8/m);
+    assert.equal(cli(shell, ["daemon", "env", "set", "ANTHROPIC_API_KEY"]).code, 0);
+    const after = checksOf(cli(shell, ["doctor", "--json"]).out);
+    assert.equal(after.get("daemon-key")?.level, "ok", JSON.stringify(after.get("daemon-key")));
+    // Installing again now: no warning (the key is in the file the unit names).
+    const again = cli(shell, ["daemon", "install-unit", "--force"]);
+    assert.equal(again.code, 0, again.err);
+    assert.doesNotMatch(again.err, /warning/);
+  }));
+
+test("a bad line in <home>/env: doctor names the line and the daemon refuses to start with it", () =>
+  withHome((home, env) => {
+    mkdirSync(join(home, "dsh"), { recursive: true, mode: 0o700 });
+    writeFileSync(join(home, "dsh", "env"), "GOOD=1\nBAD VALUE=two words\n", { mode: 0o600 });
+    const d = cli(env, ["doctor"]);
+    assert.match(
+      d.out,
+      /^FAIL\s+envfile\s+.*env line 2: "BAD VALUE" is not a variable name.*the daemon will not start/m,
+    );
+    const start = cli(env, ["daemon", "start"]);
+    assert.equal(start.code, 1);
+    assert.match(start.err, /CONFIG_INVALID: .*env line 2/);
   }));

@@ -294,6 +294,10 @@ test("daemon install-unit: a valid systemd user unit whose daemon run serves and
   const unit = readFileSync(file, "utf8");
   assert.match(unit, /^WantedBy=default\.target$/m);
   assert.match(unit, /^KillMode=process$/m);
+  // The daemon's environment: a UTF-8 LANG, the pi dir of this shell, then <home>/env (optional: "-").
+  assert.match(unit, new RegExp(`^EnvironmentFile=-${join(unitHome, "env")}$`, "m"));
+  assert.match(unit, /^Environment=LANG=\S+\.UTF-8$/m);
+  assert.match(unit, new RegExp(`^Environment=PI_CODING_AGENT_DIR=${h.env["PI_CODING_AGENT_DIR"]}$`, "m"));
   if (await which("systemd-analyze")) {
     const v = await execa("systemd-analyze", ["verify", file], { reject: false, stdin: "ignore" });
     assert.equal(v.exitCode, 0, `systemd-analyze verify: ${String(v.stderr)}`);
@@ -316,9 +320,17 @@ test("daemon install-unit: a valid systemd user unit whose daemon run serves and
     // The test run's marker (scripts/leftovers.mjs), so the run's sweep still counts what this daemon starts.
     ...(process.env["DSH_HERDR_TEST_RUN"] ? { DSH_HERDR_TEST_RUN: process.env["DSH_HERDR_TEST_RUN"] } : {}),
   };
+  // A variable only <home>/env has: `daemon run` reads it at start (as systemd's EnvironmentFile= would give it).
+  const set = await execa(process.execPath, [bin, "daemon", "env", "set", "DSH_UNIT_PROBE=from the env file"], {
+    env,
+    reject: false,
+    stdin: "ignore",
+  });
+  assert.equal(set.exitCode, 0, String(set.stderr));
   const daemon = execa(exec[0]!, exec.slice(1), { env: runEnv, extendEnv: false, reject: false, stdin: "ignore" });
+  let served: { stdout: unknown };
   try {
-    await waitFor(
+    served = await waitFor(
       "the unit's daemon serves",
       async () => {
         const s = await execa(process.execPath, [bin, "daemon", "status", "--json"], {
@@ -335,6 +347,9 @@ test("daemon install-unit: a valid systemd user unit whose daemon run serves and
     daemon.kill("SIGKILL");
     throw e;
   }
+  const facts = (JSON.parse(String(served.stdout)) as { env: { names: string[]; envFile: { keys: string[] } } }).env;
+  assert.ok(facts.names.includes("DSH_UNIT_PROBE"), "the daemon read <home>/env");
+  assert.deepEqual(facts.envFile.keys, ["DSH_UNIT_PROBE"]);
   daemon.kill("SIGTERM");
   const done = await daemon;
   assert.equal(done.exitCode, 0, String(done.stderr));

@@ -113,7 +113,7 @@ export function registerAdminCommands(program: Command, ctx: CliContext): void {
 }
 
 /** Whether the running daemon now runs on config.json as written: its daemon.status digest catches up in a moment. */
-async function daemonTook(home: string): Promise<"took" | "not_taken" | "not_running"> {
+export async function daemonTook(home: string): Promise<"took" | "not_taken" | "not_running"> {
   const want = await configFileDigest(home);
   const deadline = Date.now() + 5000;
   for (;;) {

@@ -1,10 +1,13 @@
 // daemon log (daemon.log as readable lines) and daemon install-unit (a systemd user unit that runs `daemon run`).
 import type { Command } from "commander";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DshError } from "../../core/errors.js";
+import { effectiveLocale, isUtf8Locale } from "../../core/provider-keys.js";
+import { envFilePath } from "../../store/env-file.js";
+import { credentialGaps, unitSide } from "../doctor/daemon.js";
+import { parseUnit, unitDir } from "../doctor/unit.js";
 import type { CliContext } from "../context.js";
 import { colorEnabled, painter, type Paint } from "../format/color.js";
 import { packageRoot } from "../home.js";
@@ -80,15 +83,21 @@ export interface UnitOptions {
   binPath: string;
   path: string;
   piBin?: string;
+  /** A UTF-8 locale for LANG (tmux and pi's TUI need one; systemd's user manager may have none). */
+  lang: string;
+  piDir?: string;
 }
 
 /**
- * The systemd user unit: `daemon run` in the foreground under systemd, the home and PATH of the shell that installed
- * it. KillMode=process: `systemctl --user stop` stops the daemon only; children keep running in their panes and are
- * picked up on the next start, as with `dsh-herdr daemon stop`.
+ * The systemd user unit: `daemon run` in the foreground under systemd, the home, PATH, a UTF-8 LANG and the pi dir of
+ * the shell that installed it, then `<home>/env` (EnvironmentFile=, `-`: absent is fine; it overrides the lines
+ * above, and the daemon reads it at start too). KillMode=process: `systemctl --user stop` stops the daemon only;
+ * children keep running in their panes and are picked up on the next start, as with `dsh-herdr daemon stop`.
  */
 export function unitText(o: UnitOptions): string {
-  const esc = (s: string) => (/[\s"\\]/.test(s) ? `"${s.replace(/(["\\])/g, "\\$1")}"` : s);
+  // systemd expands %-specifiers in every value: a literal % is %%.
+  const pct = (s: string) => s.replace(/%/g, "%%");
+  const esc = (s: string) => pct(/[\s"\\]/.test(s) ? `"${s.replace(/(["\\])/g, "\\$1")}"` : s);
   return [
     "[Unit]",
     "Description=dsh-herdr supervisor daemon for pi coding agents",
@@ -100,6 +109,9 @@ export function unitText(o: UnitOptions): string {
     `Environment=${esc(`DSH_HERDR_HOME=${o.home}`)}`,
     `Environment=${esc(`PATH=${o.path}`)}`,
     ...(o.piBin ? [`Environment=${esc(`DSH_HERDR_PI_BIN=${o.piBin}`)}`] : []),
+    `Environment=${esc(`LANG=${o.lang}`)}`,
+    ...(o.piDir ? [`Environment=${esc(`PI_CODING_AGENT_DIR=${o.piDir}`)}`] : []),
+    `EnvironmentFile=-${pct(envFilePath(o.home))}`,
     "KillMode=process",
     "Restart=on-failure",
     "RestartSec=2",
@@ -183,10 +195,19 @@ export function registerDaemonExtras(daemon: Command, ctx: CliContext): void {
       binPath: join(packageRoot, "bin", "dsh-herdr"),
       path: env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
       ...(env.DSH_HERDR_PI_BIN ? { piBin: env.DSH_HERDR_PI_BIN } : {}),
+      lang: isUtf8Locale(effectiveLocale(env)) ? effectiveLocale(env)! : "C.UTF-8",
+      ...(env.PI_CODING_AGENT_DIR ? { piDir: env.PI_CODING_AGENT_DIR } : {}),
     });
     if (o.print) return void ctx.io.out(unit);
-    const dir = join(env.XDG_CONFIG_HOME || join(env.HOME ?? homedir(), ".config"), "systemd", "user");
+    const dir = unitDir(env);
     const file = join(dir, `${o.name}.service`);
+    // Provider keys this shell has that the unit's daemon would not (its Environment= lines and <home>/env).
+    const found = credentialGaps(env, unitSide(parseUnit(unit, file), env));
+    const gaps = [...found.fail, ...found.warn];
+    const warnings = gaps.map(
+      (g) =>
+        `the unit's daemon will not have ${g.variable} (the key of ${g.provider}), which this shell has: dsh-herdr daemon env set ${g.variable}`,
+    );
     const enable = `systemctl --user daemon-reload && systemctl --user enable --now ${o.name}.service`;
     if (existsSync(file) && readFileSync(file, "utf8") !== unit && !o.force) {
       throw usage(`${file} exists and differs; pass --force to replace it (or --print to compare)`);
@@ -200,10 +221,19 @@ export function registerDaemonExtras(daemon: Command, ctx: CliContext): void {
         `cannot write ${file}: ${(e as Error).message}; use --print and place the unit yourself`,
       );
     }
-    if (o.json) return printJson(ctx.io, { unit: file, name: `${o.name}.service`, enable });
+    if (o.json)
+      return printJson(ctx.io, {
+        unit: file,
+        name: `${o.name}.service`,
+        enable,
+        envFile: envFilePath(ctx.home),
+        ...(warnings.length ? { warnings } : {}),
+      });
+    for (const w of warnings) ctx.io.err(`warning: ${w}\n`);
     ctx.io.out(
       [
         `wrote ${file}`,
+        `its environment: PATH, LANG${env.PI_CODING_AGENT_DIR ? ", PI_CODING_AGENT_DIR" : ""} of this shell, then ${envFilePath(ctx.home)} (dsh-herdr daemon env set NAME=value; API keys go there)`,
         `enable it now and at every login:`,
         `  ${enable}`,
         `keep it running after logout (and start it at boot): loginctl enable-linger $USER`,

@@ -1,4 +1,4 @@
-// daemon start|stop|status|run, and gc.
+// daemon start|stop|status|run (log, install-unit: daemon-extras.ts; env, restart: daemon-env.ts), and gc.
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { formatDuration } from "../duration.js";
@@ -8,6 +8,7 @@ import { runDaemonForeground, startDaemonFor, stopDaemonFor } from "../daemon-co
 import { examples, jsonOption } from "./shared.js";
 import { registerDaemonConnect } from "./daemon-connect.js";
 import { registerDaemonExtras } from "./daemon-extras.js";
+import { registerDaemonEnv } from "./daemon-env.js";
 
 interface DaemonStatus {
   pid: number;
@@ -74,6 +75,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
   });
 
   registerDaemonExtras(daemon, ctx);
+  registerDaemonEnv(daemon, ctx);
 
   const run = daemon
     .command("run")

@@ -1,5 +1,6 @@
-// machine add|list|remove|check: other machines, each running its own dsh-herdr daemon, reached over ssh
-// (src/remote/link.ts). Stored in config.json under `machines`.
+// machine add|set|list|remove|check|trust: other machines, each running its own dsh-herdr daemon, reached over ssh
+// (src/remote/link.ts). Stored in config.json under `machines`; a running daemon follows a change at once (its link
+// to a changed machine is made again). Setting one up step by step: docs/remote.md.
 import type { Command } from "commander";
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
@@ -13,6 +14,7 @@ import {
   machineTarget,
   sshArgv,
   sshErrorLine,
+  sshFailureFix,
   type MachineSpec,
 } from "../../core/machines.js";
 import { connectMachine } from "../../remote/link.js";
@@ -23,7 +25,9 @@ import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson } from "../io.js";
 import { packageVersion } from "../version.js";
+import { daemonTook } from "./admin.js";
 import { renderChecks } from "./doctor.js";
+import { addHostKeys, trustPlan } from "./machine-trust.js";
 import { examples, jsonOption, usage } from "./shared.js";
 
 interface AddOptions {
@@ -65,6 +69,21 @@ function existingFile(path: string, what: string, env: NodeJS.ProcessEnv): strin
   if (!existsSync(abs) || !statSync(abs).isFile())
     throw usage(`${what} ${abs} is not a file; give the path of an existing file`);
   return abs;
+}
+
+/** The entry fields given as options, checked (a usage error names the bad one). */
+function specOf(o: Partial<AddOptions>, env: NodeJS.ProcessEnv): Partial<MachineSpec> {
+  const spec: Partial<MachineSpec> = {};
+  if (o.ssh !== undefined) spec.ssh = flag(() => assertSshTarget(o.ssh));
+  if (o.port !== undefined) spec.port = flag(() => assertPort(o.port));
+  if (o.identity !== undefined) spec.identity = existingFile(o.identity, "--identity", env);
+  if (o.knownHosts !== undefined) spec.knownHosts = existingFile(o.knownHosts, "--known-hosts", env);
+  if (o.command !== undefined) {
+    if (o.command.trim() === "" || /[\n\r]/.test(o.command))
+      throw usage("--command must be one non-empty line, e.g. --command dsh-herdr");
+    spec.command = o.command.trim();
+  }
+  return spec;
 }
 
 async function machinesOf(ctx: CliContext): Promise<Record<string, MachineSpec>> {
@@ -123,12 +142,12 @@ function renderRows(rows: readonly MachineRow[]): string {
   return out.join("\n") + "\n";
 }
 
-/** `<command> doctor --json` on the machine, over ssh with the link's options. */
+/** `<command> doctor --json` on the machine, over ssh with the link's options; `missing`: the command is not there. */
 async function remoteDoctor(
   ctx: CliContext,
   label: string,
   machine: MachineSpec,
-): Promise<{ ok: boolean; checks: CheckResult[] }> {
+): Promise<{ ok: boolean; checks: CheckResult[]; missing?: string }> {
   const spec = {
     ...machine,
     ...(machine.identity ? { identity: expandHome(machine.identity, ctx.io.env) } : {}),
@@ -145,10 +164,13 @@ async function remoteDoctor(
   if (r.exitCode === 255 || r.exitCode === undefined) {
     throw new DshError(
       "MACHINE_UNREACHABLE",
-      `machine ${label} (${machineTarget(machine)}) is unreachable: ${line ?? r.shortMessage}`,
+      `machine ${label} (${machineTarget(machine)}) is unreachable: ${line ?? r.shortMessage}; ${sshFailureFix(label, machine, line)}`,
       { label, ...(line ? { sshError: line } : {}) },
     );
   }
+  // The remote shell could not find the command: dsh-herdr is not installed there (or not on ssh's PATH).
+  if (r.exitCode === 127 || (String(r.stdout).trim() === "" && /not found|No such file or directory/.test(line ?? "")))
+    return { ok: false, checks: [], missing: line ?? `exit ${r.exitCode}` };
   try {
     const parsed = JSON.parse(String(r.stdout).trim().split("\n").at(-1) ?? "") as { ok?: unknown; checks?: unknown };
     if (typeof parsed.ok === "boolean" && Array.isArray(parsed.checks))
@@ -164,7 +186,7 @@ async function remoteDoctor(
         name: "doctor",
         level: "fail",
         detail: `\`${cmd} doctor --json\` printed no doctor report (exit ${r.exitCode})${line ? `: ${line}` : ""}`,
-        fix: `check --command (dsh-herdr machine remove ${label}, then add it again with the right --command)`,
+        fix: `check the command: dsh-herdr machine set ${label} --command CMD`,
       },
     ],
   };
@@ -193,17 +215,8 @@ export function registerMachineCommands(program: Command, ctx: CliContext): void
     "dsh-herdr machine add gpu --ssh me@10.0.0.7 --port 2222 --identity ~/.ssh/id_gpu --command '~/.npm-global/bin/dsh-herdr'",
   ]);
   add.action(async (labelIn: string, o: AddOptions) => {
-    const env = ctx.io.env;
     const label = flag(() => assertMachineLabel(labelIn));
-    const spec: MachineSpec = { ssh: flag(() => assertSshTarget(o.ssh)) };
-    if (o.port !== undefined) spec.port = flag(() => assertPort(o.port));
-    if (o.identity !== undefined) spec.identity = existingFile(o.identity, "--identity", env);
-    if (o.knownHosts !== undefined) spec.knownHosts = existingFile(o.knownHosts, "--known-hosts", env);
-    if (o.command !== undefined) {
-      if (o.command.trim() === "" || /[\n\r]/.test(o.command))
-        throw usage("--command must be one non-empty line, e.g. --command dsh-herdr");
-      spec.command = o.command.trim();
-    }
+    const spec = specOf(o, ctx.io.env) as MachineSpec;
     await ensureHome(ctx.home);
     const machines = await machinesOf(ctx);
     if (Object.hasOwn(machines, label))
@@ -216,6 +229,91 @@ export function registerMachineCommands(program: Command, ctx: CliContext): void
       ctx.io.out(
         `added machine ${label} (${machineTarget(spec)}); check it with \`dsh-herdr machine check ${label}\`\n`,
       );
+  });
+
+  const set = machine
+    .command("set")
+    .description(
+      "change a machine (what `add` takes; --unset drops an option); a running daemon takes it at once and links again",
+    )
+    .argument("<label>", "its label")
+    .option("--ssh <user@host>", "where to ssh to")
+    .option("--port <n>", "ssh port")
+    .option("--identity <file>", "private key for ssh -i")
+    .option("--known-hosts <file>", "known_hosts to check the host key against")
+    .option("--command <cmd>", "the dsh-herdr command line on that machine")
+    .option(
+      "--unset <option>",
+      "back to ssh's default: port, identity, known-hosts or command (repeatable)",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    );
+  jsonOption(set);
+  examples(set, [
+    "dsh-herdr machine set builder --command '~/.npm-global/bin/dsh-herdr'",
+    "dsh-herdr machine set builder --port 2222 --unset identity",
+  ]);
+  set.action(async (label: string, o: Partial<AddOptions> & { unset?: string[] }) => {
+    const machines = await machinesOf(ctx);
+    const was = lookupMachine(machines, label);
+    const next: MachineSpec = { ...was, ...specOf(o, ctx.io.env) };
+    const fields: Record<string, keyof MachineSpec> = {
+      port: "port",
+      identity: "identity",
+      "known-hosts": "knownHosts",
+      command: "command",
+    };
+    for (const u of o.unset ?? []) {
+      const f = fields[u];
+      if (f === undefined) throw usage(`--unset ${u}: use port, identity, known-hosts or command`);
+      delete next[f];
+    }
+    if (Object.keys(o).filter((k) => k !== "json").length === 0)
+      throw usage(`nothing to change; give --ssh, --port, --identity, --known-hosts, --command or --unset`);
+    await setConfigValue(ctx.home, "machines", { ...machines, [label]: next });
+    const daemon = await daemonTook(ctx.home);
+    if (o.json) return printJson(ctx.io, { label, ...next, daemon });
+    ctx.io.out(
+      `changed machine ${label} (${machineTarget(next)}); check it with \`dsh-herdr machine check ${label}\`\n`,
+    );
+    if (daemon === "took")
+      ctx.io.err(`the running daemon took it: its link to ${label} is made again with the new entry\n`);
+    if (daemon === "not_taken")
+      ctx.io.err(
+        `the running daemon did not take it (see ${ctx.home}/daemon.log); restart it: dsh-herdr daemon restart\n`,
+      );
+  });
+
+  const trust = machine
+    .command("trust")
+    .description(
+      "show the machine's host key fingerprint (ssh-keyscan); with --yes add it to the machine's known_hosts",
+    )
+    .argument("<label>", "its label")
+    .option("--yes", "add the key (after comparing the fingerprint with the one the machine shows)");
+  jsonOption(trust);
+  examples(trust, ["dsh-herdr machine trust builder", "dsh-herdr machine trust builder --yes"]);
+  trust.action(async (label: string, o: { yes?: boolean; json?: boolean }) => {
+    const m = lookupMachine(await machinesOf(ctx), label);
+    const plan = await trustPlan(ctx, label, m);
+    const added = !plan.trusted && o.yes === true;
+    if (added) addHostKeys(plan);
+    if (o.json)
+      return printJson(ctx.io, {
+        label,
+        host: plan.host,
+        knownHosts: plan.knownHosts,
+        fingerprints: plan.fingerprints,
+        trusted: plan.trusted || added,
+        added,
+      });
+    const out = [`host keys of ${plan.host} (machine ${label}):`, ...plan.fingerprints.map((f) => `  ${f}`)];
+    if (plan.trusted) out.push(`already in ${plan.knownHosts}: nothing to add`);
+    else if (added) out.push(`added ${plan.lines.length} key(s) for ${plan.host} to ${plan.knownHosts}`);
+    else
+      out.push(
+        `not in ${plan.knownHosts}. Compare with the fingerprint that machine shows (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub there), then add it: dsh-herdr machine trust ${label} --yes`,
+      );
+    ctx.io.out(out.join("\n") + "\n");
   });
 
   const list = machine
@@ -253,16 +351,53 @@ export function registerMachineCommands(program: Command, ctx: CliContext): void
   jsonOption(check);
   check.action(async (label: string, o: { json?: boolean }) => {
     const m = lookupMachine(await machinesOf(ctx), label);
-    const s = await remoteStatus(ctx, label, m);
-    const link: CheckResult = {
-      name: "link",
-      level: "ok",
-      detail: `daemon ${s.version} (pid ${s.pid}, home ${s.home}) answered over ssh to ${machineTarget(m)}`,
-    };
+    const cmd = m.command ?? DEFAULT_REMOTE_COMMAND;
+    // Its doctor first: it needs no daemon, and a shell that cannot find the command says dsh-herdr is missing.
     const doctor = await remoteDoctor(ctx, label, m);
-    const checks = [link, ...doctor.checks];
-    const ok = doctor.ok && checks.every((c) => c.level !== "fail");
-    if (o.json) printJson(ctx.io, { label, target: machineTarget(m), ok, version: s.version, checks });
+    const checks: CheckResult[] = [];
+    let version: string | undefined;
+    if (doctor.missing !== undefined) {
+      checks.push({
+        name: "dsh-herdr",
+        level: "fail",
+        detail: `\`${cmd}\` is not found on ${label} (${doctor.missing})`,
+        fix: `install dsh-herdr there (npm install -g <path or git URL of dsh-herdr>; docs/remote.md), or point at it: dsh-herdr machine set ${label} --command /path/to/dsh-herdr`,
+      });
+    } else {
+      try {
+        const s = await remoteStatus(ctx, label, m);
+        version = s.version;
+        const mine = packageVersion();
+        checks.push(
+          s.version === mine
+            ? { name: "dsh-herdr", level: "ok", detail: `dsh-herdr ${s.version} (\`${cmd}\`) on ${label}` }
+            : {
+                name: "dsh-herdr",
+                level: "warn",
+                detail: `dsh-herdr ${s.version} on ${label}, ${mine} here`,
+                fix: `install the same version there (docs/remote.md)`,
+              },
+          {
+            name: "link",
+            level: "ok",
+            detail: `daemon ${s.version} (pid ${s.pid}, home ${s.home}) answered over ssh to ${machineTarget(m)}`,
+          },
+        );
+      } catch (e) {
+        const err = isDshError(e) ? e : new DshError("INTERNAL", String(e));
+        checks.push({
+          name: "link",
+          level: "fail",
+          detail: err.message,
+          fix: `run \`${cmd} daemon connect\` there to see why it does not start`,
+        });
+      }
+      // Its own doctor's checks (pi and its version, the default model, its daemon's environment): fixed there.
+      for (const c of doctor.checks)
+        checks.push(c.level === "ok" || !c.fix ? c : { ...c, fix: `on ${label} (ssh ${m.ssh}): ${c.fix}` });
+    }
+    const ok = doctor.missing === undefined && doctor.ok && checks.every((c) => c.level !== "fail");
+    if (o.json) printJson(ctx.io, { label, target: machineTarget(m), ok, ...(version ? { version } : {}), checks });
     else ctx.io.out(renderChecks(checks));
     ctx.exitCode = ok ? EXIT.ok : EXIT.failed;
   });

@@ -3,12 +3,14 @@
 import { safeText } from "../format/safe.js";
 import type { Command } from "commander";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DshError } from "../../core/errors.js";
 import { loadConfig } from "../../store/config.js";
+import { pathsOf, readState } from "../../runtime/headless/files.js";
 import { createHeadlessRuntime } from "../../runtime/headless/runtime.js";
+import { renderRpcLog } from "../format/rpc-log.js";
 import { createHerdrRuntime, createTransport, HerdrClient } from "../../runtime/herdr/index.js";
 import { createTmuxRuntime } from "../../runtime/tmux/runtime.js";
 import type { Runtime, RuntimeHandle } from "../../runtime/types.js";
@@ -60,6 +62,37 @@ async function runtimeFor(ctx: CliContext, h: RuntimeHandle): Promise<Runtime> {
     return createTmuxRuntime({ socketName: h.tmuxSocket ?? (await loadConfig(ctx.home, ctx.io.env)).tmuxSocket });
   if (h.runtime === "headless") return createHeadlessRuntime();
   return createHerdrRuntime(await herdrOptions(ctx, h.machine));
+}
+
+/** The last `max` bytes of a file from a line start ("" when it cannot be read). */
+function readTail(path: string, max: number): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    const size = fstatSync(fd).size;
+    const from = Math.max(0, size - max);
+    const buf = Buffer.alloc(size - from);
+    let got = 0;
+    for (let n; got < buf.length && (n = readSync(fd, buf, got, buf.length - got, from + got)) > 0; ) got += n;
+    const text = buf.subarray(0, got).toString("utf8");
+    return from === 0 ? text : text.slice(text.indexOf("\n") + 1);
+  } catch {
+    return "";
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** A headless pi child's output as readable lines (src/cli/format/rpc-log.ts), then its stderr's last lines. */
+function headlessText(h: RuntimeHandle, lines: number): string {
+  const p = pathsOf(h);
+  const out = renderRpcLog(readTail(p.stdoutPath, 32 * 1024 * 1024)).slice(-lines);
+  const err = readTail(p.stderrPath, 1024 * 1024)
+    .replace(/\n$/, "")
+    .split("\n")
+    .slice(-lines)
+    .join("\n");
+  return err === "" ? out.join("\n") : `${out.join("\n")}\n--- stderr ---\n${err}`;
 }
 
 function screenLines(text: string): string[] {
@@ -135,20 +168,25 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
     .description("the child's screen (herdr, tmux) or output (headless); on another machine, read there over ssh")
     .argument("<id>", "task id or unique prefix")
     .option("-n, --lines <n>", "how many lines", "80")
-    .option("-f, --follow", "keep printing new output until the child exits or Ctrl+C");
+    .option("-f, --follow", "keep printing new output until the child exits or Ctrl+C")
+    .option("--raw", "a headless child's pi rpc events as written (JSON lines), not the readable text");
   jsonOption(logs);
-  examples(logs, ["dsh-herdr logs tmg3", "dsh-herdr logs tmg3 -f"]);
-  logs.action(async (id: string, o: { lines: string; follow?: boolean; json?: boolean }) => {
+  examples(logs, ["dsh-herdr logs tmg3", "dsh-herdr logs tmg3 -f", "dsh-herdr logs tmg3 --raw | jq .type"]);
+  logs.action(async (id: string, o: { lines: string; follow?: boolean; raw?: boolean; json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     const lines = Number.parseInt(o.lines, 10);
     if (!Number.isInteger(lines) || lines < 1)
       throw new DshError("BAD_PARAMS", `--lines ${o.lines}: give a positive number`, { usage: true });
     const task = readTaskJson(ctx.home, taskId);
     // A task relayed to another machine: its output is there, read by that machine's own `logs`.
-    if (task.remote) return remoteLogs(ctx, taskId, task.remote, { lines, follow: o.follow, json: o.json });
+    if (task.remote) return remoteLogs(ctx, taskId, task.remote, { lines, follow: o.follow, raw: o.raw, json: o.json });
     const rec = launched(taskId, task);
     const rt = await runtimeFor(ctx, rec.handle);
-    const text = await rt.readOutput(rec.handle, { lines });
+    // A headless pi child writes rpc events: shown as readable text unless --raw.
+    const readable =
+      rec.handle.runtime === "headless" && !o.raw && readState(pathsOf(rec.handle).statePath)?.protocol !== "raw";
+    const read = async () => (readable ? headlessText(rec.handle, lines) : rt.readOutput(rec.handle, { lines }));
+    const text = await read();
     if (o.json) return printJson(ctx.io, { taskId, runtime: rec.handle.runtime, output: text });
     // A child's screen or output: its control sequences shown escaped, not run by this terminal (safe.ts).
     for (const line of screenLines(text)) ctx.io.out(safeText(line) + "\n");
@@ -157,8 +195,7 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
       const alive = await rt.isAlive(rec.handle);
       await sleep(500, undefined, { signal: ctx.signal }).catch(() => undefined);
       if (ctx.signal.aborted) break; // Ctrl+C ends the follow; exit 0
-      for (const line of follower.next(await rt.readOutput(rec.handle, { lines }), !alive))
-        ctx.io.out(safeText(line) + "\n");
+      for (const line of follower.next(await read(), !alive)) ctx.io.out(safeText(line) + "\n");
       if (!alive) break;
     }
   });

@@ -63,7 +63,7 @@ export async function remoteLogs(
   ctx: CliContext,
   taskId: string,
   remote: RemoteRef,
-  o: { lines: number; follow?: boolean; json?: boolean },
+  o: { lines: number; follow?: boolean; raw?: boolean; json?: boolean },
 ): Promise<void> {
   const m = await machineOf(ctx, taskId, remote);
   const args = [
@@ -72,6 +72,7 @@ export async function remoteLogs(
     "-n",
     String(o.lines),
     ...(o.follow ? ["-f"] : []),
+    ...(o.raw ? ["--raw"] : []),
     ...(o.json ? ["--json"] : []),
   ];
   const ssh = execa("ssh", sshArgv(m, args), {

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
+import { loadConfig } from "../../store/config.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { printJson } from "../io.js";
@@ -102,14 +103,17 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
       choice("--thinking <level>", "thinking level", ["off", "minimal", "low", "medium", "high", "xhigh", "max"]),
     )
     .addOption(choice("--role <role>", "worker changes files; reviewer only reads", ["worker", "reviewer"]))
-    .option("--cwd <dir>", "git repository to work in (default: current directory)")
+    .option(
+      "--cwd <dir>",
+      "git repository to work in (default: current directory; required with a machine from `machine add`)",
+    )
     .option("--brief <text>", "a short label shown in lists and cards")
     .option("--isolated", "work in a new git worktree on branch dsh/<taskId>")
     .option("--owner <id>", "deliver the result to this owner (default: cli)")
     .option("--timeout <dur>", "run bound: 90s, 5m, 1h or ms")
     .option(
       "--machine <label>",
-      "run on this machine (from `machine add`; --cwd is a path there), or a Herdr --machine label",
+      "run on this machine (from `machine add`; --cwd is then required, a path there), or a Herdr --machine label",
     )
     .addOption(choice("--runtime <runtime>", "where the child runs", ["herdr", "tmux", "headless"]))
     .option("--prompt <text>", "the task text")
@@ -136,6 +140,14 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
     `git diff | dsh-herdr spawn --role reviewer --prompt-file - --json`,
   ]);
   spawn.action(async (words: string[], o: SpawnOpts) => {
+    // A machine from `machine add` runs the task there: this directory is a path here, not there.
+    if (o.machine !== undefined && o.cwd === undefined) {
+      const machines = (await loadConfig(ctx.home, ctx.io.env)).machines;
+      if (Object.hasOwn(machines, o.machine))
+        throw usage(
+          `--machine ${o.machine} runs the task on that machine: give --cwd, the path of the repository there (the current directory, ${process.cwd()}, is a path on this machine)`,
+        );
+    }
     const params = await spawnParams(o, words);
     const conn = await ctx.connect({ start: true });
     const res = await conn.request<{ taskId: string; name: string; status: string; queued: boolean }>(

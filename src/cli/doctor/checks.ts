@@ -18,9 +18,20 @@ export async function runDoctor(ctx: DoctorContext): Promise<CheckResult[]> {
     checkTmux(ctx.env),
     checkHerdr(ctx.env),
     checkConfig(ctx),
-    checkDaemonEnv(ctx.home, ctx.env),
+    checkDaemonEnv(ctx.home, ctx.env, cfg),
   ]);
   const model = await checkModel(ctx.env, pi.level === "ok" ? pi.bin : undefined, cfg);
   const { bin: _bin, ...piCheck } = pi;
-  return [checkNode(), git, piCheck, model, tmux, herdr, ...checkHome(ctx.home), config, daemon, checkDisk(ctx.home)];
+  return [
+    checkNode(),
+    git,
+    piCheck,
+    model,
+    tmux,
+    herdr,
+    ...checkHome(ctx.home),
+    config,
+    ...daemon,
+    checkDisk(ctx.home),
+  ];
 }
