@@ -4,7 +4,15 @@ import { statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Duplex } from "node:stream";
 import { DshError, ERROR_CODES, type ErrorCode } from "../core/errors.js";
-import { FrameReader, encodeFrame } from "./frames.js";
+import {
+  FrameReader,
+  LARGE_PROTOCOL,
+  MAX_FRAME_BYTES,
+  MAX_LARGE_BYTES,
+  encodeFrame,
+  frameHead,
+  frameTooLargeMessage,
+} from "./frames.js";
 
 export { FrameReader, encodeFrame, MAX_FRAME_BYTES } from "./frames.js";
 
@@ -13,6 +21,8 @@ export type ClientKind = "cli" | "owner" | "child";
 export interface ConnectOptions {
   kind: ClientKind;
   ownerId?: string;
+  /** An owner's proof: the secret its first hello was issued (HelloResult.secret). */
+  secret?: string;
   taskId?: string;
   token?: string;
   version?: string;
@@ -23,6 +33,12 @@ export interface ConnectOptions {
   connectTimeoutMs?: number;
   /** Push listeners in place before hello: a push can arrive in the same chunk as the hello reply. */
   pushes?: Record<string, (params: any, method: string) => void>;
+  /**
+   * A frame from the daemon that no request is waiting for could not be taken (over the frame limit, not UTF-8 or
+   * JSON, a large push that could not be fetched), or an error came that names no request: what happened, by name.
+   * Default: one line on stderr. Errors for a request reject that request instead.
+   */
+  onProtocolError?(e: DshError): void;
 }
 
 export interface HelloResult {
@@ -30,6 +46,8 @@ export interface HelloResult {
   protocol: number;
   pid: number;
   kind: ClientKind;
+  /** An owner's first hello: the secret issued to it, this once. */
+  secret?: string;
 }
 
 export interface DaemonClient {
@@ -107,45 +125,165 @@ export async function connect(target: string, opts: ConnectOptions): Promise<Dae
 export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<DaemonClient> {
   let nextId = 1;
   let closed = false;
-  const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
+  /** Waiting requests, oldest first (a Map keeps insertion order). */
+  const pending = new Map<
+    number,
+    { method: string; resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout }
+  >();
   const listeners = new Map<string, Set<(params: any, method: string) => void>>();
   const closers: (() => void)[] = [];
   const reader = new FrameReader();
   for (const [m, fn] of Object.entries(opts.pushes ?? {})) listeners.set(m, new Set([fn]));
+  const report =
+    opts.onProtocolError ?? ((e: DshError) => process.stderr.write(`dsh-herdr: ${e.code}: ${e.message}\n`));
+  /** Pushes in arrival order: while a large one is fetched, the ones behind it wait. */
+  let pushTail: Promise<void> | undefined;
+
+  type Inbound = {
+    id?: unknown;
+    result?: unknown;
+    error?: { code?: unknown; message?: unknown };
+    method?: string;
+    params?: unknown;
+    large?: { ref?: unknown; bytes?: unknown };
+  };
+
+  const settle = (id: number, fn: (p: { resolve(v: unknown): void; reject(e: Error): void }) => void) => {
+    const p = pending.get(id);
+    if (!p) return false;
+    pending.delete(id);
+    clearTimeout(p.timer);
+    fn(p);
+    return true;
+  };
+
+  const dispatchPush = (method: string, params: unknown) => {
+    for (const key of [method, "*"]) {
+      for (const fn of listeners.get(key) ?? []) {
+        try {
+          fn(params, method);
+        } catch {
+          /* a listener's bug must not break the connection */
+        }
+      }
+    }
+  };
+
+  /** A frame held by reference (protocol 2): its bytes fetched page by page, then read as the frame itself. */
+  const fetchLarge = async (large: { ref?: unknown; bytes?: unknown }): Promise<Inbound> => {
+    const bytes = Number(large.bytes);
+    if (typeof large.ref !== "string" || !Number.isSafeInteger(bytes) || bytes < 0)
+      throw new DshError("INTERNAL", "the daemon sent a malformed large-frame reference; please report this bug");
+    if (bytes > MAX_LARGE_BYTES)
+      throw new DshError(
+        "FRAME_TOO_LARGE",
+        `a frame of ${bytes} bytes is over the ${MAX_LARGE_BYTES / (1024 * 1024)} MiB a client takes by reference; ask for less`,
+      );
+    const parts: Buffer[] = [];
+    let offset = 0;
+    for (;;) {
+      const page = await client.request<{ data: string; done: boolean }>("frame.page", { ref: large.ref, offset });
+      const buf = Buffer.from(page.data, "base64");
+      parts.push(buf);
+      offset += buf.length;
+      if (page.done || buf.length === 0 || offset >= bytes) break;
+    }
+    const text = Buffer.concat(parts);
+    if (text.length !== bytes)
+      throw new DshError(
+        "INTERNAL",
+        `a large frame came to ${text.length} of its ${bytes} bytes; please report this bug`,
+      );
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(text)) as Inbound;
+  };
+
+  const onMessage = (msg: Inbound) => {
+    if (msg.id !== undefined && msg.id !== null) {
+      const id = Number(msg.id);
+      if (msg.large && pending.has(id)) {
+        // The request is answered; its bytes come page by page, each page a request with its own timeout.
+        const p = pending.get(id)!;
+        clearTimeout(p.timer);
+        void fetchLarge(msg.large).then(
+          (whole) => settle(id, (q) => (whole.error ? q.reject(toError(whole.error)) : q.resolve(whole.result))),
+          (e: unknown) => settle(id, (q) => q.reject(e as Error)),
+        );
+        return;
+      }
+      settle(id, (p) => (msg.error ? p.reject(toError(msg.error)) : p.resolve(msg.result)));
+      return;
+    }
+    if (msg.error) {
+      // An error tied to no request: a frame the daemon could not read (its id unknown), or the connection refused.
+      const err = toError(msg.error);
+      const fatal = err.code === "CONNECTION_LIMIT" || err.code === "TIMEOUT";
+      const oldest = pending.keys().next();
+      if (fatal) for (const id of [...pending.keys()]) settle(id, (p) => p.reject(err));
+      else if (!oldest.done) settle(oldest.value, (p) => p.reject(err));
+      else report(err);
+      return;
+    }
+    if (typeof msg.method !== "string") return;
+    const method = msg.method;
+    if (msg.large) {
+      const fetched = fetchLarge(msg.large);
+      fetched.catch(() => undefined); // handled below, in its turn: not an unhandled rejection meanwhile
+      const after = pushTail ?? Promise.resolve();
+      const tail = after.then(async () => {
+        try {
+          const whole = await fetched;
+          dispatchPush(method, whole.params);
+        } catch (e) {
+          const err = e instanceof DshError ? e : new DshError("INTERNAL", String(e));
+          report(new DshError(err.code, `a ${method} push by reference could not be fetched: ${err.message}`));
+        }
+      });
+      pushTail = tail;
+      void tail.then(() => {
+        if (pushTail === tail) pushTail = undefined;
+      });
+      return;
+    }
+    if (pushTail) {
+      const tail = pushTail.then(() => dispatchPush(method, msg.params));
+      pushTail = tail;
+      void tail.then(() => {
+        if (pushTail === tail) pushTail = undefined;
+      });
+      return;
+    }
+    dispatchPush(method, msg.params);
+  };
 
   socket.on("data", (chunk: Buffer) => {
     for (const ev of reader.push(chunk)) {
-      if (ev.kind !== "frame") continue;
-      let msg: {
-        id?: unknown;
-        result?: unknown;
-        error?: { code?: unknown; message?: unknown };
-        method?: string;
-        params?: unknown;
-      };
-      try {
-        msg = JSON.parse(ev.text);
-      } catch {
+      if (ev.kind === "oversized") {
+        // Refused unread; tied to its request when its first bytes name one, else reported.
+        const head = frameHead(ev.head);
+        const what =
+          head.id !== undefined
+            ? `the daemon's reply to request ${head.id}`
+            : `a frame from the daemon${head.method ? ` (a ${head.method} push)` : ""}`;
+        const err = new DshError(
+          "FRAME_TOO_LARGE",
+          frameTooLargeMessage(what, ev.bytes, "the daemon should have sent it by reference; upgrade the daemon"),
+        );
+        if (typeof head.id !== "number" || !settle(head.id, (p) => p.reject(err))) report(err);
         continue;
       }
-      if (msg.id !== undefined && msg.id !== null) {
-        const p = pending.get(Number(msg.id));
-        if (!p) continue;
-        pending.delete(Number(msg.id));
-        clearTimeout(p.timer);
-        if (msg.error) p.reject(toError(msg.error));
-        else p.resolve(msg.result);
-      } else if (typeof msg.method === "string") {
-        for (const key of [msg.method, "*"]) {
-          for (const fn of listeners.get(key) ?? []) {
-            try {
-              fn(msg.params, msg.method);
-            } catch {
-              /* a listener's bug must not break the connection */
-            }
-          }
-        }
+      if (ev.kind === "not-utf8") {
+        report(new DshError("BAD_REQUEST", "a frame from the daemon is not valid UTF-8; it was dropped"));
+        continue;
       }
+      let msg: Inbound;
+      try {
+        msg = JSON.parse(ev.text) as Inbound;
+      } catch {
+        report(new DshError("BAD_REQUEST", "a frame from the daemon is not JSON; it was dropped"));
+        continue;
+      }
+      if (typeof msg !== "object" || msg === null) continue;
+      onMessage(msg);
     }
   });
   const onEnd = () => {
@@ -169,6 +307,21 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     request<T>(method: string, params: unknown = {}, ro?: { timeoutMs?: number }): Promise<T> {
       if (closed) return Promise.reject(new DshError("DAEMON_UNAVAILABLE", "connection closed; reconnect"));
       const id = nextId++;
+      const frame = encodeFrame({ id, method, params });
+      const bytes = Buffer.byteLength(frame);
+      // The daemon's reader would refuse it: refused here at once, nothing sent.
+      if (bytes > MAX_FRAME_BYTES)
+        return Promise.reject(
+          new DshError(
+            "FRAME_TOO_LARGE",
+            frameTooLargeMessage(
+              `the ${method} request`,
+              bytes,
+              "send less per request: a prompt or message that large does not fit one; put the bulk in a file the task can read and name the file in the prompt",
+              true,
+            ),
+          ),
+        );
       const timeoutMs = ro?.timeoutMs ?? opts.timeoutMs ?? 30_000;
       return new Promise<T>((resolve, reject) => {
         const timer = setTimeout(() => {
@@ -180,8 +333,8 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
             ),
           );
         }, timeoutMs);
-        pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
-        socket.write(encodeFrame({ id, method, params }));
+        pending.set(id, { method, resolve: resolve as (v: unknown) => void, reject, timer });
+        socket.write(frame);
       });
     },
     onPush(method, fn) {
@@ -199,9 +352,13 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
       onEnd();
     },
   };
-  const helloParams: Record<string, unknown> = { kind: opts.kind, ...(opts.hello ?? {}) };
+  // protocol 2: replies and pushes over the frame limit come by reference, fetched with frame.page.
+  const helloParams: Record<string, unknown> = { kind: opts.kind, protocol: LARGE_PROTOCOL, ...(opts.hello ?? {}) };
   if (opts.version) helloParams.version = opts.version;
-  if (opts.kind === "owner") helloParams.ownerId = opts.ownerId;
+  if (opts.kind === "owner") {
+    helloParams.ownerId = opts.ownerId;
+    if (opts.secret) helloParams.secret = opts.secret;
+  }
   if (opts.kind === "child") {
     helloParams.taskId = opts.taskId;
     helloParams.token = opts.token;

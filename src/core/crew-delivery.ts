@@ -155,6 +155,35 @@ export function deliveryFor(result: AgentResult, cycle: number, report?: CrewRep
   return null;
 }
 
+/**
+ * The delivery as pushed: the report once. The card's report and needs are the model's (deliveryFor makes them so),
+ * so the push leaves them out of the card and the owner extension reads them back with cardOfPushed.
+ */
+export function pushedDelivery<T extends DeliveryPayload>(d: T): T {
+  const r = d.model && "result" in d.model ? d.model.result : undefined;
+  if (!r) return d;
+  const { report, needs, ...card } = d.card;
+  const keep = {
+    ...(report !== undefined && report !== r.report ? { report } : {}),
+    ...(needs !== undefined && needs !== r.needs ? { needs } : {}),
+  };
+  return { ...d, card: { ...card, ...keep } };
+}
+
+/** The whole card of a pushed delivery: the report and needs a push left out taken from its model part. */
+export function cardOfPushed<T extends DeliveryPayload>(d: T): T {
+  const r = d.model && "result" in d.model ? d.model.result : undefined;
+  if (!r || d.card.report !== undefined) return d;
+  return {
+    ...d,
+    card: {
+      ...d.card,
+      report: r.report,
+      ...(r.needs !== undefined && d.card.needs === undefined ? { needs: r.needs } : {}),
+    },
+  };
+}
+
 export function isExpired(queuedAt: number, now: number, ttlMs = DELIVERY_TTL_MS): boolean {
   return now - queuedAt > ttlMs;
 }

@@ -83,7 +83,8 @@ export class SessionReader {
           this.skipping = true; // drop what we held; the line is counted once when it ends
           this.pending = [];
         } else if (piece.length > 0) {
-          this.pending.push(piece.slice()); // copy: the caller may reuse its buffer
+          // A copy: the caller may reuse its buffer (a Buffer's own slice() is a view, not a copy).
+          this.pending.push(new Uint8Array(piece));
         }
       }
       if (nl < 0) break;

@@ -7,6 +7,7 @@ import { HerdrClient, createTransport, herdrPing } from "../runtime/herdr/index.
 import { configFileDigest, loadConfig, type Config } from "../store/config.js";
 import { watchConfig } from "./config-watch.js";
 import { collectOwnerDir, collectOwnerDirs, type OwnerGcDeps } from "./owner-gc.js";
+import { OwnerAuth } from "./owner-auth.js";
 import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
@@ -106,17 +107,20 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     home,
     log,
     hasOpenTask: (owner) => [...sup.tasks.values()].some((l) => l.rec.owner === owner && l.rec.status !== "closed"),
-    holds: (owner) => delivery.holds(owner),
+    holds: (owner) => delivery.holds(owner) || ownerAuth.connected(owner),
   };
+  const collectIdle = (owner: string) =>
+    void collectOwnerDir(ownerGc, owner).catch((e: unknown) =>
+      log.warn({ owner, err: (e as Error).message }, "cannot remove an idle owner directory; kept"),
+    );
+  // Owners prove their id on every hello (src/daemon/owner-auth.ts).
+  const ownerAuth = new OwnerAuth({ home, log, onIdle: collectIdle });
   const delivery = new DeliveryService({
     home,
     log,
     reportOf: (l) => sup.reportOf(l),
     ...(durable ? { durable } : {}),
-    onOwnerLeft: (owner) =>
-      void collectOwnerDir(ownerGc, owner).catch((e: unknown) =>
-        log.warn({ owner, err: (e as Error).message }, "cannot remove an idle owner directory; kept"),
-      ),
+    onOwnerLeft: collectIdle,
   });
   delivery.watch(sup);
   logTaskFailures(sup, log); // from the start too: a failure recovery settles is logged like any other
@@ -147,6 +151,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     version,
     log,
     authenticateChild: (taskId, token) => sup.authenticate(taskId, token),
+    authenticateOwner: (conn, ownerId, secret) => ownerAuth.hello(conn, ownerId, secret),
     onChildConnected: (conn) => sup.childConnected(conn),
     handlers: Object.assign(
       createOwnerHandlers(sup, delivery),

@@ -1,7 +1,7 @@
 // The owner.* socket methods: an owner extension attaches (its pending deliveries are pushed), acks what it
 // injected, and on /fork or /clone takes over the open tasks and queued deliveries of the session it came from.
 import { DshError } from "../core/errors.js";
-import { checkOwnerSecret, issueOwnerSecret } from "../store/owner-secret.js";
+import { checkOwnerSecret } from "../store/owner-secret.js";
 import type { TaskRecord } from "./record.js";
 import type { DeliveryService } from "./delivery.js";
 import type { Connection, Handler } from "./server.js";
@@ -12,13 +12,8 @@ export function createOwnerHandlers(
   delivery: DeliveryService,
 ): Record<"owner.attach" | "owner.ack" | "owner.move", Handler> {
   return {
-    // The server lets only owner connections in, so ownerId is set.
-    // An owner's first attach also issues its secret (returned this once): the proof owner.move asks for.
-    "owner.attach": async (_p: Record<string, never>, conn: Connection) => {
-      const attached = await delivery.attach(conn);
-      const secret = await issueOwnerSecret(sup.deps.home, conn.ownerId!);
-      return secret === undefined ? attached : { ...attached, secret };
-    },
+    // The server lets only owner connections in (proven at hello: src/daemon/owner-auth.ts), so ownerId is set.
+    "owner.attach": (_p: Record<string, never>, conn: Connection) => delivery.attach(conn),
     "owner.ack": (p: { deliveryIds: string[]; state?: "acked" | "expired" }, conn: Connection) =>
       delivery.ack(conn, p.deliveryIds, p.state),
     "owner.move": async (p: { fromOwnerId: string; secret?: string }, conn: Connection) => {
@@ -29,7 +24,7 @@ export function createOwnerHandlers(
       if (!(await checkOwnerSecret(sup.deps.home, p.fromOwnerId, p.secret))) {
         throw new DshError(
           "NOT_OWNER",
-          `moving the work of owner ${p.fromOwnerId} needs the secret the daemon gave it at owner.attach; only a session forked or cloned from it (its owner extension keeps the secret in the session) may move it`,
+          `moving the work of owner ${p.fromOwnerId} needs the secret the daemon issued to its first hello; only a session forked or cloned from it (its owner extension keeps the secret in the session) may move it`,
         );
       }
       for (const live of sup.tasks.values()) {

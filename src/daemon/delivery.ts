@@ -2,7 +2,13 @@
 // (owners/<ownerId>/outbox.jsonl) and is pushed to the owner's attached extension, which injects it and acks.
 // Unacked deliveries are pushed again on the next attach; ones older than 24 h are dropped then.
 import { DshError } from "../core/errors.js";
-import { deliveryFor, isExpired, type CrewReport, type DeliveryPayload } from "../core/crew-delivery.js";
+import {
+  deliveryFor,
+  isExpired,
+  pushedDelivery,
+  type CrewReport,
+  type DeliveryPayload,
+} from "../core/crew-delivery.js";
 import type { AgentResult } from "../core/types.js";
 import {
   type DeliveryState,
@@ -208,7 +214,8 @@ export class DeliveryService {
         continue;
       }
       // One active owner extension gets it; the newest attach is the live session.
-      conns.at(-1)!.push("owner.delivery", { ...(r.payload as DeliveryPayload), queuedAt: r.ts });
+      // The report once (the card's is the model's), by reference when over the frame limit (server-large.ts).
+      conns.at(-1)!.push("owner.delivery", { ...pushedDelivery(r.payload as DeliveryPayload), queuedAt: r.ts });
       if (e.state === "queued") {
         e.state = "sent";
         sent.push({ deliveryId: r.deliveryId, state: "sent", taskId: r.taskId });

@@ -11,6 +11,7 @@ import type { Live } from "./live.js";
 import type { Supervisor } from "./supervisor-types.js";
 import type { RequestMethod } from "./protocol.js";
 import type { MethodContext } from "./method-context.js";
+import { knownOwners, resolveOwner, shownOwner, viewOf } from "./owner-view.js";
 
 export type { MethodContext } from "./method-context.js";
 
@@ -46,7 +47,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     if (!mayAct(conn, live))
       throw new DshError(
         "NOT_OWNER",
-        `task ${taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may change it`,
+        `task ${taskId} belongs to owner ${shownOwner(conn, live.rec.owner)}; only its owner (or the CLI) may change it`,
       );
     return live;
   };
@@ -60,15 +61,20 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
 
     "task.spawn": (p: SpawnParams, conn: Connection) => spawnTask(ctx, p, conn),
 
-    "task.get": async (p: { taskId: string }) => resultOf(p.taskId),
+    "task.get": async (p: { taskId: string }, conn: Connection) => viewOf(conn, await resultOf(p.taskId)),
 
-    "task.list": async (p: ListParams & { external?: boolean }) => {
-      const out: ListPage & { external?: Record<string, unknown>[] } = await listTasks(sup, p);
+    "task.list": async (p: ListParams & { external?: boolean }, conn: Connection) => {
+      const q = p.owner !== undefined ? { ...p, owner: resolveOwner(p.owner, () => knownOwners(sup)) } : p;
+      const page = await listTasks(sup, q);
+      const out: ListPage & { external?: Record<string, unknown>[] } = {
+        ...page,
+        tasks: page.tasks.map((t) => viewOf(conn, t)),
+      };
       if (p.external) out.external = ctx.externalAgents ? await ctx.externalAgents() : [];
       return out;
     },
 
-    "task.wait": async (p: { taskIds: string[]; mode?: "any" | "all"; timeoutMs?: number }) => {
+    "task.wait": async (p: { taskIds: string[]; mode?: "any" | "all"; timeoutMs?: number }, conn: Connection) => {
       for (const id of p.taskIds) await resultOf(id);
       const mode = p.mode ?? "all";
       const done = () => {
@@ -100,7 +106,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         });
       }
       // After the record is written: a caller may read result.json next (`dsh-herdr show`).
-      const results = await Promise.all(p.taskIds.map((id) => resultOf(id)));
+      const results = await Promise.all(p.taskIds.map(async (id) => viewOf(conn, await resultOf(id))));
       return { results, timedOut };
     },
 
@@ -116,20 +122,20 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
 
     "task.close": async (p: { taskId: string; closePane?: boolean }, conn: Connection) => {
       const live = sup.tasks.get(p.taskId);
-      if (!live) return resultOf(p.taskId); // already closed earlier: the stored record answers
+      if (!live) return viewOf(conn, await resultOf(p.taskId)); // already closed earlier: the stored record answers
       if (!mayAct(conn, live))
         throw new DshError(
           "NOT_OWNER",
-          `task ${p.taskId} belongs to owner ${live.rec.owner}; only its owner (or the CLI) may close it`,
+          `task ${p.taskId} belongs to owner ${shownOwner(conn, live.rec.owner)}; only its owner (or the CLI) may close it`,
         );
       const closePane = p.closePane ?? cfg().closePaneOnDone;
       const result = ctx.relay?.owns(live) ? await ctx.relay.close(live, closePane) : await sup.close(live, closePane);
       sup.tasks.delete(p.taskId);
-      return result;
+      return viewOf(conn, result);
     },
 
     "task.abort": async (p: { taskIds?: string[]; owner?: string; all?: true }, conn: Connection) => {
-      const owner = conn.kind === "owner" ? conn.ownerId! : (p.owner ?? "cli");
+      const owner = conn.kind === "owner" ? conn.ownerId! : resolveOwner(p.owner ?? "cli", () => knownOwners(sup));
       const out = { aborted_ids: [] as string[], missing_ids: [] as string[], foreign_ids: [] as string[] };
       const ids = p.taskIds ?? [...sup.tasks.values()].filter((l) => l.rec.owner === owner).map((l) => l.rec.taskId);
       for (const id of ids) {
@@ -144,11 +150,12 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
 
     "task.subscribe": (p: { taskIds?: string[]; owner?: string }, conn: Connection) => {
       const ids = p.taskIds ? new Set(p.taskIds) : undefined;
+      const owner = p.owner ? resolveOwner(p.owner, () => knownOwners(sup)) : undefined;
       const off = sup.onStatus((live, result) => {
         if (ids && !ids.has(live.rec.taskId)) return;
-        if (p.owner && live.rec.owner !== p.owner) return;
+        if (owner && live.rec.owner !== owner) return;
         if (conn.kind === "owner" && live.rec.owner !== conn.ownerId) return;
-        conn.push("task.status", { taskId: live.rec.taskId, status: result.status, result });
+        conn.push("task.status", { taskId: live.rec.taskId, status: result.status, result: viewOf(conn, result) });
       });
       conn.onClose(off);
       return { subscribed: true };

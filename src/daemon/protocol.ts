@@ -4,8 +4,10 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { DshError } from "../core/errors.js";
+import { LARGE_PROTOCOL } from "../client/frames.js";
 
-export const PROTOCOL_VERSION = 1;
+/** 2: replies and pushes over the frame limit go by reference (frame.page; docs/socket-protocol.md, "Frames"). */
+export const PROTOCOL_VERSION = LARGE_PROTOCOL;
 
 export const REQUEST_METHODS = [
   "hello",
@@ -27,6 +29,7 @@ export const REQUEST_METHODS = [
   "owner.attach",
   "owner.ack",
   "owner.move",
+  "frame.page",
 ] as const;
 export type RequestMethod = (typeof REQUEST_METHODS)[number];
 

@@ -6,15 +6,32 @@ import type { Connection, SocketServerOptions } from "./server-types.js";
 
 export type HelloParams =
   | { kind: "cli" }
-  | { kind: "owner"; ownerId: string }
+  | { kind: "owner"; ownerId: string; secret?: string }
   | { kind: "child"; taskId: string; token: string };
 
 const CHILD_METHODS = new Set<string>(["child.event", "child.report"]);
+/** Methods of the connection itself, open to every kind once it said hello. */
+const CONNECTION_METHODS = new Set<string>(["daemon.status", "frame.page"]);
 
-/** Sets the connection's identity once; a child's token must match an open task. */
-export function hello(p: HelloParams, conn: Connection, opts: SocketServerOptions): unknown {
-  if (conn.kind !== undefined)
+/**
+ * Sets the connection's identity once: a child's token must match an open task, an owner must prove its id with the
+ * secret issued to it (its first hello is issued one, returned this once as `secret`).
+ */
+export async function hello(p: HelloParams, conn: Connection, opts: SocketServerOptions): Promise<unknown> {
+  if (conn.kind !== undefined || conn.helloing)
     throw new DshError("BAD_STATE", "hello was already sent on this connection; open a new one to change identity");
+  let issued: string | undefined;
+  if (p.kind === "owner" && opts.authenticateOwner) {
+    const proving = opts.authenticateOwner(conn, p.ownerId, p.secret);
+    conn.helloing = proving.catch(() => undefined);
+    try {
+      issued = (await proving).secret;
+    } finally {
+      delete conn.helloing;
+    }
+  }
+  const protocol = (p as { protocol?: unknown }).protocol;
+  conn.protocol = typeof protocol === "number" ? protocol : 1;
   if (p.kind === "child") {
     if (!opts.authenticateChild(p.taskId, p.token)) {
       throw new DshError(
@@ -27,7 +44,13 @@ export function hello(p: HelloParams, conn: Connection, opts: SocketServerOption
   if (p.kind === "owner") conn.ownerId = p.ownerId;
   conn.kind = p.kind;
   if (p.kind === "child") queueMicrotask(() => opts.onChildConnected?.(conn));
-  return { daemonVersion: opts.version, protocol: PROTOCOL_VERSION, pid: process.pid, kind: p.kind };
+  return {
+    daemonVersion: opts.version,
+    protocol: PROTOCOL_VERSION,
+    pid: process.pid,
+    kind: p.kind,
+    ...(issued !== undefined ? { secret: issued } : {}),
+  };
 }
 
 /** Runs the method's handler when this connection's kind may call it. */
@@ -37,9 +60,11 @@ export async function dispatch(
   conn: Connection,
   opts: SocketServerOptions,
 ): Promise<unknown> {
+  // A request sent right behind its hello waits for the hello's check (an owner's proof is read from disk).
+  if (conn.kind === undefined && conn.helloing) await conn.helloing;
   if (conn.kind === undefined) throw new DshError("UNAUTHORIZED", "send hello {kind} first");
   const childOnly = CHILD_METHODS.has(method);
-  if (conn.kind === "child" && !childOnly && method !== "daemon.status") {
+  if (conn.kind === "child" && !childOnly && !CONNECTION_METHODS.has(method)) {
     throw new DshError(
       "FORBIDDEN",
       `a child may not call ${method}; children speak only for their own task through child.*`,
@@ -51,6 +76,10 @@ export async function dispatch(
       "FORBIDDEN",
       `${method} is for owner connections only; say hello {kind:"owner", ownerId:<pi session id>} first`,
     );
+  }
+  if (method === "frame.page") {
+    if (!conn.page) throw new DshError("UNKNOWN_METHOD", "frame.page is not served on this connection");
+    return conn.page(p as { ref: string; offset: number });
   }
   const h = opts.handlers[method];
   if (!h) throw new DshError("UNKNOWN_METHOD", `${method} is not served by this daemon; upgrade dsh-herdr`);

@@ -2,7 +2,8 @@
 // frames, unsent bytes); each whole frame goes on to the request handler. A bad frame costs only an error reply.
 import type { Socket } from "node:net";
 import { DshError } from "../core/errors.js";
-import { FrameReader, encodeFrame } from "../client/frames.js";
+import { FrameReader, frameHead, frameTooLargeMessage } from "../client/frames.js";
+import { LargeFrames } from "./server-large.js";
 import type { Connection, ConnectionLimits, Logger } from "./server-types.js";
 
 /** Bytes of unfinished frames held across all connections: shared by them, bounded by maxPartialBytes. */
@@ -25,6 +26,7 @@ export interface ConnectionSetup {
 export function serveConnection(socket: Socket, s: ConnectionSetup): Connection {
   const { limits, log, pool } = s;
   const closers: (() => void)[] = [];
+  const large = new LargeFrames(s.id, log);
   const conn: Connection = {
     id: s.id,
     closed: false,
@@ -39,9 +41,13 @@ export function serveConnection(socket: Socket, s: ConnectionSetup): Connection 
         socket.destroy();
         return;
       }
-      socket.write(encodeFrame({ method, params }));
+      // Over the frame limit: by reference, or logged by name (server-large.ts).
+      const frame = large.frameFor({ method, params }, conn.protocol ?? 1);
+      if (frame === undefined) return;
+      socket.write(frame);
       throttle();
     },
+    page: (p) => large.page(p),
     onClose(fn) {
       closers.push(fn);
     },
@@ -64,7 +70,9 @@ export function serveConnection(socket: Socket, s: ConnectionSetup): Connection 
   };
   const reply = (msg: unknown) => {
     if (socket.destroyed) return;
-    socket.write(encodeFrame(msg));
+    const frame = large.frameFor(msg as { id?: unknown; [k: string]: unknown }, conn.protocol ?? 1);
+    if (frame === undefined) return;
+    socket.write(frame);
     throttle();
   };
   const fail = (id: unknown, e: DshError) => reply({ id: id ?? null, error: e.toJSON() });
@@ -124,11 +132,27 @@ export function serveConnection(socket: Socket, s: ConnectionSetup): Connection 
     }
     for (const ev of events) {
       if (ev.kind === "oversized") {
+        // Answered with the request's id when its first bytes name it (every client of ours writes the id first).
+        const head = frameHead(ev.head);
+        const what = head.id !== undefined ? `request ${JSON.stringify(head.id)}` : "a frame";
+        log.warn(
+          {
+            conn: conn.id,
+            code: "FRAME_TOO_LARGE",
+            bytes: ev.bytes,
+            ...(head.id !== undefined ? { id: head.id } : {}),
+          },
+          "request frame refused: over the frame limit",
+        );
         fail(
-          null,
+          head.id ?? null,
           new DshError(
             "FRAME_TOO_LARGE",
-            `frame exceeds 1 MiB (${ev.bytes}+ bytes); send smaller requests (put large prompts in a file)`,
+            frameTooLargeMessage(
+              what,
+              ev.bytes,
+              "send less per request: a prompt or message that large does not fit one; put the bulk in a file the task can read and name the file in the prompt",
+            ),
           ),
         );
         continue;
@@ -143,6 +167,7 @@ export function serveConnection(socket: Socket, s: ConnectionSetup): Connection 
   socket.on("error", () => socket.destroy());
   socket.on("close", () => {
     release();
+    large.clear();
     s.onClosed(conn);
     (conn as { closed: boolean }).closed = true;
     for (const fn of closers) {

@@ -68,7 +68,8 @@ export async function handleFrame(
     }
     const p = params === undefined ? {} : params;
     opts.schemas.checkParams(method, p);
-    const result = method === "hello" ? hello(p as HelloParams, conn, opts) : await dispatch(method, p, conn, opts);
+    const result =
+      method === "hello" ? await hello(p as HelloParams, conn, opts) : await dispatch(method, p, conn, opts);
     opts.schemas.checkResult(method, result);
     send({ id, result });
   } catch (e) {

@@ -9,7 +9,13 @@ export interface Connection {
   kind?: ClientKind;
   ownerId?: string;
   taskId?: string;
+  /** The protocol the client said hello with (1 when it named none): 2 and later fetch large frames by reference. */
+  protocol?: number;
+  /** The hello being checked (an owner's proof is read from disk): requests that follow it wait for it. */
+  helloing?: Promise<unknown>;
   push(method: string, params: unknown): void;
+  /** frame.page: a page of a frame held for this connection by reference (src/daemon/server-large.ts). */
+  page?(p: { ref: string; offset: number }): unknown;
   onClose(fn: () => void): void;
   readonly closed: boolean;
 }
@@ -29,6 +35,11 @@ export interface SocketServerOptions {
   handlers: Partial<Record<RequestMethod, Handler>>;
   /** True when token is the per-task token of taskId. */
   authenticateChild(taskId: string, token: string): boolean;
+  /**
+   * An owner's hello: resolves when `secret` proves ownerId (with `secret` set when one was issued to it now),
+   * throws NOT_OWNER otherwise. Without it every owner hello is taken at its word (unit tests of other parts).
+   */
+  authenticateOwner?(conn: Connection, ownerId: string, secret: string | undefined): Promise<{ secret?: string }>;
   onChildConnected?(conn: Connection): void;
   version: string;
   log: Logger;

@@ -9,6 +9,7 @@ import { repoFacts, requireRepo } from "../git/repo.js";
 import type { CreatedWorktree } from "../git/worktree.js";
 import { assertOwnerId } from "../store/outbox.js";
 import type { MethodContext } from "./method-context.js";
+import { knownOwners, resolveOwner } from "./owner-view.js";
 import { dropStartedWorktree, startWorktree } from "./pipeline.js";
 import { checkSetupParams } from "./workdir-setup.js";
 import type { TaskPrompt } from "./prompt.js";
@@ -40,7 +41,9 @@ export interface SpawnParams {
   setupTimeoutMs?: number;
 }
 
-const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
+/** The owner named (an id, or the label a listing shows: src/daemon/owner-view.ts), else the connection's. */
+const ownerOf = (ctx: MethodContext, conn: Connection, explicit?: string): string =>
+  explicit !== undefined ? resolveOwner(explicit, () => knownOwners(ctx.sup)) : (conn.ownerId ?? "cli");
 
 /** The repository around cwd when it has a commit to branch a worktree from (isolated "auto"), else undefined. */
 async function committedRepo(cwd: string): Promise<{ root: string } | undefined> {
@@ -56,7 +59,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
       "SPAWN_REFUSED",
       "spawning is disabled (enabled:false in config.json); set it with `dsh-herdr config set enabled true`",
     );
-  const owner = assertOwnerId(ownerOf(conn, p.owner));
+  const owner = assertOwnerId(ownerOf(ctx, conn, p.owner));
   if (conn.kind === "owner" && owner !== conn.ownerId)
     throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
   // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).

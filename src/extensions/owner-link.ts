@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { homedir } from "node:os";
 import { connect, type DaemonClient } from "../client/index.js";
 import { DshError } from "../core/errors.js";
-import type { DeliveryPayload } from "../core/crew-delivery.js";
+import { cardOfPushed, type DeliveryPayload } from "../core/crew-delivery.js";
 
 export interface PushedDelivery extends DeliveryPayload {
   queuedAt: number;
@@ -23,8 +23,15 @@ export interface OwnerLinkOptions {
   onDelivery(d: PushedDelivery, ownerId: string): void;
   /** Open sessions changed (a task.status push): the status context re-reads crew_status at its next boundary. */
   onStatusChange?(): void;
-  /** The daemon issued this owner's secret (its first attach): keep it in the session, for owner.move after /fork. */
+  /**
+   * The daemon issued this owner's secret (its first hello): keep it in the session. Every later hello presents it
+   * (secretOf), and a session forked from this one presents it to owner.move.
+   */
   onSecret?(ownerId: string, secret: string): void;
+  /** The secret this owner was issued, when this process knows it. */
+  secretOf?(ownerId: string): string | undefined;
+  /** A frame or error from the daemon that no request was waiting for (src/client/index.ts onProtocolError). */
+  onProtocolError?(e: DshError): void;
 }
 
 export class OwnerLink {
@@ -33,6 +40,8 @@ export class OwnerLink {
   private owner: string | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The last hello was refused NOT_OWNER: retried slowly (the secret may still arrive, e.g. a resumed session). */
+  private refused = false;
 
   constructor(private readonly opts: OwnerLinkOptions) {}
 
@@ -78,12 +87,24 @@ export class OwnerLink {
       return Promise.reject(new DshError("BAD_STATE", "no pi session yet; retry once the session has started"));
     this.connecting ??= (async () => {
       try {
-        const c = await connect(this.opts.socketPath, { kind: "owner", ownerId, connectTimeoutMs: 3000 });
+        const secret = this.opts.secretOf?.(ownerId);
+        const c = await connect(this.opts.socketPath, {
+          kind: "owner",
+          ownerId,
+          connectTimeoutMs: 3000,
+          ...(secret ? { secret } : {}),
+          ...(this.opts.onProtocolError ? { onProtocolError: this.opts.onProtocolError } : {}),
+        }).catch((e: unknown) => {
+          this.refused = e instanceof DshError && e.code === "NOT_OWNER";
+          throw e;
+        });
+        this.refused = false;
         if (this.owner !== ownerId || this.stopped) {
           c.close();
           throw new DshError("BAD_STATE", "the pi session changed while connecting; retry");
         }
-        c.onPush("owner.delivery", (p: PushedDelivery) => this.opts.onDelivery(p, ownerId));
+        // The push carries the report once (in model): the card's is filled back in.
+        c.onPush("owner.delivery", (p: PushedDelivery) => this.opts.onDelivery(cardOfPushed(p), ownerId));
         c.onPush("task.status", () => this.opts.onStatusChange?.());
         c.onClose(() => {
           if (this.client === c) {
@@ -92,11 +113,10 @@ export class OwnerLink {
           }
         });
         this.client = c;
+        // The owner's first hello was issued its secret: kept before anything else.
+        if (c.hello.secret && this.owner === ownerId) this.opts.onSecret?.(ownerId, c.hello.secret);
         // Attach: the daemon marks this owner active and pushes its pending deliveries; subscribe: status pushes.
-        const attached = await c
-          .request<{ secret?: string }>("owner.attach", {}, { timeoutMs: 10_000 })
-          .catch(() => undefined);
-        if (attached?.secret && this.owner === ownerId) this.opts.onSecret?.(ownerId, attached.secret);
+        await c.request("owner.attach", {}, { timeoutMs: 10_000 }).catch(() => undefined);
         await c.request("task.subscribe", {}, { timeoutMs: 10_000 }).catch(() => undefined);
         return c;
       } finally {
@@ -108,10 +128,13 @@ export class OwnerLink {
 
   private scheduleRetry(): void {
     if (this.stopped || this.retryTimer || !this.owner) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      void this.ensure().catch(() => this.scheduleRetry());
-    }, 1000);
+    this.retryTimer = setTimeout(
+      () => {
+        this.retryTimer = undefined;
+        void this.ensure().catch(() => this.scheduleRetry());
+      },
+      this.refused ? 30_000 : 1000,
+    );
     this.retryTimer.unref();
   }
 }

@@ -49,13 +49,24 @@ export function ownerRuntime(global: Record<symbol, unknown> = globalThis as nev
 }
 
 /**
- * Abort the open tasks of these owners, each over a connection of its own (hello as that owner, never attached, so
- * nothing is pushed to it): the daemon then queues their abort cards, shown when each owner is next active.
+ * Abort the open tasks of these owners, each over a connection of its own (hello as that owner with its secret,
+ * never attached, so nothing is pushed to it): the daemon then queues their abort cards, shown when each owner is
+ * next active.
  */
-export async function abortOpenWork(socketPath: string, owners: readonly string[]): Promise<string[]> {
+export async function abortOpenWork(
+  socketPath: string,
+  owners: readonly string[],
+  secrets: ReadonlyMap<string, string> = new Map(),
+): Promise<string[]> {
   const aborted: string[] = [];
   for (const ownerId of owners) {
-    const c = await connect(socketPath, { kind: "owner", ownerId, connectTimeoutMs: 3000 }).catch(() => undefined);
+    const secret = secrets.get(ownerId);
+    const c = await connect(socketPath, {
+      kind: "owner",
+      ownerId,
+      connectTimeoutMs: 3000,
+      ...(secret ? { secret } : {}),
+    }).catch(() => undefined);
     if (!c) continue; // daemon away: nothing of this owner can be running under it either
     try {
       const { tasks } = await c.request<{ tasks: AgentResult[] }>(

@@ -65,13 +65,22 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
       injector.push(d, ownerId);
     },
     onStatusChange: () => status.markChanged(),
+    secretOf: (ownerId) => runtime.secrets.get(ownerId),
+    // Not on stderr: that is pi's terminal. A notice for the person, when a session is there to show it.
+    onProtocolError: (e) => {
+      try {
+        ctxRef?.ui.notify(`dsh-herdr: ${e.code}: ${e.message}`, "warning");
+      } catch {
+        // The session is being replaced: nothing to show it in.
+      }
+    },
     onSecret: (ownerId, secret) => {
       runtime.secrets.set(ownerId, secret);
       // Not sent to the model; written with the session, copied by /fork and /clone.
       try {
         pi.appendEntry(OWNER_SECRET_TYPE, { ownerId, secret });
       } catch {
-        // The session is being replaced: the move after a /fork of it then cannot be proven (NOT_OWNER, tasks stay).
+        // The session is being replaced: this process's runtime still has it (its next hellos, a /fork's move).
       }
     },
   });
@@ -100,11 +109,12 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
     if (stale) {
       const owners = stale.owners;
       stale = undefined;
-      await abortOpenWork(socketPath, owners);
+      await abortOpenWork(socketPath, owners, runtime.secrets);
     }
-    // A resumed session's secret (issued to an earlier process) is known here too, for a /fork that loses the entries.
+    // A resumed session's secret (issued to an earlier process): presented by its hello, and known here for a /fork
+    // that loses the entries. One this process was issued is the newest (a collected owner is issued another).
     const own = ownerSecretIn(ctx.sessionManager.getEntries(), owner);
-    if (own) runtime.secrets.set(owner, own);
+    if (own && !runtime.secrets.has(owner)) runtime.secrets.set(owner, own);
     runtime.active = owner;
     runtime.owners.add(owner);
     await link.setOwner(owner);

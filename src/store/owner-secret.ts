@@ -1,6 +1,7 @@
-// Owner secrets: proof that a session descends from an owner. The daemon issues one at an owner's first attach and
-// keeps only its sha256 (owners/<ownerId>/secret.sha256, 0600); the owner extension keeps the secret in its pi
-// session as a custom entry, which /fork and /clone copy, and presents it to owner.move.
+// Owner secrets: proof that a connection speaks for an owner (a pi session), and that a session descends from one.
+// The daemon issues one at an owner's first hello and keeps only its sha256 (owners/<ownerId>/secret.sha256, 0600);
+// the owner extension keeps the secret in its pi session as a custom entry, which /fork and /clone copy, and
+// presents it on every hello and to owner.move. Secrets are never logged.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -28,12 +29,37 @@ export async function issueOwnerSecret(home: string, ownerId: string): Promise<s
   }
 }
 
-/** True when `secret` is the one issued to ownerId. */
+/** The stored digest of ownerId's secret; undefined when it has none (never issued, or its directory collected). */
+async function storedDigest(home: string, ownerId: string): Promise<Buffer | undefined> {
+  const stored = await readFile(secretPath(home, ownerId), "utf8").catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "ENOENT") return undefined;
+    throw fsError(e, `read the owner secret of ${ownerId}`);
+  });
+  return stored === undefined ? undefined : Buffer.from(stored.trim(), "hex");
+}
+
+/** True when `secret` is the one issued to ownerId (timing-safe: compares sha256 digests). */
 export async function checkOwnerSecret(home: string, ownerId: string, secret: string | undefined): Promise<boolean> {
   if (secret === undefined || secret === "") return false;
-  const stored = await readFile(secretPath(home, ownerId), "utf8").catch(() => undefined);
-  if (stored === undefined) return false;
-  const want = Buffer.from(stored.trim(), "hex");
+  const want = await storedDigest(home, ownerId).catch(() => undefined);
+  if (want === undefined) return false;
   const got = digest(secret);
   return want.length === got.length && timingSafeEqual(want, got);
+}
+
+/**
+ * An owner's hello: with a secret on record, `secret` must be it (`proven`); an owner without one (new, one whose
+ * directory was collected, or one from before owners proved themselves) is issued one now, returned this once.
+ */
+export async function proveOwner(
+  home: string,
+  ownerId: string,
+  secret: string | undefined,
+): Promise<{ proven: true; issued?: string } | { proven: false }> {
+  if ((await storedDigest(home, ownerId)) === undefined) {
+    const issued = await issueOwnerSecret(home, ownerId);
+    if (issued !== undefined) return { proven: true, issued };
+    // Another hello issued it just now: this one must prove it like any later one.
+  }
+  return (await checkOwnerSecret(home, ownerId, secret)) ? { proven: true } : { proven: false };
 }

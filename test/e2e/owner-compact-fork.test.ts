@@ -10,6 +10,7 @@ import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
@@ -237,7 +238,7 @@ test("/fork from a user message: open subagents and their later results move to 
   assert.ok(lateId, "the owner spawned the worker");
   await prompt("OWNER-LAST words before the fork");
   const oldPath = sessionPath();
-  const oldOwner = (await task(lateId)).owner!;
+  const oldOwner = h.daemon.supervisor.tasks.get(lateId)!.rec.owner;
   assert.match((await task(lateId)).status, /^(starting|running)$/, "still open at the fork");
 
   const forkable = await command({ type: "get_fork_messages" });
@@ -262,7 +263,11 @@ test("/fork from a user message: open subagents and their later results move to 
   );
 
   for (const id of [lateId, slowId])
-    await until(`${id} owned by the forked session`, async () => (await task(id)).owner === state.sessionId, 10_000);
+    await until(
+      `${id} owned by the forked session`,
+      async () => (await task(id)).owner === ownerLabel(state.sessionId),
+      10_000,
+    );
   await h.waitFor(lateId, (r) => r.status === "completed", "the late child's report");
   const resultIn = (es: Entry[]) =>
     es.some((e) => e.customType === "crew-result" && e.details.card.subagent_id === lateId);

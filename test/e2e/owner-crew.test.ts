@@ -9,6 +9,7 @@ import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
+import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
@@ -402,7 +403,9 @@ test("owner away (/new): the result waits; back (/resume): delivered once; a red
   await toolEnd("crew_spawn");
   await idle();
   const later = (await ownedTasks("later"))[0]!;
-  const ownerId = later.owner!;
+  // The CLI sees a label (src/daemon/owner-view.ts): the id is the daemon's record's.
+  const ownerId = h.daemon.supervisor.tasks.get(later.taskId)!.rec.owner;
+  assert.equal(later.owner, ownerLabel(ownerId));
   const raw = (cmd: Record<string, unknown>) => owner.child.stdin!.write(JSON.stringify(cmd) + "\n");
   raw({ type: "new_session", id: "n1" });
   await owner.waitFor((e) => e.type === "response" && e.id === "n1");
@@ -469,7 +472,7 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
   await toolEnd("crew_spawn");
   const quick = (await ownedTasks("fork-quick"))[0]!;
   const slow = (await ownedTasks("fork-slow"))[0]!;
-  const oldOwner = quick.owner!;
+  const oldOwner = h.daemon.supervisor.tasks.get(quick.taskId)!.rec.owner;
   await until(
     "the quick result in the old session",
     () =>
@@ -490,12 +493,14 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
   };
   const newOwner = state.data.sessionId;
   assert.notEqual(newOwner, oldOwner);
+  // The CLI sees the owner's label, never its id (src/daemon/owner-view.ts).
   const ownerOf = async (taskId: string) => (await h.cli.request<AgentResult>("task.get", { taskId })).owner;
+  const newLabel = ownerLabel(newOwner);
   const end = Date.now() + 10_000;
-  while (Date.now() < end && ((await ownerOf(quick.taskId)) !== newOwner || (await ownerOf(slow.taskId)) !== newOwner))
+  while (Date.now() < end && ((await ownerOf(quick.taskId)) !== newLabel || (await ownerOf(slow.taskId)) !== newLabel))
     await new Promise((r) => setTimeout(r, 100));
-  assert.equal(await ownerOf(quick.taskId), newOwner, "a completed subagent awaiting the owner moves");
-  assert.equal(await ownerOf(slow.taskId), newOwner, "a running subagent moves");
+  assert.equal(await ownerOf(quick.taskId), newLabel, "a completed subagent awaiting the owner moves");
+  assert.equal(await ownerOf(slow.taskId), newLabel, "a running subagent moves");
   await h.waitFor(slow.taskId, (r) => r.status === "completed", "the slow child's report");
   const newEntries = () =>
     readFileSync(state.data.sessionFile, "utf8")

@@ -11,6 +11,7 @@ import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { repoRoot } from "../helpers/pi.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
@@ -119,7 +120,7 @@ const get = (taskId: string) => h.cli.request<AgentResult>("task.get", { taskId 
 test("/fork at the first user message, before the forked session has an assistant message: the work moves with it", async () => {
   await prompt("OWNER-FORK one worker that finishes later");
   const late = await byBrief("fork-late");
-  const oldOwner = late.owner!;
+  const oldOwner = h.daemon.supervisor.tasks.get(late.taskId)!.rec.owner;
   assert.match((await get(late.taskId)).status, /^(starting|running)$/, "still running at the fork");
   const forkable = await command({ type: "get_fork_messages" });
   const first = (forkable.data.messages as { entryId: string; text: string }[]).find((m) =>
@@ -133,7 +134,7 @@ test("/fork at the first user message, before the forked session has an assistan
   assert.notEqual(now.sessionId, oldOwner, "a new session");
   await until(
     "the worker owned by the forked session",
-    async () => (await get(late.taskId)).owner === now.sessionId,
+    async () => (await get(late.taskId)).owner === ownerLabel(now.sessionId),
     15_000,
   );
   await h.waitFor(late.taskId, (r) => r.status === "completed", "the late child's report");
@@ -166,7 +167,7 @@ test("/reload with the same runtime version keeps the work running and its owner
   await prompt("OWNER-PING after the reload");
   const t = await get(slow.taskId);
   assert.equal(t.status, "running", "not aborted by a reload");
-  assert.equal(t.owner, me, "still this session's");
+  assert.equal(t.owner, ownerLabel(me), "still this session's");
   assert.equal((await state()).sessionId, me, "the same session after the reload");
   assert.ok(!readEntries((await state()).sessionFile).some((e) => e.customType === "crew-abort"), "no abort card");
 });

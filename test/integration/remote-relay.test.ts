@@ -26,6 +26,7 @@ import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { initRepo } from "../helpers/git.js";
 import { freePort, sshdUnavailable, startSshd, uidOf, type TestSshd } from "../helpers/sshd.js";
 import { waitFor } from "../helpers/tmux.js";
@@ -213,7 +214,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.equal(r.status, "completed", JSON.stringify(r));
     assert.equal(r.taskId, taskId);
     assert.equal(r.agent.machine, "builder");
-    assert.equal(r.owner, OWNER);
+    assert.equal(r.owner, ownerLabel(OWNER), "the CLI sees the owner's label");
     const rec = daemon.supervisor.tasks.get(taskId)!.rec;
     assert.ok(rec.remote && rec.remote.label === "builder");
     // The worktree and the session are the remote's: under the second user's home.

@@ -11,7 +11,8 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import { connect, type DaemonClient } from "../../src/client/index.js";
+import type { DaemonClient } from "../../src/client/index.js";
+import { connectOwner } from "../helpers/owner-client.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { describeDifference } from "../../src/core/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
@@ -163,9 +164,8 @@ class Driver {
 
   private async attachOwner(): Promise<void> {
     const s = this.session;
-    const c = await connect(this.home, {
-      kind: "owner",
-      ownerId: this.ownerId,
+    // With the secret its first hello was issued, across restarts (as the owner extension keeps it in the session).
+    const c = await connectOwner(this.home, this.ownerId, {
       timeoutMs: 120_000,
       pushes: {
         "owner.delivery": (d: { deliveryId: string }) => {

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import { connect } from "../../src/client/index.js";
+import { connectOwner } from "../helpers/owner-client.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 
@@ -43,21 +43,22 @@ test("attaching alone leaves no owner directory; an owner with an open task and 
   try {
     assert.deepEqual(ownerDirs(home), [], "the stale empty owner dir is collected at start");
 
-    // Twenty owners attach (each gets a secret, so a directory for a moment) and leave.
+    // Twenty owners say hello (each is issued a secret, so a directory for a moment), half of them attach, and leave.
     for (let i = 0; i < 20; i++) {
-      const o = await connect(home, { kind: "owner", ownerId: `sess-attach-${i}`, timeoutMs: 30_000 });
-      const r = await o.request<{ secret?: string }>("owner.attach", {});
-      assert.ok(r.secret, "a first attach issues a secret");
+      const o = await connectOwner(home, `sess-attach-${i}`, { timeoutMs: 30_000 });
+      assert.ok(o.hello.secret, "a first hello issues a secret");
+      if (i % 2 === 0) await o.request("owner.attach", {});
+      else await o.request("daemon.status", {});
       o.close();
     }
     await until(
-      "no owner dir left by attaching alone",
+      "no owner dir left by saying hello or attaching alone",
       () => (ownerDirs(home).length === 0 ? true : undefined),
       15_000,
     );
 
     // An owner with work: it spawns, its task settles while it is away (the report waits in its outbox).
-    const owner = await connect(home, { kind: "owner", ownerId: "sess-worker", timeoutMs: 120_000 });
+    const owner = await connectOwner(home, "sess-worker", { timeoutMs: 120_000 });
     await owner.request("owner.attach", {});
     const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
       model: shared.modelName,
@@ -90,7 +91,8 @@ test("attaching alone leaves no owner directory; an owner with an open task and 
     assert.deepEqual(ownerDirs(home), ["sess-worker"], "an undelivered report keeps its owner's dir across a restart");
 
     // It comes back, takes its report and acks it, and leaves: nothing left to keep.
-    const back = await connect(home, { kind: "owner", ownerId: "sess-worker", timeoutMs: 30_000 });
+    // With the secret its first hello was issued (kept, as the extension keeps it in the session).
+    const back = await connectOwner(home, "sess-worker", { timeoutMs: 30_000 });
     const got: string[] = [];
     back.onPush("owner.delivery", (p: { deliveryId: string }) => got.push(p.deliveryId));
     await back.request("owner.attach", {});

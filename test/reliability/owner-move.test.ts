@@ -1,5 +1,5 @@
-// Owner moves need proof (issue 13 §2), through a real daemon process with a real pi child: owner A's first attach
-// gets A's secret (once); another session moving A's open task without it, or with a wrong one, is NOT_OWNER and
+// Owner moves need proof (issue 13 §2), through a real daemon process with a real pi child: owner A's first hello
+// is issued A's secret (once; a later hello without it is NOT_OWNER); another session moving A's open task without it, or with a wrong one, is NOT_OWNER and
 // moves nothing; a session presenting A's secret (as the owner extension does after /fork) moves it.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -8,6 +8,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 import { killUnder } from "../helpers/procs.js";
 
@@ -33,15 +34,20 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
   const d = await startDaemonProc(home, shared.childEnv);
   const idA = "0a0a0a0a-owner-a";
   const clients: DaemonClient[] = [];
-  const owner = async (ownerId: string) => {
-    const c = await connect(home, { kind: "owner", ownerId, timeoutMs: 60_000 });
+  const owner = async (ownerId: string, secret?: string) => {
+    const c = await connect(home, { kind: "owner", ownerId, timeoutMs: 60_000, ...(secret ? { secret } : {}) });
     clients.push(c);
     return c;
   };
   try {
     const a = await owner(idA);
-    const first = await a.request<{ pending: number; secret?: string }>("owner.attach", {});
-    const again = await (await owner(idA)).request<{ secret?: string }>("owner.attach", {});
+    const first = { secret: a.hello.secret };
+    await a.request("owner.attach", {});
+    // A second hello as A without A's secret (anyone) is refused; with it (A's own extension) it is A, issued nothing.
+    await assert.rejects(owner(idA), (e: DshError) => e.code === "NOT_OWNER" && /secret/.test(e.message));
+    const again = await owner(idA, first.secret);
+    assert.equal(again.hello.secret, undefined, "a later hello is issued nothing");
+    assert.equal((await again.request<{ secret?: string }>("owner.attach", {})).secret, undefined);
 
     const cli = await cliClient(home);
     clients.push(cli);
@@ -65,15 +71,14 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
       thief.request("owner.move", { fromOwnerId: "never-attached", secret: first.secret }),
       notOwner,
     );
-    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, idA, "nothing moved");
+    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, ownerLabel(idA), "nothing moved");
 
-    assert.match(first.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the secret");
-    assert.equal(again.secret, undefined, "a later attach (anyone saying hello as A) does not get it");
+    assert.match(first.secret ?? "", /^[0-9a-f]{64}$/, "the first hello issues the secret");
 
     const fork = await owner("0c0c0c0c-fork-of-a");
     const moved = await fork.request<{ moved_ids: string[] }>("owner.move", { fromOwnerId: idA, secret: first.secret });
     assert.deepEqual(moved.moved_ids, [taskId]);
-    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, "0c0c0c0c-fork-of-a");
+    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, ownerLabel("0c0c0c0c-fork-of-a"));
     await cli.request("task.abort", { taskIds: [taskId] });
     await cli.request("task.close", { taskId });
   } finally {

@@ -13,6 +13,7 @@ import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
+import { connectOwner } from "../helpers/owner-client.js";
 import { initRepo } from "../helpers/git.js";
 import { sshdUnavailable, startSshd, type TestSshd } from "../helpers/sshd.js";
 import { startDaemonProc, until, type DaemonProc } from "./proc-harness.js";
@@ -62,9 +63,8 @@ describe("a remote result across a local daemon crash (real ssh, real pi there)"
   });
 
   async function attachOwner(home: string, view: OwnerView): Promise<DaemonClient> {
-    const c = await connect(home, {
-      kind: "owner",
-      ownerId: OWNER,
+    // With the secret its first hello was issued, across restarts (as the owner extension keeps it in the session).
+    const c = await connectOwner(home, OWNER, {
       timeoutMs: 120_000,
       pushes: {
         "owner.delivery": (d: { deliveryId: string }) => {

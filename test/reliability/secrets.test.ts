@@ -8,7 +8,8 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import { connect, type DaemonClient } from "../../src/client/index.js";
+import type { DaemonClient } from "../../src/client/index.js";
+import { connectOwner, ownerSecret as readOwnerSecret } from "../helpers/owner-client.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { killUnder, processesUnder } from "../helpers/procs.js";
 import {
@@ -84,7 +85,8 @@ async function oneTask(home: string, repo: string, ownerId: string, level: strin
       env: { ...SECRETS, ...(level ? { DSH_HERDR_LOG_LEVEL: level } : {}) },
     },
   );
-  const owner: DaemonClient = await connect(home, { kind: "owner", ownerId, timeoutMs: 120_000 });
+  // The owner's own secret (issued to its first hello, presented again after the restart) is a secret too.
+  const owner: DaemonClient = await connectOwner(home, ownerId, { timeoutMs: 120_000 });
   const cli = await cliClient(home);
   try {
     await owner.request("owner.attach", {});
@@ -138,6 +140,9 @@ test("API keys in the daemon's and the children's env appear in no log, task fil
     "the second run logged the launch at debug level",
   );
   assertClean("daemon.log", log);
+  const ownerSecret = readOwnerSecret(home, ownerId);
+  assert.match(ownerSecret ?? "", /^[0-9a-f]{64}$/);
+  assert.ok(!log.includes(ownerSecret!), "the owner's secret is not in daemon.log");
   for (const id of ids) {
     const files = filesUnder(join(home, "tasks", id));
     for (const f of ["task.json", "events.jsonl", "prompt.md", "result.json", "result.md"])

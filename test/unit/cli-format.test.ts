@@ -136,6 +136,31 @@ test("renderCard shows the error, warnings, next action and headless pid", () =>
   assert.doesNotMatch(card, /final message/);
 });
 
+test("renderCard: a report result.md cut at 256 KiB is shown once, whole, from the final message (the crew_report)", () => {
+  const whole = `# Findings\n\n${"- a finding\n".repeat(30_000)}THE-END`;
+  const cut = whole.slice(0, 256 * 1024);
+  const card = renderCard(
+    result({
+      finalMessage: whole,
+      result: { path: "/r/result.md", text: cut, meta: { status: "completed", summary: "Findings" } },
+      warnings: ["result.md is over 262144 bytes; the body was truncated"],
+    }),
+    home,
+  );
+  assert.equal(card.split("# Findings").length, 2, "once");
+  assert.match(card, /THE-END\n$/);
+  assert.doesNotMatch(card, /final message/);
+  // A report whose result.md is whole is shown as before, with a different final message after it.
+  const plain = renderCard(
+    result({
+      finalMessage: "a closing line",
+      result: { path: "/r/result.md", text: "the report", meta: { status: "completed" } },
+    }),
+    home,
+  );
+  assert.match(plain, /--- report ---\nthe report\n--- final message ---\na closing line\n$/);
+});
+
 test("renderTable aligns columns and cuts lines to the terminal width", () => {
   const now = 1_760_000_000_000 + 5 * 60_000;
   const lines = renderTable(

@@ -108,6 +108,20 @@ test("chunked feed split at every byte boundary gives the same entries, with mul
   assert.deepEqual(got, want);
 });
 
+test("a line read through one reused Buffer (as verify reads a session) stays whole across reads", () => {
+  const bytes = Buffer.from(file(PI_RUN));
+  const r = new SessionReader();
+  const buf = Buffer.alloc(64); // every read overwrites it: the reader must have copied what it holds
+  for (let at = 0; at < bytes.length; at += buf.length) {
+    const n = bytes.copy(buf, 0, at, Math.min(bytes.length, at + buf.length));
+    r.push(buf.subarray(0, n));
+  }
+  const f = r.facts();
+  assert.equal(f.invalidLines, 0);
+  assert.equal(f.usage.assistant, 2);
+  assert.equal(f.finalText, "Done: wrote hello.txt (DONE-MARKER)");
+});
+
 test("a partial last line is held back: offset counts complete lines only", () => {
   const bytes = file(PI_RUN.slice(0, 2));
   const firstLen = enc(PI_RUN[0]! + "\n").length;

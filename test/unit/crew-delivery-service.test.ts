@@ -215,7 +215,8 @@ test("an owner that leaves is dropped from memory; when it returns its state is 
       c2.pushes.map((p) => p.params.deliveryId),
       ["a2"],
     );
-    assert.equal(c2.pushes[0]!.params.card.report, "r", "the payload came back from disk");
+    assert.equal(c2.pushes[0]!.params.model.result.report, "r", "the payload came back from disk");
+    assert.equal(c2.pushes[0]!.params.card.report, undefined, "the push carries the report once (in model)");
   }));
 
 test("a delivery keeps its settle time: moved to a forked session it is not younger, and the 24 h bound counts from the settle", () =>

@@ -2,7 +2,7 @@
 // outbox; ack is idempotent; move hands the previous session's queued deliveries to the new one.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
@@ -25,7 +25,7 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const open = async (opts: { kind: "cli" } | { kind: "owner"; ownerId: string }) => {
+const open = async (opts: { kind: "cli" } | { kind: "owner"; ownerId: string; secret?: string }) => {
   const c = await connect(daemon.home, opts);
   clients.push(c);
   return c;
@@ -62,9 +62,10 @@ test("attach pushes queued deliveries (then marks them sent); ack acks once; bad
   const owner = await open({ kind: "owner", ownerId: "sess-a" });
   const pushed: DeliveryPayload[] = [];
   owner.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p));
+  assert.match(owner.hello.secret ?? "", /^[0-9a-f]{64}$/, "the owner's first hello is issued its secret");
   const attached = await owner.request<{ pending: number; secret?: string }>("owner.attach", {});
   assert.equal(attached.pending, 1);
-  assert.match(attached.secret ?? "", /^[0-9a-f]{64}$/, "the first attach issues the owner secret");
+  assert.equal(attached.secret, undefined, "attach issues nothing");
   await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(
     pushed.map((p) => p.deliveryId),
@@ -89,7 +90,8 @@ test("owner.move: the previous session's unacked deliveries go to the new sessio
   await appendOutbox(daemon.home, "sess-old", { deliveryId: "d-o2", state: "acked" });
   // The old session attached once and kept its secret (the owner extension keeps it in the session); then it left.
   const before = await open({ kind: "owner", ownerId: "sess-old" });
-  const { secret } = await before.request<{ secret: string }>("owner.attach", {});
+  const secret = before.hello.secret!;
+  await before.request("owner.attach", {});
   before.close();
   await new Promise((r) => setTimeout(r, 50));
   const fresh = await open({ kind: "owner", ownerId: "sess-new" });
@@ -115,4 +117,35 @@ test("owner.move: the previous session's unacked deliveries go to the new sessio
     deliveries: 0,
   });
   assert.deepEqual(await fresh.request("owner.move", { fromOwnerId: "sess-new" }), { moved_ids: [], deliveries: 0 });
+});
+
+test("owners prove their id on every hello: an owner from before secrets is issued one and keeps its deliveries; a hello without it is NOT_OWNER; the secret is never logged", async () => {
+  // An owner from before owners proved themselves: deliveries waiting in its outbox, no secret on record.
+  await queue("sess-legacy", "d-l1");
+  assert.equal(existsSync(join(daemon.home, "owners", "sess-legacy", "secret.sha256")), false);
+  const first = await open({ kind: "owner", ownerId: "sess-legacy" });
+  const secret = first.hello.secret;
+  assert.match(secret ?? "", /^[0-9a-f]{64}$/, "its first hello is issued a secret");
+  const pushed: string[] = [];
+  first.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p.deliveryId));
+  await first.request("owner.attach", {});
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(pushed, ["d-l1"], "its deliveries are still its own");
+
+  const notOwner = (e: DshError) => e.code === "NOT_OWNER" && /secret/.test(e.message);
+  await assert.rejects(open({ kind: "owner", ownerId: "sess-legacy" }), notOwner);
+  await assert.rejects(
+    connect(daemon.home, { kind: "owner", ownerId: "sess-legacy", secret: "f".repeat(64) }),
+    notOwner,
+  );
+  const again = await connect(daemon.home, { kind: "owner", ownerId: "sess-legacy", secret: secret! });
+  clients.push(again);
+  assert.equal(again.hello.secret, undefined, "issued once only");
+  // "cli" is the CLI's, not an owner's.
+  await assert.rejects(open({ kind: "owner", ownerId: "cli" }), (e: DshError) => e.code === "BAD_PARAMS");
+
+  const log = readFileSync(join(daemon.home, "daemon.log"), "utf8");
+  assert.ok(!log.includes(secret!), "the secret is not in daemon.log");
+  assert.ok(!log.includes("f".repeat(64)), "nor a wrong proof");
+  assert.match(log, /owner hello refused/);
 });

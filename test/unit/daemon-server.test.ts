@@ -94,7 +94,7 @@ test("socket is 0600 and bad frames get error replies while the connection lives
     assert.equal(byId.get(1).error.code, "UNKNOWN_METHOD");
     assert.equal(byId.get(2).error.code, "UNAUTHORIZED");
     assert.equal(byId.get(3).error.code, "BAD_PARAMS");
-    assert.equal(byId.get(4).result.protocol, 1);
+    assert.equal(byId.get(4).result.protocol, 2);
     assert.equal(byId.get(5).error.code, "TASK_NOT_FOUND");
     assert.match(replies[0].error.message, /one JSON object per line/);
     assert.match(replies[3].error.message, /1 MiB/);

@@ -35,7 +35,8 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
   const conn = await ctx.connect();
   const rows = new Map<string, TaskRow>();
   const wanted = o.taskIds ? new Set(o.taskIds) : undefined;
-  const keep = (r: AgentResult) => (!wanted || wanted.has(r.taskId)) && (!o.owner || r.owner === o.owner);
+  // --owner is the daemon's filter (subscribe and list take an owner id or the label it shows for one).
+  const keep = (r: AgentResult) => !wanted || wanted.has(r.taskId);
   const live = ctx.io.isTTY && !o.json ? new LiveBlock() : undefined;
   const color = colorEnabled(ctx.io.env, ctx.io.isTTY);
   const paint = painter(color);

@@ -83,8 +83,11 @@ export function renderCard(
   for (const w of r.warnings ?? []) lines.push(`warning: ${w}`);
   // The report (result.md body, e.g. from crew_report) is the answer; the final message is shown as well when it
   // says something else (pi may add a closing line after the report).
-  const report = r.result?.text.trim() ?? "";
+  const body = r.result?.text.trim() ?? "";
   const final = r.finalMessage?.trim() ?? "";
+  // result.md is read up to 256 KiB: a longer report's body stops there, and the final message (the crew_report)
+  // holds it whole; shown once, whole.
+  const report = body !== "" && final.length > body.length && final.startsWith(body) ? final : body;
   // result.text falls back to the final message when the child wrote no result.md; a frontmatter marks a real one.
   const hasArtifact = r.result !== undefined && Object.keys(r.result.meta).length > 0;
   if (report !== "" && (hasArtifact || report !== final)) {
