@@ -119,6 +119,14 @@ export interface Usage {
   assistant: number;
   toolCalls: number;
   outputTokens: number;
+  /** Additive: prompt tokens pi counted per assistant message (`usage.input`: not read from or written to a cache). */
+  inputTokens?: number;
+  /** Additive: prompt tokens read from the provider's cache (`usage.cacheRead`). */
+  cacheReadTokens?: number;
+  /** Additive: prompt tokens written to the provider's cache (`usage.cacheWrite`). */
+  cacheWriteTokens?: number;
+  /** Additive: USD, the sum of pi's `usage.cost.total` (pi applies the model's prices from its models.json). */
+  cost?: number;
 }
 
 export interface Timing {

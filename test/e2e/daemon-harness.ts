@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
-import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
+import { preparePiAgentDir, type ModelCost } from "../../fixtures/scripted-model/agent-dir.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { validateAgentResult } from "../../src/daemon/harvest.js";
@@ -41,12 +41,13 @@ export async function startHarness(
   script: Script,
   config: Partial<Config> = {},
   env: Record<string, string> = {},
+  opts: { cost?: ModelCost } = {},
 ): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "dsh-e2e-"));
   const home = join(dir, "home-dsh");
   const repo = gitRepo(dir);
   const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
-  const agent = preparePiAgentDir(dir, model.url);
+  const agent = preparePiAgentDir(dir, model.url, opts.cost ? { cost: opts.cost } : {});
   const daemon = await runDaemon(home, {
     childEnv: { ...agent.env, ...env },
     config: { readinessTimeoutMs: 60_000, ...config },
