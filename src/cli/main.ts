@@ -16,6 +16,7 @@ import { registerGcCommand } from "./commands/gc.js";
 import { registerMachineCommands } from "./commands/machines.js";
 import { registerDemoCommand } from "./demo.js";
 import { registerCompletionCommand } from "./commands/completion.js";
+import { registerNotifyCommands } from "./commands/notify.js";
 import { connectDaemon } from "./connect.js";
 import { fsError } from "../store/fsio.js";
 import { safeText } from "./format/safe.js";
@@ -111,6 +112,7 @@ Examples:
   registerAdminCommands(program, ctx);
   registerGcCommand(program, ctx);
   registerMachineCommands(program, ctx);
+  registerNotifyCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerDemoCommand(program, ctx);
   registerCompletionCommand(program, ctx);

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { DshError } from "../core/errors.js";
 import type { MachineSpec } from "../core/machines.js";
+import type { NotifyConfig } from "../core/notify.js";
 import { fsError, readIfExists, writeAtomic } from "./fsio.js";
 import { expandHome } from "./home.js";
 
@@ -37,6 +38,8 @@ export interface Config {
   /** A settled task's idle child is ended after this long without a follow-up (0: never); respond relaunches it. */
   idleChildMs: number;
   deliveryTtlMs: number;
+  /** Webhooks and commands told of every settled cycle (src/notify); absent: none. */
+  notify?: NotifyConfig;
 }
 
 export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
