@@ -1,6 +1,8 @@
 // Spend: USD as people read it, and usage totals per owner and per day (`dsh-herdr usage`, budget.perDay). Pure: the
 // caller says which day a task belongs to (its local calendar day, src/store/usage-totals.ts).
-import type { Usage } from "./types.js";
+import type { CapName, Usage } from "./types.js";
+
+export type { CapName };
 
 /** `0.0123 $` below a cent, `5.00 $` from a cent on: a cap, a spend and a total read the same everywhere. */
 export function formatUsd(usd: number): string {
@@ -80,4 +82,90 @@ export function usageReport(rows: readonly SpendRow[], dayOf: (ms: number) => st
       .sort((a, b) => b.cost - a.cost || (a.owner < b.owner ? -1 : 1)),
     days: [...days.values()].sort((a, b) => (a.day !== b.day ? (a.day < b.day ? 1 : -1) : a.owner < b.owner ? -1 : 1)),
   };
+}
+
+// ---- caps that pause and ask ----
+
+export const CAP_NAMES: readonly CapName[] = ["cost", "outputTokens", "turns"];
+
+/** The caps a spawn asks for (task.spawn, a definition, config.json `budget`): USD, output tokens, turns. */
+export interface CapLimits {
+  maxCost?: number;
+  maxOutputTokens?: number;
+  maxTurns?: number;
+}
+
+const LIMIT_KEY: Record<CapName, keyof CapLimits> = {
+  cost: "maxCost",
+  outputTokens: "maxOutputTokens",
+  turns: "maxTurns",
+};
+
+/** A task's caps as it runs: the limit now (raised by each respond) and the amount a respond raises it by. */
+export type TaskCaps = Partial<Record<CapName, { limit: number; step: number }>>;
+
+/** A cap the running cycle reached: which, its limit, what was spent, and what a respond adds. */
+export interface CapHit {
+  cap: CapName;
+  limit: number;
+  spent: number;
+  step: number;
+}
+
+/** The task's caps: each one asked for at spawn, else the config's default; undefined when there is none. */
+export function capsFor(asked: CapLimits, defaults: CapLimits = {}): TaskCaps | undefined {
+  const caps: TaskCaps = {};
+  for (const name of CAP_NAMES) {
+    const v = asked[LIMIT_KEY[name]] ?? defaults[LIMIT_KEY[name]];
+    if (v !== undefined && v > 0) caps[name] = { limit: v, step: v };
+  }
+  return Object.keys(caps).length > 0 ? caps : undefined;
+}
+
+/** What a cap counts in the task's usage (every cycle so far): USD, output tokens, assistant messages (turns). */
+export function spentOn(cap: CapName, u: Pick<Usage, "assistant" | "outputTokens" | "cost">): number {
+  return cap === "cost" ? (u.cost ?? 0) : cap === "outputTokens" ? u.outputTokens : u.assistant;
+}
+
+/** The first cap (cost, output tokens, turns) the usage has reached, or undefined. */
+export function capCrossed(
+  caps: TaskCaps | undefined,
+  u: Pick<Usage, "assistant" | "outputTokens" | "cost">,
+): CapHit | undefined {
+  for (const name of CAP_NAMES) {
+    const c = caps?.[name];
+    if (!c) continue;
+    const spent = spentOn(name, u);
+    if (spent >= c.limit) return { cap: name, limit: c.limit, spent, step: c.step };
+  }
+  return undefined;
+}
+
+const amount = (cap: CapName, n: number): string => (cap === "cost" ? formatUsd(n) : String(n));
+const CAP_WORDS: Record<CapName, string> = { cost: "cost", outputTokens: "output-token", turns: "turn" };
+
+/** `cost cap 5.00 $ reached (7.00 $ spent); respond to continue with another 5.00 $`: the blocked cycle's needs. */
+export function capNeeds(hit: CapHit): string {
+  return `${CAP_WORDS[hit.cap]} cap ${amount(hit.cap, hit.limit)} reached (${amount(hit.cap, hit.spent)} spent); respond to continue with another ${amount(hit.cap, hit.step)}`;
+}
+
+/**
+ * The caps after a respond: every cap the usage has reached gets its amount again on top of what was spent (the
+ * owner was told "another 5.00 $"), and a cap given with the respond is that much more from now on (and the amount of
+ * the next raise). Caps not reached stay as they are.
+ */
+export function raiseCaps(
+  caps: TaskCaps | undefined,
+  u: Pick<Usage, "assistant" | "outputTokens" | "cost">,
+  given: CapLimits,
+): TaskCaps | undefined {
+  const next: TaskCaps = { ...(caps ?? {}) };
+  for (const name of CAP_NAMES) {
+    const spent = spentOn(name, u);
+    const over = given[LIMIT_KEY[name]];
+    const c = next[name];
+    if (over !== undefined && over > 0) next[name] = { limit: addUsd(spent, over), step: over };
+    else if (c && spent >= c.limit) next[name] = { limit: addUsd(spent, c.step), step: c.step };
+  }
+  return Object.keys(next).length > 0 ? next : undefined;
 }
