@@ -45,6 +45,9 @@ const FIELD_FLAGS: Record<string, string> = {
   taskIds: "the task ids",
   taskId: "the task id",
   status: "--status",
+  maxCost: "--max-cost",
+  maxOutputTokens: "--max-output-tokens",
+  maxTurns: "--max-turns",
 };
 
 /** A daemon BAD_PARAMS about `params.x` (`task.spawn: params.timeoutMs must be >= 1000; fix the request …`) in CLI words. */

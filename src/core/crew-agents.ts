@@ -23,6 +23,10 @@ export interface AgentDefinition {
   interactive: boolean;
   /** A machine label from config.json `machines`: the child runs there (crew_spawn's `machine` overrides it). */
   machine?: string;
+  /** Spend caps (USD, output tokens, turns): reached, the child's turn is stopped and the subagent asks. */
+  maxCost?: number;
+  maxOutputTokens?: number;
+  maxTurns?: number;
   /** The body: role instructions handed to the child with its task. */
   prompt: string;
   source: AgentSource;
@@ -35,7 +39,20 @@ export interface AgentWarning {
 }
 
 const THINKING: readonly ThinkingLevel[] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
-const FIELDS = ["name", "description", "model", "thinking", "tools", "role", "isolated", "interactive", "machine"];
+const FIELDS = [
+  "name",
+  "description",
+  "model",
+  "thinking",
+  "tools",
+  "role",
+  "isolated",
+  "interactive",
+  "machine",
+  "maxCost",
+  "maxOutputTokens",
+  "maxTurns",
+];
 
 /** Split `---\n<yaml>\n---\n<body>`; null when the text has no frontmatter block. */
 export function splitFrontmatter(text: string): { yaml: string; body: string } | null {
@@ -129,6 +146,16 @@ export function parseAgentDefinition(
         `machine must be a machine label from dsh-herdr's config (letters, digits, ".", "_", "-"), got ${JSON.stringify(f.machine)}; the subagent runs here`,
       );
   }
+  if (f.maxCost !== undefined) {
+    if (typeof f.maxCost === "number" && Number.isFinite(f.maxCost) && f.maxCost > 0) agent.maxCost = f.maxCost;
+    else warn(`maxCost must be a positive number of USD, got ${JSON.stringify(f.maxCost)}; no cost cap`);
+  }
+  for (const k of ["maxOutputTokens", "maxTurns"] as const) {
+    const v = f[k];
+    if (v === undefined) continue;
+    if (typeof v === "number" && Number.isSafeInteger(v) && v >= 1) agent[k] = v;
+    else warn(`${k} must be a whole number, 1 or more, got ${JSON.stringify(v)}; no such cap`);
+  }
   return { agent, warnings };
 }
 
@@ -171,6 +198,9 @@ export function agentSummary(a: AgentDefinition): Record<string, unknown> {
     isolated: a.isolated,
     interactive: a.interactive,
     machine: a.machine ?? null,
+    ...(a.maxCost !== undefined ? { maxCost: a.maxCost } : {}),
+    ...(a.maxOutputTokens !== undefined ? { maxOutputTokens: a.maxOutputTokens } : {}),
+    ...(a.maxTurns !== undefined ? { maxTurns: a.maxTurns } : {}),
     source: a.source,
   };
 }

@@ -57,6 +57,8 @@ export const ERROR_CODES = [
   "CHECKOUT_ELSEWHERE",
   "LAND_CONFLICT",
   "CHECK_FAILED",
+  // spend limits (src/core/budget.ts)
+  "BUDGET_EXCEEDED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

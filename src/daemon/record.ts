@@ -11,6 +11,7 @@ import type {
 } from "../core/types.js";
 import type { RuntimeHandle } from "../runtime/types.js";
 import type { TaskRecordBase } from "../store/task-store.js";
+import type { TaskCaps } from "../core/budget.js";
 import { join } from "node:path";
 import type { TaskPrompt } from "./prompt.js";
 
@@ -71,6 +72,8 @@ export interface TaskRecord extends TaskRecordBase {
   checkRun?: { cycle: number; at: number; receipts: CheckReceipt[] };
   /** Landability of the work, and its landing once `land` did it (src/daemon/land-methods.ts). */
   landing?: Landing;
+  /** Spend caps (spawn --max-cost ...; config budget): the limit now and what a respond adds (src/daemon/budget.ts). */
+  caps?: TaskCaps;
 }
 
 /** The check receipts and landing the AgentResult carries: receipts of the current cycle only (a follow-up's work

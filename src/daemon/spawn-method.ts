@@ -4,12 +4,14 @@ import { realpath, stat } from "node:fs/promises";
 import { sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { resolveSpawnModel } from "../core/model-choice.js";
+import { capsFor } from "../core/budget.js";
 import type { Role, RuntimeKind } from "../core/types.js";
 import { repoFacts, requireRepo } from "../git/repo.js";
 import type { CreatedWorktree } from "../git/worktree.js";
 import { assertOwnerId } from "../store/outbox.js";
 import type { MethodContext } from "./method-context.js";
 import { dropStartedWorktree, startWorktree } from "./pipeline.js";
+import { assertDayBudget } from "./budget.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Live } from "./live.js";
@@ -33,9 +35,19 @@ export interface SpawnParams {
   /** Checks the daemon runs in the task's worktree (`dsh-herdr check`, `land --check`; at settle once hooked in). */
   checks?: string[];
   checkTimeoutMs?: number;
+  /** Spend caps (src/daemon/budget.ts): reached, the turn is stopped and the task asks (blocked). */
+  maxCost?: number;
+  maxOutputTokens?: number;
+  maxTurns?: number;
 }
 
 const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
+
+/** The task's caps: the spawn's, else config.json budget's defaults. */
+function capsOf(p: SpawnParams, defaults: Parameters<typeof capsFor>[1]): { caps?: ReturnType<typeof capsFor> } {
+  const caps = capsFor(p, defaults);
+  return caps ? { caps } : {};
+}
 
 /** The repository around cwd when it has a commit to branch a worktree from (isolated "auto"), else undefined. */
 async function committedRepo(cwd: string): Promise<{ root: string } | undefined> {
@@ -54,6 +66,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
   const owner = assertOwnerId(ownerOf(conn, p.owner));
   if (conn.kind === "owner" && owner !== conn.ownerId)
     throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
+  assertDayBudget(sup, owner); // budget.perDay: refused once the owner's day is spent
   // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).
   if (p.machine !== undefined && ctx.relay?.knows(p.machine)) return ctx.relay.spawn(p, owner);
   const st = await stat(p.cwd).catch(() => undefined);
@@ -114,6 +127,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
             ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
             ...(p.checks !== undefined && p.checks.length > 0 ? { checks: p.checks.map((c) => c.trim()) } : {}),
             ...(p.checkTimeoutMs !== undefined ? { checkTimeoutMs: p.checkTimeoutMs } : {}),
+            ...capsOf(p, c.budget),
           },
           taskId,
         ),

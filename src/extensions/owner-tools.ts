@@ -236,6 +236,10 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
           // Like pi-crew: a definition without a model runs on the owner session's current model.
           ...((agent.model ?? ownerModel(ctx)) ? { model: agent.model ?? ownerModel(ctx) } : {}),
           ...(agent.thinking ? { thinking: agent.thinking } : {}),
+          // The definition's spend caps (else the daemon's config defaults).
+          ...(agent.maxCost !== undefined ? { maxCost: agent.maxCost } : {}),
+          ...(agent.maxOutputTokens !== undefined ? { maxOutputTokens: agent.maxOutputTokens } : {}),
+          ...(agent.maxTurns !== undefined ? { maxTurns: agent.maxTurns } : {}),
         });
       } catch (e) {
         throw daemonError(e);

@@ -6,6 +6,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.
 import { DshError } from "../core/errors.js";
 import type { MachineSpec } from "../core/machines.js";
 import type { NotifyConfig } from "../core/notify.js";
+import type { CapLimits } from "../core/budget.js";
 import { fsError, readIfExists, writeAtomic } from "./fsio.js";
 import { expandHome } from "./home.js";
 
@@ -40,6 +41,8 @@ export interface Config {
   deliveryTtlMs: number;
   /** Webhooks and commands told of every settled cycle (src/notify); absent: none. */
   notify?: NotifyConfig;
+  /** Spend limits: USD per owner per local day, and each task's default caps (absent: none). */
+  budget?: CapLimits & { perDay?: number };
 }
 
 export const DEFAULT_CONFIG: Readonly<Config> = Object.freeze({
@@ -170,22 +173,24 @@ export async function setConfigValue(home: string, key: string, value: unknown):
   const { schema } = validator();
   const [top, sub, ...rest] = key.split(".");
   const props = schema.properties ?? {};
+  // One level down: an alias (modelAliases.NAME), or a key an object declares (budget.perDay).
+  const declared = sub !== undefined && top !== undefined ? props[top]?.properties?.[sub] : undefined;
   if (
     top === undefined ||
     !(top in props) ||
     top === "$schema" ||
     rest.length > 0 ||
-    (sub !== undefined && top !== "modelAliases")
+    (sub !== undefined && top !== "modelAliases" && declared === undefined)
   ) {
     const known = Object.keys(props)
       .filter((k) => k !== "$schema")
       .join(", ");
     throw new DshError(
       "CONFIG_INVALID",
-      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>).`,
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, budget.perDay, budget.maxCost, budget.maxOutputTokens, budget.maxTurns).`,
     );
   }
-  const node = sub === undefined ? props[top] : { type: "string" };
+  const node = sub === undefined ? props[top] : (declared ?? { type: "string" });
   let v = value;
   if (typeof v === "string" && node?.type !== undefined && node.type !== "string") {
     try {
@@ -203,10 +208,10 @@ export async function setConfigValue(home: string, key: string, value: unknown):
     if (v === undefined) delete next[top];
     else next[top] = v;
   } else {
-    const aliases = { ...((raw.modelAliases as Record<string, string> | undefined) ?? {}) };
-    if (v === undefined) delete aliases[sub];
-    else aliases[sub] = v as string;
-    next.modelAliases = aliases;
+    const inner = { ...((raw[top] as Record<string, unknown> | undefined) ?? {}) };
+    if (v === undefined) delete inner[sub];
+    else inner[sub] = v;
+    next[top] = inner;
   }
   validateConfig(next, configPath(home));
   try {

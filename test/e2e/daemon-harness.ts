@@ -62,9 +62,10 @@ export async function startHarness(
     childEnv: { ...agent.env, ...env },
     daemon,
     cli,
-    spawn: (params) => cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
+    // Through h.cli: a test may have restarted the daemon and connected a new client.
+    spawn: (params) => h.cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
     async wait(taskId, timeoutMs = 90_000) {
-      const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
+      const r = await h.cli.request<{ results: AgentResult[]; timedOut: boolean }>(
         "task.wait",
         { taskIds: [taskId], timeoutMs },
         { timeoutMs: timeoutMs + 5000 },
@@ -76,7 +77,7 @@ export async function startHarness(
     async waitFor(taskId, pred, what, timeoutMs = 90_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const r = await cli.request<AgentResult>("task.get", { taskId });
+        const r = await h.cli.request<AgentResult>("task.get", { taskId });
         if (pred(r)) return r;
         if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}: ${JSON.stringify(r)}`);
         await new Promise((res) => setTimeout(res, 100));

@@ -146,3 +146,31 @@ test("the notify log: pending deliveries and every id survive a restart; compact
     t.done();
   }
 });
+
+test("config set budget.perDay and its siblings one key at a time; unknown or bad ones refused by name", async () => {
+  const t = tempHome();
+  try {
+    await setConfigValue(t.home, "budget.perDay", "20");
+    const c = await setConfigValue(t.home, "budget.maxCost", "2.5");
+    assert.deepEqual(c.budget, { perDay: 20, maxCost: 2.5 });
+    for (const [key, value, named] of [
+      ["budget.nope", "1", /unknown config key "budget\.nope"/],
+      ["budget.perDay", "-1", /"budget\.perDay" must be > 0/],
+      ["budget.maxTurns", "1.5", /"budget\.maxTurns" must be integer/],
+      ["budget.maxCost", "lots", /"budget\.maxCost" needs a number/],
+      ["notify.webhooks", '[{"url":"ftp://x"}]', /notify\.webhooks\.0\.url/],
+    ] as const)
+      await assert.rejects(
+        setConfigValue(t.home, key, value),
+        (e: unknown) => isDshError(e) && e.code === "CONFIG_INVALID" && named.test(e.message),
+        `${key} ${value}`,
+      );
+    // One part of notify at a time works the same way.
+    const n = await setConfigValue(t.home, "notify.commands", '[{"command":"true"}]');
+    assert.deepEqual(n.notify, { commands: [{ command: "true" }] });
+    const after = await setConfigValue(t.home, "budget.perDay", undefined);
+    assert.deepEqual(after.budget, { maxCost: 2.5 }, "unset takes one key");
+  } finally {
+    t.done();
+  }
+});

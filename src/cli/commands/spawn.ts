@@ -5,7 +5,7 @@ import { resolve } from "node:path";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { printJson } from "../io.js";
-import { choice, examples, jsonOption, readStdin, usage } from "./shared.js";
+import { capOptions, capParams, choice, examples, jsonOption, readStdin, usage } from "./shared.js";
 import { waitAndPrint } from "./wait-print.js";
 
 export interface SpawnOpts {
@@ -23,6 +23,9 @@ export interface SpawnOpts {
   promptFile?: string;
   check?: string[];
   checkTimeout?: string;
+  maxCost?: string;
+  maxOutputTokens?: string;
+  maxTurns?: string;
   wait?: boolean;
   json?: boolean;
 }
@@ -74,6 +77,7 @@ export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record
     if (ms < 1000) throw usage(`--check-timeout ${o.checkTimeout}: a check needs at least 1s`);
     p["checkTimeoutMs"] = ms;
   }
+  Object.assign(p, capParams(o));
   return p;
 }
 
@@ -106,11 +110,13 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
     )
     .option("--check-timeout <dur>", "each check is cut off after this long (default 10m)")
     .option("--wait", "block until the task settles, then print its AgentResult");
+  capOptions(spawn, "; respond continues with as much again");
   jsonOption(spawn);
   examples(spawn, [
     `dsh-herdr spawn --isolated --model anthropic/claude-sonnet-4-5 --prompt "add retries to src/http.ts"`,
     `dsh-herdr spawn --role reviewer --thinking high --wait "review the diff against HEAD"`,
     `git diff | dsh-herdr spawn --role reviewer --prompt-file - --json`,
+    `dsh-herdr spawn --max-cost 5 --max-turns 40 --prompt "port the parser to the new API"`,
   ]);
   spawn.action(async (words: string[], o: SpawnOpts) => {
     const params = await spawnParams(o, words);
