@@ -113,6 +113,8 @@ export class NotifyService {
     return source.onStatus((live, result, info) => {
       if (this.stopped || !this.started || !isNotifyStatus(result.status)) return;
       if (!info.settled && result.status !== "blocked") return;
+      const c = this.opts.config();
+      if (!c?.webhooks?.length && !c?.commands?.length) return; // nothing configured: nothing to queue
       const at = result.timing.settledAt ?? this.now();
       const body = notifyBody(result, live.rec.cycle, at);
       if (!body) return;
