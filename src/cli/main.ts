@@ -16,6 +16,7 @@ import { registerGcCommand } from "./commands/gc.js";
 import { registerMachineCommands } from "./commands/machines.js";
 import { registerDemoCommand } from "./demo.js";
 import { registerCompletionCommand } from "./commands/completion.js";
+import { registerNotifyCommands } from "./commands/notify.js";
 import { connectDaemon } from "./connect.js";
 import { fsError } from "../store/fsio.js";
 import { safeText } from "./format/safe.js";
@@ -44,6 +45,9 @@ const FIELD_FLAGS: Record<string, string> = {
   taskIds: "the task ids",
   taskId: "the task id",
   status: "--status",
+  maxCost: "--max-cost",
+  maxOutputTokens: "--max-output-tokens",
+  maxTurns: "--max-turns",
 };
 
 /** A daemon BAD_PARAMS about `params.x` (`task.spawn: params.timeoutMs must be >= 1000; fix the request …`) in CLI words. */
@@ -111,6 +115,7 @@ Examples:
   registerAdminCommands(program, ctx);
   registerGcCommand(program, ctx);
   registerMachineCommands(program, ctx);
+  registerNotifyCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerDemoCommand(program, ctx);
   registerCompletionCommand(program, ctx);

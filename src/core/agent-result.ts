@@ -4,9 +4,11 @@ import type { ParsedResultMd } from "./result-md.js";
 import type { SessionFacts } from "./session-reader.js";
 import { collectWarnings, pickSummary, type SessionFreshness } from "./summary.js";
 import { checkWarnings, verifiedOf } from "./check-receipts.js";
+import { capNeeds } from "./budget.js";
 import type {
   AgentInfo,
   AgentResult,
+  CapReached,
   CheckReceipt,
   DiffEvidence,
   Landing,
@@ -50,6 +52,8 @@ export interface HarvestInput {
   checks?: CheckReceipt[];
   /** Landability (and landing) of an isolated task's work. */
   landing?: Landing;
+  /** The spend cap this settled cycle was paused at (its settle reason): the summary says it. */
+  cap?: CapReached;
 }
 
 function freshness(input: HarvestInput): SessionFreshness {
@@ -74,7 +78,8 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
     role: input.role,
     agent: { ...input.agent },
     herdrStatus: input.herdrStatus ?? "unknown",
-    summary: pickSummary({ meta: md?.meta, finalMessage, body: md?.body, status }),
+    // A cycle paused at a cap: what it waits for is the owner's word on the spend, not anything the child said.
+    summary: input.cap ? capNeeds(input.cap) : pickSummary({ meta: md?.meta, finalMessage, body: md?.body, status }),
     timing: withElapsed(input.timing),
     nextAction: nextActionFor(status),
   };
@@ -99,6 +104,7 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
     out.verified = verifiedOf(input.checks)!;
   }
   if (input.landing !== undefined) out.landing = { ...input.landing, conflicts: [...input.landing.conflicts] };
+  if (input.cap !== undefined) out.cap = { ...input.cap };
 
   const extra = [...(md?.warnings ?? [])];
   const statusWarning = resultStatusWarning(md?.meta.status);

@@ -27,6 +27,10 @@ export interface AgentDefinition {
   checks?: string[];
   /** An isolated worktree made ready before the child starts: files included from the checkout, a setup command. */
   worktree?: { include?: string[]; setup?: string };
+  /** Spend caps (USD, output tokens, turns): reached, the child's turn is stopped and the subagent asks. */
+  maxCost?: number;
+  maxOutputTokens?: number;
+  maxTurns?: number;
   /** The body: role instructions handed to the child with its task. */
   prompt: string;
   source: AgentSource;
@@ -51,6 +55,9 @@ const FIELDS = [
   "machine",
   "checks",
   "worktree",
+  "maxCost",
+  "maxOutputTokens",
+  "maxTurns",
 ];
 
 /** A string or a list of non-empty strings (one line each) → the list; null when it is neither. */
@@ -158,6 +165,16 @@ export function parseAgentDefinition(
     else warn("checks must be a command or a list of commands (one line each); no checks are run");
   }
   if (f.worktree !== undefined) parseWorktree(f.worktree, agent, warn);
+  if (f.maxCost !== undefined) {
+    if (typeof f.maxCost === "number" && Number.isFinite(f.maxCost) && f.maxCost > 0) agent.maxCost = f.maxCost;
+    else warn(`maxCost must be a positive number of USD, got ${JSON.stringify(f.maxCost)}; no cost cap`);
+  }
+  for (const k of ["maxOutputTokens", "maxTurns"] as const) {
+    const v = f[k];
+    if (v === undefined) continue;
+    if (typeof v === "number" && Number.isSafeInteger(v) && v >= 1) agent[k] = v;
+    else warn(`${k} must be a whole number, 1 or more, got ${JSON.stringify(v)}; no such cap`);
+  }
   return { agent, warnings };
 }
 
@@ -226,6 +243,9 @@ export function agentSummary(a: AgentDefinition): Record<string, unknown> {
     isolated: a.isolated,
     interactive: a.interactive,
     machine: a.machine ?? null,
+    ...(a.maxCost !== undefined ? { maxCost: a.maxCost } : {}),
+    ...(a.maxOutputTokens !== undefined ? { maxOutputTokens: a.maxOutputTokens } : {}),
+    ...(a.maxTurns !== undefined ? { maxTurns: a.maxTurns } : {}),
     source: a.source,
   };
 }

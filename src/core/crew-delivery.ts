@@ -113,6 +113,16 @@ export function fallbackReport(result: AgentResult): CrewReport | undefined {
   return { outcome: "completed", report };
 }
 
+/**
+ * A cycle the daemon paused at a spend cap: the owner is asked (needs: the cap and the spend, from the summary), and
+ * the report says what happened, with the child's last words when it had any. Nothing is made up: no completion.
+ */
+function capReport(result: AgentResult): CrewReport {
+  const last = result.finalMessage?.trim();
+  const report = `The daemon paused this subagent at its ${result.cap!.cap === "cost" ? "cost" : result.cap!.cap === "outputTokens" ? "output-token" : "turn"} cap before it finished; its work so far is in its session and worktree.${last ? `\n\nIts last message:\n\n${last}` : " It had not reported yet."}`;
+  return { outcome: "needs_input", report, needs: result.summary };
+}
+
 /** The delivery for a settled cycle, or null when the status owes the owner nothing (running, closed). */
 export function deliveryFor(result: AgentResult, cycle: number, report?: CrewReport): DeliveryPayload | null {
   const status = crewStatusOf(result.status);
@@ -125,7 +135,12 @@ export function deliveryFor(result: AgentResult, cycle: number, report?: CrewRep
     card: { status: "error", subagent_id, brief, error },
   });
   if (status === "completed" || status === "needs_input") {
-    const r = report && report.outcome === status ? report : fallbackReport(result);
+    const r =
+      result.cap && status === "needs_input"
+        ? capReport(result)
+        : report && report.outcome === status
+          ? report
+          : fallbackReport(result);
     if (!r) {
       return errorDelivery(
         `NO_REPORT: the subagent ended its cycle without a report (no crew_report, no result.md, no final message); inspect its session${result.sessionPath ? ` (${result.sessionPath})` : ""}, then respond or spawn again`,

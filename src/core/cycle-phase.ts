@@ -1,5 +1,6 @@
 // The lifecycle's vocabulary: a task's phase, the events that move it, the effects it asks for and what the journal
 // records. The machine that moves between phases is src/core/task-cycle.ts.
+import { CAP_NAMES, type CapHit } from "./budget.js";
 
 /** Why a cycle ended. The status and the error follow from it (settleVerdict); no free-form strings. */
 export type SettleReason =
@@ -24,7 +25,9 @@ export type SettleReason =
   /** The journal says the cycle settled before a crash; the harvest is redone from the evidence. */
   | { kind: "settled_before_crash" }
   /** The other machine's daemon settled the cycle of a relayed task with this status (its result is the evidence). */
-  | { kind: "remote"; status: string };
+  | { kind: "remote"; status: string }
+  /** A spend cap (spawn --max-cost, --max-output-tokens, --max-turns) was reached: the turn is stopped, the task asks. */
+  | ({ kind: "cap" } & CapHit);
 
 export type Phase =
   /** Waiting for a concurrency slot: the first launch (cycle 1) or a follow-up cycle. */
@@ -86,7 +89,9 @@ export type CycleEvent =
    * A relayed task: the other machine's daemon settled the cycle with this status. `journaled`: this cycle's settle
    * record is in the journal already (a restart between it and the recorded result).
    */
-  | { type: "remote_settled"; cycle: number; status: string; journaled?: boolean };
+  | { type: "remote_settled"; cycle: number; status: string; journaled?: boolean }
+  /** The running cycle's usage reached a spend cap (seen as its session grew). */
+  | ({ type: "cap_reached" } & CapHit);
 
 export type Effect =
   | { type: "journal"; entry: JournalEntry }
@@ -99,6 +104,8 @@ export type Effect =
   | { type: "reject_readiness"; why: string }
   | { type: "release_slot" }
   | { type: "end_child"; why: string }
+  /** Stop the child's running turn (pi's abort): the child and its session stay, for a follow-up. */
+  | { type: "stop_turn"; why: string }
   /** Relaunch pi on the task's session file for the queued follow-up (a parked task). */
   | { type: "relaunch" }
   /** Rebuild the live result from the evidence (no diff). */
@@ -167,6 +174,18 @@ export function parseSettleReason(v: unknown): SettleReason | undefined {
       return typeof r.ms === "number" ? { kind: "timeout", ms: r.ms } : undefined;
     case "remote":
       return str("status") ? { kind: "remote", status: r.status as string } : undefined;
+    case "cap": {
+      const num = (k: string) => typeof r[k] === "number" && Number.isFinite(r[k]);
+      if (!(CAP_NAMES as readonly unknown[]).includes(r.cap) || !num("limit") || !num("spent") || !num("step"))
+        return undefined;
+      return {
+        kind: "cap",
+        cap: r.cap as CapHit["cap"],
+        limit: r.limit as number,
+        spent: r.spent as number,
+        step: r.step as number,
+      };
+    }
     default:
       return undefined;
   }

@@ -58,6 +58,8 @@ export const ERROR_CODES = [
   "LAND_CONFLICT",
   "CHECK_FAILED",
   "SETUP_FAILED",
+  // spend limits (src/core/budget.ts)
+  "BUDGET_EXCEEDED",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -36,6 +36,12 @@ export interface UsageFacts {
   assistant: number;
   toolCalls: number;
   outputTokens: number;
+  /** pi's `usage.input` per assistant message: prompt tokens not read from or written to the cache. */
+  inputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** USD: pi's `usage.cost.total` per assistant message (pi applies the model's prices from models.json). */
+  cost: number;
 }
 
 export interface CycleFacts {
@@ -107,7 +113,31 @@ function textOf(content: unknown): string {
     .map((b) => b.text as string)
     .join("\n");
 }
-const zeroUsage = (): UsageFacts => ({ assistant: 0, toolCalls: 0, outputTokens: 0 });
+const zeroUsage = (): UsageFacts => ({
+  assistant: 0,
+  toolCalls: 0,
+  outputTokens: 0,
+  inputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  cost: 0,
+});
+/** A count pi wrote: a finite number ≥ 0, else nothing (a foreign writer or a broken line must not make NaN). */
+const count = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0);
+/** USD sums kept to 1e-9 (below any real price step), so 0.1 + 0.2 reads 0.3 in result.json and on the card. */
+const addUsd = (a: number, b: number): number => Math.round((a + b) * 1e9) / 1e9;
+
+/** One assistant message's usage as pi wrote it (`usage.{input,output,cacheRead,cacheWrite,cost.total}`). */
+function messageUsage(u: unknown): Omit<UsageFacts, "assistant" | "toolCalls"> {
+  if (!isRecord(u)) return { outputTokens: 0, inputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0 };
+  return {
+    outputTokens: count(u.output),
+    inputTokens: count(u.input),
+    cacheReadTokens: count(u.cacheRead),
+    cacheWriteTokens: count(u.cacheWrite),
+    cost: isRecord(u.cost) ? count(u.cost.total) : 0,
+  };
+}
 
 export interface SessionFactsOptions {
   /** pi's auto-retry maxRetries (settings retry.maxRetries, default 3). */
@@ -265,11 +295,15 @@ export class SessionFactsBuilder {
     if (provider && model) {
       f.model = `${provider}/${model}`;
     }
-    const usage = isRecord(m.usage) && typeof m.usage.output === "number" && m.usage.output > 0 ? m.usage.output : 0;
+    const usage = messageUsage(m.usage);
     for (const u of [f.usage, f.cycle.usage]) {
       u.assistant++;
       u.toolCalls += calls.length;
-      u.outputTokens += usage;
+      u.outputTokens += usage.outputTokens;
+      u.inputTokens += usage.inputTokens;
+      u.cacheReadTokens += usage.cacheReadTokens;
+      u.cacheWriteTokens += usage.cacheWriteTokens;
+      u.cost = addUsd(u.cost, usage.cost);
     }
     this.cycleHasAssistant = true;
     const text = textOf(m.content);

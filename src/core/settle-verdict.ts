@@ -4,7 +4,7 @@ import type { SettleReason } from "./cycle-phase.js";
 
 /** The status a settle reason fixes outright (else the evidence decides), and the error it carries. */
 export interface SettleVerdict {
-  status?: "failed" | "interrupted" | "gone";
+  status?: "failed" | "interrupted" | "gone" | "blocked";
   error?: { code: string; message: string };
   /** The error replaces one the cycle already carries (else an earlier error stands). */
   replacesError?: boolean;
@@ -59,6 +59,9 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
     case "remote":
       // The other machine judged the cycle: its result (checked on arrival) carries the status and the error.
       return {};
+    case "cap":
+      // Paused at a spend cap: the task asks its owner (respond raises the cap); no error, never a completion.
+      return { status: "blocked" };
   }
 }
 

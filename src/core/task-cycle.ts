@@ -7,6 +7,7 @@
 //      │                    │  └──────────── respond (parked child: relaunch on its session) ◀────┘   │
 //      └── respond (no free slot) ◀── settled ──respond (child alive)──▶ awaiting_prompt ──▶ running   │
 //   any phase ──close──▶ closed;  settled ──abort──▶ closed (the verdict stands);  in flight ──abort──▶ settled (interrupted)
+//   running ──cap_reached──▶ settled (blocked: the turn stopped, the child kept; respond raises the cap)
 //   settled ──idle_expired──▶ settled{parked}  ◀───────────────────────────────────────────────────────┘
 import {
   cycleOf,
@@ -36,6 +37,8 @@ function settle(state: TaskState, reason: SettleReason, journaled = false): Step
   const endChild = endsChild(reason);
   const effects: Effect[] = [
     ...(journaled ? [] : [{ type: "journal", entry: { type: "settle", cycle, why: reason.kind, reason } } as Effect]),
+    // A spend cap: the spending stops first (pi's abort of the turn; the child and its session stay).
+    ...(reason.kind === "cap" ? [{ type: "stop_turn", why: `${reason.cap} cap` } as Effect] : []),
     { type: "cancel_timeout" },
     { type: "reject_readiness", why: reason.kind },
     { type: "release_slot" },
@@ -246,6 +249,11 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       // Only the running cycle settles, once: a repeat after a reconnect, or a result of another cycle, is moot.
       if (p.name !== "running" || ev.cycle !== p.cycle) return same(state);
       return settle(state, { kind: "remote", status: ev.status }, ev.journaled === true);
+
+    case "cap_reached":
+      // Only a running cycle spends; a cap seen before the prompt runs or after the settle is moot.
+      if (p.name !== "running") return same(state);
+      return settle(state, { kind: "cap", cap: ev.cap, limit: ev.limit, spent: ev.spent, step: ev.step });
 
     case "settle_recovered":
       if (!isInFlight(p)) return same(state);

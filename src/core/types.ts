@@ -119,6 +119,14 @@ export interface Usage {
   assistant: number;
   toolCalls: number;
   outputTokens: number;
+  /** Additive: prompt tokens pi counted per assistant message (`usage.input`: not read from or written to a cache). */
+  inputTokens?: number;
+  /** Additive: prompt tokens read from the provider's cache (`usage.cacheRead`). */
+  cacheReadTokens?: number;
+  /** Additive: prompt tokens written to the provider's cache (`usage.cacheWrite`). */
+  cacheWriteTokens?: number;
+  /** Additive: USD, the sum of pi's `usage.cost.total` (pi applies the model's prices from its models.json). */
+  cost?: number;
 }
 
 export interface Timing {
@@ -166,4 +174,20 @@ export interface AgentResult {
   verified?: boolean;
   /** Additive: landability of an isolated task's work, and its landing. */
   landing?: Landing;
+  /** Additive: the spend cap this blocked cycle was paused at (its `summary` says it in words). */
+  cap?: CapReached;
+}
+
+export type CapName = "cost" | "outputTokens" | "turns";
+
+/** Additive: a spend cap a cycle reached (spawn --max-cost, --max-output-tokens, --max-turns; config budget). */
+export interface CapReached {
+  /** Which cap: USD, output tokens, or turns (assistant messages). */
+  cap: CapName;
+  /** The cap's value when it was reached (raised by each respond). */
+  limit: number;
+  /** What the task had spent then (every cycle so far), in the cap's unit. */
+  spent: number;
+  /** What a respond adds on top of the spend (the amount asked for at spawn, or given again with respond). */
+  step: number;
 }

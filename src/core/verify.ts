@@ -107,6 +107,9 @@ export function verifyTask(i: VerifyInput): Difference[] {
       differ("usage.outputTokens", r.usage.outputTokens, s.usage.outputTokens, "the session");
       differ("usage.assistant", r.usage.assistant, s.usage.assistant, "the session");
       differ("usage.toolCalls", r.usage.toolCalls, s.usage.toolCalls, "the session");
+      // Results written before these fields existed do not carry them: only a field that is there is checked.
+      for (const k of ["inputTokens", "cacheReadTokens", "cacheWriteTokens", "cost"] as const)
+        if (r.usage[k] !== undefined) differ(`usage.${k}`, r.usage[k], s.usage[k], "the session");
     }
     if (s.model !== undefined) differ("agent.model", r.agent.model, s.model, "the session");
     if (s.thinkingLevel !== undefined) differ("agent.thinking", r.agent.thinking, s.thinkingLevel, "the session");

@@ -26,6 +26,7 @@ import type { TaskRecord } from "./record.js";
 import { readFileSync } from "node:fs";
 import { logTaskFailures, openDaemonLog } from "./daemon-log.js";
 import { daemonEnvFacts, type AppliedEnvFile } from "./daemon-env.js";
+import { NotifyService } from "../notify/service.js";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -124,6 +125,16 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   });
   delivery.watch(sup);
   logTaskFailures(sup, log); // from the start too: a failure recovery settles is logged like any other
+  // Webhooks and notify commands (src/notify): queued durably from each settle, sent in the background.
+  const notify = new NotifyService({
+    home,
+    log,
+    config: () => config.notify,
+    userAgent: `dsh-herdr/${version}`,
+    ...(durable ? { durable } : {}),
+  });
+  await notify.start();
+  notify.watch(sup);
   // Tasks on other machines go through their links (src/remote/relay.ts).
   const relay = new Relay(sup, { version });
   // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
@@ -190,6 +201,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       sup.stopped = true;
       configWatch.close();
       delivery.stop();
+      notify.stop();
       await server.close();
       await relay.stop(); // remote tasks keep running there; the next daemon reattaches
       sup.admission.stop();
@@ -201,6 +213,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
         await live.effectsDone?.catch(() => undefined);
         await flushSnapshot(sup, live);
       }
+      await notify.idle(); // its records go through the commit log
       await store.close();
       await lock.release();
       log.info({}, "daemon stopped");

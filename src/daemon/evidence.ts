@@ -4,6 +4,7 @@ import type { RuntimeEvent } from "../runtime/types.js";
 import type { Live } from "./live.js";
 import type { Connection } from "./server.js";
 import { freshSession } from "./settle.js";
+import { capReached } from "./budget.js";
 import type { ChildEvent, ChildReport, Supervisor } from "./supervisor-types.js";
 
 export type { ChildEvent, ChildReport } from "./supervisor-types.js";
@@ -118,6 +119,12 @@ export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" 
   if (p.name === "closed" || p.name === "queued") return;
   if (p.name === "launching" || p.name === "awaiting_prompt") return; // the new cycle has not begun
   const f = live.files?.facts();
+  // A spend cap reached as the session grows: the machine settles the cycle blocked and stops the turn.
+  const cap = p.name === "running" && what === "session" ? capReached(live) : undefined;
+  if (cap) {
+    void sup.dispatch(live, { type: "cap_reached", ...cap });
+    return;
+  }
   if (p.name === "running" && !live.child && f?.cycleSettled) {
     // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
     void sup.dispatch(live, {

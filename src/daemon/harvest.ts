@@ -8,7 +8,7 @@ import type { RawState } from "../core/derive.js";
 import { DshError } from "../core/errors.js";
 import { PI_DEFAULT_MODEL } from "../core/model-choice.js";
 import { sessionErrorOf, type SessionFacts } from "../core/session-reader.js";
-import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
+import type { AgentResult, CapReached, DiffEvidence, HerdrStatus } from "../core/types.js";
 import type { ParsedResultMd } from "../core/result-md.js";
 import { harvestDiff } from "../git/diff.js";
 import { packageRoot } from "./protocol.js";
@@ -47,6 +47,8 @@ export interface Evidence {
   failed?: boolean;
   /** The first cycle's prompt is not taken yet (queued, launching, or pushed and unconfirmed): `starting`. */
   awaitingFirstPrompt?: boolean;
+  /** The spend cap the cycle settled on (blocked; the summary says it). */
+  cap?: CapReached;
 }
 
 export function assemble(ev: Evidence): AgentResult {
@@ -82,6 +84,7 @@ export function assemble(ev: Evidence): AgentResult {
     ...(rec.warnings?.length ? { warnings: rec.warnings } : {}),
     // The daemon-run checks' receipts and the work's landability (src/daemon/land-methods.ts, settleChecks).
     ...landFieldsOf(rec),
+    ...(ev.cap ? { cap: ev.cap } : {}),
   });
   validateAgentResult(result);
   return result;

@@ -1,4 +1,5 @@
 // Socket method handlers: params are already schema-checked; here live the domain rules (ownership, states).
+import type { CapLimits } from "../core/budget.js";
 import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
@@ -110,13 +111,13 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return { results, timedOut };
     },
 
-    "task.respond": async (p: { taskId: string; message: string }, conn: Connection) => {
+    "task.respond": async (p: { taskId: string; message: string } & CapLimits, conn: Connection) => {
       const live = owned(conn, p.taskId);
       await live.chain;
       // Relay: a remote task's follow-up goes to its machine's daemon.
       const { cycle, queued } = ctx.relay?.owns(live)
         ? await ctx.relay.respond(live, p.message)
-        : await sup.respond(live, p.message);
+        : await sup.respond(live, p.message, p);
       return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 

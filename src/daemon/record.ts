@@ -11,6 +11,7 @@ import type {
 } from "../core/types.js";
 import type { RuntimeHandle } from "../runtime/types.js";
 import type { TaskRecordBase } from "../store/task-store.js";
+import type { TaskCaps } from "../core/budget.js";
 import { join } from "node:path";
 import type { TaskPrompt } from "./prompt.js";
 
@@ -77,6 +78,8 @@ export interface TaskRecord extends TaskRecordBase {
   setupTimeoutMs?: number;
   /** What setup changed that git sees, committed on the task branch (the baseline), and its parent: never landed. */
   setupCommit?: { from: string; commit: string };
+  /** Spend caps (spawn --max-cost ...; config budget): the limit now and what a respond adds (src/daemon/budget.ts). */
+  caps?: TaskCaps;
 }
 
 /** The check receipts and landing the AgentResult carries: receipts of the current cycle only (a follow-up's work

@@ -5,7 +5,7 @@ import { statfs } from "node:fs/promises";
 import { isSettledStatus } from "../core/derive.js";
 import { closedResult } from "../core/agent-result.js";
 import { isInFlight, promptPending, settleVerdict, type SettleReason } from "../core/task-cycle.js";
-import type { AgentResult, HerdrStatus } from "../core/types.js";
+import type { AgentResult, CapReached, HerdrStatus } from "../core/types.js";
 import { assemble, diffFor } from "./harvest.js";
 import { settleChecks } from "./land-methods.js";
 import { deferSnapshot, persist, snapshotWritten } from "./persist.js";
@@ -22,8 +22,16 @@ export function freshSession(live: Live): boolean {
 
 function runtimeRaw(live: Live): HerdrStatus | "missing" {
   if (live.runtimeState === "missing") return "missing";
+  if (capOf(live)) return "blocked"; // paused at a spend cap: the settle reason fixes blocked
   if (live.runtimeState === "blocked") return "blocked";
   return isInFlight(live.state.phase) || live.state.phase.name === "queued" ? "working" : "idle";
+}
+
+/** The spend cap the current cycle settled on (its settle reason), if it did. */
+function capOf(live: Live): CapReached | undefined {
+  const p = live.state.phase;
+  if (p.name !== "settled" || p.reason.kind !== "cap" || p.cycle !== live.rec.cycle) return undefined;
+  return { cap: p.reason.cap, limit: p.reason.limit, spent: p.reason.spent, step: p.reason.step };
 }
 
 /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
@@ -145,6 +153,7 @@ function assembleNow(live: Live, opts: { settled?: boolean; failed?: boolean }):
     ...(live.files?.result ? { resultMd: live.files.result } : {}),
     sessionChangedAfterPrompt: freshSession(live),
     ...(live.diff ? { diff: live.diff } : {}),
+    ...(capOf(live) ? { cap: capOf(live)! } : {}),
     settled: opts.settled === true,
     ...(opts.failed ? { failed: true } : {}),
     // The first cycle runs once pi started its run (agent_start, or the session moved after the prompt): a prompt

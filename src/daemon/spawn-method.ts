@@ -4,6 +4,7 @@ import { realpath, stat } from "node:fs/promises";
 import { sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { resolveSpawnModel } from "../core/model-choice.js";
+import { capsFor } from "../core/budget.js";
 import type { Role, RuntimeKind } from "../core/types.js";
 import { repoFacts, requireRepo } from "../git/repo.js";
 import type { CreatedWorktree } from "../git/worktree.js";
@@ -12,6 +13,7 @@ import type { MethodContext } from "./method-context.js";
 import { knownOwners, resolveOwner } from "./owner-view.js";
 import { dropStartedWorktree, startWorktree } from "./pipeline.js";
 import { checkSetupParams } from "./workdir-setup.js";
+import { assertDayBudget } from "./budget.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Live } from "./live.js";
@@ -39,11 +41,21 @@ export interface SpawnParams {
   include?: string[];
   setup?: string;
   setupTimeoutMs?: number;
+  /** Spend caps (src/daemon/budget.ts): reached, the turn is stopped and the task asks (blocked). */
+  maxCost?: number;
+  maxOutputTokens?: number;
+  maxTurns?: number;
 }
 
 /** The owner named (an id, or the label a listing shows: src/daemon/owner-view.ts), else the connection's. */
 const ownerOf = (ctx: MethodContext, conn: Connection, explicit?: string): string =>
   explicit !== undefined ? resolveOwner(explicit, () => knownOwners(ctx.sup)) : (conn.ownerId ?? "cli");
+
+/** The task's caps: the spawn's, else config.json budget's defaults. */
+function capsOf(p: SpawnParams, defaults: Parameters<typeof capsFor>[1]): { caps?: ReturnType<typeof capsFor> } {
+  const caps = capsFor(p, defaults);
+  return caps ? { caps } : {};
+}
 
 /** The repository around cwd when it has a commit to branch a worktree from (isolated "auto"), else undefined. */
 async function committedRepo(cwd: string): Promise<{ root: string } | undefined> {
@@ -62,6 +74,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
   const owner = assertOwnerId(ownerOf(ctx, conn, p.owner));
   if (conn.kind === "owner" && owner !== conn.ownerId)
     throw new DshError("NOT_OWNER", `an owner connection spawns only for itself (${conn.ownerId}); drop params.owner`);
+  assertDayBudget(sup, owner); // budget.perDay: refused once the owner's day is spent
   // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).
   if (p.machine !== undefined && ctx.relay?.knows(p.machine)) return ctx.relay.spawn(p, owner);
   checkSetupParams(p);
@@ -126,6 +139,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
             ...(p.include?.length ? { include: p.include } : {}),
             ...(p.setup !== undefined ? { setup: p.setup } : {}),
             ...(p.setupTimeoutMs !== undefined ? { setupTimeoutMs: p.setupTimeoutMs } : {}),
+            ...capsOf(p, c.budget),
           },
           taskId,
         ),

@@ -3,6 +3,7 @@
 // modules form no import cycle (test/unit/import-cycles.test.ts). The class in supervisor.ts implements it and is
 // the one module that imports them all.
 import type { CrewReport } from "../core/crew-cycle.js";
+import type { CapLimits } from "../core/budget.js";
 import type { CycleEvent, SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
@@ -68,7 +69,8 @@ export interface Supervisor {
   armTimeout(live: Live): void;
   // owner commands
   abort(live: Live): Promise<boolean>;
-  respond(live: Live, message: string): Promise<{ cycle: number; queued: boolean }>;
+  /** `caps`: spend caps given again with the respond (else a reached cap is raised by its original amount). */
+  respond(live: Live, message: string, caps?: CapLimits): Promise<{ cycle: number; queued: boolean }>;
   close(live: Live, closePane: boolean): Promise<AgentResult>;
   statusOf(live: Live): AgentStatus;
   isOpen(live: Live): boolean;

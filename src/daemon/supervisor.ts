@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { CrewReport } from "../core/crew-cycle.js";
+import type { CapLimits } from "../core/budget.js";
 import { agentName } from "../core/ids.js";
 import { PI_DEFAULT_MODEL } from "../core/model-choice.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
@@ -222,8 +223,8 @@ export class Supervisor implements SupervisorPort {
     return abort(this, live);
   }
 
-  respond(live: Live, message: string): Promise<{ cycle: number; queued: boolean }> {
-    return respond(this, live, message);
+  respond(live: Live, message: string, caps?: CapLimits): Promise<{ cycle: number; queued: boolean }> {
+    return respond(this, live, message, caps);
   }
 
   close(live: Live, closePane: boolean): Promise<AgentResult> {

@@ -7,6 +7,8 @@ import { mayAbort, mayRespond } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
 import { writeAtomic } from "../store/fsio.js";
 import { typeFollowUpLater } from "./child-prompt.js";
+import { raiseForRespond } from "./budget.js";
+import type { CapLimits } from "../core/budget.js";
 import type { Live } from "./live.js";
 import { followUpPath } from "./record.js";
 import type { Supervisor } from "./supervisor-types.js";
@@ -34,6 +36,7 @@ export async function respond(
   sup: Supervisor,
   live: Live,
   message: string,
+  caps: CapLimits = {},
 ): Promise<{ cycle: number; queued: boolean }> {
   const { rec } = live;
   const status = live.result?.status ?? rec.status;
@@ -46,6 +49,7 @@ export async function respond(
     );
   }
   const cycle = phase.cycle + 1;
+  raiseForRespond(live, caps); // a cap reached: that much again on top of the spend (before the next turn can spend)
   rec.cycle = cycle;
   delete rec.timing.settledAt;
   delete rec.error;

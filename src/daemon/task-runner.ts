@@ -70,6 +70,9 @@ async function perform(sup: Supervisor, live: Live, e: Effect): Promise<void> {
     case "end_child":
       await endChild(sup, live, e.why);
       return;
+    case "stop_turn":
+      await stopTurn(sup, live, e.why);
+      return;
     case "relaunch":
       delete live.runtimeState; // the parked child's exit is old news: a new one starts
       void sup.relaunch(live);
@@ -103,6 +106,22 @@ export async function endChild(sup: Supervisor, live: Live, why: string): Promis
       .runtimeFor(rec.runtime)
       .close(rec.handle)
       .catch(() => undefined);
+}
+
+/**
+ * Stop the child's running turn, not the child: pi's abort through the child extension, else the runtime's interrupt
+ * (Escape in a pane, the RPC abort headless). The session stays; a respond continues the conversation.
+ */
+async function stopTurn(sup: Supervisor, live: Live, why: string): Promise<void> {
+  if (live.child && !live.child.closed) {
+    live.child.push("child.abort", { reason: why });
+    return;
+  }
+  if (live.rec.handle)
+    await sup.deps
+      .runtimeFor(live.rec.runtime)
+      .sendKeys(live.rec.handle, ["Escape"])
+      .catch((e: unknown) => sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "could not stop the turn"));
 }
 
 function armIdle(sup: Supervisor, live: Live): void {

@@ -243,6 +243,10 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
           ...(agent.checks?.length ? { checks: agent.checks } : {}),
           ...(agent.worktree?.include?.length ? { include: agent.worktree.include } : {}),
           ...(agent.worktree?.setup !== undefined ? { setup: agent.worktree.setup } : {}),
+          // The definition's spend caps (else the daemon's config defaults).
+          ...(agent.maxCost !== undefined ? { maxCost: agent.maxCost } : {}),
+          ...(agent.maxOutputTokens !== undefined ? { maxOutputTokens: agent.maxOutputTokens } : {}),
+          ...(agent.maxTurns !== undefined ? { maxTurns: agent.maxTurns } : {}),
         });
       } catch (e) {
         throw daemonError(e);

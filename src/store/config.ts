@@ -5,6 +5,8 @@ import { dirname, join } from "node:path";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { DshError } from "../core/errors.js";
 import type { MachineSpec } from "../core/machines.js";
+import type { NotifyConfig } from "../core/notify.js";
+import type { CapLimits } from "../core/budget.js";
 import { fsError, readIfExists, writeAtomic } from "./fsio.js";
 import { expandHome } from "./home.js";
 
@@ -41,6 +43,10 @@ export interface Config {
   owner?: { mayLand?: boolean };
   /** Settings per repository root (absolute, `~` expanded): a .dsh-herdr.json's keys, overriding that file's. */
   repos?: Record<string, RepoSettings>;
+  /** Webhooks and commands told of every settled cycle (src/notify); absent: none. */
+  notify?: NotifyConfig;
+  /** Spend limits: USD per owner per local day, and each task's default caps (absent: none). */
+  budget?: CapLimits & { perDay?: number };
 }
 
 /** A repository's settings: .dsh-herdr.json at its root, or config.json repos.<path> (schema: $defs.repoSettings). */
@@ -197,7 +203,7 @@ export async function setConfigValue(home: string, key: string, value: unknown):
       .join(", ");
     throw new DshError(
       "CONFIG_INVALID",
-      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand; edit config.json for repos).`,
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, budget.perDay, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
     );
   }
   const node = sub === undefined ? props[top] : top === "modelAliases" ? { type: "string" } : subProps![sub];

@@ -7,12 +7,15 @@ import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
 import { appendJsonLine, fsError, readBoundedSync, readJsonLines, writeAtomic, type SyncOptions } from "./fsio.js";
 
-/** What a listing shows of a task: a valid AgentResult without the bulky parts (session, diff, usage, report). */
+/**
+ * What a listing shows of a task: a valid AgentResult without the bulky parts (session, diff, report). Its usage (a
+ * few numbers) stays: `list --wide` shows the cost and `dsh-herdr usage` totals it from the index.
+ */
 export type TaskRow = Pick<
   AgentResult,
   "schemaVersion" | "taskId" | "status" | "role" | "agent" | "herdrStatus" | "summary" | "timing" | "nextAction"
 > &
-  Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error">>;
+  Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error" | "usage">>;
 
 export function rowOf(r: AgentResult): TaskRow {
   const row: TaskRow = {
@@ -31,6 +34,7 @@ export function rowOf(r: AgentResult): TaskRow {
   if (r.owner !== undefined) row.owner = r.owner;
   if (r.worktree !== undefined) row.worktree = r.worktree;
   if (r.error !== undefined) row.error = r.error;
+  if (r.usage !== undefined) row.usage = r.usage;
   return row;
 }
 

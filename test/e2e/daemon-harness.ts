@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
-import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
+import { preparePiAgentDir, type ModelCost } from "../../fixtures/scripted-model/agent-dir.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { validateAgentResult } from "../../src/daemon/harvest.js";
@@ -41,12 +41,13 @@ export async function startHarness(
   script: Script,
   config: Partial<Config> = {},
   env: Record<string, string> = {},
+  opts: { cost?: ModelCost } = {},
 ): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "dsh-e2e-"));
   const home = join(dir, "home-dsh");
   const repo = gitRepo(dir);
   const model = await startScriptedModel({ script, logPath: join(dir, "requests.jsonl") });
-  const agent = preparePiAgentDir(dir, model.url);
+  const agent = preparePiAgentDir(dir, model.url, opts.cost ? { cost: opts.cost } : {});
   const daemon = await runDaemon(home, {
     childEnv: { ...agent.env, ...env },
     config: { readinessTimeoutMs: 60_000, ...config },
@@ -61,9 +62,10 @@ export async function startHarness(
     childEnv: { ...agent.env, ...env },
     daemon,
     cli,
-    spawn: (params) => cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
+    // Through h.cli: a test may have restarted the daemon and connected a new client.
+    spawn: (params) => h.cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
     async wait(taskId, timeoutMs = 90_000) {
-      const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
+      const r = await h.cli.request<{ results: AgentResult[]; timedOut: boolean }>(
         "task.wait",
         { taskIds: [taskId], timeoutMs },
         { timeoutMs: timeoutMs + 5000 },
@@ -75,7 +77,7 @@ export async function startHarness(
     async waitFor(taskId, pred, what, timeoutMs = 90_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const r = await cli.request<AgentResult>("task.get", { taskId });
+        const r = await h.cli.request<AgentResult>("task.get", { taskId });
         if (pred(r)) return r;
         if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}: ${JSON.stringify(r)}`);
         await new Promise((res) => setTimeout(res, 100));

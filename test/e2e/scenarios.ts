@@ -44,7 +44,15 @@ export function defineRuntimeScenarios(
     assert.equal(r.result?.meta.status, "completed");
     assert.equal(r.result?.text, "Added feature.txt\n\nOne new file.");
     assert.equal(r.result?.path, join(h().home, "tasks", taskId, "result.md"));
-    assert.deepEqual(r.usage, { assistant: 2, toolCalls: 2, outputTokens: 24 });
+    assert.deepEqual(r.usage, {
+      assistant: 2,
+      toolCalls: 2,
+      outputTokens: 24,
+      inputTokens: 210,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cost: 0,
+    });
     assert.equal(r.sessionPath, join(h().home, "tasks", taskId, "session.jsonl"));
     assert.ok(r.worktree && r.worktree.branch === `dsh/${taskId}` && r.worktree.repo === h().repo);
     assert.ok(existsSync(join(r.worktree.path, "feature.txt")));

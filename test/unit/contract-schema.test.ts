@@ -235,7 +235,7 @@ test("invalid objects are refused: bad enum, missing field, extra or misspelt fi
     [
       "extra nested field",
       (o) => {
-        (o.usage as Record<string, unknown>).inputTokens = 1;
+        (o.usage as Record<string, unknown>).promptTokens = 1;
       },
       /additional properties/,
     ],

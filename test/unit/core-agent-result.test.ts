@@ -80,7 +80,15 @@ test("with result.md: status, summary, text, tests and files come from the artif
   assert.deepEqual(r.result, { path: "/h/tasks/tmg3k2a1b2c3/result.md", text: "Wrote it.", meta: md.meta });
   assert.equal(r.tests, "none");
   assert.deepEqual(r.files, ["hello.txt"]);
-  assert.deepEqual(r.usage, { assistant: 2, toolCalls: 1, outputTokens: 84 });
+  assert.deepEqual(r.usage, {
+    assistant: 2,
+    toolCalls: 1,
+    outputTokens: 84,
+    inputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cost: 0,
+  });
   assert.equal(r.timing.elapsedMs, 42000, "elapsed = settledAt - createdAt (queue wait included)");
   assert.equal(r.brief, "write hello");
   assert.equal(r.owner, "cli");

@@ -60,7 +60,15 @@ for (const { line, dir } of LINES) {
     const { session, result } = harvest(join(dir, "completed-write.jsonl"));
     assert.equal(session.lastStopReason, "stop");
     assert.equal(session.finalText, "Done: wrote hello.txt (DONE-MARKER)");
-    assert.deepEqual(session.usage, { assistant: 2, toolCalls: 1, outputTokens: 40 });
+    assert.deepEqual(session.usage, {
+      assistant: 2,
+      toolCalls: 1,
+      outputTokens: 40,
+      inputTokens: 2060,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cost: 0,
+    });
     assert.equal(result.status, "completed");
     assert.equal(result.summary, "Done: wrote hello.txt (DONE-MARKER)");
     assert.equal(result.result?.text, "Done: wrote hello.txt (DONE-MARKER)");
@@ -70,7 +78,15 @@ for (const { line, dir } of LINES) {
 
   test(`pi ${line}: multi-tool: a parallel batch counts every toolCall; the last text is final`, () => {
     const { session, result } = harvest(join(dir, "multi-tool.jsonl"));
-    assert.deepEqual(session.usage, { assistant: 4, toolCalls: 5, outputTokens: 77 });
+    assert.deepEqual(session.usage, {
+      assistant: 4,
+      toolCalls: 5,
+      outputTokens: 77,
+      inputTokens: 5240,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cost: 0,
+    });
     assert.equal(session.finalText, "All notes are ready: one.txt, two.txt (edited), three.txt.");
     assert.equal(session.cycleSettled, true);
     assert.deepEqual(result.usage, session.usage);
@@ -84,7 +100,15 @@ for (const { line, dir } of LINES) {
       session.lastErrorMessage ?? "",
       line === "0.73" ? /^500 scripted upstream failure$/ : /^500: .*"scripted upstream failure"/,
     );
-    assert.deepEqual(session.usage, { assistant: 1, toolCalls: 0, outputTokens: 0 });
+    assert.deepEqual(session.usage, {
+      assistant: 1,
+      toolCalls: 0,
+      outputTokens: 0,
+      inputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cost: 0,
+    });
     assert.equal(result.status, "failed");
     assert.equal(result.nextAction, "inspect");
     assert.ok(result.warnings?.some((w) => w.startsWith("empty harvest")));
@@ -136,14 +160,30 @@ for (const { line, dir } of LINES) {
     assert.equal(session.finalText, undefined);
     assert.equal(session.cycleSettled, true);
     assert.equal(sessionErrorOf(session), false);
-    assert.deepEqual(session.usage, { assistant: 2, toolCalls: 1, outputTokens: 20 });
+    assert.deepEqual(session.usage, {
+      assistant: 2,
+      toolCalls: 1,
+      outputTokens: 20,
+      inputTokens: 1020,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cost: 0,
+    });
   });
 
   test(`pi ${line}: follow-up: two cycles in one file; cycle 2 has its own usage and final text`, () => {
     const { session } = harvest(join(dir, "follow-up.jsonl"));
     assert.equal(session.cycle.index, 2);
     assert.equal(session.cycle.finalText, "Second cycle done: notes.md has two lines.");
-    assert.deepEqual(session.usage, { assistant: 4, toolCalls: 2, outputTokens: 80 });
+    assert.deepEqual(session.usage, {
+      assistant: 4,
+      toolCalls: 2,
+      outputTokens: 80,
+      inputTokens: 4200,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cost: 0,
+    });
     assert.equal(session.cycle.usage.assistant, 2);
     assert.equal(session.cycle.usage.toolCalls, 1);
   });
@@ -159,7 +199,15 @@ for (const { line, dir } of LINES) {
       outcome: "completed",
       report: "## Report\n\nChecked the repo: all good.",
     });
-    assert.deepEqual(session.usage, { assistant: 2, toolCalls: 2, outputTokens: 40 });
+    assert.deepEqual(session.usage, {
+      assistant: 2,
+      toolCalls: 2,
+      outputTokens: 40,
+      inputTokens: 2060,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      cost: 0,
+    });
     assert.equal(result.status, "completed");
     assert.equal(result.summary, "all good");
     assert.equal(result.result?.text, "## Report\n\nChecked the repo: all good.");

@@ -59,7 +59,15 @@ test("pi's real run: facts, usage, final text, tool calls and a settled cycle", 
   assert.equal(f.lastMessageRole, "assistant");
   assert.equal(f.lastStopReason, "stop");
   assert.equal(f.finalText, "Done: wrote hello.txt (DONE-MARKER)");
-  assert.deepEqual(f.usage, { assistant: 2, toolCalls: 1, outputTokens: 84 });
+  assert.deepEqual(f.usage, {
+    assistant: 2,
+    toolCalls: 1,
+    outputTokens: 84,
+    inputTokens: 2405,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cost: 0,
+  });
   assert.equal(f.cycleSettled, true);
   assert.equal(f.retryMayFollow, false);
   assert.equal(f.lastTimestampMs, Date.parse("2026-11-30T05:23:39.091Z"));
@@ -231,12 +239,28 @@ test("isRetryableError follows pi's pattern", () => {
 test("cycles: a prompt after a settled cycle starts the next; per-cycle usage and text restart", () => {
   const r = read(PI_RUN);
   assert.equal(r.facts().cycle.index, 1);
-  assert.deepEqual(r.facts().cycle.usage, { assistant: 2, toolCalls: 1, outputTokens: 84 });
+  assert.deepEqual(r.facts().cycle.usage, {
+    assistant: 2,
+    toolCalls: 1,
+    outputTokens: 84,
+    inputTokens: 2405,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cost: 0,
+  });
   r.push(file([user("now also add a test")]));
   let f = r.facts();
   assert.equal(f.cycleSettled, false);
   assert.equal(f.cycle.index, 2);
-  assert.deepEqual(f.cycle.usage, { assistant: 0, toolCalls: 0, outputTokens: 0 });
+  assert.deepEqual(f.cycle.usage, {
+    assistant: 0,
+    toolCalls: 0,
+    outputTokens: 0,
+    inputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cost: 0,
+  });
   r.push(
     file([
       assistant("toolUse", { calls: ["c1", "c2"], output: 7 }),
@@ -246,10 +270,26 @@ test("cycles: a prompt after a settled cycle starts the next; per-cycle usage an
   );
   f = r.facts();
   assert.equal(f.cycle.index, 2, "a steer mid-cycle does not start a new cycle");
-  assert.deepEqual(f.cycle.usage, { assistant: 2, toolCalls: 2, outputTokens: 10 });
+  assert.deepEqual(f.cycle.usage, {
+    assistant: 2,
+    toolCalls: 2,
+    outputTokens: 10,
+    inputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cost: 0,
+  });
   assert.equal(f.cycle.stopReason, "stop");
   assert.equal(f.cycle.finalText, "\n\nAdded the test");
-  assert.deepEqual(f.usage, { assistant: 4, toolCalls: 3, outputTokens: 94 });
+  assert.deepEqual(f.usage, {
+    assistant: 4,
+    toolCalls: 3,
+    outputTokens: 94,
+    inputTokens: 2405,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cost: 0,
+  });
   // a delivery injected as custom_message starts a cycle too
   r.push(file([`{"type":"custom_message","customType":"supervisor-result","content":"RESULT r1","display":true}`]));
   assert.equal(r.facts().cycle.index, 3);

@@ -48,6 +48,10 @@ const eventArb: fc.Arbitrary<CycleEvent> = fc.oneof(
   fc
     .record({ cycle: cycleArb, status: fc.constantFrom("completed", "failed", "blocked", "gone") })
     .map<CycleEvent>((r) => ({ type: "remote_settled", ...r })),
+  // A spend cap reached as the session grows (issue 26): repeated, late, while not running.
+  fc
+    .constantFrom("cost", "outputTokens", "turns")
+    .map<CycleEvent>((cap) => ({ type: "cap_reached", cap: cap as "cost", limit: 5, spent: 7, step: 5 })),
 );
 // Events are often repeated (a duplicate push, a second agent_end): sequences draw from a small pool too.
 const sequenceArb = fc.array(eventArb, { minLength: 1, maxLength: 60 });
@@ -125,7 +129,7 @@ test("a settled cycle is final: it leaves settled only by respond (a new cycle) 
 });
 
 test("journal before act, and every settle has exactly one settled harvest (one owner outcome) after it", () => {
-  const ACTS = new Set(["end_child", "harvest_settled", "relaunch", "push_prompt", "set_lifecycle"]);
+  const ACTS = new Set(["end_child", "harvest_settled", "relaunch", "push_prompt", "set_lifecycle", "stop_turn"]);
   fc.assert(
     fc.property(sequenceArb, (events) => {
       for (const effs of run(events).effects) {
@@ -163,6 +167,30 @@ test("every in-flight ending settles: after a terminal event the cycle is never 
         const after = t.states[i]!.phase;
         assert.equal(after.name, "settled", `${ev.type} in ${before.name} left ${after.name}`);
         assert.equal(settles(t.effects[i - 1]!).length, 1);
+      }
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+test("a spend cap never kills and never completes: it settles a running cycle blocked, or does nothing", () => {
+  fc.assert(
+    fc.property(sequenceArb, (events) => {
+      const t = run(events);
+      for (let i = 1; i < t.states.length; i++) {
+        const ev = events[i - 1]!;
+        if (ev.type !== "cap_reached") continue;
+        const before = t.states[i - 1]!.phase;
+        const after = t.states[i]!.phase;
+        const effs = t.effects[i - 1]!;
+        assert.ok(!effs.some((e) => e.type === "end_child" || e.type === "set_lifecycle"), JSON.stringify(effs));
+        if (before.name !== "running") {
+          assert.deepEqual(effs, []);
+          continue;
+        }
+        assert.equal(after.name, "settled");
+        assert.equal((after as { reason: { kind: string } }).reason.kind, "cap");
+        assert.ok(effs.some((e) => e.type === "stop_turn"));
       }
     }),
     { numRuns: 2000 },

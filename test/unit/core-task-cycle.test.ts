@@ -239,3 +239,91 @@ test("planRecovery: what a restarted daemon does with each open task", () => {
     parked: true,
   });
 });
+
+// Caps that pause and ask (issue 26): a cap is an event; its settle reason's verdict is blocked.
+const capHit: CycleEvent = { type: "cap_reached", cap: "cost", limit: 5, spent: 7, step: 5 };
+
+test("a cap reached while the cycle runs settles it blocked: journaled first, the turn stopped, the child kept", () => {
+  const { state, effects } = run(st(running), capHit);
+  assert.deepEqual(state.phase, {
+    name: "settled",
+    cycle: 1,
+    reason: { kind: "cap", cap: "cost", limit: 5, spent: 7, step: 5 },
+  });
+  assert.equal(settleVerdict({ kind: "cap", cap: "cost", limit: 5, spent: 7, step: 5 }).status, "blocked");
+  assert.equal(settleVerdict({ kind: "cap", cap: "cost", limit: 5, spent: 7, step: 5 }).error, undefined, "no error");
+  const k = kinds(effects);
+  assert.equal(settles(effects), 1);
+  assert.equal(k[0], "journal", "the settle record first");
+  assert.ok(k.indexOf("stop_turn") > 0 && k.indexOf("stop_turn") < k.indexOf("harvest_settled"), k.join(","));
+  assert.equal(k.includes("end_child"), false, "never a kill");
+  assert.equal(k.includes("set_lifecycle"), false, "not interrupted");
+  assert.ok(k.includes("arm_idle"), "kept for a follow-up like any settled cycle");
+  // Late evidence (the aborted turn's agent_end, a second cap event) never settles it again.
+  for (const late of [
+    capHit,
+    { type: "agent_end", willRetry: false, stopReason: "aborted" } as CycleEvent,
+    { type: "session_settled", stopReason: "aborted", retryMayFollow: false, fresh: true } as CycleEvent,
+  ])
+    assert.equal(settles(step(state, late).effects), 0, late.type);
+  // respond continues the conversation: a new cycle, on the same child.
+  const next = run(state, { type: "respond" }, { type: "slot_granted" });
+  assert.deepEqual(next.state.phase, { name: "awaiting_prompt", cycle: 2 });
+  assert.ok(kinds(next.effects).includes("push_prompt"));
+});
+
+test("a cap event outside a running cycle is moot; a recovered cap settle stops the turn too", () => {
+  for (const phase of [
+    { name: "queued", cycle: 1 },
+    { name: "launching", cycle: 1, attempt: 1 },
+    { name: "awaiting_prompt", cycle: 2 },
+    { name: "settled", cycle: 1, reason: { kind: "agent_end" } },
+    { name: "closed" },
+  ] as Phase[]) {
+    const r = step(st(phase), capHit);
+    assert.deepEqual(r.state.phase, phase, phase.name);
+    assert.deepEqual(r.effects, [], phase.name);
+  }
+  // A crash after the cap's settle record: recovery settles it from the journal (not twice), and the turn is
+  // stopped again (the crash may have come before the abort reached the child).
+  const reason = { kind: "cap", cap: "outputTokens", limit: 100, spent: 130, step: 100 } as const;
+  const rec = step(st(running), { type: "settle_recovered", reason, journaled: true });
+  assert.equal(rec.state.phase.name, "settled");
+  assert.ok(kinds(rec.effects).includes("stop_turn"));
+  assert.equal(kinds(rec.effects).includes("journal"), false);
+});
+
+test("a cap's settle reason reads back from the journal; a malformed one does not", async () => {
+  const { parseSettleReason } = await import("../../src/core/task-cycle.js");
+  const reason = { kind: "cap", cap: "turns", limit: 3, spent: 3, step: 3 };
+  assert.deepEqual(parseSettleReason(JSON.parse(JSON.stringify(reason))), reason);
+  assert.equal(parseSettleReason({ ...reason, cap: "money" }), undefined);
+  assert.equal(parseSettleReason({ ...reason, spent: "7" }), undefined);
+  assert.equal(parseSettleReason({ kind: "cap", cap: "cost", limit: 5 }), undefined);
+});
+
+test("the owner's model gets a needs_input delivery naming the cap and the spend, never a made-up completion", () => {
+  const paused = {
+    schemaVersion: 1,
+    taskId: "tabc123456789",
+    role: "worker",
+    brief: "b",
+    status: "blocked",
+    summary: "cost cap 5.00 $ reached (7.00 $ spent); respond to continue with another 5.00 $",
+    cap: { cap: "cost", limit: 5, spent: 7, step: 5 },
+    agent: {},
+    herdrStatus: "unknown",
+    timing: { createdAt: 1 },
+    nextAction: "answer",
+  } as unknown as AgentResult;
+  for (const r of [paused, { ...paused, finalMessage: "Writing the second file now." }]) {
+    const d = deliveryFor(r, 1)!;
+    assert.equal(d.card.status, "needs_input");
+    const m = d.model as { result: { outcome: string; report: string; needs?: string } };
+    assert.equal(m.result.outcome, "needs_input");
+    assert.equal(m.result.needs, "cost cap 5.00 $ reached (7.00 $ spent); respond to continue with another 5.00 $");
+    assert.match(m.result.report, /paused/);
+    if (r.finalMessage) assert.ok(m.result.report.includes("Writing the second file now."));
+    assert.equal(d.deliveryId, "tabc123456789-c1-needs_input");
+  }
+});

@@ -179,3 +179,22 @@ test("a definition's checks and worktree (include, setup) parse; bad ones warn a
   assert.equal(shared.agent!.worktree, undefined, "isolated defaults to false: no worktree to set up");
   assert.match(shared.warnings[0]!.message, /isolated: true or auto/);
 });
+
+test("definitions take spend caps (maxCost USD, maxOutputTokens, maxTurns); a bad one is dropped with a warning", () => {
+  const { agent, warnings } = parseAgentDefinition(
+    "---\nname: thrifty\ndescription: cheap work\nmaxCost: 2.5\nmaxOutputTokens: 20000\nmaxTurns: 0\n---\nBe brief.\n",
+    "/p/thrifty.md",
+    "project",
+  );
+  assert.equal(agent?.maxCost, 2.5);
+  assert.equal(agent?.maxOutputTokens, 20000);
+  assert.equal(agent?.maxTurns, undefined);
+  assert.deepEqual(
+    warnings.map((w) => w.message),
+    ["maxTurns must be a whole number, 1 or more, got 0; no such cap"],
+  );
+  assert.equal(agentSummary(agent!)["maxCost"], 2.5);
+  const bad = parseAgentDefinition("---\nname: x\ndescription: y\nmaxCost: lots\n---\n", "/p/x.md", "project");
+  assert.equal(bad.agent?.maxCost, undefined);
+  assert.match(bad.warnings[0]!.message, /maxCost must be a positive number of USD/);
+});

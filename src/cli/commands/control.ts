@@ -8,7 +8,7 @@ import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
 import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
-import { examples, jsonOption, readStdin, usage } from "./shared.js";
+import { capOptions, capParams, examples, jsonOption, readStdin, usage } from "./shared.js";
 import { waitAndPrint } from "./tasks.js";
 
 export function registerControlCommands(program: Command, ctx: CliContext): void {
@@ -34,16 +34,20 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
     .argument("<id>", "task id or unique prefix")
     .argument("<message...>", "the message; - reads it from stdin");
   jsonOption(respond);
+  capOptions(respond, " from now on (a task paused at a cap: default as much again as at spawn)");
   examples(respond, [
     `dsh-herdr respond tmg3 "use the existing retry helper instead"`,
     "dsh-herdr respond tmg3 - < answer.txt",
+    `dsh-herdr respond tmg3 --max-cost 2 "finish the tests, then stop"`,
   ]);
-  respond.action(async (id: string, words: string[], o: { json?: boolean }) => {
+  type RespondOpts = { json?: boolean; maxCost?: string; maxOutputTokens?: string; maxTurns?: string };
+  respond.action(async (id: string, words: string[], o: RespondOpts) => {
     const taskId = resolveId(ctx.home, id);
     const message = words.length === 1 && words[0] === "-" ? await readStdin() : words.join(" ");
     if (message.trim() === "") throw usage("the message is empty; say what the child should do next");
+    const caps = capParams(o);
     const conn = await ctx.connect();
-    const res = await conn.request<{ taskId: string; cycle: number }>("task.respond", { taskId, message });
+    const res = await conn.request<{ taskId: string; cycle: number }>("task.respond", { taskId, message, ...caps });
     if (o.json) printJson(ctx.io, res);
     else ctx.io.out(`${res.taskId}: cycle ${res.cycle} started\n`);
   });

@@ -17,10 +17,24 @@ export function registerListCommand(program: Command, ctx: CliContext): void {
     .option("--status <list>", "only these statuses, comma-separated")
     .option("--owner <id>", "only tasks of this owner")
     .option("--all", "include closed tasks")
-    .option("--external", "also list Herdr agents dsh-herdr did not spawn");
+    .option("--external", "also list Herdr agents dsh-herdr did not spawn")
+    .option("--wide", "also show each task's cost and tokens (COST, TOKENS)");
   jsonOption(list);
-  examples(list, ["dsh-herdr list", "dsh-herdr list --status running,blocked", "dsh-herdr list --all --json"]);
-  list.action(async (o: { status?: string; owner?: string; all?: boolean; external?: boolean; json?: boolean }) => {
+  examples(list, [
+    "dsh-herdr list",
+    "dsh-herdr list --status running,blocked",
+    "dsh-herdr list --all --wide",
+    "dsh-herdr list --all --json",
+  ]);
+  type ListOptions = {
+    status?: string;
+    owner?: string;
+    all?: boolean;
+    external?: boolean;
+    wide?: boolean;
+    json?: boolean;
+  };
+  list.action(async (o: ListOptions) => {
     const params: Record<string, unknown> = {};
     if (o.status !== undefined) {
       const wanted = o.status
@@ -78,6 +92,7 @@ export function registerListCommand(program: Command, ctx: CliContext): void {
         ctx.io.isTTY ? (ctx.io.columns > 0 ? ctx.io.columns : 80) : 400,
         undefined,
         colorEnabled(ctx.io.env, ctx.io.isTTY),
+        o.wide === true,
       ).join("\n") + "\n",
     );
     for (const x of res.external ?? [])

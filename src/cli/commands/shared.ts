@@ -39,3 +39,39 @@ export async function readStdin(): Promise<string> {
 export function examples(cmd: Command, lines: string[]): Command {
   return cmd.addHelpText("after", "\nExamples:\n" + lines.map((l) => `  $ ${l}`).join("\n"));
 }
+
+/** --max-cost, --max-output-tokens, --max-turns as task.spawn / task.respond params (`5`, `5.00`, `$5`, `5$`). */
+export function capParams(o: {
+  maxCost?: string;
+  maxOutputTokens?: string;
+  maxTurns?: string;
+}): Record<string, number> {
+  const p: Record<string, number> = {};
+  if (o.maxCost !== undefined) {
+    const n = Number(o.maxCost.trim().replace(/^\$\s*|\s*\$$/g, ""));
+    if (!Number.isFinite(n) || n <= 0 || n > 1_000_000)
+      throw usage(`--max-cost ${o.maxCost}: give a positive amount of USD, e.g. --max-cost 5 or --max-cost 0.50`);
+    p["maxCost"] = n;
+  }
+  for (const [flag, key, v] of [
+    ["--max-output-tokens", "maxOutputTokens", o.maxOutputTokens],
+    ["--max-turns", "maxTurns", o.maxTurns],
+  ] as const) {
+    if (v === undefined) continue;
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < 1) throw usage(`${flag} ${v}: give a whole number, 1 or more`);
+    p[key] = n;
+  }
+  return p;
+}
+
+/** The three cap flags, on spawn and respond. */
+export function capOptions(cmd: Command, what: string): Command {
+  return cmd
+    .option(
+      "--max-cost <usd>",
+      `stop the child's turn and ask once the task has cost this much (USD, as pi prices it)${what}`,
+    )
+    .option("--max-output-tokens <n>", `the same at this many output tokens${what}`)
+    .option("--max-turns <n>", `the same after this many turns (assistant messages)${what}`);
+}

@@ -6,7 +6,7 @@ import { loadConfig } from "../../store/config.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { printJson } from "../io.js";
-import { choice, examples, jsonOption, readStdin, usage } from "./shared.js";
+import { capOptions, capParams, choice, examples, jsonOption, readStdin, usage } from "./shared.js";
 import { waitAndPrint } from "./wait-print.js";
 
 export interface SpawnOpts {
@@ -27,6 +27,9 @@ export interface SpawnOpts {
   include?: string[];
   setup?: string;
   setupTimeout?: string;
+  maxCost?: string;
+  maxOutputTokens?: string;
+  maxTurns?: string;
   wait?: boolean;
   json?: boolean;
 }
@@ -90,6 +93,7 @@ export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record
   }
   if ((o.include !== undefined || o.setup !== undefined) && !o.isolated)
     throw usage("--include and --setup make an isolated worktree ready: add --isolated");
+  Object.assign(p, capParams(o));
   return p;
 }
 
@@ -132,12 +136,14 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
     .option("--setup <cmd>", "a command run in the new worktree before the child starts (output in setup.log)")
     .option("--setup-timeout <dur>", "the setup is cut off after this long (default 10m)")
     .option("--wait", "block until the task settles, then print its AgentResult");
+  capOptions(spawn, "; respond continues with as much again");
   jsonOption(spawn);
   examples(spawn, [
     `dsh-herdr spawn --isolated --model anthropic/claude-sonnet-4-5 --prompt "add retries to src/http.ts"`,
     `dsh-herdr spawn --isolated --include .env --include node_modules/ --setup "npm run build" --check "npm test" "fix the flaky test"`,
     `dsh-herdr spawn --role reviewer --thinking high --wait "review the diff against HEAD"`,
     `git diff | dsh-herdr spawn --role reviewer --prompt-file - --json`,
+    `dsh-herdr spawn --max-cost 5 --max-turns 40 --prompt "port the parser to the new API"`,
   ]);
   spawn.action(async (words: string[], o: SpawnOpts) => {
     // A machine from `machine add` runs the task there: this directory is a path here, not there.

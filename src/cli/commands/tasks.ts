@@ -1,4 +1,4 @@
-// spawn, list, show, result, diff, verify, check, land: delegating a task and reading what came back (one module per command group).
+// spawn, list, show, result, diff, verify, check, land, usage: delegating a task and reading what came back (one module per command group).
 import type { Command } from "commander";
 import type { CliContext } from "../context.js";
 import { registerListCommand } from "./list.js";
@@ -7,6 +7,7 @@ import { registerSpawnCommand } from "./spawn.js";
 import { registerVerifyCommand } from "./verify.js";
 import { registerCheckCommand } from "./check.js";
 import { registerLandCommand } from "./land.js";
+import { registerUsageCommand } from "./usage.js";
 
 export { spawnParams } from "./spawn.js";
 export { waitAndPrint } from "./wait-print.js";
@@ -18,4 +19,5 @@ export function registerTaskCommands(program: Command, ctx: CliContext): void {
   registerVerifyCommand(program, ctx);
   registerCheckCommand(program, ctx);
   registerLandCommand(program, ctx);
+  registerUsageCommand(program, ctx);
 }

@@ -1,5 +1,6 @@
 // The AgentResult card: the layout of the original plugin's result card (shared/reference/dsh.md §5.3).
-import type { AgentResult } from "../../core/types.js";
+import { formatUsd } from "../../core/budget.js";
+import type { AgentResult, Usage } from "../../core/types.js";
 import { formatDuration } from "../duration.js";
 import { painter, statusStyle } from "./color.js";
 import { neutraliseResult } from "./safe.js";
@@ -34,6 +35,21 @@ export function diffLine(r: AgentResult): string | undefined {
   if (n === 0) return "diff: none";
   const summary = statSummary(d.stat);
   return `diff: ${n} file(s)${summary ? ` · ${summary}` : ""}${d.truncated ? " (patch truncated)" : ""}`;
+}
+
+/** `2 turn(s), 2 tool call(s), 24 output tokens, 1500 input + 1600 cache-read tokens · cost 0.1873 $`. */
+export function usageText(u: Usage): string {
+  const input = [
+    u.inputTokens !== undefined ? `${u.inputTokens} input` : "",
+    u.cacheReadTokens ? `${u.cacheReadTokens} cache-read` : "",
+    u.cacheWriteTokens ? `${u.cacheWriteTokens} cache-write` : "",
+  ].filter(Boolean);
+  return [
+    `${u.assistant} turn(s), ${u.toolCalls} tool call(s), ${u.outputTokens} output tokens${input.length ? `, ${input.join(" + ")} tokens` : ""}`,
+    u.cost !== undefined ? `cost ${formatUsd(u.cost)}` : "",
+  ]
+    .filter(Boolean)
+    .join(" · ");
 }
 
 /** The full human card for one AgentResult. */
@@ -75,9 +91,7 @@ export function renderCard(
     elapsed !== undefined ? `elapsed ${formatDuration(elapsed)}` : "",
     t.queuedMs ? `queued ${formatDuration(t.queuedMs)}` : "",
   ].filter(Boolean);
-  const usage = r.usage
-    ? `${r.usage.assistant} turn(s), ${r.usage.toolCalls} tool call(s), ${r.usage.outputTokens} output tokens`
-    : "";
+  const usage = r.usage ? usageText(r.usage) : "";
   if (timing.length > 0 || usage) lines.push(`usage: ${[...timing, usage].filter(Boolean).join(" · ")}`);
   if (r.nextAction !== "none") lines.push(`next: ${r.nextAction}`);
   for (const w of r.warnings ?? []) lines.push(`warning: ${w}`);

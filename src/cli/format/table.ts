@@ -1,4 +1,5 @@
 // The task table of `list` and `watch`: id, agent, role, status, age, runtime, cwd.
+import { formatUsd } from "../../core/budget.js";
 import type { AgentResult } from "../../core/types.js";
 import { painter, statusStyle } from "./color.js";
 import { neutraliseResult } from "./safe.js";
@@ -8,6 +9,19 @@ import { columns, formatAge, shortenHome, truncate } from "./text.js";
 export type TaskRow = AgentResult & { external?: boolean };
 
 export const TABLE_HEADER = ["ID", "AGENT", "ROLE", "STATUS", "AGE", "RUNTIME", "BRIEF", "CWD"] as const;
+/** `list --wide`: the spend columns go after STATUS's neighbours, before BRIEF and CWD (which are cut first). */
+export const WIDE_HEADER = [
+  "ID",
+  "AGENT",
+  "ROLE",
+  "STATUS",
+  "AGE",
+  "RUNTIME",
+  "COST",
+  "TOKENS",
+  "BRIEF",
+  "CWD",
+] as const;
 
 const STATUS_COL = TABLE_HEADER.indexOf("STATUS");
 
@@ -18,9 +32,20 @@ export function cwdOf(t: TaskRow): string {
   return t.worktree?.path ?? t.cwd ?? "-";
 }
 
-export function rowCells(row: TaskRow, now: number, home?: string): string[] {
-  const t = neutraliseResult(row); // a child's or a remote's strings, escaped (safe.ts)
+/** COST and TOKENS (output, and input with the cache) of `list --wide`; `-` for a result without them. */
+export function spendCells(t: TaskRow): [string, string] {
+  const u = t.usage;
+  if (!u) return ["-", "-"];
+  const input = (u.inputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0);
   return [
+    u.cost !== undefined ? formatUsd(u.cost) : "-",
+    u.inputTokens !== undefined ? `${input} in / ${u.outputTokens} out` : `${u.outputTokens} out`,
+  ];
+}
+
+export function rowCells(row: TaskRow, now: number, home?: string, wide = false): string[] {
+  const t = neutraliseResult(row); // a child's or a remote's strings, escaped (safe.ts)
+  const cells = [
     t.taskId,
     t.agent.name,
     t.role,
@@ -30,6 +55,8 @@ export function rowCells(row: TaskRow, now: number, home?: string): string[] {
     truncate((t.brief ?? "").replace(/\s+/g, " ").trim(), BRIEF_MAX) || "-",
     shortenHome(cwdOf(t), home),
   ];
+  if (wide) cells.splice(6, 0, ...spendCells(t));
+  return cells;
 }
 
 /** Table lines (header first), each cut to `width` columns so a terminal never wraps them. */
@@ -39,8 +66,9 @@ export function renderTable(
   width = 200,
   home?: string,
   color = false,
+  wide = false,
 ): string[] {
-  const rows = [[...TABLE_HEADER], ...tasks.map((t) => rowCells(t, now, home))];
+  const rows = [[...(wide ? WIDE_HEADER : TABLE_HEADER)], ...tasks.map((t) => rowCells(t, now, home, wide))];
   const paint = painter(color);
   return columns(rows, {
     width,

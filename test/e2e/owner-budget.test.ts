@@ -1,0 +1,149 @@
+// A spend cap seen from a real owner pi (issue 26): a subagent definition's maxCost reaches task.spawn through
+// crew_spawn; when the child's spend reaches it, the owner's model is asked (a needs_input delivery naming the cap and
+// the spend), never told of a completion; its crew_respond continues the same subagent with another amount.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
+import type { Script } from "../../fixtures/scripted-model/script.js";
+import type { AgentResult } from "../../src/core/types.js";
+import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
+import { startHarness, type Harness } from "./daemon-harness.js";
+import { startOwnerPi } from "./owner-harness.js";
+
+// Only output tokens cost: 500 of them are 1.00 $.
+const PRICES = { input: 0, output: 2000, cacheRead: 0, cacheWrite: 0 };
+const write = (path: string, extra: object = {}) => ({
+  toolCalls: [{ name: "write", arguments: { path, content: "x\n" } }],
+  usage: { prompt: 1000, completion: 500 },
+  ...extra,
+});
+const respondArgs: Record<string, unknown> = { subagent_id: "", message: "go on" };
+const NEEDS = "cost cap 1.50 $ reached (2.00 $ spent); respond to continue with another 1.50 $";
+const SCRIPT: Script = {
+  conversations: [
+    {
+      name: "child",
+      match: "CHILD-CAPPED",
+      steps: [
+        write("capped-a.txt"),
+        write("capped-b.txt"),
+        write("capped-c.txt", { delayMs: 3000 }),
+        {
+          toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Capped work done" } }],
+          usage: { prompt: 1000, completion: 10 },
+        },
+      ],
+    },
+    {
+      name: "owner",
+      match: "OWNER-",
+      steps: [
+        {
+          match: "OWNER-CAP",
+          matchIn: "sinceAssistant",
+          toolCalls: [
+            {
+              name: "crew_spawn",
+              arguments: {
+                subagent: "thrifty",
+                brief: "capped",
+                task: {
+                  goal: "CHILD-CAPPED write three files",
+                  context: [],
+                  instructions: ["Report with crew_report."],
+                },
+              },
+            },
+          ],
+          usage: { prompt: 100, completion: 1 },
+        },
+        {
+          match: "DO-RESPOND",
+          matchIn: "sinceAssistant",
+          toolCalls: [{ name: "crew_respond", arguments: respondArgs }],
+          usage: { prompt: 100, completion: 1 },
+        },
+        { match: '"brief"', text: "Noted.", usage: { prompt: 100, completion: 1 } },
+        { text: "Waiting for the subagent.", usage: { prompt: 100, completion: 1 } },
+      ],
+    },
+  ],
+};
+
+let h: Harness;
+let owner: RpcPi;
+before(async () => {
+  h = await startHarness(SCRIPT, { runtime: "headless" }, {}, { cost: PRICES });
+  // A project definition with a cost cap: crew_spawn hands it to task.spawn.
+  mkdirSync(join(h.repo, ".pi", "agents"), { recursive: true });
+  writeFileSync(
+    join(h.repo, ".pi", "agents", "thrifty.md"),
+    "---\nname: thrifty\ndescription: a worker on a budget\nmaxCost: 1.5\n---\nDo the task; report with crew_report.\n",
+  );
+  owner = startOwnerPi(h, { sessionPath: join(h.dir, "owner", "owner.jsonl"), lifetimeMs: 300_000 });
+});
+after(async () => {
+  await owner?.close().catch(() => undefined);
+  await h?.close();
+});
+
+/** The owner model's requests: every text it was shown. */
+const ownerTexts = (): string[] =>
+  h.model
+    .requests()
+    .filter((r) => r.conversation === "owner")
+    .flatMap((r) =>
+      ((r.body as { messages: { content?: unknown }[] }).messages ?? []).map((m) =>
+        typeof m.content === "string"
+          ? m.content
+          : Array.isArray(m.content)
+            ? m.content.map((p: { text?: string }) => p.text ?? "").join("")
+            : "",
+      ),
+    );
+const prompt = async (message: string) => {
+  await untilQuiet(owner);
+  const r = await rpcCommand(owner, { type: "prompt", message });
+  assert.equal(r.success, true, `pi refused the prompt: ${r.error}`);
+};
+
+test("a definition's maxCost pauses the subagent; the owner's model is asked with the cap and the spend, and its crew_respond continues it", async () => {
+  await prompt("OWNER-CAP: delegate on a budget");
+  const task = await until("the capped subagent's task", async () => {
+    const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+    return tasks.find((t) => t.brief === "capped");
+  });
+  const taskJson = () =>
+    JSON.parse(readFileSync(join(h.home, "tasks", task.taskId, "task.json"), "utf8")) as {
+      caps?: Record<string, unknown>;
+    };
+  assert.deepEqual(taskJson().caps, { cost: { limit: 1.5, step: 1.5 } }, "the definition's cap");
+  const paused = await h.wait(task.taskId);
+  assert.equal(paused.status, "blocked");
+  assert.equal(paused.summary, NEEDS);
+  // The owner's model got it as a question: needs_input with the cap and the spend, no completion.
+  const asked = await until("the needs_input delivery in the owner model's context", () =>
+    ownerTexts()
+      .filter((t) => t.startsWith('{"subagent_id"'))
+      .map((t) => JSON.parse(t) as { subagent_id: string; result?: { outcome: string; needs?: string } })
+      .find((d) => d.subagent_id === task.taskId && d.result?.outcome === "needs_input"),
+  );
+  assert.equal(asked.result!.needs, NEEDS);
+  assert.ok(!ownerTexts().some((t) => t.includes(task.taskId) && t.includes('"outcome":"completed"')));
+
+  // The owner model answers with crew_respond: the same subagent goes on, with another 1.50 $.
+  respondArgs.subagent_id = task.taskId;
+  await prompt("DO-RESPOND now");
+  const done = await until(
+    "the continued cycle completed",
+    async () => {
+      const r = await h.cli.request<AgentResult>("task.get", { taskId: task.taskId });
+      return r.status === "completed" && r;
+    },
+    90_000,
+  );
+  assert.equal(done.summary, "Capped work done");
+  assert.deepEqual(taskJson().caps, { cost: { limit: 3.5, step: 1.5 } });
+});
