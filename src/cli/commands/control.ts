@@ -30,22 +30,25 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
 
   const respond = program
     .command("respond")
-    .description("send a follow-up message to a completed or blocked task (starts a new cycle)")
+    .description(
+      "send a message to a task: a running one takes it into its running turn (a steer), a completed or blocked one starts a new cycle with it",
+    )
     .argument("<id>", "task id or unique prefix")
     .argument("<message...>", "the message; - reads it from stdin");
   jsonOption(respond);
   examples(respond, [
     `dsh-herdr respond tmg3 "use the existing retry helper instead"`,
     "dsh-herdr respond tmg3 - < answer.txt",
+    `dsh-herdr respond tmg3 "also cover the empty list"   # while it runs: joins its running turn`,
   ]);
   respond.action(async (id: string, words: string[], o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     const message = words.length === 1 && words[0] === "-" ? await readStdin() : words.join(" ");
     if (message.trim() === "") throw usage("the message is empty; say what the child should do next");
     const conn = await ctx.connect();
-    const res = await conn.request<{ taskId: string; cycle: number }>("task.respond", { taskId, message });
+    const res = await conn.request<RespondReply>("task.respond", { taskId, message, steer: true });
     if (o.json) printJson(ctx.io, res);
-    else ctx.io.out(`${res.taskId}: cycle ${res.cycle} started\n`);
+    else ctx.io.out(`${res.taskId}: ${respondSaid(res)}\n`);
   });
 
   const abort = program
@@ -93,4 +96,25 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
     if (o.json) printJson(ctx.io, res);
     else ctx.io.out(renderCard(res, undefined, { color: colorEnabled(ctx.io.env, ctx.io.isTTY) }));
   });
+}
+
+/** task.respond's reply (schema/protocol/task.respond.json). */
+export interface RespondReply {
+  taskId: string;
+  cycle: number;
+  steered?: true;
+  pending?: true;
+  late?: true;
+  queued?: true;
+}
+
+/** What a respond did, in words: a steer of the running cycle, or a new cycle. */
+export function respondSaid(r: RespondReply): string {
+  if (r.steered && r.pending)
+    return `message kept for cycle ${r.cycle}; it joins the run as soon as the child takes it (a cycle that ends first gets a warning)`;
+  if (r.steered) return `steered cycle ${r.cycle}: the message joins its running turn`;
+  const queued = r.queued ? " (queued: every slot is busy)" : "";
+  if (r.late)
+    return `cycle ${r.cycle - 1} ended before the message reached it; cycle ${r.cycle} started with it${queued}`;
+  return `cycle ${r.cycle} started${queued}`;
 }
