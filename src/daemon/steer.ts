@@ -9,7 +9,7 @@ import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { crashPoint } from "./crash-hook.js";
-import { respondAs } from "../core/task-cycle.js";
+import { cycleOf, respondAs } from "../core/task-cycle.js";
 import { writeAtomic } from "../store/fsio.js";
 import type { Live } from "./live.js";
 import type { ChildEvent, Supervisor } from "./supervisor-types.js";
@@ -53,6 +53,12 @@ export async function steerTask(sup: Supervisor, live: Live, message: string): P
   // The text is on disk before the record that names it, and the record before the push: a crash anywhere leaves a
   // steer that is pushed (again) or one that never was, never one the journal cannot account for.
   await writeAtomic(file, message);
+  if (cycleOf(live.state.phase) !== cycle) {
+    // Another cycle meanwhile (this one settled and a follow-up started): the text was named for the old one.
+    await rm(file, { force: true });
+    if (respondAs(live.state.phase, sup.statusOf(live)) === "steer") return steerTask(sup, live, message);
+    return asFollowUp(sup, live, message, cycle);
+  }
   const fate = new Promise<Fate>((resolve) => steering(live).waiters.set(n, resolve));
   const done = sup.dispatch(live, { type: "steer", n, bytes: Buffer.byteLength(message) });
   const accepted = live.state.lastSteer === n; // the phase moves synchronously: taken as a steer, or moot

@@ -300,7 +300,8 @@ export class WatchKeys {
 
   /** enter: a pane (tmux, Herdr, another machine) through `dsh-herdr open`; a headless task's card. */
   private async open(t: TaskRow): Promise<void> {
-    if (t.agent.runtime === "headless" && t.agent.machine === undefined) {
+    // No pane to open (here or on another machine, whose result.json has a copy here): the card.
+    if (t.agent.runtime === "headless") {
       const r = readResult(this.o.ctx.home, t.taskId);
       const color = colorEnabled(this.o.ctx.io.env, true);
       return this.show(`${t.taskId} ${t.agent.name}`, renderCard(r, undefined, { color }));
