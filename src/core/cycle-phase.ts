@@ -48,6 +48,19 @@ export interface TaskState {
   phase: Phase;
   /** The child's extension is connected now. */
   childConnected: boolean;
+  /**
+   * Steers of the cycle in flight that pi has not taken yet (journaled, their text on disk): pushed to the child
+   * when it (re)connects, missed when the cycle ends first. Absent: none.
+   */
+  steers?: SteerRef[];
+  /** The highest steer number this task has seen: numbers only grow, so a steer fed twice is journaled once. */
+  lastSteer?: number;
+}
+
+/** A steer: a message for the cycle in flight (`respond` to a running task), the n-th of its task. */
+export interface SteerRef {
+  cycle: number;
+  n: number;
 }
 
 export type CycleEvent =
@@ -91,7 +104,16 @@ export type CycleEvent =
    */
   | { type: "remote_settled"; cycle: number; status: string; journaled?: boolean }
   /** The running cycle's usage reached a spend cap (seen as its session grew). */
-  | ({ type: "cap_reached" } & CapHit);
+  | ({ type: "cap_reached" } & CapHit)
+  /**
+   * A message for the cycle in flight, its text durable (the daemon wrote it before this event): it joins the
+   * running turn through the child; the cycle goes on (no new cycle, no settle).
+   */
+  | { type: "steer"; n: number; bytes: number }
+  /** pi took the steer into its running turn (the child's answer). */
+  | { type: "steer_taken"; cycle: number; n: number }
+  /** Recovery: the steers the journal shows pending (sent, not taken, not missed), before the phase is restored. */
+  | { type: "steers_restored"; steers: SteerRef[]; last: number };
 
 export type Effect =
   | { type: "journal"; entry: JournalEntry }
@@ -113,7 +135,11 @@ export type Effect =
   /** The lifecycle override the derivation honours (docs/result-contract.md): kept in task.json. */
   | { type: "set_lifecycle"; lifecycle: "closed" | "interrupted" }
   /** The settled harvest: diff, the AgentResult with the verdict's status, record, and the one owner outcome. */
-  | { type: "harvest_settled"; reason: SettleReason };
+  | { type: "harvest_settled"; reason: SettleReason }
+  /** Push a steer's text to the connected child (it joins pi's running turn, once: the child knows what it took). */
+  | { type: "push_steer"; cycle: number; n: number }
+  /** The cycle ended before pi took these steers: whoever sent them learns it (before the harvest). */
+  | { type: "steers_missed"; cycle: number; ns: number[] };
 
 /** What the journal (events.jsonl) records about the lifecycle; replayed by recovery. */
 export type JournalEntry =
@@ -124,7 +150,12 @@ export type JournalEntry =
   | { type: "parked"; cycle: number }
   | { type: "interrupted"; code?: string }
   /** The task is closed (`via: "abort"`: the abort of a settled cycle, whose verdict stands). */
-  | { type: "closed"; closePane: boolean; via?: "abort" };
+  | { type: "closed"; closePane: boolean; via?: "abort" }
+  /** A steer of the cycle: its text is `steer.<cycle>.<n>.md`; journaled before it is pushed. */
+  | { type: "steered"; cycle: number; n: number; bytes: number }
+  | { type: "steer_taken"; cycle: number; n: number }
+  /** The cycle ended before pi took the steer (journaled after the cycle's settle record). */
+  | { type: "steer_missed"; cycle: number; n: number };
 
 export interface StepResult {
   state: TaskState;

@@ -9,6 +9,8 @@
 //   any phase ──close──▶ closed;  settled ──abort──▶ closed (the verdict stands);  in flight ──abort──▶ settled (interrupted)
 //   running ──cap_reached──▶ settled (blocked: the turn stopped, the child kept; respond raises the cap)
 //   settled ──idle_expired──▶ settled{parked}  ◀───────────────────────────────────────────────────────┘
+//   in flight or queued ──steer──▶ the same phase (the message joins the running turn through the child; a steer pi
+//   has not taken when the cycle settles is missed). respondAs(phase, status) says whether a respond steers or follows up.
 import {
   cycleOf,
   isInFlight,
@@ -35,20 +37,31 @@ const same = (state: TaskState): StepResult => ({ state, effects: [] });
 function settle(state: TaskState, reason: SettleReason, journaled = false): StepResult {
   const cycle = cycleOf(state.phase) ?? 1;
   const endChild = endsChild(reason);
+  // Steers pi never took: the settle is the verdict (recorded first), and they were not part of it.
+  const missed = (state.steers ?? []).filter((s) => s.cycle === cycle).map((s) => s.n);
   const effects: Effect[] = [
     ...(journaled ? [] : [{ type: "journal", entry: { type: "settle", cycle, why: reason.kind, reason } } as Effect]),
     // A spend cap: the spending stops first (pi's abort of the turn; the child and its session stay).
     ...(reason.kind === "cap" ? [{ type: "stop_turn", why: `${reason.cap} cap` } as Effect] : []),
+    ...missed.map((n): Effect => ({ type: "journal", entry: { type: "steer_missed", cycle, n } })),
     { type: "cancel_timeout" },
     { type: "reject_readiness", why: reason.kind },
     { type: "release_slot" },
   ];
   if (settleVerdict(reason).status === "interrupted") effects.push({ type: "set_lifecycle", lifecycle: "interrupted" });
   if (endChild) effects.push({ type: "end_child", why: reason.kind });
+  if (missed.length > 0) effects.push({ type: "steers_missed", cycle, ns: missed });
   effects.push({ type: "harvest_settled", reason });
   // An idle child of a cycle that may get a follow-up is ended later (parked) unless it is ended now.
   if (!endChild) effects.push({ type: "arm_idle" });
-  return { state: { ...state, phase: { name: "settled", cycle, reason } }, effects };
+  return { state: { ...withoutSteers(state), phase: { name: "settled", cycle, reason } }, effects };
+}
+
+/** The state with no pending steer (a settle or a close: nothing is pushed any more). */
+function withoutSteers(state: TaskState): TaskState {
+  if (state.steers === undefined) return state;
+  const { steers: _dropped, ...rest } = state;
+  return rest;
 }
 
 /**
@@ -66,7 +79,7 @@ function closeTask(state: TaskState, entry: Extract<JournalEntry, { type: "close
   ];
   if (endChild) effects.push({ type: "end_child", why: entry.via === "abort" ? "aborted" : "closed" });
   effects.push({ type: "refresh" });
-  return { state: { ...state, phase: { name: "closed" } }, effects };
+  return { state: { ...withoutSteers(state), phase: { name: "closed" } }, effects };
 }
 
 /**
@@ -90,6 +103,22 @@ export function mayAbort(p: Phase, status: string): boolean {
 /** A follow-up may start: the cycle settled completed or blocked (the protocol's two successful outcomes). */
 export function mayRespond(p: Phase, status: string): p is Extract<Phase, { name: "settled" }> {
   return p.name === "settled" && (status === "completed" || status === "blocked");
+}
+
+/**
+ * What a `respond` is: a steer of the cycle in flight (queued, launching, its prompt on the way, or running: the
+ * message joins the running turn and the cycle goes on), a follow-up of a cycle that settled completed or blocked
+ * (a new cycle), or neither (undefined: failed, gone, interrupted, closed).
+ */
+export function respondAs(p: Phase, status: string): "steer" | "follow_up" | undefined {
+  if (mayRespond(p, status)) return "follow_up";
+  if (p.name === "queued" || isInFlight(p)) return "steer";
+  return undefined;
+}
+
+/** The pending steers pushed, in order (to a child that just said hello). */
+function pushSteers(state: TaskState): Effect[] {
+  return (state.steers ?? []).map((s): Effect => ({ type: "push_steer", cycle: s.cycle, n: s.n }));
 }
 
 export function step(state: TaskState, ev: CycleEvent): StepResult {
@@ -120,8 +149,8 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
     case "child_hello": {
       const next = { ...state, childConnected: true };
       if (p.name === "launching" || p.name === "awaiting_prompt")
-        return { state: next, effects: [{ type: "push_prompt", cycle: p.cycle }] };
-      return same(next);
+        return { state: next, effects: [{ type: "push_prompt", cycle: p.cycle }, ...pushSteers(state)] };
+      return { state: next, effects: pushSteers(state) };
     }
     case "child_left":
       return same({ ...state, childConnected: false });
@@ -239,6 +268,35 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
     case "restored":
       return restore(state, ev.phase, ev.childAlive);
 
+    case "steer": {
+      // Only a cycle in flight (or queued for one) is steered; a settled one takes a follow-up (respondAs).
+      if (p.name !== "queued" && !isInFlight(p)) return same(state);
+      const ref = { cycle: p.cycle, n: ev.n };
+      if (ev.n <= (state.lastSteer ?? 0)) return same(state); // fed twice: numbers only grow
+      return {
+        state: { ...state, steers: [...(state.steers ?? []), ref], lastSteer: ev.n },
+        effects: [
+          { type: "journal", entry: { type: "steered", ...ref, bytes: ev.bytes } },
+          ...(state.childConnected ? [{ type: "push_steer", ...ref } as Effect] : []),
+        ],
+      };
+    }
+
+    case "steer_taken": {
+      const pending = state.steers ?? [];
+      const left = pending.filter((s) => !(s.cycle === ev.cycle && s.n === ev.n));
+      if (left.length === pending.length) return same(state); // a repeated answer, or a steer already missed
+      return {
+        state: left.length > 0 ? { ...state, steers: left } : withoutSteers(state),
+        effects: [{ type: "journal", entry: { type: "steer_taken", cycle: ev.cycle, n: ev.n } }],
+      };
+    }
+
+    case "steers_restored": {
+      const base = ev.last > 0 ? { ...state, lastSteer: Math.max(ev.last, state.lastSteer ?? 0) } : state;
+      return same(ev.steers.length > 0 ? { ...base, steers: ev.steers } : withoutSteers(base));
+    }
+
     case "remote_started":
       // A new cycle on the other machine: the first one, or a follow-up of a settled one. A repeat is moot.
       if ((p.name === "queued" && ev.cycle === p.cycle) || (p.name === "settled" && ev.cycle === p.cycle + 1))
@@ -270,7 +328,12 @@ function restore(state: TaskState, phase: Phase, childAlive: boolean): StepResul
   const effects: Effect[] = [];
   if (phase.name === "settled" && !phase.parked && childAlive) effects.push({ type: "arm_idle" });
   if (phase.name === "running" || phase.name === "awaiting_prompt") effects.push({ type: "arm_timeout" });
-  return { state: { ...state, phase }, effects };
+  // Pending steers stay only with the cycle in flight they belong to.
+  const cycle = cycleOf(phase);
+  const steers =
+    phase.name === "queued" || isInFlight(phase) ? (state.steers ?? []).filter((s) => s.cycle === cycle) : [];
+  const base = steers.length > 0 ? { ...state, steers } : withoutSteers(state);
+  return { state: { ...base, phase }, effects };
 }
 
 function withFirst(e: Effect, r: StepResult): StepResult {

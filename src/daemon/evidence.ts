@@ -5,6 +5,7 @@ import type { Live } from "./live.js";
 import type { Connection } from "./server.js";
 import { freshSession } from "./settle.js";
 import { capReached } from "./budget.js";
+import { steerAnswered } from "./steer.js";
 import type { ChildEvent, ChildReport, Supervisor } from "./supervisor-types.js";
 
 export type { ChildEvent, ChildReport } from "./supervisor-types.js";
@@ -57,6 +58,8 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
   } else if (ev.type === "finalize_prompt") {
     // A reportless normal ending: the child sent itself the one finalization follow-up; the cycle goes on.
     void sup.journal(live, { type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
+  } else if (ev.type === "steer_taken" || ev.type === "steer_missed") {
+    await steerAnswered(sup, live, ev);
   } else if (ev.type === "contract_error" && live.state.phase.name === "running") {
     void sup.journal(live, { type: "contract_error", cycle: ev.cycle, why: ev.why });
     await live.files?.readSession();

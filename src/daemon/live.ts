@@ -70,6 +70,8 @@ export interface Live {
   snapshotDue?: boolean;
   /** A status record that could not be written (HOME_UNWRITABLE), waiting for its retry. */
   unsaved?: UnsavedStatus;
+  /** Steers (src/daemon/steer.ts): the highest number handed out, and the responds waiting to learn their fate. */
+  steering?: { reserved: number; waiters: Map<number, (fate: "taken" | "missed") => void> };
 }
 
 /** A status record that could not be written (a full or read-only home), and how often it was tried. */

@@ -4,7 +4,9 @@ import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
+import { respondAs } from "../core/task-cycle.js";
 import { spawnTask, type SpawnParams } from "./spawn-method.js";
+import { steerTask, type SteerReply } from "./steer.js";
 import { createLandHandlers } from "./land-methods.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import type { Connection, Handler } from "./server.js";
@@ -111,9 +113,13 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return { results, timedOut };
     },
 
-    "task.respond": async (p: { taskId: string; message: string } & CapLimits, conn: Connection) => {
+    "task.respond": async (p: { taskId: string; message: string; steer?: boolean } & CapLimits, conn: Connection) => {
       const live = owned(conn, p.taskId);
       await live.chain;
+      // `steer`: a cycle in flight takes the message into its running turn (src/daemon/steer.ts). Without it a
+      // running task is refused, as the pi-crew protocol has it for crew_respond.
+      if (p.steer && respondAs(live.state.phase, sup.statusOf(live)) === "steer")
+        return { taskId: p.taskId, subagent_id: p.taskId, ...(await steerOrRefuse(ctx, live, p.message)) };
       // Relay: a remote task's follow-up goes to its machine's daemon.
       const { cycle, queued } = ctx.relay?.owns(live)
         ? await ctx.relay.respond(live, p.message)
@@ -183,4 +189,14 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     "child.event": (p: { type: string }, conn: Connection) => sup.childEvent(conn, p),
     "child.report": (p: Parameters<Supervisor["childReport"]>[1], conn: Connection) => sup.childReport(conn, p),
   };
+}
+
+/** A steer of a local task; a task relayed to another machine is not steered from here (yet): refused by name. */
+function steerOrRefuse(ctx: MethodContext, live: Live, message: string): Promise<SteerReply> {
+  if (ctx.relay?.owns(live))
+    throw new DshError(
+      "BAD_STATE",
+      `task ${live.rec.taskId} runs on machine ${live.rec.machine ?? "(remote)"}, whose running cycle cannot be steered from here; wait for its result (dsh-herdr wait ${live.rec.taskId}), then respond`,
+    );
+  return steerTask(ctx.sup, live, message);
 }

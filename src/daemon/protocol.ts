@@ -33,7 +33,7 @@ export const REQUEST_METHODS = [
 ] as const;
 export type RequestMethod = (typeof REQUEST_METHODS)[number];
 
-export const PUSH_METHODS = ["task.status", "child.prompt", "child.abort", "owner.delivery"] as const;
+export const PUSH_METHODS = ["task.status", "child.prompt", "child.steer", "child.abort", "owner.delivery"] as const;
 
 export const packageRoot = join(import.meta.dirname, "..", "..", "..");
 export const protocolSchemaDir = join(packageRoot, "schema", "protocol");

@@ -37,6 +37,9 @@ export interface Replay {
   handleStalled?: boolean;
   /** The last launched child was parked (ended) and no launch was journaled after it: its handle is a dead one. */
   handleParked?: boolean;
+  /** Steers journaled (`steered`) that pi neither took nor missed, in order; and the highest steer number used. */
+  steers: { cycle: number; n: number }[];
+  lastSteer: number;
 }
 
 export function replayJournal(events: TaskEvent[]): Replay {
@@ -48,6 +51,8 @@ export function replayJournal(events: TaskEvent[]): Replay {
     settleReasons: new Map(),
     settled: new Set(),
     stalled: 0,
+    steers: [],
+    lastSteer: 0,
   };
   for (const e of events) {
     const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
@@ -91,6 +96,11 @@ export function replayJournal(events: TaskEvent[]): Replay {
       const reason = parseSettleReason(e.reason);
       if (reason) r.settleReasons.set(cycle, reason);
     } else if (e.type === "status" && e.settled === true && cycle !== undefined) r.settled.add(cycle);
+    else if (e.type === "steered" && cycle !== undefined && typeof e.n === "number") {
+      r.steers.push({ cycle, n: e.n });
+      r.lastSteer = Math.max(r.lastSteer, e.n);
+    } else if ((e.type === "steer_taken" || e.type === "steer_missed") && typeof e.n === "number")
+      r.steers = r.steers.filter((s) => !(s.cycle === cycle && s.n === e.n));
     else if (e.type === "interrupted") r.interrupted = typeof e.code === "string" ? { code: e.code } : {};
     else if (e.type === "closed") r.closed = { closePane: e.closePane === true };
   }

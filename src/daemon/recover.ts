@@ -140,6 +140,9 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
     }),
   );
 
+  // Steers the crash left untaken go back to the machine: pushed to the child when it says hello (it takes each once).
+  const steers = j.steers.filter((s) => s.cycle === rec.cycle);
+  if (j.lastSteer > 0) await sup.dispatch(live, { type: "steers_restored", steers, last: j.lastSteer });
   await applyRecoveryPlan(sup, live, plan, runtime, alive, j.worktree);
 }
 

@@ -27,6 +27,8 @@ export type ChildEvent = {
   errorMessage?: string;
   willRetry?: boolean;
   why?: string;
+  /** steer_taken / steer_missed: which steer of the cycle. */
+  n?: number;
 };
 export type ChildReport = { cycle?: number; outcome: "completed" | "needs_input"; report: string; needs?: string };
 

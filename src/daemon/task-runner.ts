@@ -4,6 +4,7 @@
 import { step, type CycleEvent, type Effect, type JournalEntry } from "../core/task-cycle.js";
 import { DshError } from "../core/errors.js";
 import type { Live } from "./live.js";
+import { pushSteer, steersMissed } from "./steer.js";
 import type { Supervisor } from "./supervisor-types.js";
 
 /** Feed one event to a task's machine. The phase changes synchronously; the returned promise ends with the effects. */
@@ -85,6 +86,12 @@ async function perform(sup: Supervisor, live: Live, e: Effect): Promise<void> {
       return;
     case "harvest_settled":
       await sup.settleHarvest(live, e.reason);
+      return;
+    case "push_steer":
+      await pushSteer(sup, live, e.cycle, e.n);
+      return;
+    case "steers_missed":
+      steersMissed(live, e.cycle, e.ns);
       return;
   }
 }

@@ -52,11 +52,50 @@ export default function childExtension(pi: ExtensionAPI): void {
   };
   /** How the last cycle ended, kept so a daemon that pushes that cycle's prompt again learns the outcome again. */
   let lastEnd: { cycle: number; msgs: { method: string; params: Record<string, unknown> }[] } | undefined;
+  /** The newest cycle whose final ending went out: a steer for it comes too late for its run. */
+  let endedCycle = 0;
   const sendEnd = (method: string, params: Record<string, unknown>) => {
     if (lastEnd?.cycle !== cycle) lastEnd = { cycle, msgs: [] };
     lastEnd.msgs.push({ method, params });
     send(method, params);
+    if (params.willRetry !== true) {
+      endedCycle = Math.max(endedCycle, cycle);
+      dropHeldSteers();
+    }
   };
+
+  // Steers (a person's `respond` to the running task): each goes into pi's running turn once, as pi's own steer
+  // does (after the current tool batch, before the next model call). One that comes before its cycle's run has
+  // started waits for the run; one for a run that has ended is answered steer_missed (the daemon settles the cycle).
+  type Steer = { cycle: number; n: number; text: string };
+  const steerKey = (s: { cycle: number; n: number }) => `${s.cycle}.${s.n}`;
+  /** Steers handed to pi (a daemon that pushes one again, after a restart, gets its answer again, not a repeat). */
+  const steered = new Set<string>();
+  let held: Steer[] = [];
+  let busy = false;
+  const steerAnswer = (type: "steer_taken" | "steer_missed", s: Steer) =>
+    send("child.event", { type, cycle: s.cycle, n: s.n });
+  const deliverSteer = (s: Steer) => {
+    steered.add(steerKey(s));
+    pi.sendUserMessage(s.text, { deliverAs: "steer" });
+    steerAnswer("steer_taken", s);
+  };
+  const runSteer = (s: Steer) => {
+    if (steered.has(steerKey(s))) return steerAnswer("steer_taken", s);
+    if (s.cycle < cycle || (s.cycle === cycle && endedCycle >= cycle)) return steerAnswer("steer_missed", s);
+    if (s.cycle === cycle && busy && ctxRef !== undefined && !ctxRef.isIdle()) return deliverSteer(s);
+    if (!held.some((h) => steerKey(h) === steerKey(s))) held.push(s); // its run has not started yet
+  };
+  const flushHeldSteers = () => {
+    const now = held.filter((h) => h.cycle === cycle);
+    held = held.filter((h) => h.cycle > cycle);
+    for (const s of now) deliverSteer(s);
+  };
+  function dropHeldSteers() {
+    const late = held.filter((h) => h.cycle <= endedCycle);
+    held = held.filter((h) => h.cycle > endedCycle);
+    for (const s of late) steerAnswer("steer_missed", s);
+  }
 
   pi.registerTool({
     name: "crew_report",
@@ -210,6 +249,7 @@ export default function childExtension(pi: ExtensionAPI): void {
         // The daemon pushes the prompt right after hello, possibly in the same chunk as the reply.
         pushes: {
           "child.prompt": (p: { cycle: number; text: string }) => runPrompt(p),
+          "child.steer": (p: Steer) => runSteer(p),
           "child.abort": () => ctxRef?.abort(),
         },
       });
@@ -230,7 +270,6 @@ export default function childExtension(pi: ExtensionAPI): void {
   // for longer than it would have kept this child idle), it ends pi. A running cycle is never cut short.
   const idleMs = Number(process.env.DSH_HERDR_IDLE_MS ?? "600000");
   let disconnectedAt: number | undefined;
-  let busy = false;
   const orphaned = (): boolean => {
     if (busy || !(ctxRef?.isIdle() ?? true)) return false;
     if (!existsSync(dirname(env.socket!))) return true;
@@ -258,6 +297,7 @@ export default function childExtension(pi: ExtensionAPI): void {
     busy = true;
     started = Math.max(started, cycle);
     send("child.event", { type: "agent_start", cycle });
+    flushHeldSteers(); // pi streams now: a steer joins this run
   });
   pi.on("session_shutdown", async () => {
     shuttingDown = true;

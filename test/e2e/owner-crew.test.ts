@@ -10,7 +10,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import { ownerLabel } from "../../src/daemon/owner-view.js";
-import { startHarness, type Harness } from "./daemon-harness.js";
+import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 
@@ -278,6 +278,22 @@ test("needs_input → crew_respond → completed → crew_done; crew_abort repor
   await prompt("DO-DONE");
   assert.equal((await toolEnd("crew_done")).result.content[0].text, JSON.stringify({ subagent_id: askTask.taskId }));
   assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: askTask.taskId })).status, "closed");
+  await idle();
+
+  // A running subagent cannot receive follow-up messages (the pi-crew protocol): crew_respond is refused, never a
+  // steer (a person's `dsh-herdr respond` steers; the owner's model does not).
+  respondArgs.subagent_id = slowTask.taskId;
+  await prompt("DO-RESPOND");
+  const refused = await toolEnd("crew_respond");
+  assert.equal(refused.isError, true);
+  assert.match(
+    (JSON.parse(refused.result.content[0].text) as { error: string }).error,
+    /is not waiting for a response \(status: running\)/,
+  );
+  assert.equal(
+    readJournal(h, slowTask.taskId).filter((e) => e.type.startsWith("steer") || e.type === "respond").length,
+    0,
+  );
   await idle();
 
   const { taskId: foreign } = await h.spawn({

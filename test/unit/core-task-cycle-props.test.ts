@@ -52,6 +52,11 @@ const eventArb: fc.Arbitrary<CycleEvent> = fc.oneof(
   fc
     .constantFrom("cost", "outputTokens", "turns")
     .map<CycleEvent>((cap) => ({ type: "cap_reached", cap: cap as "cost", limit: 5, spent: 7, step: 5 })),
+  // Steers (respond to a cycle in flight) and pi's answers, for any cycle: a small pool of ids so they repeat.
+  fc.integer({ min: 1, max: 3 }).map<CycleEvent>((n) => ({ type: "steer", n, bytes: 5 })),
+  fc
+    .record({ cycle: cycleArb, n: fc.integer({ min: 1, max: 3 }) })
+    .map<CycleEvent>((r) => ({ type: "steer_taken", ...r })),
 );
 // Events are often repeated (a duplicate push, a second agent_end): sequences draw from a small pool too.
 const sequenceArb = fc.array(eventArb, { minLength: 1, maxLength: 60 });
@@ -129,7 +134,15 @@ test("a settled cycle is final: it leaves settled only by respond (a new cycle) 
 });
 
 test("journal before act, and every settle has exactly one settled harvest (one owner outcome) after it", () => {
-  const ACTS = new Set(["end_child", "harvest_settled", "relaunch", "push_prompt", "set_lifecycle", "stop_turn"]);
+  const ACTS = new Set([
+    "end_child",
+    "harvest_settled",
+    "relaunch",
+    "push_prompt",
+    "push_steer",
+    "set_lifecycle",
+    "stop_turn",
+  ]);
   fc.assert(
     fc.property(sequenceArb, (events) => {
       for (const effs of run(events).effects) {
@@ -192,6 +205,28 @@ test("a spend cap never kills and never completes: it settles a running cycle bl
         assert.equal((after as { reason: { kind: string } }).reason.kind, "cap");
         assert.ok(effs.some((e) => e.type === "stop_turn"));
       }
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+test("a steer never moves the phase, and each steer journaled is taken or missed at most once, never both", () => {
+  fc.assert(
+    fc.property(sequenceArb, (events) => {
+      const t = run(events);
+      const fate = new Map<string, string>();
+      events.forEach((ev, i) => {
+        if (ev.type === "steer") assert.deepEqual(t.states[i + 1]!.phase, t.states[i]!.phase);
+        for (const e of t.effects[i]!) {
+          if (e.type !== "journal") continue;
+          const j = e.entry as { type: string; cycle?: number; n?: number };
+          if (j.type !== "steered" && j.type !== "steer_taken" && j.type !== "steer_missed") continue;
+          const key = `${j.cycle}.${j.n}`;
+          if (j.type === "steered") assert.equal(fate.has(key), false, `steer ${key} journaled twice`);
+          else assert.equal(fate.get(key), "steered", `steer ${key}: ${j.type} after ${fate.get(key) ?? "nothing"}`);
+          fate.set(key, j.type);
+        }
+      });
     }),
     { numRuns: 2000 },
   );

@@ -1,4 +1,5 @@
-// watch: a live table of tasks, updated from task.subscribe pushes; line output when stdout is not a terminal.
+// watch: a live table of tasks, updated from task.subscribe pushes; line output when stdout is not a terminal. With a
+// keyboard too (stdin a terminal), the rows can be acted on (watch-keys.ts).
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
 import type { AgentResult } from "../../core/types.js";
@@ -10,6 +11,7 @@ import { neutraliseResult, safeLine } from "../format/safe.js";
 import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
 import { examples, jsonOption } from "./shared.js";
+import { keysPossible, WatchKeys } from "./watch-keys.js";
 
 const NOT_CLOSED = ["starting", "working", "blocked", "idle", "running", "completed", "failed", "gone", "interrupted"];
 
@@ -37,18 +39,37 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
   const wanted = o.taskIds ? new Set(o.taskIds) : undefined;
   // --owner is the daemon's filter (subscribe and list take an owner id or the label it shows for one).
   const keep = (r: AgentResult) => !wanted || wanted.has(r.taskId);
-  const live = ctx.io.isTTY && !o.json ? new LiveBlock() : undefined;
+  let live = ctx.io.isTTY && !o.json ? new LiveBlock() : undefined;
   const color = colorEnabled(ctx.io.env, ctx.io.isTTY);
   const paint = painter(color);
   const st = (s: string) => (statusStyle(s) ? paint(statusStyle(s)!, s) : s);
+  const sorted = () => [...rows.values()].sort((a, b) => a.timing.createdAt - b.timing.createdAt);
+  // Keys (a terminal on stdin too; not for the demo's --until-settled view): the rows can be acted on.
+  let quit: () => void = () => undefined;
+  const keys =
+    live && !o.untilSettled && keysPossible(ctx)
+      ? new WatchKeys({
+          ctx,
+          conn,
+          rows: sorted,
+          redraw: () => draw(),
+          cleared: () => (live = new LiveBlock()),
+          quit: () => quit(),
+        })
+      : undefined;
   const draw = () => {
-    if (!live) return;
-    const tasks = [...rows.values()].sort((a, b) => a.timing.createdAt - b.timing.createdAt);
-    const body =
+    if (!live || keys?.suspended) return;
+    const width = ctx.io.columns - 1;
+    const panel = keys?.panel(width, process.stdout.rows ?? 24);
+    if (panel) return void ctx.io.out(live.frame(panel));
+    const tasks = sorted();
+    const table =
       tasks.length > 0
-        ? renderTable(tasks, Date.now(), ctx.io.columns - 1, undefined, color)
+        ? renderTable(tasks, Date.now(), width, undefined, color)
         : ["no tasks yet (waiting for spawns)"];
-    ctx.io.out(live.frame([...body, "", `watching ${tasks.length} task(s) · ${clock(Date.now())} · Ctrl+C to stop`]));
+    const status = `watching ${tasks.length} task(s) · ${clock(Date.now())}`;
+    const footer = keys ? keys.footer(status, width) : [`${status} · Ctrl+C to stop`];
+    ctx.io.out(live.frame([...(keys ? keys.highlight(table, tasks) : table), "", ...footer]));
   };
   const allSettled = () => rows.size > 0 && [...rows.values()].every((r) => !SETTLING.has(r.status));
 
@@ -58,6 +79,7 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
     const finish = (err?: Error) => {
       if (finished) return;
       finished = true;
+      keys?.stop();
       if (timer) clearInterval(timer);
       conn.close(); // ends the subscription: no pushes after watch returns
       ctx.signal.removeEventListener("abort", onAbort);
@@ -66,6 +88,7 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
       else resolve();
     };
     const onAbort = () => finish();
+    quit = onAbort;
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     conn.onClose(() =>
       finish(new DshError("DAEMON_UNAVAILABLE", "the daemon went away; restart it with `dsh-herdr daemon start`")),
@@ -75,7 +98,9 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
       const p = params as { taskId: string; status: string; result: AgentResult };
       if (!keep(p.result)) return;
       const before = rows.get(p.taskId)?.status;
-      rows.set(p.taskId, p.result);
+      // With keys, a task closed from the table leaves it (unless closed ones were asked for).
+      if (keys && !o.all && !wanted && p.result.status === "closed") rows.delete(p.taskId);
+      else rows.set(p.taskId, p.result);
       if (o.json) printJson(ctx.io, p);
       else if (live) draw();
       else if (before !== p.result.status) {
@@ -106,6 +131,7 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
       }
       if (live) {
         ctx.io.out(ANSI.hideCursor);
+        keys?.start();
         draw();
         timer = setInterval(draw, 1000); // ages and the clock tick even without pushes
       } else if (!o.json) {
@@ -123,7 +149,9 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
 export function registerWatchCommand(program: Command, ctx: CliContext): void {
   const watch = program
     .command("watch")
-    .description("a live table of tasks that updates in place as statuses change (Ctrl+C to stop)")
+    .description(
+      "a live table of tasks that updates in place as statuses change; on a terminal: ↑↓/jk select, enter open, d diff, r respond, a abort, c close, l land, q quit",
+    )
     .argument("[ids...]", "only these tasks (ids or prefixes)")
     .option("--owner <id>", "only tasks of this owner")
     .option("--all", "include closed tasks")
