@@ -60,6 +60,10 @@ export interface TaskRecord extends TaskRecordBase {
   handle?: RuntimeHandle;
   cycle: number;
   timing: Timing;
+  /**
+   * Read only: records written before the closed/interrupted override was read from the machine's phase carry it here
+   * (recovery still honours it); the daemon no longer writes it (a closed or interrupted task's status says so).
+   */
   lifecycle?: "closed" | "interrupted";
   error?: ResultError;
   warnings?: string[];

@@ -140,6 +140,13 @@ export class TaskFiles {
     return this.resultMd;
   }
 
+  /** result.md's text as last read (what `result` parsed), or why it was refused; undefined when there is none. */
+  get resultRaw(): { text: string } | { refused: string } | undefined {
+    const t = this.resultText;
+    if (t === undefined) return undefined;
+    return t.startsWith("\0refused ") ? { refused: t.slice("\0refused ".length) } : { text: t };
+  }
+
   /** Read the session's new bytes now (also called on child events, which can beat the watcher). */
   readSession(): Promise<boolean> {
     return this.sessionRead.run().catch(() => false);

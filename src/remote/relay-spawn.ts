@@ -56,7 +56,7 @@ export async function relaySpawn(
   );
   const live = sup.register(rec);
   await stepRemote(ctx, live, { type: "remote_started", cycle: 1 });
-  await sup.journal(live, { type: "remote_spawned", label, remoteTaskId: spawned.taskId });
+  await live.journal({ type: "remote_spawned", label, remoteTaskId: spawned.taskId });
   await follow.snapshot(live, remote, true);
   void follow.follow(live);
   return {

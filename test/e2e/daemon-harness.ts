@@ -86,7 +86,7 @@ export async function startHarness(
       // through the stopped first one would write over what the new one settled (verify below caught that).
       h.cli.close();
       const open = [...h.daemon.supervisor.tasks.values()];
-      for (const live of open) await h.daemon.supervisor.close(live, true).catch(() => undefined);
+      for (const live of open) await live.close(true).catch(() => undefined);
       await h.daemon.stop();
       await model.close();
       // Every task this suite left agrees with its own task dir (`dsh-herdr verify --all`); checked before the dir goes.

@@ -74,7 +74,12 @@ test("a settled cycle is final: late evidence is journaled, never re-judged; onl
     assert.equal(step(settled, ev).state.phase, settled.phase, ev.type);
     assert.equal(settles(step(settled, ev).effects), 0, ev.type);
   }
-  const next = run(settled, { type: "respond" }, { type: "slot_granted" });
+  const next = run(
+    settled,
+    { type: "harvested", cycle: 1, status: "completed" },
+    { type: "respond" },
+    { type: "slot_granted" },
+  );
   assert.deepEqual(next.state.phase, { name: "awaiting_prompt", cycle: 2 });
   assert.ok(kinds(next.effects).includes("push_prompt"));
 });
@@ -96,9 +101,9 @@ test("races fixed earlier: prompt accepted before the launch returned; a cycle f
   );
   assert.equal(early.state.phase.name, "running");
   assert.deepEqual(
-    kinds(early.effects).filter((k) => k === "arm_timeout"),
-    ["arm_timeout"],
-  ); // armed once, for the running cycle
+    early.effects.filter((e) => e.type === "arm_timer").map((e) => (e as { kind: string }).kind),
+    ["timeout"],
+  ); // armed once, for the running cycle (no readiness barrier: the prompt is taken)
   // ...and even finished it: the late launch_returned arms no timeout for a settled cycle.
   const done = run(
     st({ name: "launching", cycle: 1, attempt: 1 }),
@@ -154,8 +159,11 @@ test("failed and interrupted endings end the child; a normal one leaves it for a
   assert.equal(ends({ type: "runtime_gone", how: "gone" }), false);
   const normal = step(st(running), { type: "agent_end", willRetry: false, stopReason: "stop" });
   assert.equal(kinds(normal.effects).includes("end_child"), false);
-  assert.ok(kinds(normal.effects).includes("arm_idle"));
-  const parked = step(normal.state, { type: "idle_expired" });
+  assert.ok(normal.effects.some((e) => e.type === "arm_timer" && e.kind === "idle"));
+  const parked = step(step(normal.state, { type: "harvested", cycle: 1, status: "completed" }).state, {
+    type: "timer_fired",
+    kind: "idle",
+  });
   assert.equal((parked.state.phase as { parked?: boolean }).parked, true);
   assert.ok(kinds(parked.effects).includes("end_child"));
   // respond on a parked task relaunches pi (on its session file) instead of pushing to a child that is gone.
@@ -165,7 +173,11 @@ test("failed and interrupted endings end the child; a normal one leaves it for a
 });
 
 test("respond is a queued cycle until a slot frees; a queue failure settles that cycle", () => {
-  const settled = run(st(running), { type: "agent_end", willRetry: false }).state;
+  const settled = run(
+    st(running),
+    { type: "agent_end", willRetry: false },
+    { type: "harvested", cycle: 1, status: "completed" },
+  ).state;
   const q = step(settled, { type: "respond" });
   assert.deepEqual(q.state.phase, { name: "queued", cycle: 2 });
   assert.equal(kinds(q.effects).includes("push_prompt"), false);
