@@ -70,6 +70,8 @@ export interface HarvestPin {
   warnings?: string[];
   /** Times the session was found truncated or replaced and read again from the start. */
   sessionRestarts?: number;
+  /** The harvest read a session file (up to the status record's sessionOffset). */
+  session?: true;
 }
 
 /** What the rebuild reads besides the pin. */

@@ -77,11 +77,5 @@ export interface TaskRecord extends TaskRecordBase {
   landing?: Landing;
 }
 
-/** The check receipts and landing the AgentResult carries: receipts of the current cycle only (a follow-up's work
- * has not been checked yet), the landing as measured or landed. */
-export function landFieldsOf(rec: TaskRecord): { checks?: CheckReceipt[]; landing?: Landing } {
-  return {
-    ...(rec.checkRun && rec.checkRun.cycle === rec.cycle ? { checks: rec.checkRun.receipts } : {}),
-    ...(rec.landing ? { landing: rec.landing } : {}),
-  };
-}
+/** The check receipts and landing the AgentResult carries (src/core/check-receipts.ts; `verify` reads them too). */
+export { landFieldsOf } from "../core/check-receipts.js";

@@ -224,6 +224,7 @@ function pinNow(
     ...(rec.error && !(settled && opts.reason) ? { error: rec.error } : {}),
     ...(rec.warnings?.length ? { warnings: [...rec.warnings] } : {}),
     ...(facts?.restarts ? { sessionRestarts: facts.restarts } : {}),
+    ...(facts ? { session: true as const } : {}),
   };
   const ev: PinnedEvidence = {
     ...(facts ? { session: facts } : {}),

@@ -92,7 +92,11 @@ export async function startHarness(
       // Every task this suite left agrees with its own task dir (`dsh-herdr verify --all`); checked before the dir goes.
       const disagree = knownTaskIds(home)
         .map((id) => verifyTaskDir(join(home, "tasks", id), id))
-        .flatMap((v) => v.differences.map((d) => `${v.taskId} ${describeDifference(d)}`));
+        .flatMap((v) => [
+          ...v.differences.map((d) => `${v.taskId} ${describeDifference(d)}`),
+          // Every task dir this version wrote is rebuilt in full: nothing left unchecked.
+          ...(v.unchecked ?? []).map((u) => `${v.taskId} not checked: ${u}`),
+        ]);
       if (process.env.DSH_TEST_VERIFY_DEBUG)
         for (const line of disagree) {
           const id = line.split(" ")[0]!;
