@@ -197,7 +197,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       sup.admission.stop();
       for (const live of sup.tasks.values()) {
         // Its watches and timers end (a launch waiting for readiness is left to the next daemon's recovery).
-        live.stopWatching();
+        live.stop();
         // An event's effects still running (a close whose record is journaled, its closed result not yet written)
         // finish before the store closes: else the journal says closed and result.json the status before it.
         await live.effectsDone?.catch(() => undefined);

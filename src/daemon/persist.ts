@@ -37,9 +37,7 @@ export function flushSnapshot(r: Runner): Promise<void> {
 export function deferSnapshot(r: Runner): void {
   if (r.snapshotDue) return;
   r.snapshotDue = true;
-  r.ports.clock.setTimer(Math.max(SNAPSHOT_EVERY_MS, r.ports.taskCount() * SNAPSHOT_MS_PER_TASK), () => {
-    if (!r.ports.stopped()) void flushSnapshot(r);
-  });
+  r.later(Math.max(SNAPSHOT_EVERY_MS, r.ports.taskCount() * SNAPSHOT_MS_PER_TASK), () => void flushSnapshot(r));
 }
 
 /**
@@ -91,8 +89,8 @@ function retryLater(r: Runner, u: Unsaved): void {
     { taskId: r.rec.taskId, status: u.ev.status, retryInMs: delay },
     "task record not saved; trying again",
   );
-  r.ports.clock.setTimer(delay, () => {
-    if (r.ports.stopped() || r.state.phase.name === "closed" || r.unsaved !== u) return;
+  r.later(delay, () => {
+    if (r.state.phase.name === "closed" || r.unsaved !== u) return;
     r.chain = r.chain
       .then(async () => {
         if (r.unsaved !== u || !r.result) return;

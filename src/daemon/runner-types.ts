@@ -85,8 +85,17 @@ export interface Runner extends Live {
   markGone(): Promise<void>;
   /** A relayed task's event: only the journal and the settled record mean something here (src/remote). */
   dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void>;
-  /** The timers armed now. */
+  /** The machine's timers armed now. */
   armedTimers(): TimerKind[];
+  /**
+   * A timer of the runner's own (a paced snapshot, a retried record, a runtime poll) through the clock port: cleared
+   * at daemon stop (stop()), and it never fires once the daemon stops.
+   */
+  later(ms: number, fn: () => void): void;
+  /** Daemon stop: the watches and every timer of the task end. */
+  stop(): void;
+  /** Timers of any kind pending now (the machine's and the runner's own). */
+  pendingTimers(): number;
 }
 
 export type JournalEvent = { type: string; [k: string]: unknown };

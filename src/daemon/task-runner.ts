@@ -65,6 +65,8 @@ export class TaskRunner implements Runner {
 
   /** The timers the machine armed, one per kind. */
   private readonly timers = new Map<TimerKind, TimerHandle>();
+  /** The runner's own timers (snapshot pacing, record retries, a runtime poll). */
+  private readonly own = new Set<TimerHandle>();
 
   constructor(
     public rec: TaskRecord,
@@ -187,6 +189,19 @@ export class TaskRunner implements Runner {
   /** The kinds of timer armed now (tests and `daemon stop`). */
   armedTimers(): TimerKind[] {
     return [...this.timers.keys()];
+  }
+
+  later(ms: number, fn: () => void): void {
+    if (this.ports.stopped()) return;
+    const h = this.ports.clock.setTimer(ms, () => {
+      if (!this.own.delete(h) || this.ports.stopped()) return;
+      fn();
+    });
+    this.own.add(h);
+  }
+
+  pendingTimers(): number {
+    return this.timers.size + this.own.size;
   }
 
   // ---- journal and listeners ----
@@ -315,6 +330,13 @@ export class TaskRunner implements Runner {
     for (const kind of [...this.timers.keys()]) this.cancelTimer(kind);
   }
 
+  /** Daemon stop: the watches and every timer end (a deferred snapshot is flushed by the caller). */
+  stop(): void {
+    this.stopWatching();
+    for (const h of this.own) this.ports.clock.clearTimer(h);
+    this.own.clear();
+  }
+
   async resume(): Promise<void> {
     this.startWatching();
     await this.files!.readSession();
@@ -336,15 +358,14 @@ export class TaskRunner implements Runner {
       return;
     }
     // A runtime that cannot tell: asked once a second, through the clock port.
-    const { clock } = this.ports;
-    let t: TimerHandle | undefined;
-    const poll = () => {
-      t = clock.setTimer(1000, () => {
-        void runtime.isAlive(handle).then((alive) => (alive ? poll() : ofThisHandle({ type: "gone" })));
+    let watching = true;
+    const poll = () =>
+      this.later(1000, () => {
+        if (watching)
+          void runtime.isAlive(handle).then((alive) => (alive ? poll() : watching && ofThisHandle({ type: "gone" })));
       });
-    };
     poll();
-    this.unwatch = () => clock.clearTimer(t);
+    this.unwatch = () => void (watching = false);
   }
 
   unwatchRuntime(): void {

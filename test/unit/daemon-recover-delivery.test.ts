@@ -27,6 +27,9 @@ function writeSession(path: string): void {
   );
 }
 
+/** Each child's cycle, running in the background: awaited before its connection is closed (its last reply may be on the way). */
+const cycles: Promise<void>[] = [];
+
 function finishingChild(home: string, children: DaemonClient[]): Runtime {
   return stubRuntime({
     async launch(spec) {
@@ -44,7 +47,7 @@ function finishingChild(home: string, children: DaemonClient[]): Runtime {
         kind: "child",
         taskId: spec.env.DSH_HERDR_TASK_ID!,
         token: spec.env.DSH_HERDR_TASK_TOKEN!,
-        pushes: { "child.prompt": (p: { cycle: number }) => void ready.then((c) => runCycle(c, p.cycle)) },
+        pushes: { "child.prompt": (p: { cycle: number }) => void cycles.push(ready.then((c) => runCycle(c, p.cycle))) },
       });
       children.push(child);
       gotChild(child);
@@ -99,6 +102,7 @@ test("a settled cycle whose outbox record was lost is delivered after the restar
     const keptId = first.find((id) => id.includes(kept))!;
     assert.ok(lostId && keptId, JSON.stringify(first));
     owner.close();
+    await Promise.all(cycles); // the agent_end replies may follow the pushes
     for (const c of children) c.close();
     await d.stop();
 
