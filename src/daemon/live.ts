@@ -72,6 +72,12 @@ export interface Live {
   snapshotDue?: boolean;
   /** A status record that could not be written (HOME_UNWRITABLE), waiting for its retry. */
   unsaved?: UnsavedStatus;
+  /**
+   * What the settle record of `cycle` pinned about the disk: `note` when it was full (a PANE_GONE or AGENT_ERROR
+   * ending then names it). Present: the settle judged it, so the harvest does not ask the disk again (after a restart
+   * the space may be back, and the verdict stays what it was).
+   */
+  settleDisk?: { cycle: number; note?: string };
   /** A relayed task: a follow loop (task.wait rounds on its machine) runs for it (src/remote/relay-follow.ts). */
   following?: boolean;
   /** A relayed task: the cycle whose settle record a restarted daemon found journaled without its recorded result. */

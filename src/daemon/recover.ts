@@ -102,6 +102,9 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   }
   const promptedAt = j.prompted.get(rec.cycle) ?? (rec.cycle === 1 ? rec.timing.promptedAt : undefined);
   if (promptedAt !== undefined && rec.timing.promptedAt === undefined) rec.timing.promptedAt = promptedAt;
+  // The settle record's disk state is part of its verdict (the harvest does not ask the disk again).
+  const disk = j.settleDisk.get(rec.cycle);
+  if (disk) live.settleDisk = { cycle: rec.cycle, ...disk };
   // The child confirmed this cycle's prompt before the crash: its run is under way (its agent_start went to the
   // daemon that died), so the cycle reads running, not starting.
   if (j.accepted.has(rec.cycle)) live.agentStartedCycle = rec.cycle;

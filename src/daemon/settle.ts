@@ -98,10 +98,12 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
   const settling = opts.settled === true;
   let diskNote: string | undefined;
   if (settling && opts.reason) {
-    // A child that died or failed while its disk was full: say so, since pi's own error (if any) rarely does.
-    const code = settleError(opts.reason, evidenceOf(r))?.code;
-    if (code === "PANE_GONE" || code === "AGENT_ERROR") diskNote = await diskFullNote(r);
-    if (diskNote) rec.warnings = [...(rec.warnings ?? []), diskNote];
+    // A child that died or failed while its disk was full: say so, since pi's own error (if any) rarely does. The
+    // settle record pinned it when it was written (settleDiskNote); else (a settle journaled by an older daemon) the
+    // disk is asked now.
+    const pinned = r.settleDisk?.cycle === rec.cycle ? r.settleDisk : undefined;
+    diskNote = pinned ? pinned.note : await settleDiskNote(r, opts.reason);
+    if (diskNote && !rec.warnings?.includes(diskNote)) rec.warnings = [...(rec.warnings ?? []), diskNote];
   }
   if (settling && rec.workdir) {
     const d = await diffFor(r.ports.git, rec, store.taskPaths(rec.taskId).diffPatch, r.ports.config().patchCapBytes);
@@ -263,6 +265,15 @@ function closesSettled(r: Runner): boolean {
     r.result !== undefined &&
     isSettledStatus(r.result.status)
   );
+}
+
+/**
+ * The disk note a settle with this reason pins in its record: asked of the disk only when the ending's error would
+ * be PANE_GONE or AGENT_ERROR (the endings a full disk causes).
+ */
+export async function settleDiskNote(r: Runner, reason: SettleReason): Promise<string | undefined> {
+  const code = settleError(reason, evidenceOf(r))?.code;
+  return code === "PANE_GONE" || code === "AGENT_ERROR" ? diskFullNote(r) : undefined;
 }
 
 /**

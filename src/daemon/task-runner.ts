@@ -30,7 +30,7 @@ import { diagnoseStart, launch, runPipeline } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
 import type { JournalEvent, Runner, StatusInfo, TaskPorts } from "./runner-types.js";
 import type { Connection } from "./server-types.js";
-import { refresh, reportOf, settleHarvest } from "./settle.js";
+import { refresh, reportOf, settleDiskNote, settleHarvest } from "./settle.js";
 import type { ChildEvent, ChildReport } from "./supervisor-types.js";
 import { abort, close, respond } from "./task-commands.js";
 import { TaskFiles } from "./watcher.js";
@@ -62,6 +62,7 @@ export class TaskRunner implements Runner {
   unsaved?: UnsavedStatus;
   following?: boolean;
   settleJournaled?: number;
+  settleDisk?: { cycle: number; note?: string };
 
   /** The timers the machine armed, one per kind. */
   private readonly timers = new Map<TimerKind, TimerHandle>();
@@ -130,8 +131,13 @@ export class TaskRunner implements Runner {
   private async performOne(e: Effect): Promise<void> {
     switch (e.type) {
       case "journal":
-        if (e.entry.type === "settle") await this.journalWritten(journalRecord(e.entry));
-        else await this.journal(journalRecord(e.entry));
+        if (e.entry.type === "settle") {
+          // The settle record is the verdict, the disk's state at that moment included (a full disk is named in
+          // the ending's error even when a crash comes before the harvest and the space is back by the restart).
+          const note = await settleDiskNote(this, e.entry.reason);
+          this.settleDisk = { cycle: e.entry.cycle, ...(note ? { note } : {}) };
+          await this.journalWritten({ ...journalRecord(e.entry), disk: note ?? "ok" });
+        } else await this.journal(journalRecord(e.entry));
         if (e.entry.type === "late_evidence") await this.noteLateEvidence();
         return;
       case "push_prompt":
