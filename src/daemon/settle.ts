@@ -114,21 +114,20 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
   const keepsSettled = closesSettled(r);
   // A settled harvest and the close of a running cycle are final: their pin goes into the journal.
   const pinned = !keepsSettled && (settling || r.state.phase.name === "closed");
-  const build = async () => {
+  const build = () => {
     const b = pinNow(r, opts, diskNote);
-    const copy = pinned ? await digest(r, b.pin, b.raw) : undefined;
     const result = resultFromPin(taskFields(rec), b.pin, b.ev);
     validateAgentResult(result);
-    return { pin: b.pin, copy, result };
+    return { ...b, result };
   };
-  let built = keepsSettled ? undefined : await build();
+  let built = keepsSettled ? undefined : build();
   let result = built?.result ?? closedResult(r.result!);
   // A cycle that settles completed: its checks run in the worktree (the child is idle, the diff is taken already)
   // and the work's landability is measured, then the result is built again, so the settled result and the owner's
   // delivery carry the receipts (src/daemon/land-methods.ts).
   if (settling && result.status === "completed" && (rec.checks?.length || rec.worktree)) {
     await settleChecks(r);
-    built = await build();
+    built = build();
     result = built.result;
   }
   if (settling) {
@@ -160,6 +159,8 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
     return;
   }
   snapshotWritten(r);
+  // The digests and result.md's copy go with the record (after the owners heard: they are not in the result).
+  const copy = pinned && built ? await digest(r, built.pin, built.raw) : undefined;
   const ev = changed
     ? {
         type: "status",
@@ -170,7 +171,7 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
         ...(pinned && built ? { pin: built.pin } : {}),
       }
     : undefined;
-  await persist(r, result, sync, ev, pinned && built?.copy ? [built.copy] : undefined);
+  await persist(r, result, sync, ev, copy ? [copy] : undefined);
 }
 
 /** What a settle's error is judged from, as the runner holds it now. */
