@@ -46,7 +46,8 @@ export type Phase =
    * cycle). `status`: the settled harvest's status (the verdict the evidence gave), once it is recorded.
    */
   | { name: "settled"; cycle: number; reason: SettleReason; parked?: boolean; status?: string }
-  | { name: "closed" };
+  /** `settled`: closed after its cycle settled, whose verdict, summary and diff then stand in the closed result. */
+  | { name: "closed"; settled?: true };
 
 /** What the daemon times for a task, each one timer at most, armed and cancelled by the machine's effects. */
 export type TimerKind =

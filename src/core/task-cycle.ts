@@ -71,7 +71,8 @@ function closeTask(state: TaskState, entry: Extract<JournalEntry, { type: "close
   ];
   if (endChild) effects.push({ type: "end_child", why: entry.via === "abort" ? "aborted" : "closed" });
   effects.push({ type: "refresh" });
-  return { state: { ...state, phase: { name: "closed" } }, effects };
+  const settled = state.phase.name === "settled";
+  return { state: { ...state, phase: { name: "closed", ...(settled ? { settled } : {}) } }, effects };
 }
 
 /**
@@ -144,6 +145,11 @@ export function lifecycleOf(p: Phase): "closed" | "interrupted" | undefined {
   if (p.name === "closed") return "closed";
   if (p.name === "settled" && settleVerdict(p.reason).status === "interrupted") return "interrupted";
   return undefined;
+}
+
+/** The task was closed after its cycle settled: the closed result is that settled result (late files unread). */
+export function closedAfterSettle(p: Phase): boolean {
+  return p.name === "closed" && p.settled === true;
 }
 
 /** A launch that returns now is wanted (else the runner ends its child: closed or aborted while it launched). */

@@ -78,7 +78,20 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   await restoreResult(live, j.settled);
 
   if (j.closed) {
-    // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise.
+    // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise. A cycle
+    // that had settled and been harvested closes with its verdict (the machine is told it settled first).
+    if (j.settled.has(rec.cycle) && isSettledStatus(rec.status))
+      await live.dispatch({
+        type: "restored",
+        phase: {
+          name: "settled",
+          cycle: rec.cycle,
+          reason: j.settleReasons.get(rec.cycle) ?? { kind: "settled_before_crash" },
+          status: rec.status,
+          parked: true,
+        },
+        childAlive: false,
+      });
     await live.close(j.closed.closePane);
     sup.tasks.delete(taskId);
     return;

@@ -16,6 +16,7 @@ import {
   type TaskFields,
 } from "../core/harvest-pin.js";
 import {
+  closedAfterSettle,
   isInFlight,
   lifecycleOf,
   promptPending,
@@ -258,10 +259,13 @@ async function digest(
   return { name, data: raw.text };
 }
 
-/** The task closed after its current cycle settled: the closed result is that settled result (late files unread). */
+/**
+ * The machine closed the task after its cycle settled (closedAfterSettle): the closed result is that settled result,
+ * when the runner holds it (a restarted daemon holds it once result.json is that cycle's harvest).
+ */
 function closesSettled(r: Runner): boolean {
   return (
-    r.state.phase.name === "closed" &&
+    closedAfterSettle(r.state.phase) &&
     r.settledCycle === r.rec.cycle &&
     r.result !== undefined &&
     isSettledStatus(r.result.status)

@@ -2,6 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
+  closedAfterSettle,
+  commandAllowed,
+  lifecycleOf,
   settleVerdict,
   step,
   type CycleEvent,
@@ -250,4 +253,37 @@ test("planRecovery: what a restarted daemon does with each open task", () => {
     reason: { kind: "settled_before_crash" },
     parked: true,
   });
+});
+
+test("a close or abort after a settled cycle says so (its verdict stands); a close in flight does not", () => {
+  const settled = run(
+    st(running),
+    { type: "agent_end", willRetry: false },
+    { type: "harvested", cycle: 1, status: "completed" },
+  ).state;
+  for (const ev of [{ type: "close", closePane: false, headless: true }, { type: "abort" }] as CycleEvent[]) {
+    const r = step(settled, ev);
+    assert.deepEqual(r.state.phase, { name: "closed", settled: true }, ev.type);
+    assert.equal(closedAfterSettle(r.state.phase), true);
+    assert.equal(lifecycleOf(r.state.phase), "closed");
+  }
+  const inFlight = step(st(running), { type: "close", closePane: false, headless: true });
+  assert.deepEqual(inFlight.state.phase, { name: "closed" });
+  assert.equal(closedAfterSettle(inFlight.state.phase), false);
+  // The closed/interrupted override is read from the phase: an interrupted cycle reads interrupted, a completed none.
+  assert.equal(lifecycleOf(step(st(running), { type: "abort" }).state.phase), "interrupted");
+  assert.equal(lifecycleOf(step(st(running), { type: "timer_fired", kind: "timeout" }).state.phase), "interrupted");
+  assert.equal(lifecycleOf(settled.phase), undefined);
+  // What the commands may do, asked of the machine.
+  assert.equal(commandAllowed(settled, "respond"), true);
+  assert.equal(commandAllowed(settled, "abort"), true);
+  const failed = step(run(st(running), { type: "contract_error" }).state, {
+    type: "harvested",
+    cycle: 1,
+    status: "failed",
+  }).state;
+  assert.equal(commandAllowed(failed, "respond"), false);
+  assert.equal(commandAllowed(failed, "abort"), false, "a failed cycle has nothing left to abort");
+  assert.equal(commandAllowed(st(running), "respond"), false);
+  assert.equal(commandAllowed(st(running), "abort"), true);
 });
