@@ -326,6 +326,7 @@ export class TaskRunner implements Runner {
       sessionPath: rec.sessionPath,
       resultPath: rec.resultPath,
       onChange: (what) => onFiles(this, what),
+      clock: this.ports.clock,
     });
     this.files.start();
   }

@@ -106,7 +106,10 @@ function run(moves: Move[]): Trace {
       if (state.phase.name !== "settled") continue;
       ev = { ...m, cycle: state.phase.cycle };
     } else ev = m;
+    // A timer that fires is no longer armed (idle_expired and timeout_fired are the same firings by their old names).
     if (ev.type === "timer_fired") armed.delete(ev.kind);
+    if (ev.type === "idle_expired") armed.delete("idle");
+    if (ev.type === "timeout_fired") armed.delete("timeout");
     const r = step(state, ev, LIMITS);
     for (const e of r.effects) {
       if (e.type === "arm_timer") armed.add(e.kind);
