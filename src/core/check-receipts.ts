@@ -1,5 +1,5 @@
 // What check receipts say: verified or not, and the warning a failing or cut-off check adds. Pure.
-import type { CheckReceipt } from "./types.js";
+import type { CheckReceipt, Landing } from "./types.js";
 
 /** true when every check exited 0 and none was cut off; undefined when none ran. */
 export function verifiedOf(receipts: readonly CheckReceipt[] | undefined): boolean | undefined {
@@ -38,4 +38,19 @@ export function withCheckWarnings(
   receipts: readonly CheckReceipt[],
 ): string[] {
   return [...(warnings ?? []).filter((w) => !w.startsWith(CHECK_WARNING_PREFIX)), ...checkWarnings(receipts)];
+}
+
+/**
+ * The check receipts and landing an AgentResult carries, from a task's record: receipts of its current cycle only (a
+ * follow-up's work has not been checked yet), the landing as measured or landed.
+ */
+export function landFieldsOf(rec: {
+  cycle: number;
+  checkRun?: { cycle: number; receipts: CheckReceipt[] };
+  landing?: Landing;
+}): { checks?: CheckReceipt[]; landing?: Landing } {
+  return {
+    ...(rec.checkRun && rec.checkRun.cycle === rec.cycle ? { checks: rec.checkRun.receipts } : {}),
+    ...(rec.landing ? { landing: rec.landing } : {}),
+  };
 }

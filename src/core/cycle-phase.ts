@@ -32,15 +32,46 @@ export type SettleReason =
 export type Phase =
   /** Waiting for a concurrency slot: the first launch (cycle 1) or a follow-up cycle. */
   | { name: "queued"; cycle: number; parked?: boolean }
-  /** The runtime is starting the child (attempt 1 or the one retry after a stall). */
-  | { name: "launching"; cycle: number; attempt: number }
-  /** The child runs; this cycle's prompt is on its way (pushed, or waiting for the child's hello). */
-  | { name: "awaiting_prompt"; cycle: number }
+  /**
+   * The runtime is starting the child: attempt 1, or 2 (the one retry after a stall). `stalled`: the second attempt
+   * stalled too; the cycle waits only for why pi could not start (diagnose_start → launch_failed).
+   */
+  | { name: "launching"; cycle: number; attempt: number; stalled?: true }
+  /**
+   * The child runs; this cycle's prompt is on its way (pushed, or waiting for the child's hello). `attempt`: the child
+   * was launched for this cycle, so the readiness barrier holds (no hello and acceptance in time: a stall).
+   */
+  | { name: "awaiting_prompt"; cycle: number; attempt?: number }
   /** pi took the cycle's prompt and works on it. */
   | { name: "running"; cycle: number }
-  /** The cycle is over and final: only respond starts another. `parked`: its idle child was ended. */
-  | { name: "settled"; cycle: number; reason: SettleReason; parked?: boolean }
-  | { name: "closed" };
+  /**
+   * The cycle is over and final: only respond starts another. `parked`: its child was ended (idle, or a failed
+   * cycle). `status`: the settled harvest's status (the verdict the evidence gave), once it is recorded.
+   */
+  | { name: "settled"; cycle: number; reason: SettleReason; parked?: boolean; status?: string }
+  /** `settled`: closed after its cycle settled, whose verdict, summary and diff then stand in the closed result. */
+  | { name: "closed"; settled?: true };
+
+/** What the daemon times for a task, each one timer at most, armed and cancelled by the machine's effects. */
+export type TimerKind =
+  /** The task's timeoutMs: a cycle that runs longer is interrupted (TIMEOUT). */
+  | "timeout"
+  /** idleChildMs: a settled cycle's idle child is ended (parked) unless a follow-up comes. */
+  | "idle"
+  /** readinessTimeoutMs after a launch: no hello and prompt acceptance by then is a stall (one retry). */
+  | "readiness"
+  /** readinessTimeoutMs after a follow-up started with no extension connected: the follow-up is typed instead. */
+  | "follow_up";
+
+/** How long each timer runs (from the config and the task's record); the machine puts them in arm_timer. */
+export interface TimerLimits {
+  timeoutMs: number;
+  /** 0: idle children are never parked. */
+  idleMs: number;
+  readinessMs: number;
+}
+
+export const DEFAULT_LIMITS: TimerLimits = { timeoutMs: 900_000, idleMs: 600_000, readinessMs: 30_000 };
 
 export type PhaseName = Phase["name"];
 
@@ -78,8 +109,14 @@ export type CycleEvent =
   /** result.md, the session or the runtime state changed. */
   | { type: "evidence_changed"; what: "session" | "result" | "runtime_state" }
   | { type: "runtime_gone"; how: "gone" | "exited" }
+  /** A timer the machine armed ran out (the clock port calls back; a stale one is moot). */
+  | { type: "timer_fired"; kind: TimerKind }
+  /** The task's timeout ran out (timer_fired{kind:"timeout"} with the ms it ran). */
   | { type: "timeout_fired"; ms: number }
+  /** The idle timer ran out (timer_fired{kind:"idle"}). */
   | { type: "idle_expired" }
+  /** The settled harvest of `cycle` is recorded with this status: the machine keeps it (commands ask it). */
+  | { type: "harvested"; cycle: number; status: string }
   /** A follow-up was made durable: the next cycle waits for a slot (slot_granted starts it). */
   | { type: "respond" }
   | { type: "slot_granted" }
@@ -117,23 +154,23 @@ export type CycleEvent =
 
 export type Effect =
   | { type: "journal"; entry: JournalEntry }
+  /** Push the cycle's prompt to the connected extension (prompt_sent journaled first). */
   | { type: "push_prompt"; cycle: number }
-  | { type: "arm_timeout" }
-  | { type: "cancel_timeout" }
-  | { type: "arm_idle" }
-  | { type: "cancel_idle" }
-  | { type: "resolve_readiness" }
-  | { type: "reject_readiness"; why: string }
+  /** No extension came back for a follow-up: type it into the runtime (prompt_sent{via:"runtime"} journaled first). */
+  | { type: "type_prompt"; cycle: number }
+  /** Start a timer through the clock port (one per kind: arming again restarts it). */
+  | { type: "arm_timer"; kind: TimerKind; ms: number }
+  | { type: "cancel_timer"; kind: TimerKind }
   | { type: "release_slot" }
   | { type: "end_child"; why: string }
   /** Stop the child's running turn (pi's abort): the child and its session stay, for a follow-up. */
   | { type: "stop_turn"; why: string }
-  /** Relaunch pi on the task's session file for the queued follow-up (a parked task). */
-  | { type: "relaunch" }
+  /** Launch pi again on the task's session file: a parked task's follow-up, or the one retry after a stall. */
+  | { type: "relaunch"; attempt: number }
+  /** The launch stalled twice: read why pi could not start (its last output) and feed launch_failed. */
+  | { type: "diagnose_start"; why: string }
   /** Rebuild the live result from the evidence (no diff). */
   | { type: "refresh" }
-  /** The lifecycle override the derivation honours (docs/result-contract.md): kept in task.json. */
-  | { type: "set_lifecycle"; lifecycle: "closed" | "interrupted" }
   /** The settled harvest: diff, the AgentResult with the verdict's status, record, and the one owner outcome. */
   | { type: "harvest_settled"; reason: SettleReason }
   /** Push a steer's text to the connected child (it joins pi's running turn, once: the child knows what it took). */
@@ -148,6 +185,8 @@ export type JournalEntry =
   | { type: "settle"; cycle: number; why: SettleReason["kind"]; reason: SettleReason }
   | { type: "late_evidence"; cycle: number; what: string }
   | { type: "parked"; cycle: number }
+  /** A launch attempt showed no sign of life (or its child exited before it took its prompt). */
+  | { type: "stalled"; cycle: number; attempt: number; error: string }
   | { type: "interrupted"; code?: string }
   /** The task is closed (`via: "abort"`: the abort of a settled cycle, whose verdict stands). */
   | { type: "closed"; closePane: boolean; via?: "abort" }
@@ -173,7 +212,10 @@ export const isInFlight = (p: Phase): boolean =>
   p.name === "launching" || p.name === "awaiting_prompt" || p.name === "running";
 /** The cycle's prompt has not been taken yet. */
 export const promptPending = (p: Phase): boolean =>
-  p.name === "launching" || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);
+  (p.name === "launching" && !p.stalled) || p.name === "awaiting_prompt" || (p.name === "queued" && p.cycle > 1);
+/** The readiness barrier holds: the child was launched for this cycle and has not taken its prompt. */
+export const inBarrier = (p: Phase): boolean =>
+  (p.name === "launching" && !p.stalled) || (p.name === "awaiting_prompt" && p.attempt !== undefined);
 
 /** A settle reason read back from the journal, checked field by field; undefined when it is not one. */
 export function parseSettleReason(v: unknown): SettleReason | undefined {

@@ -25,6 +25,8 @@ export interface RecoveryInput {
   endedMeanwhile: boolean;
   /** The reason the journal's settle record of this cycle gives: the verdict, carried out as it was judged. */
   settleReason?: SettleReason;
+  /** The record's status (a harvested cycle's settled status: what respond and abort are asked against). */
+  status?: string;
 }
 
 export type RecoveryPlan =
@@ -66,7 +68,13 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
   if (i.harvested)
     return {
       kind: "keep_settled",
-      phase: { name: "settled", cycle, reason: journaled, ...(i.alive ? {} : { parked: true }) },
+      phase: {
+        name: "settled",
+        cycle,
+        reason: journaled,
+        ...(i.alive ? {} : { parked: true }),
+        ...(i.status !== undefined ? { status: i.status } : {}),
+      },
     };
   const unconfirmed = i.prompted && !i.accepted && !i.settling;
   if (!i.prompted || (unconfirmed && i.alive)) {

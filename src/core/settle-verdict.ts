@@ -67,3 +67,64 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
 
 /** An ending the owner asked for (its abort): the only one that reaches it as a TUI-only card. */
 export const ownerRequested = (reason: SettleReason): boolean => reason.kind === "owner_abort";
+
+/** What a settle's error is judged from besides its reason: the cycle's evidence as pinned by the settle. */
+export interface SettleEvidence {
+  /** The cycle ended with an accepted crew_report. */
+  hasReport: boolean;
+  /** pi's last stop reason (the session's, else the extension's agent_end). */
+  stopReason?: string;
+  /** pi's error text of that ending (the session's, else the extension's agent_end). */
+  errorMessage?: string;
+  /** The disk was full when the cycle settled (statfs at settle): said in a PANE_GONE/AGENT_ERROR message. */
+  diskNote?: string;
+  sessionPath: string;
+}
+
+/**
+ * The error a settled cycle carries: the one its reason fixes (a refused prompt, a timeout, a contract error, a
+ * failed start, a lost record), else why a reportless cycle failed (pi's final error, a child gone mid-cycle), else
+ * a generic one for a cycle the verdict failed. A full disk is named in a PANE_GONE or AGENT_ERROR message. Pure:
+ * the daemon at settle and `verify` afterwards judge the same pinned evidence the same way.
+ */
+export function settleError(reason: SettleReason, ev: SettleEvidence): { code: string; message: string } | undefined {
+  const verdict = settleVerdict(reason, `the session (${ev.sessionPath})`);
+  let error = verdict.error;
+  if (!error && verdict.status !== "interrupted" && reason.kind !== "remote") error = failureOf(reason, ev);
+  if (!error && verdict.status === "failed")
+    error = {
+      code: "AGENT_ERROR",
+      message: `the cycle failed (${reason.kind}); inspect the session (${ev.sessionPath})`,
+    };
+  if (error && ev.diskNote && (error.code === "PANE_GONE" || error.code === "AGENT_ERROR"))
+    error = { code: error.code, message: `${error.message}; ${ev.diskNote}` };
+  return error;
+}
+
+/** Why a cycle that settles without a report failed, so the owner's error delivery and the card can say so. */
+function failureOf(
+  reason: SettleReason,
+  ev: SettleEvidence,
+): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
+  if (ev.hasReport) return undefined;
+  const where = `inspect the session (${ev.sessionPath})`;
+  if (ev.stopReason === "error") {
+    const msg = ev.errorMessage ?? "no error message";
+    return {
+      code: "AGENT_ERROR",
+      message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again`,
+    };
+  }
+  if (reason.kind === "runtime_gone") {
+    const how = reason.how === "away" ? "gone while the daemon was away" : `runtime ${reason.how}`;
+    return {
+      code: "PANE_GONE",
+      message: `the child's process or pane ended before its cycle finished (${how}); ${where}, then spawn again`,
+    };
+  }
+  return undefined;
+}
+
+/** The warning a settled cycle's result carries once result.md changed after the settle (late evidence). */
+export const LATE_RESULT_WARNING =
+  "result.md changed after the cycle settled; the settled result stands (respond to start a new cycle)";

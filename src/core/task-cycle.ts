@@ -11,8 +11,13 @@
 //   settled ──idle_expired──▶ settled{parked}  ◀───────────────────────────────────────────────────────┘
 //   in flight or queued ──steer──▶ the same phase (the message joins the running turn through the child; a steer pi
 //   has not taken when the cycle settles is missed). respondAs(phase, status) says whether a respond steers or follows up.
+//   launching/awaiting_prompt (barrier) ──readiness timer or exit──▶ launching{attempt 2} ──again──▶ diagnose → settled
+// Timers are effects (arm_timer/cancel_timer{kind}) carried out through the daemon's clock port; their firing comes
+// back as timer_fired{kind}. What a task's state allows (respond, abort) is asked of this module too.
 import {
   cycleOf,
+  DEFAULT_LIMITS,
+  inBarrier,
   isInFlight,
   type CycleEvent,
   type Effect,
@@ -21,6 +26,8 @@ import {
   type SettleReason,
   type StepResult,
   type TaskState,
+  type TimerKind,
+  type TimerLimits,
 } from "./cycle-phase.js";
 import { settleVerdict } from "./settle-verdict.js";
 
@@ -29,12 +36,14 @@ export * from "./cycle-phase.js";
 export * from "./settle-verdict.js";
 
 const same = (state: TaskState): StepResult => ({ state, effects: [] });
+const cancel = (...kinds: TimerKind[]): Effect[] => kinds.map((kind) => ({ type: "cancel_timer", kind }) as Effect);
+const arm = (kind: TimerKind, ms: number): Effect[] => (ms > 0 ? [{ type: "arm_timer", kind, ms }] : []);
 
 /**
  * Settle the current cycle: the order is the durability order (journal first, then the acts it records).
  * `journaled`: recovery found this settle's record already in the journal (it is the verdict; never written twice).
  */
-function settle(state: TaskState, reason: SettleReason, journaled = false): StepResult {
+function settle(state: TaskState, reason: SettleReason, limits: TimerLimits, journaled = false): StepResult {
   const cycle = cycleOf(state.phase) ?? 1;
   const endChild = endsChild(reason);
   // Steers pi never took: the settle is the verdict (recorded first), and they were not part of it.
@@ -44,17 +53,19 @@ function settle(state: TaskState, reason: SettleReason, journaled = false): Step
     // A spend cap: the spending stops first (pi's abort of the turn; the child and its session stay).
     ...(reason.kind === "cap" ? [{ type: "stop_turn", why: `${reason.cap} cap` } as Effect] : []),
     ...missed.map((n): Effect => ({ type: "journal", entry: { type: "steer_missed", cycle, n } })),
-    { type: "cancel_timeout" },
-    { type: "reject_readiness", why: reason.kind },
+    ...cancel("timeout", "readiness", "follow_up"),
     { type: "release_slot" },
   ];
-  if (settleVerdict(reason).status === "interrupted") effects.push({ type: "set_lifecycle", lifecycle: "interrupted" });
   if (endChild) effects.push({ type: "end_child", why: reason.kind });
   if (missed.length > 0) effects.push({ type: "steers_missed", cycle, ns: missed });
   effects.push({ type: "harvest_settled", reason });
-  // An idle child of a cycle that may get a follow-up is ended later (parked) unless it is ended now.
-  if (!endChild) effects.push({ type: "arm_idle" });
-  return { state: { ...withoutSteers(state), phase: { name: "settled", cycle, reason } }, effects };
+  // An idle child of a cycle that may get a follow-up is ended later (parked) unless it is ended now (or gone).
+  const noChild = endChild || reason.kind === "runtime_gone";
+  if (!noChild) effects.push(...arm("idle", limits.idleMs));
+  return {
+    state: { ...withoutSteers(state), phase: { name: "settled", cycle, reason, ...(noChild ? { parked: true } : {}) } },
+    effects,
+  };
 }
 
 /** The state with no pending steer (a settle or a close: nothing is pushed any more). */
@@ -65,21 +76,19 @@ function withoutSteers(state: TaskState): TaskState {
 }
 
 /**
- * Close the task: journaled first, then the lifecycle override, the timers and the slot; the child is ended when
- * asked (`endChild`). A settled cycle's verdict, summary and diff stand in the closed result.
+ * Close the task: journaled first, then the timers and the slot; the child is ended when asked (`endChild`). A
+ * settled cycle's verdict, summary and diff stand in the closed result.
  */
 function closeTask(state: TaskState, entry: Extract<JournalEntry, { type: "closed" }>, endChild: boolean): StepResult {
   const effects: Effect[] = [
     { type: "journal", entry },
-    { type: "set_lifecycle", lifecycle: "closed" },
-    { type: "cancel_timeout" },
-    { type: "cancel_idle" },
-    { type: "reject_readiness", why: "closed" },
+    ...cancel("timeout", "idle", "readiness", "follow_up"),
     { type: "release_slot" },
   ];
   if (endChild) effects.push({ type: "end_child", why: entry.via === "abort" ? "aborted" : "closed" });
   effects.push({ type: "refresh" });
-  return { state: { ...withoutSteers(state), phase: { name: "closed" } }, effects };
+  const settled = state.phase.name === "settled";
+  return { state: { ...withoutSteers(state), phase: { name: "closed", ...(settled ? { settled } : {}) } }, effects };
 }
 
 /**
@@ -92,17 +101,47 @@ function endsChild(reason: SettleReason): boolean {
   return v.status === "failed" || v.status === "interrupted" || v.status === "gone";
 }
 
+/**
+ * The readiness barrier failed: the launched child showed no sign of life in time (or exited before it took its
+ * prompt). The first stall ends that child and launches again (attempt 2); the second gives up: why pi could not
+ * start is read from its output (diagnose_start), which comes back as launch_failed and settles the cycle.
+ */
+function stall(state: TaskState, why: string): StepResult {
+  const p = state.phase as Extract<Phase, { name: "launching" | "awaiting_prompt" }>;
+  const attempt = p.attempt ?? 1;
+  const effects: Effect[] = [
+    { type: "journal", entry: { type: "stalled", cycle: p.cycle, attempt, error: why } },
+    ...cancel("readiness", "timeout", "follow_up"),
+    { type: "end_child", why: "stalled" },
+  ];
+  if (attempt < 2)
+    return {
+      state: { ...state, childConnected: false, phase: { name: "launching", cycle: p.cycle, attempt: attempt + 1 } },
+      effects: [...effects, { type: "relaunch", attempt: attempt + 1 }],
+    };
+  return {
+    state: { ...state, childConnected: false, phase: { name: "launching", cycle: p.cycle, attempt, stalled: true } },
+    effects: [...effects, { type: "diagnose_start", why }],
+  };
+}
+
 /** Statuses with nothing left to abort: the cycle ended on its own and its child is ended. */
 const ENDED = new Set(["failed", "gone", "interrupted", "closed"]);
 
+/** The status a settled phase's harvest recorded, else the one the caller read. */
+const statusOf = (p: Phase, status?: string): string | undefined =>
+  p.name === "settled" && p.status !== undefined ? p.status : status;
+
 /** An abort has something to act on: an open cycle, or a settled one that may still get a follow-up. */
-export function mayAbort(p: Phase, status: string): boolean {
-  return p.name !== "closed" && !(p.name === "settled" && ENDED.has(status));
+export function mayAbort(p: Phase, status?: string): boolean {
+  const s = statusOf(p, status);
+  return p.name !== "closed" && !(p.name === "settled" && s !== undefined && ENDED.has(s));
 }
 
 /** A follow-up may start: the cycle settled completed or blocked (the protocol's two successful outcomes). */
-export function mayRespond(p: Phase, status: string): p is Extract<Phase, { name: "settled" }> {
-  return p.name === "settled" && (status === "completed" || status === "blocked");
+export function mayRespond(p: Phase, status?: string): p is Extract<Phase, { name: "settled" }> {
+  const s = statusOf(p, status);
+  return p.name === "settled" && (s === "completed" || s === "blocked");
 }
 
 /**
@@ -110,7 +149,7 @@ export function mayRespond(p: Phase, status: string): p is Extract<Phase, { name
  * message joins the running turn and the cycle goes on), a follow-up of a cycle that settled completed or blocked
  * (a new cycle), or neither (undefined: failed, gone, interrupted, closed).
  */
-export function respondAs(p: Phase, status: string): "steer" | "follow_up" | undefined {
+export function respondAs(p: Phase, status?: string): "steer" | "follow_up" | undefined {
   if (mayRespond(p, status)) return "follow_up";
   if (p.name === "queued" || isInFlight(p)) return "steer";
   return undefined;
@@ -121,7 +160,36 @@ function pushSteers(state: TaskState): Effect[] {
   return (state.steers ?? []).map((s): Effect => ({ type: "push_steer", cycle: s.cycle, n: s.n }));
 }
 
-export function step(state: TaskState, ev: CycleEvent): StepResult {
+export type Command = "abort" | "respond" | "close";
+
+/** What the owner's commands may do in this state (the machine's answer; the daemon's commands only ask). */
+export function commandAllowed(state: TaskState, cmd: Command, status?: string): boolean {
+  if (cmd === "abort") return mayAbort(state.phase, status);
+  if (cmd === "respond") return mayRespond(state.phase, status);
+  return true; // close: always (a closed task answers with its stored result)
+}
+
+/**
+ * The lifecycle override the status derivation honours (docs/result-contract.md), read from the phase: `closed`
+ * once closed, `interrupted` for a cycle the verdict interrupted (a timeout, the owner's abort). Nothing else.
+ */
+export function lifecycleOf(p: Phase): "closed" | "interrupted" | undefined {
+  if (p.name === "closed") return "closed";
+  if (p.name === "settled" && settleVerdict(p.reason).status === "interrupted") return "interrupted";
+  return undefined;
+}
+
+/** The task was closed after its cycle settled: the closed result is that settled result (late files unread). */
+export function closedAfterSettle(p: Phase): boolean {
+  return p.name === "closed" && p.settled === true;
+}
+
+/** A launch that returns now is wanted (else the runner ends its child: closed or aborted while it launched). */
+export function launchWanted(p: Phase): boolean {
+  return p.name !== "closed" && !(p.name === "settled" && p.reason.kind === "owner_abort");
+}
+
+export function step(state: TaskState, ev: CycleEvent, limits: TimerLimits = DEFAULT_LIMITS): StepResult {
   const p = state.phase;
   if (p.name === "closed") return same(state); // closed is final: every later event is moot
   switch (ev.type) {
@@ -131,37 +199,42 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
 
     case "launch_returned":
       // The prompt may already be taken (a fast child said hello during the launch call): keep that phase.
-      if (p.name === "launching")
+      if (p.name === "launching" && !p.stalled)
         return {
-          state: { ...state, phase: { name: "awaiting_prompt", cycle: p.cycle } },
+          state: { ...state, phase: { name: "awaiting_prompt", cycle: p.cycle, attempt: p.attempt } },
           effects: [
-            { type: "arm_timeout" },
+            ...arm("readiness", limits.readinessMs),
+            ...arm("timeout", limits.timeoutMs),
             ...(state.childConnected ? [{ type: "push_prompt", cycle: p.cycle } as Effect] : []),
           ],
         };
-      if (p.name === "running") return { state, effects: [{ type: "arm_timeout" }] };
+      if (p.name === "running") return { state, effects: arm("timeout", limits.timeoutMs) };
       return same(state);
 
     case "launch_failed":
       if (!isInFlight(p) && p.name !== "queued") return same(state);
-      return settle(state, { kind: "start_failed", code: ev.code, message: ev.message });
+      return settle(state, { kind: "start_failed", code: ev.code, message: ev.message }, limits);
 
     case "child_hello": {
       const next = { ...state, childConnected: true };
-      if (p.name === "launching" || p.name === "awaiting_prompt")
-        return { state: next, effects: [{ type: "push_prompt", cycle: p.cycle }, ...pushSteers(state)] };
+      if ((p.name === "launching" && !p.stalled) || p.name === "awaiting_prompt")
+        return {
+          state: next,
+          effects: [...cancel("follow_up"), { type: "push_prompt", cycle: p.cycle }, ...pushSteers(state)],
+        };
       return { state: next, effects: pushSteers(state) };
     }
     case "child_left":
       return same({ ...state, childConnected: false });
 
     case "prompt_accepted":
-      if ((p.name !== "launching" && p.name !== "awaiting_prompt") || ev.cycle !== p.cycle) return same(state);
+      if (!((p.name === "launching" && !p.stalled) || p.name === "awaiting_prompt") || ev.cycle !== p.cycle)
+        return same(state);
       return {
         state: { ...state, phase: { name: "running", cycle: p.cycle } },
         effects: [
           { type: "journal", entry: { type: "prompt_accepted", cycle: p.cycle } },
-          { type: "resolve_readiness" },
+          ...cancel("readiness", "follow_up"),
           { type: "refresh" },
         ],
       };
@@ -170,20 +243,21 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       if (!isInFlight(p) || ev.cycle !== p.cycle) return same(state);
       return withFirst(
         { type: "journal", entry: { type: "prompt_failed", cycle: p.cycle, error: ev.message } },
-        settle(state, { kind: "prompt_failed", message: ev.message }),
+        settle(state, { kind: "prompt_failed", message: ev.message }, limits),
       );
 
     case "agent_end":
       if (p.name !== "running" || (ev.cycle !== undefined && ev.cycle !== p.cycle)) return same(state);
       if (ev.willRetry) return same(state); // pi retries: the next agent_end (or the exit) decides
-      return settle(state, {
-        kind: "agent_end",
-        ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
-      });
+      return settle(
+        state,
+        { kind: "agent_end", ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}) },
+        limits,
+      );
 
     case "contract_error":
       if (p.name !== "running") return same(state);
-      return settle(state, { kind: "contract_error" });
+      return settle(state, { kind: "contract_error" }, limits);
 
     case "session_settled": {
       // Only without an extension: with one, its agent_end (which knows pi's retry settings) decides.
@@ -193,7 +267,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
         kind: "session_settled",
         ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
       };
-      return settle(state, reason);
+      return settle(state, reason, limits);
     }
 
     case "evidence_changed":
@@ -209,54 +283,72 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       return { state, effects: [{ type: "refresh" }] };
 
     case "runtime_gone":
-      if (p.name === "launching" || (p.name === "awaiting_prompt" && p.cycle === 1)) {
-        // The readiness barrier decides (one relaunch, then AGENT_STALLED).
-        return {
-          state,
-          effects: [{ type: "reject_readiness", why: `the child exited before it took its prompt (${ev.how})` }],
-        };
-      }
+      // Before the child took its prompt the readiness barrier decides (one relaunch, then the start's diagnosis).
+      if (inBarrier(p)) return stall(state, `the child exited before it took its prompt (${ev.how})`);
       if (p.name === "running" || p.name === "awaiting_prompt")
-        return settle(state, { kind: "runtime_gone", how: ev.how });
+        return settle(state, { kind: "runtime_gone", how: ev.how }, limits);
       if (p.name === "settled" && !p.parked)
-        return { state: { ...state, phase: { ...p, parked: true } }, effects: [{ type: "cancel_idle" }] };
+        return { state: { ...state, phase: { ...p, parked: true } }, effects: cancel("idle") };
+      return same(state);
+
+    case "timer_fired":
+      switch (ev.kind) {
+        case "timeout":
+          return timedOut(state, limits.timeoutMs, limits);
+        case "idle":
+          return idle(state);
+        case "readiness":
+          if (!inBarrier(p)) return same(state); // taken, settled or cancelled meanwhile: a stale timer
+          return stall(state, `no hello and prompt acceptance within readinessTimeoutMs (${limits.readinessMs} ms)`);
+        case "follow_up":
+          // A follow-up for a child whose extension never came back: typed into the runtime, which takes it at once.
+          if (p.name !== "awaiting_prompt" || p.attempt !== undefined || state.childConnected) return same(state);
+          return {
+            state: { ...state, phase: { name: "running", cycle: p.cycle } },
+            effects: [{ type: "type_prompt", cycle: p.cycle }, { type: "refresh" }],
+          };
+      }
       return same(state);
 
     case "timeout_fired":
-      if (!isInFlight(p)) return same(state);
-      return withFirst(
-        { type: "journal", entry: { type: "interrupted", code: "TIMEOUT" } },
-        settle(state, { kind: "timeout", ms: ev.ms }),
-      );
+      return timedOut(state, ev.ms, limits);
 
     case "idle_expired":
-      if (p.name !== "settled" || p.parked) return same(state);
-      return {
-        state: { ...state, phase: { ...p, parked: true } },
-        effects: [
-          { type: "journal", entry: { type: "parked", cycle: p.cycle } },
-          { type: "end_child", why: "idle" },
-        ],
-      };
+      return idle(state);
+
+    case "harvested": {
+      if (p.name !== "settled" || p.cycle !== ev.cycle || p.status !== undefined) return same(state);
+      const phase = { ...p, status: ev.status };
+      // The evidence failed the cycle (result.md said failed, pi's final error): nothing to continue, end its child.
+      if ((ev.status === "failed" || ev.status === "interrupted") && !p.parked)
+        return {
+          state: { ...state, phase: { ...phase, parked: true } },
+          effects: [...cancel("idle"), { type: "end_child", why: ev.status }],
+        };
+      return { state: { ...state, phase }, effects: [] };
+    }
 
     case "respond": {
-      if (p.name !== "settled") return same(state);
+      if (!mayRespond(p)) return same(state);
       const cycle = p.cycle + 1;
       return {
         state: { ...state, phase: { name: "queued", cycle, ...(p.parked ? { parked: true } : {}) } },
-        effects: [{ type: "cancel_idle" }],
+        effects: cancel("idle"),
       };
     }
 
     case "slot_granted":
       if (p.name !== "queued" || p.cycle === 1) return same(state);
-      return startFollowUp(state, p.cycle, p.parked === true);
+      return startFollowUp(state, p.cycle, p.parked === true, limits);
 
     case "abort":
       // The abort of a finished cycle closes the task and ends its child: the cycle's verdict stands (a completed
       // cycle is not relabelled interrupted). Only an in-flight cycle is interrupted.
       if (p.name === "settled") return closeTask(state, { type: "closed", closePane: false, via: "abort" }, true);
-      return withFirst({ type: "journal", entry: { type: "interrupted" } }, settle(state, { kind: "owner_abort" }));
+      return withFirst(
+        { type: "journal", entry: { type: "interrupted" } },
+        settle(state, { kind: "owner_abort" }, limits),
+      );
 
     case "close":
       return closeTask(
@@ -266,7 +358,7 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
       );
 
     case "restored":
-      return restore(state, ev.phase, ev.childAlive);
+      return restore(state, ev.phase, ev.childAlive, limits);
 
     case "steer": {
       // Only a cycle in flight (or queued for one) is steered; a settled one takes a follow-up (respondAs).
@@ -300,34 +392,54 @@ export function step(state: TaskState, ev: CycleEvent): StepResult {
     case "remote_started":
       // A new cycle on the other machine: the first one, or a follow-up of a settled one. A repeat is moot.
       if ((p.name === "queued" && ev.cycle === p.cycle) || (p.name === "settled" && ev.cycle === p.cycle + 1))
-        return { state: { ...state, phase: { name: "running", cycle: ev.cycle } }, effects: [{ type: "cancel_idle" }] };
+        return { state: { ...state, phase: { name: "running", cycle: ev.cycle } }, effects: cancel("idle") };
       return same(state);
 
     case "remote_settled":
       // Only the running cycle settles, once: a repeat after a reconnect, or a result of another cycle, is moot.
       if (p.name !== "running" || ev.cycle !== p.cycle) return same(state);
-      return settle(state, { kind: "remote", status: ev.status }, ev.journaled === true);
+      return settle(state, { kind: "remote", status: ev.status }, { ...limits, idleMs: 0 }, ev.journaled === true);
 
     case "cap_reached":
       // Only a running cycle spends; a cap seen before the prompt runs or after the settle is moot.
       if (p.name !== "running") return same(state);
-      return settle(state, { kind: "cap", cap: ev.cap, limit: ev.limit, spent: ev.spent, step: ev.step });
+      return settle(state, { kind: "cap", cap: ev.cap, limit: ev.limit, spent: ev.spent, step: ev.step }, limits);
 
     case "settle_recovered":
       if (!isInFlight(p)) return same(state);
-      return settle(state, ev.reason, ev.journaled === true);
+      return settle(state, ev.reason, limits, ev.journaled === true);
 
     case "record_lost":
       if (p.name === "settled") return same(state);
-      return settle(state, { kind: "record_lost", message: ev.message });
+      return settle(state, { kind: "record_lost", message: ev.message }, limits);
   }
 }
 
+function timedOut(state: TaskState, ms: number, limits: TimerLimits): StepResult {
+  if (!isInFlight(state.phase)) return same(state);
+  return withFirst(
+    { type: "journal", entry: { type: "interrupted", code: "TIMEOUT" } },
+    settle(state, { kind: "timeout", ms }, limits),
+  );
+}
+
+function idle(state: TaskState): StepResult {
+  const p = state.phase;
+  if (p.name !== "settled" || p.parked) return same(state);
+  return {
+    state: { ...state, phase: { ...p, parked: true } },
+    effects: [
+      { type: "journal", entry: { type: "parked", cycle: p.cycle } },
+      { type: "end_child", why: "idle" },
+    ],
+  };
+}
+
 /** A restarted daemon's task, back in the phase recovery found: arm what that phase needs. */
-function restore(state: TaskState, phase: Phase, childAlive: boolean): StepResult {
+function restore(state: TaskState, phase: Phase, childAlive: boolean, limits: TimerLimits): StepResult {
   const effects: Effect[] = [];
-  if (phase.name === "settled" && !phase.parked && childAlive) effects.push({ type: "arm_idle" });
-  if (phase.name === "running" || phase.name === "awaiting_prompt") effects.push({ type: "arm_timeout" });
+  if (phase.name === "settled" && !phase.parked && childAlive) effects.push(...arm("idle", limits.idleMs));
+  if (phase.name === "running" || phase.name === "awaiting_prompt") effects.push(...arm("timeout", limits.timeoutMs));
   // Pending steers stay only with the cycle in flight they belong to.
   const cycle = cycleOf(phase);
   const steers =
@@ -340,18 +452,20 @@ function withFirst(e: Effect, r: StepResult): StepResult {
   return { ...r, effects: [e, ...r.effects] };
 }
 
-function startFollowUp(state: TaskState, cycle: number, parked: boolean): StepResult {
+function startFollowUp(state: TaskState, cycle: number, parked: boolean, limits: TimerLimits): StepResult {
   if (parked)
     return {
       state: { ...state, phase: { name: "launching", cycle, attempt: 1 } },
-      effects: [{ type: "cancel_idle" }, { type: "relaunch" }],
+      effects: [...cancel("idle"), { type: "relaunch", attempt: 1 }],
     };
   return {
     state: { ...state, phase: { name: "awaiting_prompt", cycle } },
     effects: [
-      { type: "cancel_idle" },
-      { type: "arm_timeout" },
-      ...(state.childConnected ? [{ type: "push_prompt", cycle } as Effect] : []),
+      ...cancel("idle"),
+      ...arm("timeout", limits.timeoutMs),
+      // With the extension away (a daemon restart), wait for it to reconnect: hello pushes the prompt; if it never
+      // comes back within readinessTimeoutMs the follow-up is typed into the runtime instead.
+      ...(state.childConnected ? [{ type: "push_prompt", cycle } as Effect] : arm("follow_up", limits.readinessMs)),
     ],
   };
 }

@@ -1,23 +1,56 @@
-// `dsh-herdr verify`: a task's result.json checked against its evidence, field by field. The journal is the verdict
-// (each cycle's settle record and settled status record, the close); the session file, read up to the offset the
-// settled status record pinned, gives usage, the model and thinking level pi ran, and the final message; diff.patch
-// gives the diff's size. Pure: the caller reads the task dir (src/cli/commands/verify.ts).
+// `dsh-herdr verify`: a task's result.json rebuilt from its task dir and compared field by field. The journal is
+// replayed through the pure machine (step) for the verdict (each cycle's settle record, its settled status record,
+// the close); the AgentResult is rebuilt by the pure derivation (resultFromPin) from what the harvest pinned in its
+// status record (the report, pi's stop reason, the diff and its digest, the warnings, the timing), the session read
+// up to the pinned offset and result.md's pinned copy. Pure: the caller reads the task dir and hashes the files
+// (src/cli/commands/verify.ts). A task dir written before harvests were pinned is checked as far as it can be, and
+// says what it could not check.
+import { closedResult } from "./agent-result.js";
+import { landFieldsOf } from "./check-receipts.js";
+import {
+  DEFAULT_LIMITS,
+  isInFlight,
+  parseSettleReason,
+  type CycleEvent,
+  type Phase,
+  type SettleReason,
+  type TaskState,
+} from "./cycle-phase.js";
 import { nextActionFor } from "./derive.js";
-import { parseSettleReason, type SettleReason } from "./cycle-phase.js";
+import { resultFromPin, resultMdOf, type HarvestPin, type TaskFields } from "./harvest-pin.js";
 import type { SessionFacts } from "./session-reader.js";
 import { settleVerdict } from "./settle-verdict.js";
-import type { AgentResult } from "./types.js";
+import { step } from "./task-cycle.js";
+import type { AgentResult, CheckReceipt, Landing } from "./types.js";
 
 export type JournalRecord = { type: string; [k: string]: unknown };
+
+/** The task's record (task.json) as verify reads it: its own fields, its cycle, its checks and landing. */
+export type VerifyRecord = TaskFields & {
+  cycle: number;
+  checkRun?: { cycle: number; receipts: CheckReceipt[] };
+  landing?: Landing;
+};
 
 export interface VerifyInput {
   /** events.jsonl, parsed (lines that are not JSON objects left out). */
   events: JournalRecord[];
   /** result.json as stored. */
   result: AgentResult;
-  /** The session's facts up to the settled status record's sessionOffset (absent: no session file here). */
+  /** task.json (absent: unreadable or gone). */
+  record?: VerifyRecord;
+  /** The session's facts from its first `offset` bytes (undefined: no session file here). */
+  sessionUpTo?(offset: number): SessionFacts | undefined;
+  /** A file of the task dir by name (result.md's pinned copy): its text and sha256, undefined when missing. */
+  readPinned?(name: string): { text: string; sha256: string } | undefined;
+  /** diff.patch as on disk: its size and sha256 (absent: none here). */
+  patch?: { bytes: number; sha256: string };
+  /**
+   * Only the session, as before the rebuild (tests of the old checks): the session's facts up to the offset the
+   * last status record pinned.
+   */
   session?: SessionFacts;
-  /** diff.patch as on disk (absent: none here). */
+  /** diff.patch's size only (the old checks). */
   patchBytes?: number;
 }
 
@@ -27,16 +60,18 @@ export interface Difference {
   stored: unknown;
   /** What the evidence says. */
   expected: unknown;
-  /** Which evidence: "the journal", "the session", "diff.patch". */
+  /** Which evidence: "the journal", "the session", "diff.patch", "the task dir". */
   source: string;
   /** Why the evidence says so, e.g. the settle reason's code. */
   why?: string;
 }
 
-/** What the journal says a task's final state is. */
+/** What the journal, replayed through the machine, says a task's final state is. */
 export interface JournalVerdict {
   cycle: number;
   closed: boolean;
+  /** The final phase the machine reached. */
+  phase: Phase;
   /** The status the last settled status record of `cycle` gives. */
   settledStatus?: string;
   /** The session offset the last status record pinned (result.json was written with it). */
@@ -46,10 +81,33 @@ export interface JournalVerdict {
   reason?: SettleReason;
   /** A late result.md after the settle: the settled result stands (its text is not re-read). */
   lateEvidence: boolean;
+  /** The status record whose pin result.json was built from (a settled harvest, or the close of a running cycle). */
+  pinned?: JournalRecord & { pin: HarvestPin; sessionOffset?: number };
+  /** The final result is that pinned settled result, closed afterwards (closedResult). */
+  closedAfterSettle: boolean;
+  /** A relayed task: the other machine's daemon built its results. */
+  remote: boolean;
+  /** sha256 of diff.patch as the harvest the result was built from left it. */
+  patchSha256?: string;
 }
 
+/** No timer matters to a replay: the journal already says what each timer did. */
+const REPLAY_LIMITS = { ...DEFAULT_LIMITS, idleMs: 0 };
+
+/** The journal replayed through the pure machine: the verdict it records, and the pin the result was built from. */
 export function journalVerdict(events: JournalRecord[]): JournalVerdict {
-  const v: JournalVerdict = { cycle: 1, closed: false, lateEvidence: false };
+  let state: TaskState = { phase: { name: "queued", cycle: 1 }, childConnected: false };
+  const feed = (ev: CycleEvent) => (state = step(state, ev, REPLAY_LIMITS).state);
+  const v: JournalVerdict = {
+    cycle: 1,
+    closed: false,
+    phase: state.phase,
+    lateEvidence: false,
+    closedAfterSettle: false,
+    remote: false,
+  };
+  let settledPin: JournalVerdict["pinned"];
+  let settledSha: string | undefined;
   for (const e of events) {
     const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
     if ((e.type === "respond" || e.type === "settle") && cycle !== undefined && cycle > v.cycle) {
@@ -57,36 +115,96 @@ export function journalVerdict(events: JournalRecord[]): JournalVerdict {
       delete v.settledStatus;
       delete v.sessionOffset;
       delete v.reason;
+      settledPin = undefined;
+      settledSha = undefined;
       v.lateEvidence = false;
     }
-    if (e.type === "settle" && cycle === v.cycle) {
-      const r = parseSettleReason(e.reason);
-      if (r) v.reason = r;
-    } else if (e.type === "status" && typeof e.status === "string") {
-      v.lastStatus = e.status;
-      if (typeof e.sessionOffset === "number") v.sessionOffset = e.sessionOffset;
-      if (e.settled === true && cycle === v.cycle) v.settledStatus = e.status;
-    } else if (e.type === "late_evidence" && cycle === v.cycle) v.lateEvidence = true;
-    else if (e.type === "closed") v.closed = true;
+    if (e.remote === true) v.remote = true;
+    switch (e.type) {
+      case "settle": {
+        const r = parseSettleReason(e.reason);
+        if (!r || cycle === undefined) break;
+        if (cycle === v.cycle) v.reason = r;
+        // The settle record is the verdict: the machine settles the cycle it names with that reason.
+        const p = state.phase;
+        if (!(isInFlight(p) && p.name !== "closed" && p.cycle === cycle))
+          feed({ type: "restored", phase: { name: "running", cycle }, childAlive: false });
+        feed({ type: "settle_recovered", reason: r, journaled: true });
+        break;
+      }
+      case "status": {
+        if (typeof e.status !== "string") break;
+        v.lastStatus = e.status;
+        if (typeof e.sessionOffset === "number") v.sessionOffset = e.sessionOffset;
+        const pin = isPin(e.pin) ? (e as JournalVerdict["pinned"]) : undefined;
+        const sha = isObject(e.pin) && typeof e.pin.diffSha256 === "string" ? e.pin.diffSha256 : undefined;
+        if (e.settled === true && cycle === v.cycle) {
+          v.settledStatus = e.status;
+          if (state.phase.name !== "settled")
+            feed({
+              type: "restored",
+              phase: { name: "settled", cycle, reason: v.reason ?? { kind: "settled_before_crash" } },
+              childAlive: false,
+            });
+          feed({ type: "harvested", cycle, status: e.status });
+          settledPin = pin;
+          settledSha = sha;
+          v.pinned = pin;
+          v.patchSha256 = sha;
+          v.lateEvidence = false;
+          v.closedAfterSettle = false;
+        } else if (e.status === "closed") {
+          v.pinned = pin ?? settledPin;
+          v.patchSha256 = pin ? sha : settledSha;
+          v.closedAfterSettle = pin === undefined && settledPin !== undefined;
+        }
+        break;
+      }
+      case "respond":
+        if (cycle !== undefined) feed({ type: "restored", phase: { name: "queued", cycle }, childAlive: false });
+        break;
+      case "late_evidence":
+        if (cycle === v.cycle && v.settledStatus !== undefined) v.lateEvidence = true;
+        break;
+      case "closed":
+        v.closed = true;
+        feed(
+          e.via === "abort" ? { type: "abort" } : { type: "close", closePane: e.closePane === true, headless: true },
+        );
+        break;
+    }
   }
+  v.phase = state.phase;
   return v;
 }
 
-/** result.json against the evidence; an empty list when they agree. */
+function isPin(v: unknown): v is HarvestPin {
+  return typeof v === "object" && v !== null && typeof (v as { settled?: unknown }).settled === "boolean";
+}
+
+/** What verify could and could not check of one task. */
+export interface Verification {
+  differences: Difference[];
+  /** What the task dir does not let verify check (a dir written before harvests were pinned, a relayed task). */
+  unchecked: string[];
+}
+
+/** result.json against its task dir; no differences when they agree. */
 export function verifyTask(i: VerifyInput): Difference[] {
+  return checkTask(i).differences;
+}
+
+export function checkTask(i: VerifyInput): Verification {
   const out: Difference[] = [];
+  const unchecked: string[] = [];
   const r = i.result;
   const j = journalVerdict(i.events);
   const differ = (field: string, stored: unknown, expected: unknown, source: string, why?: string) => {
-    if (JSON.stringify(stored) !== JSON.stringify(expected))
-      out.push({ field, stored, expected, source, ...(why !== undefined ? { why } : {}) });
+    if (!same(stored, expected)) out.push({ field, stored, expected, source, ...(why !== undefined ? { why } : {}) });
   };
   const verdict = j.reason ? settleVerdict(j.reason) : undefined;
   const code = verdict?.error?.code;
-  // The status: closed once the journal says so; else the settled status record, which must agree with what the
-  // settle reason fixes (a failure, an interruption, a gone child).
-  const expected = j.closed ? "closed" : (verdict?.status ?? j.settledStatus);
-  if (expected !== undefined) differ("status", r.status, expected, "the journal", code ?? j.reason?.kind);
+  // The journal's own agreement: its settled status record with what its settle record fixes.
   if (!j.closed && verdict?.status && j.settledStatus && j.settledStatus !== verdict.status)
     out.push({
       field: "journal",
@@ -96,12 +214,181 @@ export function verifyTask(i: VerifyInput): Difference[] {
       why: `its settled status record disagrees with its settle record (${j.reason!.kind})`,
     });
   differ("nextAction", r.nextAction, nextActionFor(r.status), "the status", `status ${r.status}`);
+  const expectedStatus = j.closed ? "closed" : (verdict?.status ?? j.settledStatus);
+  const statusWhy = code ?? j.reason?.kind;
+
+  if (j.remote) {
+    // The other machine's daemon built the result from its own files; here: the verdict and the copied patch.
+    if (expectedStatus !== undefined) differ("status", r.status, expectedStatus, "the journal", statusWhy);
+    checkPatch(i, j, out);
+    unchecked.push("the result's other fields: the other machine's daemon built them (run verify there)");
+    return { differences: out, unchecked };
+  }
+  const pinned = j.pinned;
+  if (!pinned || !i.record) {
+    legacyChecks(i, j, differ, out, expectedStatus, statusWhy);
+    unchecked.push(
+      !pinned
+        ? "summary, result text and meta, warnings, the diff's digest and timing: this task dir was written before harvests were pinned in the journal"
+        : "the rebuild: task.json is missing or unreadable",
+    );
+    return { differences: out, unchecked };
+  }
+
+  // The rebuild: the pinned harvest through the pure derivation.
+  const pin = pinned.pin;
+  const offset = typeof pinned.sessionOffset === "number" ? pinned.sessionOffset : 0;
+  const session = pin.session ? i.sessionUpTo?.(offset) : undefined;
+  if (pin.session && !session)
+    unchecked.push(`the session: ${i.record.sessionPath} is missing (usage, model and final message not re-read)`);
+  let resultMd;
+  if (pin.resultMd && "file" in pin.resultMd) {
+    const copy = i.readPinned?.(pin.resultMd.file);
+    if (!copy)
+      out.push({
+        field: "result.md",
+        stored: "missing",
+        expected: pin.resultMd.file,
+        source: "the journal",
+        why: "the copy the settle pinned is gone",
+      });
+    else {
+      if (copy.sha256 !== pin.resultMd.sha256)
+        out.push({
+          field: "result.md",
+          stored: `${pin.resultMd.file} with sha256 ${copy.sha256.slice(0, 12)}`,
+          expected: `sha256 ${pin.resultMd.sha256.slice(0, 12)}`,
+          source: "the journal",
+          why: "the pinned copy was changed",
+        });
+      resultMd = resultMdOf({ text: copy.text });
+    }
+  } else if (pin.resultMd && "refused" in pin.resultMd) resultMd = resultMdOf(pin.resultMd);
+  let rebuilt = resultFromPin(i.record, pin, {
+    ...(session ? { session } : {}),
+    ...(resultMd ? { resultMd } : {}),
+    ...(pin.settled && j.reason ? { reason: j.reason } : {}),
+    ...landFieldsOf(i.record),
+    late: j.lateEvidence,
+  });
+  if (j.closedAfterSettle) rebuilt = closedResult(rebuilt);
+  // The status the journal gives wins the message: `status: result.json says completed, the journal says failed`.
+  differ("status", r.status, expectedStatus ?? rebuilt.status, "the journal", statusWhy);
+  if (expectedStatus !== undefined && rebuilt.status !== expectedStatus)
+    out.push({
+      field: "journal",
+      stored: rebuilt.status,
+      expected: expectedStatus,
+      source: "the journal",
+      why: "its pinned harvest rebuilds another status than its verdict",
+    });
+  compareResults(r, rebuilt, out, session !== undefined || !pin.session);
+  checkPatch(i, j, out);
+  return { differences: out, unchecked };
+}
+
+/** diff.patch against the digest the harvest pinned. */
+function checkPatch(i: VerifyInput, j: JournalVerdict, out: Difference[]): void {
+  const pinned = j.patchSha256;
+  if (pinned === undefined) {
+    if (i.result.diff && i.patch && i.patch.bytes !== i.result.diff.patchBytes)
+      out.push({
+        field: "diff.patchBytes",
+        stored: i.result.diff.patchBytes,
+        expected: i.patch.bytes,
+        source: "diff.patch",
+      });
+    return;
+  }
+  if (!i.patch) {
+    out.push({
+      field: "diff.patch",
+      stored: "missing",
+      expected: `sha256 ${pinned.slice(0, 12)}`,
+      source: "the journal",
+    });
+    return;
+  }
+  if (i.patch.sha256 !== pinned)
+    out.push({
+      field: "diff.patch",
+      stored: `sha256 ${i.patch.sha256.slice(0, 12)} (${i.patch.bytes} bytes)`,
+      expected: `sha256 ${pinned.slice(0, 12)}`,
+      source: "the journal",
+      why: "diff.patch changed after its harvest",
+    });
+  if (i.result.diff && i.patch.bytes !== i.result.diff.patchBytes)
+    out.push({
+      field: "diff.patchBytes",
+      stored: i.result.diff.patchBytes,
+      expected: i.patch.bytes,
+      source: "diff.patch",
+    });
+}
+
+/** Where each field of a rebuilt result comes from, for the message. */
+function sourceOf(field: string): string {
+  if (/^(usage|finalMessage|agent\.model|agent\.thinking)/.test(field)) return "the session";
+  if (/^(error)/.test(field)) return "the journal";
+  return "the task dir";
+}
+
+/** result.json against the rebuild, field by field (warnings as a set: each names one caveat, in no given order). */
+function compareResults(stored: AgentResult, rebuilt: AgentResult, out: Difference[], withSession: boolean): void {
+  const skip = new Set(["status", "nextAction", "warnings", "schemaVersion"]);
+  if (!withSession) for (const k of ["usage", "finalMessage"]) skip.add(k);
+  const keys = new Set([...Object.keys(stored), ...Object.keys(rebuilt)]);
+  const s = stored as unknown as Record<string, unknown>;
+  const b = rebuilt as unknown as Record<string, unknown>;
+  for (const k of [...keys].sort()) {
+    if (skip.has(k)) continue;
+    const sv = s[k];
+    const bv = b[k];
+    const record = (v: unknown) => isObject(v) && !Array.isArray(v);
+    if ((record(sv) || record(bv)) && (record(sv) || sv === undefined) && (record(bv) || bv === undefined)) {
+      // One object field per line (`error.code: result.json says nothing, the journal says CONTRACT_ERROR`).
+      const so = (sv ?? {}) as Record<string, unknown>;
+      const bo = (bv ?? {}) as Record<string, unknown>;
+      for (const sub of [...new Set([...Object.keys(so), ...Object.keys(bo)])].sort()) {
+        const field = `${k}.${sub}`;
+        if (!withSession && (field === "agent.model" || field === "agent.thinking")) continue;
+        if (!same(so[sub], bo[sub])) out.push({ field, stored: so[sub], expected: bo[sub], source: sourceOf(field) });
+      }
+    } else if (!same(sv, bv)) out.push({ field: k, stored: sv, expected: bv, source: sourceOf(k) });
+  }
+  const sw = new Set(stored.warnings ?? []);
+  const bw = new Set(rebuilt.warnings ?? []);
+  const extra = [...sw].filter((w) => !bw.has(w));
+  const missing = [...bw].filter((w) => !sw.has(w));
+  if (extra.length || missing.length)
+    out.push({
+      field: "warnings",
+      stored: extra.length ? extra : undefined,
+      expected: missing.length ? missing : undefined,
+      source: "the task dir",
+      why: `${extra.length} not in the rebuild, ${missing.length} missing`,
+    });
+}
+
+/** The checks of a task dir written before harvests were pinned: the verdict, the session's usage and model. */
+function legacyChecks(
+  i: VerifyInput,
+  j: JournalVerdict,
+  differ: (field: string, stored: unknown, expected: unknown, source: string, why?: string) => void,
+  out: Difference[],
+  expectedStatus: string | undefined,
+  statusWhy: string | undefined,
+): void {
+  const r = i.result;
+  const verdict = j.reason ? settleVerdict(j.reason) : undefined;
+  const code = verdict?.error?.code;
+  if (expectedStatus !== undefined) differ("status", r.status, expectedStatus, "the journal", statusWhy);
   // The error a settle reason fixes (pi's refusal, a timeout, a contract error, a lost record) is the one carried.
   if (code !== undefined && (verdict?.replacesError || r.error === undefined))
     differ("error.code", r.error?.code, code, "the journal", j.reason?.kind);
-  if ((r.status === "failed" || r.status === "gone") && r.error === undefined && expected === r.status)
+  if ((r.status === "failed" || r.status === "gone") && r.error === undefined && expectedStatus === r.status)
     out.push({ field: "error", stored: undefined, expected: "an error", source: "the status", why: r.status });
-  const s = i.session;
+  const s = i.session ?? (j.sessionOffset !== undefined ? i.sessionUpTo?.(j.sessionOffset) : undefined);
   if (s) {
     if (r.usage) {
       differ("usage.outputTokens", r.usage.outputTokens, s.usage.outputTokens, "the session");
@@ -114,14 +401,34 @@ export function verifyTask(i: VerifyInput): Difference[] {
     if (s.model !== undefined) differ("agent.model", r.agent.model, s.model, "the session");
     if (s.thinkingLevel !== undefined) differ("agent.thinking", r.agent.thinking, s.thinkingLevel, "the session");
   }
-  if (r.diff && i.patchBytes !== undefined) differ("diff.patchBytes", r.diff.patchBytes, i.patchBytes, "diff.patch");
-  return out;
+  const bytes = i.patch?.bytes ?? i.patchBytes;
+  if (r.diff && bytes !== undefined) differ("diff.patchBytes", r.diff.patchBytes, bytes, "diff.patch");
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
+
+/** Equal as JSON values, whatever the order of object keys. */
+export function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== "object") return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((x, k) => same(x, bb[k]));
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  return ak.length === bk.length && ak.every((k) => same(ao[k], bo[k]));
 }
 
 /** One line per difference: `status: result.json says completed, the journal says failed (CONTRACT_ERROR)`. */
 export function describeDifference(d: Difference): string {
   const show = (v: unknown) => (v === undefined ? "nothing" : typeof v === "string" ? v : JSON.stringify(v));
   if (d.field === "journal")
-    return `journal: its settled status record says ${show(d.stored)}, its settle record's verdict says ${show(d.expected)}${d.why ? ` (${d.why})` : ""}`;
+    return `journal: its record says ${show(d.stored)}, its verdict says ${show(d.expected)}${d.why ? ` (${d.why})` : ""}`;
+  if (d.field === "diff.patch" || d.field === "result.md")
+    return `${d.field}: the file has ${show(d.stored)}, the journal pinned ${show(d.expected)}${d.why ? ` (${d.why})` : ""}`;
   return `${d.field}: result.json says ${show(d.stored)}, ${d.source} says ${show(d.expected)}${d.why ? ` (${d.why})` : ""}`;
 }

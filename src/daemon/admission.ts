@@ -1,6 +1,8 @@
 // Admission: at most maxParallelAgents tasks hold a slot; up to maxQueuedAgents wait in FIFO order for at
 // most queueTimeoutMs. A slot is reserved synchronously in acquire(), so simultaneous spawns cannot overshoot.
+import type { Clock, TimerHandle } from "../core/clock.js";
 import { DshError } from "../core/errors.js";
+import { systemClock } from "./clock.js";
 
 export interface AdmissionLimits {
   maxParallelAgents: number;
@@ -18,7 +20,7 @@ interface Waiter {
   since: number;
   resolve(slot: Slot): void;
   reject(e: Error): void;
-  timer: NodeJS.Timeout;
+  timer: TimerHandle;
 }
 
 export class Admission {
@@ -26,10 +28,19 @@ export class Admission {
   private readonly queue: Waiter[] = [];
   private stopped = false;
 
+  private readonly clock: Clock;
+
+  /** `clock`: the queue timeout's timers (the daemon's clock port), or only a `now` for the queued time. */
   constructor(
     private readonly limits: () => AdmissionLimits,
-    private readonly now: () => number = Date.now,
-  ) {}
+    clock: Clock | (() => number) = systemClock,
+  ) {
+    this.clock = typeof clock === "function" ? { ...systemClock, now: clock } : clock;
+  }
+
+  private now(): number {
+    return this.clock.now();
+  }
 
   get running(): number {
     return this.holders.size;
@@ -64,7 +75,7 @@ export class Admission {
         since: this.now(),
         resolve,
         reject,
-        timer: setTimeout(() => {
+        timer: this.clock.setTimer(l.queueTimeoutMs, () => {
           this.dropWaiter(w);
           reject(
             new DshError(
@@ -72,7 +83,7 @@ export class Admission {
               `no agent slot became free within queueTimeoutMs (${l.queueTimeoutMs} ms); close finished tasks, raise maxParallelAgents or queueTimeoutMs in config.json, or spawn later`,
             ),
           );
-        }, l.queueTimeoutMs),
+        }),
       };
       this.queue.push(w);
     });
@@ -106,12 +117,12 @@ export class Admission {
    */
   stop(): void {
     this.stopped = true;
-    for (const w of this.queue) clearTimeout(w.timer);
+    for (const w of this.queue) this.clock.clearTimer(w.timer);
     this.queue.length = 0;
   }
 
   private dropWaiter(w: Waiter): void {
-    clearTimeout(w.timer);
+    this.clock.clearTimer(w.timer);
     const i = this.queue.indexOf(w);
     if (i >= 0) this.queue.splice(i, 1);
   }
@@ -121,7 +132,7 @@ export class Admission {
     const l = this.limits();
     while (this.holders.size < l.maxParallelAgents && this.queue.length > 0) {
       const w = this.queue.shift()!;
-      clearTimeout(w.timer);
+      this.clock.clearTimer(w.timer);
       this.holders.add(w.taskId);
       w.resolve({ taskId: w.taskId, queuedMs: Math.max(1, this.now() - w.since) });
     }

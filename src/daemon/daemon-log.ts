@@ -94,17 +94,14 @@ export interface FailureSource {
 
 /**
  * One error line per failed task cycle (taskId, agent, cycle, code, message), whatever failed it: a launch, a prompt
- * pi did not run, a stalled or gone child, git. Every failure reaches the owner as a failed status, so the status
- * listener is the one place that sees them all; a cycle re-announced at start-up (recovered) was logged by the
- * daemon that settled it.
+ * pi did not run, a stalled or gone child, git. Every failure settles its cycle, and each cycle has exactly one
+ * settled harvest (the machine's invariant), so the settled status is the one place that sees each failure once; a
+ * cycle re-announced at start-up (recovered) was logged by the daemon that settled it.
  */
 export function logTaskFailures(source: FailureSource, log: Logger): () => void {
-  const logged = new WeakMap<object, number>();
   return source.onStatus((live, result, info) => {
-    if (result.status !== "failed" || info.recovered) return;
+    if (result.status !== "failed" || !info.settled || info.recovered) return;
     const { taskId, name, cycle } = live.rec;
-    if (logged.get(live) === cycle) return;
-    logged.set(live, cycle);
     log.error(
       {
         taskId,

@@ -1,5 +1,6 @@
 // The daemon process: lock, config, store, socket server, supervisor, start-up reconciliation, graceful stop.
 import { join } from "node:path";
+import type { Clock } from "../core/clock.js";
 import { DshError } from "../core/errors.js";
 import type { HerdrStatus, RuntimeKind } from "../core/types.js";
 import { deriveStatus } from "../core/derive.js";
@@ -40,6 +41,8 @@ export interface RunDaemonOptions {
   limits?: Partial<ConnectionLimits>;
   /** The home's env file as main.ts applied it to process.env at start (daemon.status reports its keys). */
   envFile?: AppliedEnvFile;
+  /** The clock the task runners time with (tests: a fake one they move by hand). */
+  clock?: Clock;
 }
 
 export interface RunningDaemon {
@@ -101,6 +104,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     childExtensionPath: join(packageRoot, "dist", "src", "extensions", "child.js"),
     childEnv: opts.childEnv ?? {},
     log,
+    ...(opts.clock ? { clock: opts.clock } : {}),
   });
   // Owner delivery watches settles from the start, so a cycle recovery settles is queued, never dropped.
   const durable = store.durable;
@@ -119,7 +123,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const delivery = new DeliveryService({
     home,
     log,
-    reportOf: (l) => sup.reportOf(l),
+    reportOf: (l) => sup.tasks.get(l.rec.taskId)?.reportOf(),
     ...(durable ? { durable } : {}),
     onOwnerLeft: collectIdle,
   });
@@ -206,12 +210,12 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       await relay.stop(); // remote tasks keep running there; the next daemon reattaches
       sup.admission.stop();
       for (const live of sup.tasks.values()) {
-        sup.stopWatching(live);
-        live.readiness?.abandon();
+        // Its watches and timers end (a launch waiting for readiness is left to the next daemon's recovery).
+        live.stop();
         // An event's effects still running (a close whose record is journaled, its closed result not yet written)
         // finish before the store closes: else the journal says closed and result.json the status before it.
         await live.effectsDone?.catch(() => undefined);
-        await flushSnapshot(sup, live);
+        await flushSnapshot(live);
       }
       await notify.idle(); // its records go through the commit log
       await store.close();

@@ -2,7 +2,7 @@
 // injected, and on /fork or /clone takes over the open tasks and queued deliveries of the session it came from.
 import { DshError } from "../core/errors.js";
 import { checkOwnerSecret } from "../store/owner-secret.js";
-import type { TaskRecord } from "./record.js";
+import type { Runner } from "./runner-types.js";
 import type { DeliveryService } from "./delivery.js";
 import type { Connection, Handler } from "./server.js";
 import type { Supervisor } from "./supervisor-types.js";
@@ -30,7 +30,7 @@ export function createOwnerHandlers(
       for (const live of sup.tasks.values()) {
         if (live.rec.owner !== p.fromOwnerId || !sup.isOpen(live)) continue;
         moved_ids.push(live.rec.taskId);
-        await moveTask(sup, live.rec, to);
+        await moveTask(live, to);
         if (live.result) live.result = { ...live.result, owner: to };
       }
       const deliveries = await delivery.moveQueued(p.fromOwnerId, to);
@@ -40,17 +40,18 @@ export function createOwnerHandlers(
 }
 
 /** Serialized with the task's harvests, so a concurrent rewrite of task.json cannot restore the old owner. */
-function moveTask(sup: Supervisor, rec: TaskRecord, to: string): Promise<void> {
-  const live = sup.tasks.get(rec.taskId)!;
+function moveTask(live: Runner, to: string): Promise<void> {
+  const { rec } = live;
+  const { store } = live.ports;
   const from = rec.owner;
   const run = live.chain.then(async () => {
     rec.owner = to;
-    await sup.deps.store.writeTask(rec);
-    if (live.result) await sup.deps.store.writeResult(rec.taskId, { ...live.result, owner: to });
-    await sup.journal(live, { type: "owner_moved", from, to });
+    await store.writeTask(rec);
+    if (live.result) await store.writeResult(rec.taskId, { ...live.result, owner: to });
+    await live.journal({ type: "owner_moved", from, to });
   });
   live.chain = run.catch((e: unknown) =>
-    sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "owner move failed"),
+    live.ports.log.warn({ taskId: rec.taskId, err: String(e) }, "owner move failed"),
   );
   return run;
 }

@@ -1,44 +1,41 @@
 // Evidence in: the child extension's connection, events and crew_report, changes to the task's files, and the
 // runtime's state. Each becomes a lifecycle event (src/core/task-cycle.ts); the machine decides what it means.
 import type { RuntimeEvent } from "../runtime/types.js";
-import type { Live } from "./live.js";
-import type { Connection } from "./server.js";
+import type { Runner } from "./runner-types.js";
+import type { Connection } from "./server-types.js";
 import { freshSession } from "./settle.js";
 import { capReached } from "./budget.js";
 import { steerAnswered } from "./steer.js";
-import type { ChildEvent, ChildReport, Supervisor } from "./supervisor-types.js";
+import type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
 export type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
-export function childConnected(sup: Supervisor, conn: Connection): void {
-  const live = sup.tasks.get(conn.taskId ?? "");
-  if (!live) return;
+export function childConnected(live: Runner, conn: Connection): void {
   live.child = conn;
   conn.onClose(() => {
     if (live.child !== conn) return;
     delete live.child;
-    void sup.dispatch(live, { type: "child_left" });
+    void live.dispatch({ type: "child_left" });
     // While the extension was connected its agent_end was awaited; its session may already show the cycle settled
     // (read before the close was seen). Without the extension the session alone decides: re-read and decide now.
     if (live.state.phase.name === "running")
-      void live.files?.readSession().then(() => live.state.phase.name === "running" && onFiles(sup, live));
+      void live.files?.readSession().then(() => live.state.phase.name === "running" && onFiles(live));
   });
-  void sup.dispatch(live, { type: "child_hello" });
+  void live.dispatch({ type: "child_hello" });
 }
 
-export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEvent): Promise<{ ok: true }> {
-  const live = sup.tasks.get(conn.taskId ?? "");
-  if (!live || live.state.phase.name === "closed") return { ok: true };
+export async function childEvent(live: Runner, ev: ChildEvent): Promise<{ ok: true }> {
+  if (live.state.phase.name === "closed") return { ok: true };
   const cycle = ev.cycle ?? live.rec.cycle;
   if (ev.type === "prompt_accepted") {
     if (ev.cycle === undefined) return { ok: true };
     if (live.state.phase.name === "launching" || live.state.phase.name === "awaiting_prompt")
-      live.rec.timing.promptedAt = live.promptSentAt ?? Date.now();
-    await sup.dispatch(live, { type: "prompt_accepted", cycle: ev.cycle });
+      live.rec.timing.promptedAt = live.promptSentAt ?? live.ports.clock.now();
+    await live.dispatch({ type: "prompt_accepted", cycle: ev.cycle });
   } else if (ev.type === "agent_start") {
     const first = (live.agentStartedCycle ?? 0) < 1;
     live.agentStartedCycle = Math.max(live.agentStartedCycle ?? 0, cycle);
-    if (first && live.state.phase.name === "running") await sup.refresh(live); // starting → running
+    if (first && live.state.phase.name === "running") await live.refresh(); // starting → running
   } else if (ev.type === "agent_end") {
     if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
     if (ev.errorMessage !== undefined) live.lastErrorMessage = ev.errorMessage;
@@ -46,24 +43,24 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
     // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
     // the child's retry settings; without it, the session's own guess stands.
     const willRetry = ev.willRetry ?? live.files?.facts()?.retryMayFollow ?? false;
-    await sup.dispatch(live, {
+    await live.dispatch({
       type: "agent_end",
       cycle,
       willRetry,
       ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
     });
   } else if (ev.type === "prompt_failed") {
-    const words = await piWords(sup, live, ev.errorMessage ?? "pi did not start the prompt");
-    await sup.dispatch(live, { type: "prompt_failed", cycle, message: words });
+    const words = await piWords(live, ev.errorMessage ?? "pi did not start the prompt");
+    await live.dispatch({ type: "prompt_failed", cycle, message: words });
   } else if (ev.type === "finalize_prompt") {
     // A reportless normal ending: the child sent itself the one finalization follow-up; the cycle goes on.
-    void sup.journal(live, { type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
+    void live.journal({ type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
   } else if (ev.type === "steer_taken" || ev.type === "steer_missed") {
-    await steerAnswered(sup, live, ev);
+    await steerAnswered(live, ev);
   } else if (ev.type === "contract_error" && live.state.phase.name === "running") {
-    void sup.journal(live, { type: "contract_error", cycle: ev.cycle, why: ev.why });
+    void live.journal({ type: "contract_error", cycle: ev.cycle, why: ev.why });
     await live.files?.readSession();
-    await sup.dispatch(live, { type: "contract_error" });
+    await live.dispatch({ type: "contract_error" });
   }
   return { ok: true };
 }
@@ -72,11 +69,11 @@ export async function childEvent(sup: Supervisor, conn: Connection, ev: ChildEve
  * pi's own words for a prompt it did not run: the extension_error it printed (headless: a JSON line on stdout; a
  * TUI: a line of the screen), else what the extension saw. Only the first line: the rest is pi's help text.
  */
-async function piWords(sup: Supervisor, live: Live, fromExtension: string): Promise<string> {
+async function piWords(live: Runner, fromExtension: string): Promise<string> {
   const first = fromExtension.split("\n")[0]!.trim();
   const handle = live.rec.handle;
   if (!handle) return first;
-  const out = await sup.deps
+  const out = await live.ports
     .runtimeFor(live.rec.runtime)
     .readOutput(handle, { lines: 40 })
     .catch(() => "");
@@ -101,9 +98,7 @@ async function piWords(sup: Supervisor, live: Live, fromExtension: string): Prom
     : first;
 }
 
-export async function childReport(sup: Supervisor, conn: Connection, p: ChildReport): Promise<{ ok: true }> {
-  const live = sup.tasks.get(conn.taskId ?? "");
-  if (!live) return { ok: true };
+export async function childReport(live: Runner, p: ChildReport): Promise<{ ok: true }> {
   // Kept before any await: the agent_end that follows on the same connection may settle the cycle next.
   live.report = {
     cycle: p.cycle ?? live.rec.cycle,
@@ -111,13 +106,13 @@ export async function childReport(sup: Supervisor, conn: Connection, p: ChildRep
     report: p.report,
     ...(p.needs !== undefined ? { needs: p.needs } : {}),
   };
-  await sup.journal(live, { type: "report", cycle: p.cycle, outcome: p.outcome });
+  await live.journal({ type: "report", cycle: p.cycle, outcome: p.outcome });
   await live.files?.readResult();
   return { ok: true };
 }
 
 /** The task's session or result.md changed. */
-export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" = "session"): void {
+export function onFiles(live: Runner, what: "session" | "result" = "session"): void {
   const p = live.state.phase;
   if (p.name === "closed" || p.name === "queued") return;
   if (p.name === "launching" || p.name === "awaiting_prompt") return; // the new cycle has not begun
@@ -125,12 +120,12 @@ export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" 
   // A spend cap reached as the session grows: the machine settles the cycle blocked and stops the turn.
   const cap = p.name === "running" && what === "session" ? capReached(live) : undefined;
   if (cap) {
-    void sup.dispatch(live, { type: "cap_reached", ...cap });
+    void live.dispatch({ type: "cap_reached", ...cap });
     return;
   }
   if (p.name === "running" && !live.child && f?.cycleSettled) {
     // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
-    void sup.dispatch(live, {
+    void live.dispatch({
       type: "session_settled",
       retryMayFollow: f.retryMayFollow,
       fresh: freshSession(live),
@@ -138,18 +133,18 @@ export function onFiles(sup: Supervisor, live: Live, what: "session" | "result" 
     });
     return;
   }
-  void sup.dispatch(live, { type: "evidence_changed", what });
+  void live.dispatch({ type: "evidence_changed", what });
 }
 
-export function onRuntime(sup: Supervisor, live: Live, e: RuntimeEvent): void {
+export function onRuntime(live: Runner, e: RuntimeEvent): void {
   if (e.type === "state") {
     live.runtimeState = e.state;
-    void sup.dispatch(live, { type: "evidence_changed", what: "runtime_state" });
+    void live.dispatch({ type: "evidence_changed", what: "runtime_state" });
     return;
   }
   if (live.runtimeState === "missing") return;
   live.runtimeState = "missing";
-  void sup.journal(live, { type: "runtime_" + e.type, ...(e.type === "exited" ? { exit: e.exit } : {}) });
-  if (live.childEnded && live.state.phase.name !== "launching") return; // the daemon ended it: expected
-  void sup.dispatch(live, { type: "runtime_gone", how: e.type });
+  void live.journal({ type: "runtime_" + e.type, ...(e.type === "exited" ? { exit: e.exit } : {}) });
+  if (live.childEnded) return; // the daemon ended it: expected
+  void live.dispatch({ type: "runtime_gone", how: e.type });
 }

@@ -1,16 +1,17 @@
-// Harvest: evidence (runtime state, session facts, result.md, git) → one AgentResult, validated against
-// schema/agent-result.schema.json before it is written or returned.
+// Harvest helpers: the AgentResult schema check every result passes before it is written or returned, the agent as
+// the record asked for it, and the baseline diff of a settled cycle. The result itself is core's resultFromPin
+// (src/core/harvest-pin.ts), fed by settle.ts.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import { buildAgentResult } from "../core/agent-result.js";
-import type { RawState } from "../core/derive.js";
+import type { Lifecycle } from "../core/derive.js";
 import { DshError } from "../core/errors.js";
+import { resultFromPin } from "../core/harvest-pin.js";
 import { PI_DEFAULT_MODEL } from "../core/model-choice.js";
-import { sessionErrorOf, type SessionFacts } from "../core/session-reader.js";
-import type { AgentResult, CapReached, DiffEvidence, HerdrStatus } from "../core/types.js";
+import type { SessionFacts } from "../core/session-reader.js";
+import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
 import type { ParsedResultMd } from "../core/result-md.js";
-import { harvestDiff } from "../git/diff.js";
+import type { GitPort } from "./git-port.js";
 import { packageRoot } from "./protocol.js";
 import { landFieldsOf, type TaskRecord } from "./record.js";
 
@@ -43,65 +44,60 @@ export interface Evidence {
   sessionChangedAfterPrompt: boolean;
   diff?: DiffEvidence;
   settled: boolean;
-  /** A failure with no child evidence (launch, stall, queue timeout): reads as a failed cycle. */
-  failed?: boolean;
-  /** The first cycle's prompt is not taken yet (queued, launching, or pushed and unconfirmed): `starting`. */
-  awaitingFirstPrompt?: boolean;
-  /** The spend cap the cycle settled on (blocked; the summary says it). */
-  cap?: CapReached;
+  /** The lifecycle override (closed, interrupted, starting). */
+  lifecycle?: Lifecycle;
 }
 
+/** One AgentResult from evidence gathered by hand (tests, tools): the harvest's own path is settle.ts → resultFromPin. */
 export function assemble(ev: Evidence): AgentResult {
   const { rec } = ev;
-  // A settled cycle's last stop reason is final (the extension already ruled out a coming retry).
-  const lastStop = ev.facts?.lastStopReason ?? ev.eventStopReason;
-  const sessionError =
-    ev.failed === true || (ev.settled ? lastStop === "error" : ev.facts ? sessionErrorOf(ev.facts) : false);
-  const raw: RawState = { external: false, runtime: ev.failed ? "done" : ev.runtime, sessionError };
-  if (rec.lifecycle) raw.lifecycle = rec.lifecycle;
-  // Starting until pi takes the first prompt; a settled task without one reads from its evidence (gone, failed).
-  else if ((ev.awaitingFirstPrompt ?? rec.timing.promptedAt === undefined) && !ev.failed && !ev.settled)
-    raw.lifecycle = "starting";
-  const result = buildAgentResult({
-    taskId: rec.taskId,
-    role: rec.role,
-    agent: agentInfo(rec, ev.facts),
-    ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
-    cwd: rec.cwd,
-    owner: rec.owner,
-    ...(rec.worktree ? { worktree: rec.worktree } : {}),
-    timing: { ...rec.timing },
-    raw,
-    herdrStatus: ev.herdrStatus ?? "unknown",
-    sessionPath: rec.sessionPath,
-    ...(ev.facts ? { session: ev.facts } : {}),
-    sessionChangedAfterPrompt: ev.sessionChangedAfterPrompt,
-    resultPath: rec.resultPath,
-    ...(ev.resultMd ? { resultMd: ev.resultMd } : {}),
-    ...(ev.diff ? { diff: ev.diff } : {}),
-    settled: ev.settled,
-    ...(rec.error ? { error: rec.error } : {}),
-    ...(rec.warnings?.length ? { warnings: rec.warnings } : {}),
-    // The daemon-run checks' receipts and the work's landability (src/daemon/land-methods.ts, settleChecks).
-    ...landFieldsOf(rec),
-    ...(ev.cap ? { cap: ev.cap } : {}),
-  });
+  const result = resultFromPin(
+    {
+      taskId: rec.taskId,
+      role: rec.role,
+      ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
+      cwd: rec.cwd,
+      owner: rec.owner,
+      ...(rec.worktree ? { worktree: rec.worktree } : {}),
+      sessionPath: rec.sessionPath,
+      resultPath: rec.resultPath,
+    },
+    {
+      agent: agentAsked(rec),
+      timing: { ...rec.timing },
+      runtime: ev.runtime,
+      ...(ev.herdrStatus ? { herdrStatus: ev.herdrStatus } : {}),
+      // A record written before the lifecycle was read from the phase carries it as `lifecycle`.
+      ...((ev.lifecycle ?? rec.lifecycle) ? { lifecycle: ev.lifecycle ?? rec.lifecycle } : {}),
+      settled: ev.settled,
+      fresh: ev.sessionChangedAfterPrompt,
+      ...(ev.eventStopReason !== undefined ? { stopReason: ev.eventStopReason } : {}),
+      ...(ev.diff ? { diff: ev.diff } : {}),
+      ...(rec.error ? { error: rec.error } : {}),
+      ...(rec.warnings?.length ? { warnings: rec.warnings } : {}),
+    },
+    {
+      ...(ev.facts ? { session: ev.facts } : {}),
+      ...(ev.resultMd ? { resultMd: ev.resultMd } : {}),
+      ...landFieldsOf(rec),
+    },
+  );
   validateAgentResult(result);
   return result;
 }
 
 /**
- * The model and thinking level are what pi ran, read from its session (model_change, thinking_level_change, the
- * assistant's own provider/model); until the session says, what was asked for (pi may clamp a level the model cannot
- * do, or pick its own default model).
+ * The agent as the record asked for it: the model and thinking level requested (pi's default model when none), the
+ * runtime and the child's ids there. What pi ran (the session's model_change, thinking_level_change, the assistant's
+ * own provider/model) overrides model and thinking in resultFromPin.
  */
-function agentInfo(rec: TaskRecord, facts: SessionFacts | undefined): AgentResult["agent"] {
+export function agentAsked(rec: TaskRecord): AgentResult["agent"] {
   const h = rec.handle;
   const a: AgentResult["agent"] = {
     name: rec.name,
     kind: rec.kind,
-    model: facts?.model ?? rec.model ?? PI_DEFAULT_MODEL,
-    thinking: facts?.thinkingLevel ?? rec.thinking,
+    model: rec.model ?? PI_DEFAULT_MODEL,
+    thinking: rec.thinking,
     runtime: rec.runtime,
   };
   if (rec.machine) a.machine = rec.machine;
@@ -115,6 +111,7 @@ function agentInfo(rec: TaskRecord, facts: SessionFacts | undefined): AgentResul
 
 /** The baseline diff of a settled cycle; a git problem becomes a warning, never a lost harvest. */
 export async function diffFor(
+  git: Pick<GitPort, "harvestDiff">,
   rec: TaskRecord,
   patchPath: string,
   capBytes: number,
@@ -122,7 +119,7 @@ export async function diffFor(
   if (!rec.baseline?.isRepo) return {};
   try {
     return {
-      diff: await harvestDiff({
+      diff: await git.harvestDiff({
         cwd: rec.workdir,
         baselineHead: rec.baseline.head,
         dirtyAtStart: rec.baseline.dirtyAtStart,

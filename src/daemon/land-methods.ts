@@ -11,7 +11,8 @@ import { runTaskChecks } from "../checks/task-checks.js";
 import { landTask, type LandOutcome, type LandStrategy } from "../git/land.js";
 import { childIdentity, landabilityOf } from "../git/landability.js";
 import { validateAgentResult } from "./harvest.js";
-import type { Live } from "./live.js";
+import type { TaskStore } from "../store/task-store.js";
+import type { Runner } from "./runner-types.js";
 import type { MethodContext } from "./method-context.js";
 import { landFieldsOf, type TaskRecord } from "./record.js";
 
@@ -37,12 +38,17 @@ function limitsOf(rec: TaskRecord) {
 }
 
 /** Run the record's checks in `dir` (its worktree, or a merged tree): receipts, in order. */
-function runChecksOf(sup: Supervisor, rec: TaskRecord, dir: string, on: CheckReceipt["on"]): Promise<CheckReceipt[]> {
+function runChecksOf(
+  store: Pick<TaskStore, "taskPaths">,
+  rec: TaskRecord,
+  dir: string,
+  on: CheckReceipt["on"],
+): Promise<CheckReceipt[]> {
   const at = Date.now();
   return runTaskChecks({
     commands: rec.checks ?? [],
     cwd: dir,
-    taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
+    taskDir: store.taskPaths(rec.taskId).dir,
     runTag: `${on === "merged" ? "land" : "c"}${rec.cycle}-${at}`,
     limits: limitsOf(rec),
     ...(on !== undefined ? { on } : {}),
@@ -75,12 +81,12 @@ async function measureLanding(rec: TaskRecord): Promise<Landing | undefined> {
  * settled harvest after it then carries them (landFieldsOf, warnings). A git or check problem becomes a warning, never
  * a lost settle. Journals `checks`, `landability` and `siblings`.
  */
-export async function settleChecks(sup: Supervisor, live: Live): Promise<void> {
-  const { rec } = live;
+export async function settleChecks(r: Runner): Promise<void> {
+  const { rec } = r;
   if (rec.checks?.length) {
-    const receipts = await runChecksOf(sup, rec, rec.workdir, "worktree");
-    rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts };
-    await sup.journal(live, {
+    const receipts = await runChecksOf(r.ports.store, rec, rec.workdir, "worktree");
+    rec.checkRun = { cycle: rec.cycle, at: r.ports.clock.now(), receipts };
+    await r.journal({
       type: "checks",
       cycle: rec.cycle,
       verified: verifiedOf(receipts) ?? true,
@@ -92,7 +98,7 @@ export async function settleChecks(sup: Supervisor, live: Live): Promise<void> {
       const landing = await measureLanding(rec);
       if (landing) {
         rec.landing = landing;
-        await sup.journal(live, { type: "landability", cycle: rec.cycle, ...landingJournal(landing) });
+        await r.journal({ type: "landability", cycle: rec.cycle, ...landingJournal(landing) });
       }
     } catch (e) {
       rec.warnings = [
@@ -101,7 +107,7 @@ export async function settleChecks(sup: Supervisor, live: Live): Promise<void> {
       ];
     }
     // Open isolated siblings of the same repository whose work conflicts with this one: a warning on both.
-    await checkSiblings(sup, live);
+    await checkSiblings(r);
   }
 }
 
@@ -113,7 +119,7 @@ function landingJournal(l: Landing) {
 interface Target {
   rec: TaskRecord;
   result: AgentResult;
-  live?: Live;
+  live?: Runner;
 }
 
 /** Closed tasks have no chain: their on-demand work is serialized here, per task. */
@@ -156,7 +162,7 @@ function withTarget<T>(sup: Supervisor, taskId: string, op: (t: Target) => Promi
 }
 
 /** The target's result with its check and landing fields set from the record; written with task.json, journaled. */
-async function save(sup: Supervisor, t: Target, event: { type: string; [k: string]: unknown }): Promise<AgentResult> {
+async function save(store: TaskStore, t: Target, event: { type: string; [k: string]: unknown }): Promise<AgentResult> {
   const { rec } = t;
   const fields = landFieldsOf(rec);
   const result: AgentResult = { ...t.result };
@@ -170,11 +176,11 @@ async function save(sup: Supervisor, t: Target, event: { type: string; [k: strin
   if (fields.landing) result.landing = fields.landing;
   validateAgentResult(result);
   if (t.live) t.live.result = result;
-  await sup.deps.store.saveTask(rec, result);
+  await store.saveTask(rec, result);
   if (t.live) {
-    await sup.journal(t.live, event);
-    sup.notifyStatus(t.live, result, { settled: false });
-  } else await sup.deps.store.appendEvent(rec.taskId, event);
+    await t.live.journal(event);
+    t.live.notify(result, { settled: false });
+  } else await store.appendEvent(rec.taskId, event);
   return result;
 }
 
@@ -195,10 +201,10 @@ export async function checkTask(sup: Supervisor, taskId: string) {
         "BAD_STATE",
         `task ${taskId} has no checks; spawn with --check CMD (e.g. --check "npm test") to have the daemon run them`,
       );
-    const receipts = await runChecksOf(sup, rec, rec.workdir, "worktree");
+    const receipts = await runChecksOf(sup.deps.store, rec, rec.workdir, "worktree");
     rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts };
     const verified = verifiedOf(receipts)!;
-    const result = await save(sup, t, {
+    const result = await save(sup.deps.store, t, {
       type: "checks",
       cycle: rec.cycle,
       onDemand: true,
@@ -230,7 +236,7 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams): Promise<
     const author = childIdentity(rec.name, rec.taskId);
     if (p.dryRun) {
       rec.landing = (await measureLanding(rec))!;
-      await save(sup, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
+      await save(sup.deps.store, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
       const l = rec.landing;
       const said = l.clean
         ? `lands cleanly on ${l.baseBranch} (${l.baseHead.slice(0, 12)})`
@@ -255,11 +261,11 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams): Promise<
         ...(p.check
           ? {
               check: async (dir: string) => {
-                checks = await runChecksOf(sup, rec, dir, "merged");
+                checks = await runChecksOf(sup.deps.store, rec, dir, "merged");
                 const bad = checks.find((c) => c.exitCode !== 0 || c.cutOff !== undefined);
                 if (bad) {
                   rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
-                  await save(sup, t, {
+                  await save(sup.deps.store, t, {
                     type: "checks",
                     cycle: rec.cycle,
                     on: "merged",
@@ -281,7 +287,7 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams): Promise<
     if (!out.already) {
       rec.landing = out.landing;
       if (checks) rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
-      await save(sup, t, {
+      await save(sup.deps.store, t, {
         type: "landed",
         cycle: rec.cycle,
         commit: out.landing.landedAs,

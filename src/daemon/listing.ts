@@ -4,6 +4,7 @@
 import { DshError } from "../core/errors.js";
 import { isValidTaskId } from "../core/ids.js";
 import { rowOf, storedResultRow, type TaskRow } from "../store/task-index.js";
+import type { TaskStore } from "../store/task-store.js";
 import type { Supervisor } from "./supervisor-types.js";
 
 /** Rows per page without a limit, and the most one page may hold (keeps a reply far below the 1 MiB frame cap). */
@@ -45,13 +46,13 @@ export async function listTasks(sup: Supervisor, p: ListParams): Promise<ListPag
     if (wanted && !wanted.has(status)) continue;
     if (tasks.length === limit) return { tasks, nextCursor: tasks[tasks.length - 1]!.taskId };
     // A row, not the whole live result: 1,000 open tasks' results made a reply of several hundred ms to build.
-    const row = (live?.result && rowOf(live.result)) ?? s.row ?? (await legacyRow(sup, s.taskId));
+    const row = (live?.result && rowOf(live.result)) ?? s.row ?? (await legacyRow(store, s.taskId));
     if (row) tasks.push(row);
   }
   return { tasks };
 }
 
 /** An index line from before rows were kept: read that task's result.json once. */
-async function legacyRow(sup: Supervisor, taskId: string): Promise<TaskRow | undefined> {
-  return storedResultRow(await sup.deps.store.readResult(taskId).catch(() => undefined));
+async function legacyRow(store: Pick<TaskStore, "readResult">, taskId: string): Promise<TaskRow | undefined> {
+  return storedResultRow(await store.readResult(taskId).catch(() => undefined));
 }

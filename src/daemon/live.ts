@@ -1,12 +1,15 @@
-// What the supervisor keeps per task while the daemon runs, and what it is built from. Types only: the modules that
-// act on a task (evidence, settle, task-commands) share them without importing each other's behaviour.
+// What a task runner (src/daemon/task-runner.ts) keeps per task while the daemon runs, and what the supervisor is
+// built from. Types only: the modules that act on a task (evidence, settle, task-commands) share them without
+// importing each other's behaviour.
+import type { Clock } from "../core/clock.js";
 import type { CrewReport } from "../core/crew-cycle.js";
-import type { TaskState } from "../core/task-cycle.js";
+import type { SettleReason, TaskState } from "../core/task-cycle.js";
 import type { AgentResult, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { CreatedWorktree } from "../git/worktree.js";
+import type { GitPort } from "./git-port.js";
 import type { TaskRecord } from "./record.js";
 import type { Connection, Logger } from "./server.js";
 import type { TaskFiles } from "./watcher.js";
@@ -21,6 +24,10 @@ export interface SupervisorDeps {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE). */
   childEnv: Record<string, string>;
   log: Logger;
+  /** The clock the task runners time with (default: the system clock; tests pass a fake one). */
+  clock?: Clock;
+  /** The git the task runners use (default: src/git). */
+  git?: GitPort;
 }
 
 export interface Live {
@@ -36,14 +43,9 @@ export interface Live {
   promptSentAt?: number;
   /** The newest cycle whose run pi started (the child's agent_start): a prompt handed to pi may still be refused. */
   agentStartedCycle?: number;
-  /** The launch's readiness barrier; `abandon` (daemon stop) drops its timer and leaves the launch to recovery. */
-  readiness?: { resolve(): void; reject(e: Error): void; abandon(): void };
   lastStopReason?: string;
   runtimeState?: HerdrStatus | "missing";
   unwatch?: () => void;
-  timer?: NodeJS.Timeout;
-  /** Ends a settled task's idle child after idleChildMs (parks the task). */
-  idleTimer?: NodeJS.Timeout;
   /** The child process was ended by the daemon (or found gone): a later exit is expected, not news. */
   childEnded?: boolean;
   diff?: DiffEvidence;
@@ -54,7 +56,7 @@ export interface Live {
   /** The effects of every event fed so far, done: a daemon stop waits for them (a close's record is half written). */
   effectsDone?: Promise<void>;
   /** The one refresh waiting behind the running one; later requests join it (it reads the newest evidence). */
-  queued?: { settled?: boolean; failed?: boolean; done?: Promise<void> };
+  queued?: { settled?: boolean; reason?: SettleReason; done?: Promise<void> };
   /** The crew_report the child extension accepted, with the cycle it ended. */
   report?: CrewReport & { cycle: number };
   /** errorMessage of the child's last agent_end, for a session file that does not show it yet. */
@@ -72,6 +74,16 @@ export interface Live {
   unsaved?: UnsavedStatus;
   /** Steers (src/daemon/steer.ts): the highest number handed out, and the responds waiting to learn their fate. */
   steering?: { reserved: number; waiters: Map<number, (fate: "taken" | "missed") => void> };
+  /**
+   * What the settle record of `cycle` pinned about the disk: `note` when it was full (a PANE_GONE or AGENT_ERROR
+   * ending then names it). Present: the settle judged it, so the harvest does not ask the disk again (after a restart
+   * the space may be back, and the verdict stays what it was).
+   */
+  settleDisk?: { cycle: number; note?: string };
+  /** A relayed task: a follow loop (task.wait rounds on its machine) runs for it (src/remote/relay-follow.ts). */
+  following?: boolean;
+  /** A relayed task: the cycle whose settle record a restarted daemon found journaled without its recorded result. */
+  settleJournaled?: number;
 }
 
 /** A status record that could not be written (a full or read-only home), and how often it was tried. */
@@ -79,4 +91,6 @@ export interface UnsavedStatus {
   ev: Record<string, unknown> & { type: string; cycle?: unknown };
   sync: boolean;
   attempt: number;
+  /** Files written with the record (result.md's pinned copy). */
+  extra?: { name: string; data: string }[];
 }

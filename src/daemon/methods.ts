@@ -11,7 +11,7 @@ import { createLandHandlers } from "./land-methods.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live } from "./live.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { ChildEvent, ChildReport, Runner } from "./runner-types.js";
 import type { RequestMethod } from "./protocol.js";
 import type { MethodContext } from "./method-context.js";
 import { knownOwners, resolveOwner, shownOwner, viewOf } from "./owner-view.js";
@@ -30,7 +30,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
   const { sup } = ctx;
   const cfg = () => sup.deps.config();
 
-  const liveOf = (taskId: string): Live => {
+  const liveOf = (taskId: string): Runner => {
     const live = sup.tasks.get(taskId);
     if (!live) throw new DshError("TASK_NOT_FOUND", `no open task ${taskId}; list tasks with \`dsh-herdr list\``);
     return live;
@@ -45,7 +45,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     if (!stored) throw new DshError("TASK_NOT_FOUND", `no task ${taskId}; list tasks with \`dsh-herdr list\``);
     return stored;
   };
-  const owned = (conn: Connection, taskId: string): Live => {
+  const owned = (conn: Connection, taskId: string): Runner => {
     const live = liveOf(taskId);
     if (!mayAct(conn, live))
       throw new DshError(
@@ -123,7 +123,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       // Relay: a remote task's follow-up goes to its machine's daemon.
       const { cycle, queued } = ctx.relay?.owns(live)
         ? await ctx.relay.respond(live, p.message)
-        : await sup.respond(live, p.message, p);
+        : await live.respond(p.message, p);
       return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 
@@ -136,7 +136,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
           `task ${p.taskId} belongs to owner ${shownOwner(conn, live.rec.owner)}; only its owner (or the CLI) may close it`,
         );
       const closePane = p.closePane ?? cfg().closePaneOnDone;
-      const result = ctx.relay?.owns(live) ? await ctx.relay.close(live, closePane) : await sup.close(live, closePane);
+      const result = ctx.relay?.owns(live) ? await ctx.relay.close(live, closePane) : await live.close(closePane);
       sup.tasks.delete(p.taskId);
       return viewOf(conn, result);
     },
@@ -149,7 +149,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
         const live = sup.tasks.get(id);
         if (!live || !sup.isOpen(live)) out.missing_ids.push(id);
         else if (conn.kind === "owner" && live.rec.owner !== conn.ownerId) out.foreign_ids.push(id);
-        else if (await (ctx.relay?.owns(live) ? ctx.relay.abort(live) : sup.abort(live))) out.aborted_ids.push(id);
+        else if (await (ctx.relay?.owns(live) ? ctx.relay.abort(live) : live.abort())) out.aborted_ids.push(id);
         else out.missing_ids.push(id); // ended on its own meanwhile: nothing to abort
       }
       return out;
@@ -186,17 +186,17 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     // task.check, task.land (src/daemon/land-methods.ts)
     ...createLandHandlers(ctx),
 
-    "child.event": (p: { type: string }, conn: Connection) => sup.childEvent(conn, p),
-    "child.report": (p: Parameters<Supervisor["childReport"]>[1], conn: Connection) => sup.childReport(conn, p),
+    "child.event": (p: ChildEvent, conn: Connection) => sup.runnerOf(conn)?.childEvent(p) ?? { ok: true },
+    "child.report": (p: ChildReport, conn: Connection) => sup.runnerOf(conn)?.childReport(p) ?? { ok: true },
   };
 }
 
 /** A steer of a local task; a task relayed to another machine is not steered from here (yet): refused by name. */
-function steerOrRefuse(ctx: MethodContext, live: Live, message: string): Promise<SteerReply> {
+function steerOrRefuse(ctx: MethodContext, live: Runner, message: string): Promise<SteerReply> {
   if (ctx.relay?.owns(live))
     throw new DshError(
       "BAD_STATE",
       `task ${live.rec.taskId} runs on machine ${live.rec.machine ?? "(remote)"}, whose running cycle cannot be steered from here; wait for its result (dsh-herdr wait ${live.rec.taskId}), then respond`,
     );
-  return steerTask(ctx.sup, live, message);
+  return steerTask(live, message);
 }

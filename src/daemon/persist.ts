@@ -3,9 +3,10 @@
 // write.
 import type { AgentResult } from "../core/types.js";
 import { DshError } from "../core/errors.js";
+import { lifecycleOf } from "../core/task-cycle.js";
 import { unsynced } from "../store/task-store.js";
-import type { Live, UnsavedStatus } from "./live.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { UnsavedStatus } from "./live.js";
+import type { Runner } from "./runner-types.js";
 
 const SNAPSHOT_EVERY_MS = 250;
 /**
@@ -15,34 +16,28 @@ const SNAPSHOT_EVERY_MS = 250;
  */
 const SNAPSHOT_MS_PER_TASK = 25;
 /** The result is being written now: a deferred snapshot of it is moot. */
-export function snapshotWritten(live: Live): void {
-  delete live.snapshotDue;
+export function snapshotWritten(r: Runner): void {
+  delete r.snapshotDue;
 }
 
 /** Write a deferred live snapshot now (daemon stop), on the task's chain. */
-export function flushSnapshot(sup: Supervisor, live: Live): Promise<void> {
-  if (!live.snapshotDue) return live.chain;
-  live.chain = live.chain
+export function flushSnapshot(r: Runner): Promise<void> {
+  if (!r.snapshotDue) return r.chain;
+  r.chain = r.chain
     .then(async () => {
-      const due = live.snapshotDue === true;
-      delete live.snapshotDue;
-      if (!due || !live.result || live.rec.lifecycle) return;
-      await sup.deps.store.saveTask(live.rec, live.result, { sync: false });
+      const due = r.snapshotDue === true;
+      delete r.snapshotDue;
+      if (!due || !r.result || lifecycleOf(r.state.phase)) return;
+      await r.ports.store.saveTask(r.rec, r.result, { sync: false });
     })
-    .catch((e: unknown) => sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "live snapshot not saved"));
-  return live.chain;
+    .catch((e: unknown) => r.ports.log.warn({ taskId: r.rec.taskId, err: String(e) }, "live snapshot not saved"));
+  return r.chain;
 }
 
-export function deferSnapshot(sup: Supervisor, live: Live): void {
-  if (live.snapshotDue) return;
-  live.snapshotDue = true;
-  const t = setTimeout(
-    () => {
-      if (!sup.stopped) void flushSnapshot(sup, live);
-    },
-    Math.max(SNAPSHOT_EVERY_MS, sup.tasks.size * SNAPSHOT_MS_PER_TASK),
-  );
-  t.unref();
+export function deferSnapshot(r: Runner): void {
+  if (r.snapshotDue) return;
+  r.snapshotDue = true;
+  r.later(Math.max(SNAPSHOT_EVERY_MS, r.ports.taskCount() * SNAPSHOT_MS_PER_TASK), () => void flushSnapshot(r));
 }
 
 /**
@@ -55,30 +50,31 @@ type StatusEvent = Record<string, unknown> & { type: string; cycle?: unknown };
 type Unsaved = UnsavedStatus;
 
 export async function persist(
-  sup: Supervisor,
-  live: Live,
+  r: Runner,
   result: AgentResult,
   sync: boolean,
   ev: StatusEvent | undefined,
+  extra?: { name: string; data: string }[],
 ): Promise<void> {
   try {
-    await sup.deps.store.saveTask(live.rec, result, {
+    await r.ports.store.saveTask(r.rec, result, {
       sync,
       // The renames are visible at once (task.wait returns, `show` reads result.json); their directory fsync follows.
       dirSyncLater: (done) =>
         void done.catch((e: unknown) =>
-          sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "task directory not fsynced"),
+          r.ports.log.warn({ taskId: r.rec.taskId, err: String(e) }, "task directory not fsynced"),
         ),
+      ...(extra ? { extra } : {}),
     });
-    if (ev) await (sync ? sup.journalWritten(live, ev) : sup.journal(live, unsynced(ev)));
+    if (ev) await (sync ? r.journalWritten(ev) : r.journal(unsynced(ev)));
   } catch (e) {
     if (!(e instanceof DshError) || e.code !== "HOME_UNWRITABLE" || !ev) throw e;
-    retryLater(sup, live, { ev, sync, attempt: 0 });
+    retryLater(r, { ev, sync, attempt: 0, ...(extra ? { extra } : {}) });
     throw e;
   }
   // A newer status of the same or a later cycle is on disk: an older one still waiting is moot.
-  const u = live.unsaved;
-  if (ev && u && Number(u.ev.cycle) <= Number(ev.cycle)) delete live.unsaved;
+  const u = r.unsaved;
+  if (ev && u && Number(u.ev.cycle) <= Number(ev.cycle)) delete r.unsaved;
 }
 
 /**
@@ -86,31 +82,32 @@ export async function persist(
  * (0.5 s doubling to 30 s) on the task's chain, with whatever result is current then, until it is written, a newer
  * status is written, the task is closed or the daemon stops.
  */
-function retryLater(sup: Supervisor, live: Live, u: Unsaved): void {
-  live.unsaved = u;
+function retryLater(r: Runner, u: Unsaved): void {
+  r.unsaved = u;
   const delay = Math.min(30_000, 500 * 2 ** u.attempt);
-  sup.deps.log.warn(
-    { taskId: live.rec.taskId, status: u.ev.status, retryInMs: delay },
+  r.ports.log.warn(
+    { taskId: r.rec.taskId, status: u.ev.status, retryInMs: delay },
     "task record not saved; trying again",
   );
-  const t = setTimeout(() => {
-    if (sup.stopped || live.rec.lifecycle === "closed" || live.unsaved !== u) return;
-    live.chain = live.chain
+  r.later(delay, () => {
+    if (r.state.phase.name === "closed" || r.unsaved !== u) return;
+    r.chain = r.chain
       .then(async () => {
-        if (live.unsaved !== u || !live.result) return;
+        if (r.unsaved !== u || !r.result) return;
         try {
-          await sup.deps.store.saveTask(live.rec, live.result, { sync: u.sync });
-          await sup.journal(live, u.sync ? u.ev : unsynced(u.ev));
-          if (live.unsaved === u) delete live.unsaved;
+          await r.ports.store.saveTask(r.rec, r.result, {
+            sync: u.sync,
+            ...(u.extra ? { extra: u.extra } : {}),
+          });
+          await r.journal(u.sync ? u.ev : unsynced(u.ev));
+          if (r.unsaved === u) delete r.unsaved;
         } catch (e) {
-          if (e instanceof DshError && e.code === "HOME_UNWRITABLE")
-            retryLater(sup, live, { ...u, attempt: u.attempt + 1 });
+          if (e instanceof DshError && e.code === "HOME_UNWRITABLE") retryLater(r, { ...u, attempt: u.attempt + 1 });
           else throw e;
         }
       })
       .catch((err: unknown) =>
-        sup.deps.log.error({ taskId: live.rec.taskId, err: String(err) }, "task record still not saved"),
+        r.ports.log.error({ taskId: r.rec.taskId, err: String(err) }, "task record still not saved"),
       );
-  }, delay);
-  t.unref();
+  });
 }

@@ -1,21 +1,23 @@
 // The spawn pipeline of one task: wait for a slot, record the baseline (and the isolated worktree), write
-// prompt.md, launch pi in the runtime with the child extension, and hold the readiness barrier (hello + prompt
-// accepted; no sign of life → kill, one retry, then AGENT_STALLED).
+// prompt.md and launch pi in the runtime with the child extension. The readiness barrier (hello + prompt accepted in
+// time; no sign of life → the child ended, one retry, then why pi could not start) is the machine's: its readiness
+// timer and stall decision live in src/core/task-cycle.ts; this module only launches and diagnoses.
 import { DshError } from "../core/errors.js";
 import { classifyPiStartFailure } from "../core/pi-failure.js";
-import { captureBaseline } from "../git/baseline.js";
-import { createWorktree, removeUnusedWorktree, type CreatedWorktree } from "../git/worktree.js";
+import { launchWanted } from "../core/task-cycle.js";
+import type { CreatedWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
 import { unsynced } from "../store/task-store.js";
 import { crashPoint } from "./crash-hook.js";
+import type { GitPort } from "./git-port.js";
 import { buildPrompt } from "./prompt.js";
 import { prepareWorkdir } from "./workdir-setup.js";
 import type { TaskRecord } from "./record.js";
-import type { Live } from "./live.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { Runner } from "./runner-types.js";
+import type { Logger } from "./server-types.js";
 
 /** The phase allows no more launching: closed, aborted or otherwise settled meanwhile. */
-const launchMoot = (live: Live): boolean => live.state.phase.name === "closed" || live.state.phase.name === "settled";
+const launchMoot = (r: Runner): boolean => r.state.phase.name === "closed" || r.state.phase.name === "settled";
 
 /**
  * A task admitted at once into a repo found without git: `git worktree add` starts as soon as the task id exists,
@@ -23,59 +25,87 @@ const launchMoot = (live: Live): boolean => live.state.phase.name === "closed" |
  * it). A daemon that stops before journaling it leaves it to recovery, which drops an unjournaled worktree.
  */
 export function startWorktree(
-  sup: Supervisor,
+  git: Pick<GitPort, "createWorktree">,
+  home: string,
   cwd: string,
   repoRoot: string,
   taskId: string,
 ): Promise<CreatedWorktree> {
-  const wt = createWorktree({ repoCwd: cwd, home: sup.deps.home, taskId, known: { repoRoot } });
+  const wt = git.createWorktree({ repoCwd: cwd, home, taskId, known: { repoRoot } });
   wt.catch(() => undefined); // prepare() reports a failure; a spawn that failed before it drops the worktree
   return wt;
 }
 
 /** The spawn failed after its worktree was started: remove it and its branch (nothing ran in it). */
-export function dropStartedWorktree(sup: Supervisor, repoRoot: string, wt: Promise<CreatedWorktree>): void {
+export function dropStartedWorktree(
+  git: Pick<GitPort, "removeUnusedWorktree">,
+  log: Logger,
+  repoRoot: string,
+  wt: Promise<CreatedWorktree>,
+): void {
   void wt
-    .then((w) => removeUnusedWorktree(repoRoot, w.path, w.branch))
-    .catch((e: unknown) => sup.deps.log.warn({ repo: repoRoot, err: String(e) }, "unused worktree not removed"));
+    .then((w) => git.removeUnusedWorktree(repoRoot, w.path, w.branch))
+    .catch((e: unknown) => log.warn({ repo: repoRoot, err: String(e) }, "unused worktree not removed"));
 }
 
-export async function runPipeline(sup: Supervisor, live: Live, slot: Promise<{ queuedMs: number }>): Promise<void> {
-  const { rec } = live;
+export async function runPipeline(r: Runner, slot: Promise<{ queuedMs: number }>): Promise<void> {
+  const { rec } = r;
   try {
     const { queuedMs } = await slot;
-    if (sup.stopped) return; // admitted as the daemon stopped: the next daemon's recovery starts it
+    if (r.ports.stopped()) return; // admitted as the daemon stopped: the next daemon's recovery starts it
     rec.timing.queuedMs = queuedMs;
-    if (queuedMs > 0) delete live.knownRepo;
-    void sup.dispatch(live, { type: "admitted" });
+    if (queuedMs > 0) delete r.knownRepo;
+    void r.dispatch({ type: "admitted" });
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
     // a power cut can only lose a task that never started). The launch itself is journaled durably.
-    await sup.journal(live, unsynced({ type: "admitted", queuedMs }));
-    await prepare(sup, live);
-    await launchWithRetry(sup, live);
+    await r.journal(unsynced({ type: "admitted", queuedMs }));
+    await prepare(r);
+    await launchOnce(r, 1);
   } catch (e) {
-    await startFailed(sup, live, e);
+    await startFailed(r, e);
   }
 }
 
-async function startFailed(sup: Supervisor, live: Live, e: unknown): Promise<void> {
-  if (launchMoot(live)) return; // aborted or closed meanwhile: already harvested
-  if (sup.stopped) return; // the next daemon's recovery starts or re-attaches it
+async function startFailed(r: Runner, e: unknown): Promise<void> {
+  if (launchMoot(r)) return; // aborted or closed meanwhile: already harvested
+  if (r.ports.stopped()) return; // the next daemon's recovery starts or re-attaches it
   const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
-  live.rec.error = { code: err.code, message: err.message };
   // Logged once as "task failed" (daemon-log.ts logTaskFailures) when the failed status is out.
-  sup.stopWatching(live);
-  await sup.dispatch(live, { type: "launch_failed", code: err.code, message: err.message });
+  r.stopWatching();
+  await r.dispatch({ type: "launch_failed", code: err.code, message: err.message });
 }
 
-/** A parked task's follow-up: pi starts again on the task's session file, so the conversation goes on. */
-export async function relaunch(sup: Supervisor, live: Live): Promise<void> {
+/**
+ * The machine's `relaunch`: pi starts again on the task's session file, so the conversation goes on (a parked
+ * task's follow-up), or once more after a stall (attempt 2).
+ */
+export async function launch(r: Runner, attempt: number): Promise<void> {
   try {
-    sup.startWatching(live);
-    await launchWithRetry(sup, live);
+    r.startWatching();
+    await launchOnce(r, attempt);
   } catch (e) {
-    await startFailed(sup, live, e);
+    await startFailed(r, e);
   }
+}
+
+/**
+ * The machine's `diagnose_start`: the launch stalled twice. pi may have said why it could not start (e.g. `Model "x"
+ * not found`): that, in pi's words; else AGENT_STALLED with its last output.
+ */
+export async function diagnoseStart(r: Runner, why: string): Promise<void> {
+  const { rec } = r;
+  const runtime = r.ports.runtimeFor(rec.runtime);
+  const tail = rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "";
+  if (r.ports.stopped()) return;
+  const said = classifyPiStartFailure(tail);
+  const err = said
+    ? new DshError(said.code, `pi could not start the child: ${said.line}`)
+    : new DshError(
+        "AGENT_STALLED",
+        `the child showed no sign of life twice (${why}); check the model (${rec.model ?? "pi's default"}), pi's install and ${r.ports.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
+      );
+  r.stopWatching();
+  await r.dispatch({ type: "launch_failed", code: err.code, message: err.message });
 }
 
 /** The spawn warning of a task that shares a repository with uncommitted changes: the child edits beside them. */
@@ -88,23 +118,24 @@ function sharedDirty(cwd: string, dirty: string[]): string {
 /** Dirty paths journaled with the baseline; past this many only the count is (the diff then warns after a crash). */
 const DIRTY_JOURNAL_MAX = 2000;
 
-async function prepare(sup: Supervisor, live: Live): Promise<void> {
-  const { rec } = live;
-  const { store, home } = sup.deps;
-  const known = live.knownRepo;
-  delete live.knownRepo;
+async function prepare(r: Runner): Promise<void> {
+  const { rec } = r;
+  const { store, git } = r.ports;
+  const { home } = r.ports.env;
+  const known = r.knownRepo;
+  delete r.knownRepo;
   let repoRoot: string | undefined;
   if (rec.isolated && known && known.head === undefined) {
     repoRoot = known.root;
     // The request found the repo without git: the worktree is the one git call, and its branch gives the baseline.
     const { head, ...wt } = await (known.worktree ??
-      createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId, known: { repoRoot: known.root } }));
+      git.createWorktree({ repoCwd: rec.cwd, home, taskId: rec.taskId, known: { repoRoot: known.root } }));
     rec.baseline = { isRepo: true, head, dirtyAtStart: [], warnings: [] };
     rec.worktree = wt;
     rec.workdir = wt.path;
-    await sup.journal(live, unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
+    await r.journal(unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
   } else {
-    const base = await captureBaseline(rec.cwd, {
+    const base = await git.captureBaseline(rec.cwd, {
       dirty: !rec.isolated,
       ...(known?.head !== undefined ? { known: { root: known.root, head: known.head } } : {}),
     });
@@ -120,7 +151,7 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
     if (!rec.isolated && base.dirtyAtStart.length > 0)
       rec.warnings = [...(rec.warnings ?? []), sharedDirty(rec.cwd, base.dirtyAtStart)];
     if (rec.isolated) {
-      const { head: _head, ...wt } = await createWorktree({
+      const { head: _head, ...wt } = await git.createWorktree({
         repoCwd: rec.cwd,
         home,
         taskId: rec.taskId,
@@ -130,15 +161,14 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
       rec.workdir = wt.path;
       // The fresh worktree is the diff's subject: same HEAD, nothing dirty yet.
       rec.baseline = { ...rec.baseline, dirtyAtStart: [] };
-      await sup.journal(live, unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
+      await r.journal(unsynced({ type: "worktree", path: wt.path, branch: wt.branch }));
     }
   }
   // The repository's settings (checks, include, setup); an isolated worktree made ready: the baseline is taken after.
-  await prepareWorkdir(sup, live, repoRoot);
+  await prepareWorkdir(r, repoRoot);
   // The dirty list itself (up to a bound), so a recovery that finds task.json older than this record loses nothing.
   const dirty = rec.baseline.dirtyAtStart;
-  await sup.journal(
-    live,
+  await r.journal(
     unsynced({
       type: "baseline",
       head: rec.baseline.head,
@@ -159,133 +189,80 @@ async function prepare(sup: Supervisor, live: Live): Promise<void> {
   // journaled, since recovery of a launched task reads it.
   const written = store.writePrompt(rec.taskId, text, { sync: false });
   written.catch(() => undefined);
-  live.promptWrite = written;
-  live.prompt = { cycle: 1, text };
-  sup.startWatching(live);
+  r.promptWrite = written;
+  r.prompt = { cycle: 1, text };
+  r.startWatching();
 }
 
-function unwatchRuntime(live: Live): void {
-  live.unwatch?.();
-  delete live.unwatch;
-}
-
-async function launchWithRetry(sup: Supervisor, live: Live): Promise<void> {
-  const { rec } = live;
-  const cfg = sup.deps.config();
-  const runtime = sup.deps.runtimeFor(rec.runtime);
-  let lastErr: Error | undefined;
-  for (let attempt = 1; attempt <= 2; attempt++) {
-    if (launchMoot(live) || sup.stopped) return;
-    unwatchRuntime(live); // a relaunch (a parked child's follow-up): the old child is ended, its watch is moot
-    const argv = buildPiCommand({
-      mode: rec.runtime === "headless" ? "rpc" : "interactive",
-      model: rec.model,
-      thinking: rec.thinking,
-      sessionPath: rec.sessionPath,
-      extensionPaths: [sup.deps.childExtensionPath],
-      cwd: rec.workdir,
-      env: { ...process.env, ...sup.deps.childEnv },
-    }).argv;
-    const env = childEnv(sup, rec);
-    // The env's names only: its values may be API keys (docs/reliability.md, secrets).
-    sup.deps.log.debug(
-      { taskId: rec.taskId, attempt, runtime: rec.runtime, argv, cwd: rec.workdir, envKeys: Object.keys(env) },
-      "launching child",
-    );
-    const handle = await runtime.launch({
-      taskId: rec.taskId,
-      name: rec.name,
-      argv,
-      cwd: rec.workdir,
-      taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
-      env,
-      ...(rec.worktree ? { repoName: rec.worktree.repo.split("/").pop()! } : { repoName: rec.cwd.split("/").pop()! }),
-      ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
-      ...(rec.machine ? { machine: rec.machine } : {}),
-    });
-    crashPoint("launch_returned"); // crash tests only: the child runs, its handle is not journaled yet
-    const prompt = live.promptWrite;
-    delete live.promptWrite;
-    if (prompt)
-      await prompt.catch(async (e: unknown) => {
-        await runtime.close(handle).catch(() => undefined);
-        throw e;
-      });
-    rec.handle = handle;
-    delete live.runtimeState;
-    delete live.childEnded;
-    await sup.journal(live, { type: "launched", attempt, runtime: rec.runtime, handle });
-    if (sup.stopped) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
-    if (
-      live.state.phase.name === "closed" ||
-      (live.state.phase.name === "settled" && live.state.phase.reason.kind === "owner_abort")
-    ) {
-      // Closed or aborted while the launch call ran: that close could not reach this child, so end it here.
-      await runtime.close(handle).catch(() => undefined);
-      return;
-    }
-    sup.watchRuntime(live, runtime);
-    await sup.dispatch(live, { type: "launch_returned" });
-    const ph = live.state.phase.name;
-    if (ph === "running" || ph === "settled") {
-      // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being
-      // journaled, before the barrier below exists: it is ready. Waiting would mark it stalled and launch a second
-      // child; a settled cycle gets no timeout (the machine arms one only for a running cycle).
-      await sup.refresh(live);
-      return;
-    }
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const t = setTimeout(
-          () =>
-            sup.stopped ||
-            reject(
-              new DshError(
-                "AGENT_STALLED",
-                `no hello and prompt acceptance within readinessTimeoutMs (${cfg.readinessTimeoutMs} ms)`,
-              ),
-            ),
-          cfg.readinessTimeoutMs,
-        );
-        // A stopped daemon neither fails nor retries the launch: the journal says `launched`, and the next
-        // daemon's recovery re-attaches the child. So abandon leaves this promise pending, with no timer.
-        live.readiness = {
-          resolve: () => (clearTimeout(t), resolve()),
-          reject: (e) => (clearTimeout(t), reject(e)),
-          abandon: () => clearTimeout(t),
-        };
-        if (live.child) sup.sendPrompt(live);
-      });
-      await sup.refresh(live);
-      return;
-    } catch (e) {
-      lastErr = e as Error;
-      delete live.readiness;
-      if (launchMoot(live)) return; // settled meanwhile (a prompt pi refused, an abort): not a stall
-      unwatchRuntime(live);
-      await sup.journal(live, { type: "stalled", attempt, error: lastErr.message });
-      await runtime.close(handle).catch(() => undefined);
-      live.child?.push("child.abort", { reason: "stalled" });
-    }
-  }
-  const tail = rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "";
-  // pi said why it could not start (e.g. `Model "x" not found`): that, in pi's words, not a stall.
-  const said = classifyPiStartFailure(tail);
-  if (said) throw new DshError(said.code, `pi could not start the child: ${said.line}`);
-  throw new DshError(
-    "AGENT_STALLED",
-    `the child showed no sign of life twice (${lastErr?.message ?? "stalled"}); check the model (${rec.model ?? "pi's default"}), pi's install and ${sup.deps.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
+/**
+ * One launch of pi for the current cycle (attempt 1, or 2 after a stall): the runtime starts the child, the launch
+ * is journaled with its handle, and the machine hears launch_returned (which arms the readiness barrier).
+ */
+async function launchOnce(r: Runner, attempt: number): Promise<void> {
+  const { rec } = r;
+  if (launchMoot(r) || r.ports.stopped()) return;
+  r.unwatchRuntime(); // a relaunch: the old child is ended, its watch is moot
+  const runtime = r.ports.runtimeFor(rec.runtime);
+  const argv = buildPiCommand({
+    mode: rec.runtime === "headless" ? "rpc" : "interactive",
+    model: rec.model,
+    thinking: rec.thinking,
+    sessionPath: rec.sessionPath,
+    extensionPaths: [r.ports.env.childExtensionPath],
+    cwd: rec.workdir,
+    env: { ...process.env, ...r.ports.env.childEnv },
+  }).argv;
+  const env = childEnv(r, rec);
+  // The env's names only: its values may be API keys (docs/reliability.md, secrets).
+  r.ports.log.debug(
+    { taskId: rec.taskId, attempt, runtime: rec.runtime, argv, cwd: rec.workdir, envKeys: Object.keys(env) },
+    "launching child",
   );
+  const handle = await runtime.launch({
+    taskId: rec.taskId,
+    name: rec.name,
+    argv,
+    cwd: rec.workdir,
+    taskDir: r.ports.store.taskPaths(rec.taskId).dir,
+    env,
+    ...(rec.worktree ? { repoName: rec.worktree.repo.split("/").pop()! } : { repoName: rec.cwd.split("/").pop()! }),
+    ...(rec.ownerPaneId ? { ownerPaneId: rec.ownerPaneId } : {}),
+    ...(rec.machine ? { machine: rec.machine } : {}),
+  });
+  crashPoint("launch_returned"); // crash tests only: the child runs, its handle is not journaled yet
+  const prompt = r.promptWrite;
+  delete r.promptWrite;
+  if (prompt)
+    await prompt.catch(async (e: unknown) => {
+      await runtime.close(handle).catch(() => undefined);
+      throw e;
+    });
+  rec.handle = handle;
+  delete r.runtimeState;
+  delete r.childEnded;
+  await r.journal({ type: "launched", attempt, runtime: rec.runtime, handle });
+  if (r.ports.stopped()) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
+  if (!launchWanted(r.state.phase)) {
+    // Closed or aborted while the launch call ran: that close could not reach this child, so end it here.
+    await runtime.close(handle).catch(() => undefined);
+    return;
+  }
+  r.watchRuntime(runtime);
+  await r.dispatch({ type: "launch_returned" });
+  // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being
+  // journaled: its status moves on now; a slower one is pushed its prompt on hello (the machine's barrier waits).
+  const ph = r.state.phase.name;
+  if (ph === "running" || ph === "settled") await r.refresh();
 }
 
-function childEnv(sup: Supervisor, rec: TaskRecord): Record<string, string> {
+function childEnv(r: Runner, rec: TaskRecord): Record<string, string> {
   return {
-    ...sup.deps.childEnv,
-    DSH_HERDR_SOCKET: sup.deps.socketPath,
+    ...r.ports.env.childEnv,
+    DSH_HERDR_SOCKET: r.ports.env.socketPath,
     DSH_HERDR_TASK_ID: rec.taskId,
     DSH_HERDR_TASK_TOKEN: rec.token,
     DSH_HERDR_RESULT_PATH: rec.resultPath,
     // An idle child that loses its daemon for this long ends itself (the daemon parks idle children after it too).
-    DSH_HERDR_IDLE_MS: String(sup.deps.config().idleChildMs),
+    DSH_HERDR_IDLE_MS: String(r.ports.config().idleChildMs),
   };
 }

@@ -61,6 +61,10 @@ export interface TaskRecord extends TaskRecordBase {
   handle?: RuntimeHandle;
   cycle: number;
   timing: Timing;
+  /**
+   * Read only: records written before the closed/interrupted override was read from the machine's phase carry it here
+   * (recovery still honours it); the daemon no longer writes it (a closed or interrupted task's status says so).
+   */
   lifecycle?: "closed" | "interrupted";
   error?: ResultError;
   warnings?: string[];
@@ -82,11 +86,5 @@ export interface TaskRecord extends TaskRecordBase {
   caps?: TaskCaps;
 }
 
-/** The check receipts and landing the AgentResult carries: receipts of the current cycle only (a follow-up's work
- * has not been checked yet), the landing as measured or landed. */
-export function landFieldsOf(rec: TaskRecord): { checks?: CheckReceipt[]; landing?: Landing } {
-  return {
-    ...(rec.checkRun && rec.checkRun.cycle === rec.cycle ? { checks: rec.checkRun.receipts } : {}),
-    ...(rec.landing ? { landing: rec.landing } : {}),
-  };
-}
+/** The check receipts and landing the AgentResult carries (src/core/check-receipts.ts; `verify` reads them too). */
+export { landFieldsOf } from "../core/check-receipts.js";

@@ -2,14 +2,14 @@
 // asked of the runtime (find), and a child it left running is adopted instead of started a second time.
 import type { Runtime } from "../runtime/types.js";
 import type { TaskRecord } from "./record.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { TaskPorts } from "./runner-types.js";
 
 /**
  * The daemon died after runtime.launch and before journaling its handle: the runtime may still hold that child.
  * It is adopted (its worktree kept: the child works in it), never started a second time.
  */
 export async function adopt(
-  sup: Supervisor,
+  ports: Pick<TaskPorts, "store" | "log">,
   runtime: Runtime,
   rec: TaskRecord,
   worktree: string | undefined,
@@ -18,12 +18,12 @@ export async function adopt(
   // The child runs in the worktree journaled before the launch, even when task.json predates that record.
   const where = {
     taskId: rec.taskId,
-    taskDir: sup.deps.store.taskPaths(rec.taskId).dir,
+    taskDir: ports.store.taskPaths(rec.taskId).dir,
     name: rec.name,
     cwd: worktree ?? rec.workdir,
   };
   const found = await runtime.find(where).catch((e: unknown) => {
-    sup.deps.log.warn(
+    ports.log.warn(
       { taskId: rec.taskId, err: String(e) },
       "could not ask the runtime for a child launched before the crash",
     );

@@ -57,13 +57,14 @@ export async function recoverLost(
   delete rec.timing.settledAt;
   const live = sup.register(rec);
   if (stored?.diff) live.diff = stored.diff;
-  live.state = { ...live.state, phase: { name: "running", cycle: rec.cycle } };
   const rt = runtimes.get(runtime);
-  rec.handle ??= await adopt(sup, rt, rec, undefined).then((ok) => (ok ? rec.handle : undefined));
-  await sup.resume(live);
+  rec.handle ??= await adopt(live.ports, rt, rec, undefined).then((ok) => (ok ? rec.handle : undefined));
+  // Whatever ran, it ran in this cycle: the machine takes it as running, and settles it RECORD_LOST.
+  await live.dispatch({ type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
+  await live.resume();
   const why = cause instanceof Error ? cause.message : String(cause);
-  await sup.journal(live, { type: "recovered", plan: "record_lost", error: why });
-  await sup.dispatch(live, {
+  await live.journal({ type: "recovered", plan: "record_lost", error: why });
+  await live.dispatch({
     type: "record_lost",
     message: `task.json of task ${taskId} was lost or unreadable while the daemon was down (${why.slice(0, 200)}); its child was ended. Inspect ${paths.dir}, then spawn the task again`,
   });

@@ -21,6 +21,8 @@ export interface Replay {
   settling: Set<number>;
   /** Each journaled settle's reason: the verdict a restarted daemon carries out, never re-judged from evidence. */
   settleReasons: Map<number, SettleReason>;
+  /** What each settle record pinned about the disk (a record from an older daemon pins nothing: absent). */
+  settleDisk: Map<number, { note?: string }>;
   /** Cycles whose settled status was journaled (harvested). */
   settled: Set<number>;
   interrupted?: { code?: string };
@@ -49,6 +51,7 @@ export function replayJournal(events: TaskEvent[]): Replay {
     cycle: 1,
     settling: new Set(),
     settleReasons: new Map(),
+    settleDisk: new Map(),
     settled: new Set(),
     stalled: 0,
     steers: [],
@@ -94,7 +97,11 @@ export function replayJournal(events: TaskEvent[]): Replay {
     } else if (e.type === "settle" && cycle !== undefined) {
       r.settling.add(cycle);
       const reason = parseSettleReason(e.reason);
-      if (reason) r.settleReasons.set(cycle, reason);
+      if (reason) {
+        r.settleReasons.set(cycle, reason);
+        // `disk`: "ok", or the note naming a full disk (records of older daemons carry neither).
+        if (typeof e.disk === "string") r.settleDisk.set(cycle, e.disk === "ok" ? {} : { note: e.disk });
+      }
     } else if (e.type === "status" && e.settled === true && cycle !== undefined) r.settled.add(cycle);
     else if (e.type === "steered" && cycle !== undefined && typeof e.n === "number") {
       r.steers.push({ cycle, n: e.n });

@@ -12,7 +12,7 @@ import { isSettledStatus } from "../core/derive.js";
 import type { Runtimes } from "./runtimes.js";
 import { unsynced } from "../store/task-store.js";
 import type { TaskRecord } from "./record.js";
-import type { Live } from "./live.js";
+import type { Runner } from "./runner-types.js";
 import type { Supervisor } from "./supervisor-types.js";
 import type { Relay } from "../remote/relay.js";
 import { replayJournal, restorePrelaunch } from "./recover-replay.js";
@@ -46,13 +46,13 @@ async function recoverRow(
   try {
     // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
     const rec = await store.readTask<TaskRecord>(row.taskId).catch(() => undefined);
-    if (relay && rec?.remote && rec.lifecycle === undefined) {
+    if (relay && rec?.remote && !ended(rec)) {
       await relay.recover(rec, replayJournal(await store.readEvents(row.taskId)));
       return;
     }
     await recoverOne(sup, runtimes, row.taskId, rec); // read once: 1,000 open tasks are 1,000 record reads
   } catch (e) {
-    const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(sup, row.taskId));
+    const lost = sup.tasks.get(row.taskId) === undefined && !(await validRecord(store, row.taskId));
     log.warn(
       { taskId: row.taskId, err: String(e), lost },
       lost ? "task record lost; failing the task" : "task not recovered",
@@ -67,7 +67,7 @@ async function recoverRow(
 async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, read?: TaskRecord): Promise<void> {
   const { store } = sup.deps;
   const rec = read ?? (await store.readTask<TaskRecord>(taskId));
-  if (rec.lifecycle !== undefined || rec.token === undefined) return;
+  if (ended(rec) || rec.token === undefined) return;
   const j = replayJournal(await store.readEvents(taskId));
   // A retry's or a parked child's relaunch may run unjournaled: find it below, never reuse the dead one. Else the
   // journal's last launch is the newest handle (task.json may predate a relaunch).
@@ -75,18 +75,31 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   if (j.handle) rec.handle = j.handle;
   const runtime = runtimes.get(rec.runtime);
   const live = sup.register(rec);
-  await restoreResult(sup, live, j.settled);
+  await restoreResult(live, j.settled);
 
   if (j.closed) {
-    // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise.
-    await sup.close(live, j.closed.closePane);
+    // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise. A cycle
+    // that had settled and been harvested closes with its verdict (the machine is told it settled first).
+    if (j.settled.has(rec.cycle) && isSettledStatus(rec.status))
+      await live.dispatch({
+        type: "restored",
+        phase: {
+          name: "settled",
+          cycle: rec.cycle,
+          reason: j.settleReasons.get(rec.cycle) ?? { kind: "settled_before_crash" },
+          status: rec.status,
+          parked: true,
+        },
+        childAlive: false,
+      });
+    await live.close(j.closed.closePane);
     sup.tasks.delete(taskId);
     return;
   }
   // Adopted before an abort is finished too, so the abort ends that child instead of leaving it running.
-  const adopted = rec.handle === undefined ? await adopt(sup, runtime, rec, j.worktree) : false;
+  const adopted = rec.handle === undefined ? await adopt(live.ports, runtime, rec, j.worktree) : false;
   if (adopted)
-    await sup.journal(live, {
+    await live.journal({
       type: "launched",
       attempt: j.stalled + 1,
       runtime: rec.runtime,
@@ -102,11 +115,14 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   }
   const promptedAt = j.prompted.get(rec.cycle) ?? (rec.cycle === 1 ? rec.timing.promptedAt : undefined);
   if (promptedAt !== undefined && rec.timing.promptedAt === undefined) rec.timing.promptedAt = promptedAt;
+  // The settle record's disk state is part of its verdict (the harvest does not ask the disk again).
+  const disk = j.settleDisk.get(rec.cycle);
+  if (disk) live.settleDisk = { cycle: rec.cycle, ...disk };
   // The child confirmed this cycle's prompt before the crash: its run is under way (its agent_start went to the
   // daemon that died), so the cycle reads running, not starting.
   if (j.accepted.has(rec.cycle)) live.agentStartedCycle = rec.cycle;
   if ((rec.handle !== undefined || rec.cycle > 1) && !j.interrupted) {
-    await sup.resume(live);
+    await live.resume();
     live.promptSentAt = promptedAt ?? rec.timing.promptedAt ?? 0;
   }
   const alive = rec.handle !== undefined ? await runtime.isAlive(rec.handle).catch(() => false) : false;
@@ -126,10 +142,10 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
       !f.retryMayFollow &&
       (f.lastTimestampMs ?? 0) >= promptedAt - 1000,
     ...(j.settleReasons.has(rec.cycle) ? { settleReason: j.settleReasons.get(rec.cycle)! } : {}),
+    status: rec.status,
   });
   // A note for people reading the journal; recovery decides from the other records, so it needs no fsync.
-  await sup.journal(
-    live,
+  await live.journal(
     unsynced({
       type: "recovered",
       plan: plan.kind,
@@ -142,19 +158,25 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
 
   // Steers the crash left untaken go back to the machine: pushed to the child when it says hello (it takes each once).
   const steers = j.steers.filter((s) => s.cycle === rec.cycle);
-  if (j.lastSteer > 0) await sup.dispatch(live, { type: "steers_restored", steers, last: j.lastSteer });
-  await applyRecoveryPlan(sup, live, plan, runtime, alive, j.worktree);
+  if (j.lastSteer > 0) await live.dispatch({ type: "steers_restored", steers, last: j.lastSteer });
+  await applyRecoveryPlan(live, plan, runtime, alive, j.worktree);
 }
 
-export type { Live };
+/**
+ * A task nothing is left to do for: closed or interrupted (its status says so; records written before the lifecycle
+ * was derived from the phase carry it as `lifecycle`, which still loads).
+ */
+function ended(rec: TaskRecord): boolean {
+  return rec.lifecycle !== undefined || rec.status === "closed" || rec.status === "interrupted";
+}
 
 /**
  * The last harvested result and diff live in memory between settles; after a restart they come back from
  * result.json, or the next live result (and the close) would drop the diff of a cycle that settled before the
  * crash, and a settled cycle would be judged again.
  */
-async function restoreResult(sup: Supervisor, live: Live, settledCycles: Set<number>): Promise<void> {
-  const stored = await sup.deps.store.readResult(live.rec.taskId).catch(() => undefined);
+async function restoreResult(live: Runner, settledCycles: Set<number>): Promise<void> {
+  const stored = await live.ports.store.readResult(live.rec.taskId).catch(() => undefined);
   if (stored?.diff && !live.diff) live.diff = stored.diff;
   if (stored && stored.status === live.rec.status) {
     live.result = stored;
@@ -164,8 +186,8 @@ async function restoreResult(sup: Supervisor, live: Live, settledCycles: Set<num
 }
 
 /** task.json exists and parses (the task failed to recover for another reason). */
-async function validRecord(sup: Supervisor, taskId: string): Promise<boolean> {
-  return sup.deps.store.readTask(taskId).then(
+async function validRecord(store: Supervisor["deps"]["store"], taskId: string): Promise<boolean> {
+  return store.readTask(taskId).then(
     (r) => typeof (r as { token?: unknown }).token === "string",
     () => false,
   );

@@ -1,188 +1,292 @@
-// Derivation and settle: evidence → one AgentResult per refresh (serialized per task, at most one waiting), the
-// settled harvest with the baseline diff, and why a reportless cycle failed.
-import { sessionReport, withReportAsFinalText, type CrewReport } from "../core/crew-cycle.js";
-import { statfs } from "node:fs/promises";
+// Derivation and settle: evidence → one AgentResult per refresh (serialized per task, at most one waiting), built by
+// core's resultFromPin from what the harvest read (its pin); the settled harvest with the baseline diff, whose pin
+// (result.md's copy and digest, the report, pi's stop reason, the diff digest, the warnings) is journaled in its
+// status record so the result can be rebuilt from the task dir alone (`dsh-herdr verify`).
+import { createHash } from "node:crypto";
+import { readFile, statfs } from "node:fs/promises";
+import { sessionReport, type CrewReport } from "../core/crew-cycle.js";
 import { isSettledStatus } from "../core/derive.js";
 import { closedResult } from "../core/agent-result.js";
-import { isInFlight, promptPending, settleVerdict, type SettleReason } from "../core/task-cycle.js";
-import type { AgentResult, CapReached, HerdrStatus } from "../core/types.js";
-import { assemble, diffFor } from "./harvest.js";
+import {
+  pinnedResultFile,
+  resultFromPin,
+  resultMdOf,
+  type HarvestPin,
+  type PinnedEvidence,
+  type TaskFields,
+} from "../core/harvest-pin.js";
+import {
+  closedAfterSettle,
+  isInFlight,
+  lifecycleOf,
+  promptPending,
+  settleError,
+  settleVerdict,
+  type SettleReason,
+} from "../core/task-cycle.js";
+import type { AgentResult, HerdrStatus } from "../core/types.js";
+import { agentAsked, diffFor, validateAgentResult } from "./harvest.js";
 import { settleChecks } from "./land-methods.js";
 import { deferSnapshot, persist, snapshotWritten } from "./persist.js";
-import type { Live } from "./live.js";
-import type { Supervisor } from "./supervisor-types.js";
+import { landFieldsOf, type TaskRecord } from "./record.js";
+import type { Runner } from "./runner-types.js";
 
 /** The session moved after the prompt was sent (a second of slack for the child's clock). */
-export function freshSession(live: Live): boolean {
-  const f = live.files?.facts();
-  const since = live.promptSentAt ?? live.rec.timing.promptedAt;
+export function freshSession(r: Runner): boolean {
+  const f = r.files?.facts();
+  const since = r.promptSentAt ?? r.rec.timing.promptedAt;
   if (!f || since === undefined) return false;
-  return (f.lastTimestampMs ?? 0) >= since - 1000 || (live.files?.sessionMtimeMs ?? 0) >= since;
+  return (f.lastTimestampMs ?? 0) >= since - 1000 || (r.files?.sessionMtimeMs ?? 0) >= since;
 }
 
-function runtimeRaw(live: Live): HerdrStatus | "missing" {
-  if (live.runtimeState === "missing") return "missing";
-  if (capOf(live)) return "blocked"; // paused at a spend cap: the settle reason fixes blocked
-  if (live.runtimeState === "blocked") return "blocked";
-  return isInFlight(live.state.phase) || live.state.phase.name === "queued" ? "working" : "idle";
-}
-
-/** The spend cap the current cycle settled on (its settle reason), if it did. */
-function capOf(live: Live): CapReached | undefined {
-  const p = live.state.phase;
-  if (p.name !== "settled" || p.reason.kind !== "cap" || p.cycle !== live.rec.cycle) return undefined;
-  return { cap: p.reason.cap, limit: p.reason.limit, spent: p.reason.spent, step: p.reason.step };
+function runtimeRaw(r: Runner): HerdrStatus | "missing" {
+  if (r.runtimeState === "missing") return "missing";
+  if (r.runtimeState === "blocked") return "blocked";
+  return isInFlight(r.state.phase) || r.state.phase.name === "queued" ? "working" : "idle";
 }
 
 /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
-export function reportOf(live: Live): CrewReport | undefined {
-  const r = live.report;
-  if (r && r.cycle === live.rec.cycle)
-    return r.needs !== undefined
-      ? { outcome: r.outcome, report: r.report, needs: r.needs }
-      : { outcome: r.outcome, report: r.report };
-  return sessionReport(live.files?.facts());
+export function reportOf(r: Runner): CrewReport | undefined {
+  const rep = r.report;
+  if (rep && rep.cycle === r.rec.cycle)
+    return rep.needs !== undefined
+      ? { outcome: rep.outcome, report: rep.report, needs: rep.needs }
+      : { outcome: rep.outcome, report: rep.report };
+  return sessionReport(r.files?.facts());
 }
+
+type HarvestOpts = { settled?: boolean; reason?: SettleReason };
 
 /** Rebuild the live result (no diff); serialized per task. */
-export function refresh(
-  sup: Supervisor,
-  live: Live,
-  opts: { settled?: boolean; failed?: boolean } = {},
-): Promise<void> {
+export function refresh(r: Runner, opts: HarvestOpts = {}): Promise<void> {
   // At most one refresh waits per task: a burst of session lines costs one harvest, not one per line.
-  const waiting = live.queued;
+  const waiting = r.queued;
   if (waiting?.done) {
     if (opts.settled) waiting.settled = true;
-    if (opts.failed) waiting.failed = true;
+    if (opts.reason) waiting.reason = opts.reason;
     return waiting.done;
   }
-  const next: NonNullable<Live["queued"]> = { ...opts };
-  live.queued = next;
-  const run = live.chain.then(() => {
-    if (live.queued === next) delete live.queued;
-    return harvest(sup, live, next);
+  const next: NonNullable<Runner["queued"]> = { ...opts };
+  r.queued = next;
+  const run = r.chain.then(() => {
+    if (r.queued === next) delete r.queued;
+    return harvest(r, next);
   });
-  live.chain = run.catch((e: unknown) =>
-    sup.deps.log.error({ taskId: live.rec.taskId, err: String(e) }, "harvest failed"),
-  );
-  next.done = live.chain;
-  return live.chain;
+  r.chain = run.catch((e: unknown) => r.ports.log.error({ taskId: r.rec.taskId, err: String(e) }, "harvest failed"));
+  next.done = r.chain;
+  return r.chain;
 }
 
-async function harvest(sup: Supervisor, live: Live, opts: { settled?: boolean; failed?: boolean }): Promise<void> {
-  const { rec } = live;
+/** The task's own fields a result carries (task.json). */
+export function taskFields(rec: TaskRecord): TaskFields {
+  return {
+    taskId: rec.taskId,
+    role: rec.role,
+    ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
+    cwd: rec.cwd,
+    owner: rec.owner,
+    ...(rec.worktree ? { worktree: rec.worktree } : {}),
+    sessionPath: rec.sessionPath,
+    resultPath: rec.resultPath,
+  };
+}
+
+async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
+  const { rec } = r;
   // A settled cycle is final: only its own settled harvest (or a close) writes its result.
-  if (live.state.phase.name === "settled" && !opts.settled && live.result) return;
-  const { store } = sup.deps;
-  if (
-    opts.settled &&
-    rec.error &&
-    (rec.error.code === "PANE_GONE" || rec.error.code === "AGENT_ERROR") &&
-    !rec.error.message.includes("is full (")
-  ) {
-    const note = await diskFullNote(live, sup.deps.home);
-    if (note) {
-      rec.error = { code: rec.error.code, message: `${rec.error.message}; ${note}` };
-      rec.warnings = [...(rec.warnings ?? []), note];
-    }
+  if (r.state.phase.name === "settled" && !opts.settled && r.result) return;
+  const { store } = r.ports;
+  const settling = opts.settled === true;
+  let diskNote: string | undefined;
+  if (settling && opts.reason) {
+    // A child that died or failed while its disk was full: say so, since pi's own error (if any) rarely does. The
+    // settle record pinned it when it was written (settleDiskNote); else (a settle journaled by an older daemon) the
+    // disk is asked now.
+    const pinned = r.settleDisk?.cycle === rec.cycle ? r.settleDisk : undefined;
+    diskNote = pinned ? pinned.note : await settleDiskNote(r, opts.reason);
+    if (diskNote && !rec.warnings?.includes(diskNote)) rec.warnings = [...(rec.warnings ?? []), diskNote];
   }
-  if (opts.settled && rec.workdir) {
-    const d = await diffFor(rec, store.taskPaths(rec.taskId).diffPatch, sup.deps.config().patchCapBytes);
-    if (d.diff) live.diff = d.diff;
+  if (settling && rec.workdir) {
+    const d = await diffFor(r.ports.git, rec, store.taskPaths(rec.taskId).diffPatch, r.ports.config().patchCapBytes);
+    if (d.diff) r.diff = d.diff;
     if (d.warning)
       rec.warnings = [...(rec.warnings ?? []).filter((w) => !w.startsWith("diff not harvested")), d.warning];
   }
-  const keepsSettled = closesSettled(live);
-  let result = keepsSettled ? closedResult(live.result!) : assembleNow(live, opts);
+  const keepsSettled = closesSettled(r);
+  // A settled harvest and the close of a running cycle are final: their pin goes into the journal.
+  const pinned = !keepsSettled && (settling || r.state.phase.name === "closed");
+  const build = () => {
+    const b = pinNow(r, opts, diskNote);
+    const result = resultFromPin(taskFields(rec), b.pin, b.ev);
+    validateAgentResult(result);
+    return { ...b, result };
+  };
+  let built = keepsSettled ? undefined : build();
+  let result = built?.result ?? closedResult(r.result!);
   // A cycle that settles completed: its checks run in the worktree (the child is idle, the diff is taken already)
   // and the work's landability is measured, then the result is built again, so the settled result and the owner's
   // delivery carry the receipts (src/daemon/land-methods.ts).
-  if (opts.settled && result.status === "completed" && (rec.checks?.length || rec.worktree)) {
-    await settleChecks(sup, live);
-    result = assembleNow(live, opts);
+  if (settling && result.status === "completed" && (rec.checks?.length || rec.worktree)) {
+    await settleChecks(r);
+    built = build();
+    result = built.result;
   }
-  const changed = result.status !== live.result?.status || opts.settled === true;
-  live.result = result;
-  if (opts.settled) live.settledCycle = rec.cycle;
+  if (settling) {
+    // The error the settle judged is the record's (task.json), beside the result it went into.
+    if (result.error) rec.error = result.error;
+    else delete rec.error;
+  }
+  const changed = result.status !== r.result?.status || settling;
+  r.result = result;
+  if (settling) r.settledCycle = rec.cycle;
   rec.status = result.status;
-  rec.updatedAt = Date.now();
+  rec.updatedAt = r.ports.clock.now();
   // The session offset the record pins is the one its result was built from: a close that keeps the settled result
   // keeps the settled offset (lines the ended child wrote after it are not in that result).
-  if (live.files && !keepsSettled) rec.sessionOffset = live.files.sessionOffset;
+  if (r.files && !keepsSettled) rec.sessionOffset = r.files.sessionOffset;
   // Owners hear first; then the record. fsync only what an owner acts on: a settled cycle, or a status that waits
   // for an answer (blocked). A status while a cycle runs (starting, running, working) flips with every tool call of
   // every task and is derived again from the session after a crash or a power cut, so it is written unsynced: with
   // 1,000 tasks streaming those fsyncs were hundreds a second, and start-up fsynced one per recovered task.
-  if (changed) sup.notifyStatus(live, result, { settled: opts.settled === true });
-  const sync = changed && (opts.settled === true || isSettledStatus(result.status));
-  if (!changed && !live.rec.lifecycle) {
+  if (changed) r.notify(result, { settled: settling });
+  // The machine keeps the settled status: what respond and abort are asked against.
+  if (settling) void r.dispatch({ type: "harvested", cycle: rec.cycle, status: result.status });
+  const sync = changed && (settling || isSettledStatus(result.status));
+  if (!changed && !lifecycleOf(r.state.phase)) {
     // Same status, newer details (a session line): owners read it from memory (task.get, pushes), so the record
     // on disk is rewritten at most every SNAPSHOT_EVERY_MS per task instead of once per line; a burst of 100
     // tasks streaming lines otherwise fills the thread pool with writes that the settle path then waits behind.
-    deferSnapshot(sup, live);
+    deferSnapshot(r);
     return;
   }
-  snapshotWritten(live);
+  snapshotWritten(r);
+  // The digests and result.md's copy go with the record (after the owners heard: they are not in the result).
+  const copy = pinned && built ? await digest(r, built.pin, built.raw) : undefined;
   const ev = changed
     ? {
         type: "status",
         status: result.status,
         cycle: rec.cycle,
-        ...(opts.settled ? { settled: true } : {}),
+        ...(settling ? { settled: true } : {}),
         sessionOffset: rec.sessionOffset,
+        ...(pinned && built ? { pin: built.pin } : {}),
       }
     : undefined;
-  await persist(sup, live, result, sync, ev);
+  await persist(r, result, sync, ev, copy ? [copy] : undefined);
 }
 
-/** The evidence as it is now → the live result (the settled harvest's too). */
-function assembleNow(live: Live, opts: { settled?: boolean; failed?: boolean }): AgentResult {
-  const { rec } = live;
-  const sessionFacts = live.files?.facts();
-  const facts = sessionFacts && withReportAsFinalText(sessionFacts);
-  const p = live.state.phase;
-  return assemble({
-    rec,
-    runtime: runtimeRaw(live),
-    ...(rec.runtime === "herdr" && live.runtimeState && live.runtimeState !== "missing"
-      ? { herdrStatus: live.runtimeState }
+/** What a settle's error is judged from, as the runner holds it now. */
+function evidenceOf(r: Runner) {
+  const f = r.files?.facts();
+  const stopReason = f?.lastStopReason ?? r.lastStopReason;
+  const errorMessage = f?.lastErrorMessage ?? r.lastErrorMessage;
+  return {
+    hasReport: reportOf(r) !== undefined,
+    ...(stopReason !== undefined ? { stopReason } : {}),
+    ...(errorMessage !== undefined ? { errorMessage } : {}),
+    sessionPath: r.rec.sessionPath,
+  };
+}
+
+/** The harvest's inputs as the runner holds them now: the pin, and the evidence it stands for. */
+function pinNow(
+  r: Runner,
+  opts: HarvestOpts,
+  diskNote: string | undefined,
+): { pin: HarvestPin; ev: PinnedEvidence; raw?: { text: string } | { refused: string } } {
+  const { rec } = r;
+  const p = r.state.phase;
+  const settled = opts.settled === true;
+  const facts = r.files?.facts();
+  const failed = settled && opts.reason !== undefined && settleVerdict(opts.reason).status === "failed";
+  // The first cycle runs once pi started its run (agent_start, or the session moved after the prompt): a prompt
+  // handed to pi may still be refused (no API key), and no `running` is pushed for a prompt pi never ran.
+  const awaitingFirstPrompt =
+    p.name !== "closed" &&
+    p.cycle === 1 &&
+    (p.name === "queued" ||
+      promptPending(p) ||
+      (p.name === "running" && (r.agentStartedCycle ?? 0) < 1 && !freshSession(r)));
+  const lifecycle = lifecycleOf(p) ?? (awaitingFirstPrompt && !failed && !settled ? "starting" : undefined);
+  const report = reportOf(r);
+  const raw = r.files?.resultRaw;
+  const pin: HarvestPin = {
+    agent: agentAsked(rec),
+    timing: { ...rec.timing },
+    runtime: runtimeRaw(r),
+    ...(rec.runtime === "herdr" && r.runtimeState && r.runtimeState !== "missing"
+      ? { herdrStatus: r.runtimeState }
       : {}),
-    ...(facts ? { facts } : {}),
-    ...(live.lastStopReason ? { eventStopReason: live.lastStopReason } : {}),
-    ...(live.files?.result ? { resultMd: live.files.result } : {}),
-    sessionChangedAfterPrompt: freshSession(live),
-    ...(live.diff ? { diff: live.diff } : {}),
-    ...(capOf(live) ? { cap: capOf(live)! } : {}),
-    settled: opts.settled === true,
-    ...(opts.failed ? { failed: true } : {}),
-    // The first cycle runs once pi started its run (agent_start, or the session moved after the prompt): a prompt
-    // handed to pi may still be refused (no API key), and no `running` is pushed for a prompt pi never ran.
-    awaitingFirstPrompt:
-      p.name !== "closed" &&
-      p.cycle === 1 &&
-      (p.name === "queued" ||
-        promptPending(p) ||
-        (p.name === "running" && (live.agentStartedCycle ?? 0) < 1 && !freshSession(live))),
-  });
+    ...(lifecycle ? { lifecycle } : {}),
+    settled,
+    fresh: freshSession(r),
+    ...(r.lastStopReason !== undefined ? { stopReason: r.lastStopReason } : {}),
+    ...(r.lastErrorMessage !== undefined ? { errorText: r.lastErrorMessage } : {}),
+    ...(report ? { report } : {}),
+    ...(r.diff ? { diff: r.diff } : {}),
+    ...(diskNote ? { diskNote } : {}),
+    ...(rec.error && !(settled && opts.reason) ? { error: rec.error } : {}),
+    ...(rec.warnings?.length ? { warnings: [...rec.warnings] } : {}),
+    ...(facts?.restarts ? { sessionRestarts: facts.restarts } : {}),
+    ...(facts ? { session: true as const } : {}),
+  };
+  const ev: PinnedEvidence = {
+    ...(facts ? { session: facts } : {}),
+    ...(raw ? { resultMd: r.files!.result ?? resultMdOf(raw) } : {}),
+    ...(settled && opts.reason ? { reason: opts.reason } : {}),
+    ...landFieldsOf(rec),
+  };
+  return { pin, ev, ...(raw ? { raw } : {}) };
 }
 
-/** The task closed after its current cycle settled: the closed result is that settled result (late files unread). */
-function closesSettled(live: Live): boolean {
+const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+
+/** A pin that goes into the journal: result.md's text copied beside it (named and hashed), diff.patch's digest. */
+async function digest(
+  r: Runner,
+  pin: HarvestPin,
+  raw: { text: string } | { refused: string } | undefined,
+): Promise<{ name: string; data: string } | undefined> {
+  const patch = await readFile(r.ports.store.taskPaths(r.rec.taskId).diffPatch).catch(() => undefined);
+  if (patch) pin.diffSha256 = sha256(patch);
+  if (!raw) return undefined;
+  if ("refused" in raw) {
+    pin.resultMd = { refused: raw.refused };
+    return undefined;
+  }
+  const name = pinnedResultFile(r.rec.cycle);
+  pin.resultMd = { file: name, sha256: sha256(raw.text) };
+  return { name, data: raw.text };
+}
+
+/**
+ * The machine closed the task after its cycle settled (closedAfterSettle): the closed result is that settled result,
+ * when the runner holds it (a restarted daemon holds it once result.json is that cycle's harvest).
+ */
+function closesSettled(r: Runner): boolean {
   return (
-    live.state.phase.name === "closed" &&
-    live.settledCycle === live.rec.cycle &&
-    live.result !== undefined &&
-    isSettledStatus(live.result.status)
+    closedAfterSettle(r.state.phase) &&
+    r.settledCycle === r.rec.cycle &&
+    r.result !== undefined &&
+    isSettledStatus(r.result.status)
   );
 }
 
 /**
- * A child that died or failed while its disk was full: say so, since pi's own error (if any) rarely does. Checks the
- * task dir (the session is written there) and the workdir. Below 64 KiB free counts as full.
+ * The disk note a settle with this reason pins in its record: asked of the disk only when the ending's error would
+ * be PANE_GONE or AGENT_ERROR (the endings a full disk causes).
  */
-async function diskFullNote(live: Live, home: string): Promise<string | undefined> {
-  for (const dir of [home, live.rec.workdir]) {
+export async function settleDiskNote(r: Runner, reason: SettleReason): Promise<string | undefined> {
+  const code = settleError(reason, evidenceOf(r))?.code;
+  return code === "PANE_GONE" || code === "AGENT_ERROR" ? diskFullNote(r) : undefined;
+}
+
+/**
+ * The disk holding the task dir (the session is written there) or the workdir is full (below 64 KiB free): the note
+ * a PANE_GONE or AGENT_ERROR ending then carries.
+ */
+async function diskFullNote(r: Runner): Promise<string | undefined> {
+  for (const dir of [r.ports.env.home, r.rec.workdir]) {
     if (!dir) continue;
     const fs = await statfs(dir).catch(() => undefined);
     if (fs && fs.bavail * fs.bsize < 64 * 1024) {
@@ -194,51 +298,15 @@ async function diskFullNote(live: Live, home: string): Promise<string | undefine
 
 /**
  * The settled harvest of a cycle the machine settled: the reason fixes the status where it can (timeout and abort
- * interrupt, a prompt pi did not run fails, ...), else the evidence decides. A failed ending ends the child too.
+ * interrupt, a prompt pi did not run fails, ...), else the evidence decides; the error is judged in core
+ * (settleError) from the pinned evidence. Whether the child ends is the machine's (harvested).
  */
-export async function settleHarvest(sup: Supervisor, live: Live, reason: SettleReason): Promise<void> {
-  const { rec } = live;
-  rec.timing.settledAt ??= Date.now();
-  const verdict = settleVerdict(reason, `the session (${rec.sessionPath})`);
-  if (verdict.error && (!rec.error || verdict.replacesError)) rec.error = verdict.error;
-  else if (!rec.error && !rec.lifecycle) {
-    const failure = failureOf(live, reason);
-    if (failure) rec.error = failure;
-  }
-  if (verdict.status === "failed")
-    rec.error ??= {
-      code: "AGENT_ERROR",
-      message: `the cycle failed (${reason.kind}); inspect the session (${rec.sessionPath})`,
-    };
+export async function settleHarvest(r: Runner, reason: SettleReason): Promise<void> {
+  r.rec.timing.settledAt ??= r.ports.clock.now();
   // The verdict fixes the status where it can: a child the machine judged gone reads as gone, also after a restart
   // (a fresh daemon has no runtime event of its own to say so).
-  if (verdict.status === "gone") live.runtimeState = "missing";
-  await refresh(sup, live, { settled: true, ...(verdict.status === "failed" ? { failed: true } : {}) });
-  const status = live.result?.status;
-  if (status === "failed" || status === "interrupted") await sup.endChild(live, status);
+  if (settleVerdict(reason).status === "gone") r.runtimeState = "missing";
+  await refresh(r, { settled: true, reason });
 }
 
-/** Why a cycle that settles without a report failed, so the owner's error delivery and the card can say so. */
-function failureOf(
-  live: Live,
-  reason: SettleReason,
-): { code: "AGENT_ERROR" | "PANE_GONE"; message: string } | undefined {
-  if (reportOf(live)) return undefined;
-  const f = live.files?.facts();
-  const where = `inspect the session (${live.rec.sessionPath})`;
-  if ((f?.lastStopReason ?? live.lastStopReason) === "error") {
-    const msg = f?.lastErrorMessage ?? live.lastErrorMessage ?? "no error message";
-    return {
-      code: "AGENT_ERROR",
-      message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again`,
-    };
-  }
-  if (reason.kind === "runtime_gone") {
-    const how = reason.how === "away" ? "gone while the daemon was away" : `runtime ${reason.how}`;
-    return {
-      code: "PANE_GONE",
-      message: `the child's process or pane ended before its cycle finished (${how}); ${where}, then spawn again`,
-    };
-  }
-  return undefined;
-}
+export type { AgentResult };

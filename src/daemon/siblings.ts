@@ -4,12 +4,12 @@
 // the other task and the paths on both AgentResults, before either is landed, so the person (or the owner) can land
 // one and have the other rebase. A sibling already landed is left to landability (its work is then on the base).
 import { DshError } from "../core/errors.js";
+import { lifecycleOf } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
 import { childIdentity, mergeTree, snapshotWork, workWithoutSetup } from "../git/landability.js";
 import { validateAgentResult } from "./harvest.js";
-import type { Live } from "./live.js";
 import type { TaskRecord } from "./record.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { Runner } from "./runner-types.js";
 
 /** Every sibling warning starts so; the one about a given task starts with SIBLING_PREFIX + its id. */
 export const SIBLING_PREFIX = "conflicts with sibling task ";
@@ -36,10 +36,13 @@ async function workOf(rec: TaskRecord): Promise<string | undefined> {
   }
 }
 
+/** The task is open: not closed, its cycle not interrupted. */
+const isOpen = (r: Runner): boolean => lifecycleOf(r.state.phase) === undefined;
+
 /** Open isolated tasks of the same repository, not landed, newest first. */
-function siblingsOf(sup: Supervisor, live: Live): Live[] {
+function siblingsOf(live: Runner): Runner[] {
   const repo = live.rec.worktree!.repo;
-  return [...sup.tasks.values()]
+  return [...live.ports.tasks()]
     .filter(
       (o) =>
         o !== live &&
@@ -47,7 +50,7 @@ function siblingsOf(sup: Supervisor, live: Live): Live[] {
         !o.rec.remote &&
         o.rec.landing?.landedAs === undefined &&
         o.state.phase.name !== "queued" &&
-        sup.isOpen(o),
+        isOpen(o),
     )
     .sort((a, b) => b.rec.createdAt - a.rec.createdAt)
     .slice(0, SIBLINGS_MAX);
@@ -63,13 +66,13 @@ function replaced(warnings: readonly string[] | undefined, drop: (w: string) => 
  * harvest after it carries them), each sibling's warning about this task in its record and, when it has a result,
  * in that result too (under its own chain: a settled result is otherwise final). A git problem is a warning.
  */
-export async function checkSiblings(sup: Supervisor, live: Live): Promise<void> {
+export async function checkSiblings(live: Runner): Promise<void> {
   const { rec } = live;
   if (!rec.worktree || rec.remote) return;
-  const others = siblingsOf(sup, live);
+  const others = siblingsOf(live);
   if (others.length === 0 && !(rec.warnings ?? []).some((w) => w.startsWith(SIBLING_PREFIX))) return;
-  const found: { other: Live; paths: string[] }[] = [];
-  const clear: Live[] = [];
+  const found: { other: Runner; paths: string[] }[] = [];
+  const clear: Runner[] = [];
   try {
     const mine = await workOf(rec);
     if (mine === undefined) return;
@@ -81,7 +84,7 @@ export async function checkSiblings(sup: Supervisor, live: Live): Promise<void> 
       else found.push({ other, paths: m.conflicts });
     }
   } catch (e) {
-    sup.deps.log.warn({ taskId: rec.taskId, err: String(e) }, "sibling conflicts not measured");
+    live.ports.log.warn({ taskId: rec.taskId, err: String(e) }, "sibling conflicts not measured");
     return;
   }
   rec.warnings = replaced(
@@ -89,42 +92,42 @@ export async function checkSiblings(sup: Supervisor, live: Live): Promise<void> 
     () => true,
     found.map((f) => warningAbout(f.other.rec, f.paths)),
   );
-  await sup.journal(live, {
+  await live.journal({
     type: "siblings",
     cycle: rec.cycle,
     conflicts: found.map((f) => ({ taskId: f.other.rec.taskId, paths: f.paths })),
   });
-  for (const f of found) tellSibling(sup, f.other, rec, f.paths);
+  for (const f of found) tellSibling(f.other, rec, f.paths);
   for (const o of clear)
-    if ((o.rec.warnings ?? []).some((w) => w.startsWith(SIBLING_PREFIX + rec.taskId))) tellSibling(sup, o, rec, []);
+    if ((o.rec.warnings ?? []).some((w) => w.startsWith(SIBLING_PREFIX + rec.taskId))) tellSibling(o, rec, []);
 }
 
 /** The sibling's warning about `about` set (or dropped, with no paths), in its record and its current result. */
-function tellSibling(sup: Supervisor, other: Live, about: TaskRecord, paths: string[]): void {
+function tellSibling(other: Runner, about: TaskRecord, paths: string[]): void {
   const mine = (w: string) => w.startsWith(SIBLING_PREFIX + about.taskId);
   const add = paths.length ? [warningAbout(about, paths)] : [];
   other.rec.warnings = replaced(other.rec.warnings, mine, add);
   if (other.rec.warnings.length === 0) delete other.rec.warnings;
   const run = other.chain.then(async () => {
     const cur = other.result;
-    if (!cur || !sup.isOpen(other)) return;
+    if (!cur || !isOpen(other)) return;
     const result: AgentResult = { ...cur };
     const warnings = replaced(cur.warnings, mine, add);
     if (warnings.length) result.warnings = warnings;
     else delete result.warnings;
     validateAgentResult(result);
     other.result = result;
-    await sup.deps.store.saveTask(other.rec, result);
-    await sup.journal(other, {
+    await other.ports.store.saveTask(other.rec, result);
+    await other.journal({
       type: "siblings",
       cycle: other.rec.cycle,
       conflicts: paths.length ? [{ taskId: about.taskId, paths }] : [],
       from: about.taskId,
     });
-    sup.notifyStatus(other, result, { settled: false });
+    other.notify(result, { settled: false });
   });
   other.chain = run.catch((e: unknown) =>
-    sup.deps.log.warn(
+    other.ports.log.warn(
       { taskId: other.rec.taskId, err: e instanceof DshError ? e.message : String(e) },
       "sibling warning not written",
     ),

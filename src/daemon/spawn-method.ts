@@ -16,7 +16,7 @@ import { checkSetupParams } from "./workdir-setup.js";
 import { assertDayBudget } from "./budget.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
-import type { Live } from "./live.js";
+import type { Runner } from "./runner-types.js";
 
 export interface SpawnParams {
   kind?: "pi";
@@ -110,8 +110,8 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
   const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
   const slot = sup.admission.acquire(slotKey);
   const queued = !sup.admission.holds(slotKey);
-  const createdAt = Date.now();
-  let live: Live;
+  const createdAt = sup.deps.clock.now();
+  let live: Runner;
   let worktree: Promise<CreatedWorktree> | undefined;
   try {
     const rec = await sup.deps.store.createTask(
@@ -146,12 +146,12 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
       createdAt,
       { sync: false }, // nothing runs yet; the launch is journaled durably
       (taskId) => {
-        if (repo && !queued) worktree = startWorktree(sup, cwd, repo.root, taskId);
+        if (repo && !queued) worktree = startWorktree(sup.deps.git, sup.deps.home, cwd, repo.root, taskId);
       },
     );
     live = sup.register(rec);
   } catch (e) {
-    if (repo && worktree) dropStartedWorktree(sup, repo.root, worktree);
+    if (repo && worktree) dropStartedWorktree(sup.deps.git, sup.deps.log, repo.root, worktree);
     sup.admission.cancel(slotKey, e as Error);
     sup.admission.release(slotKey);
     slot.catch(() => undefined);
@@ -159,9 +159,9 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
   }
   // The reservation (slot or queue place) now belongs to the task id.
   sup.admission.rekey(slotKey, live.rec.taskId);
-  await sup.refresh(live);
+  await live.refresh();
   if (repo) live.knownRepo = worktree ? { ...repo, worktree } : repo;
-  void sup.run(live, slot);
+  void live.run(slot);
   return {
     taskId: live.rec.taskId,
     subagent_id: live.rec.taskId,

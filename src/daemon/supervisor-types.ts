@@ -1,36 +1,18 @@
-// What the daemon's task modules may ask of the supervisor, as a type: evidence.ts, settle.ts, task-runner.ts,
-// pipeline.ts, task-commands.ts, child-prompt.ts, recovery and delivery import this, never supervisor.ts, so the
-// modules form no import cycle (test/unit/import-cycles.test.ts). The class in supervisor.ts implements it and is
-// the one module that imports them all.
-import type { CrewReport } from "../core/crew-cycle.js";
-import type { CapLimits } from "../core/budget.js";
-import type { CycleEvent, SettleReason } from "../core/task-cycle.js";
+// What the daemon's supervisor-level modules (method handlers, recovery, delivery, the relay's host) may ask of the
+// supervisor, as a type: they import this, never supervisor.ts, so the modules form no import cycle
+// (test/unit/import-cycles.test.ts). The supervisor keeps the task map (one runner per task), the status listeners
+// and the children's authentication; everything a task does is its runner's (runner-types.ts).
+import type { Clock } from "../core/clock.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
-import type { Runtime } from "../runtime/types.js";
 import type { Admission } from "./admission.js";
+import type { GitPort } from "./git-port.js";
 import type { Live, SupervisorDeps } from "./live.js";
 import type { TaskRecord } from "./record.js";
+import type { Runner, StatusInfo } from "./runner-types.js";
 import type { Connection } from "./server-types.js";
 
-/** `settled`: this result is a cycle's settled harvest (the one owner outcome of that cycle). */
-export type StatusInfo = {
-  settled: boolean;
-  /** Start-up re-announcing a cycle that settled before the restart (its delivery may be missing). */
-  recovered?: true;
-};
+export type { ChildEvent, ChildReport, StatusInfo } from "./runner-types.js";
 export type StatusListener = (live: Live, result: AgentResult, info: StatusInfo) => void;
-
-export type ChildEvent = {
-  type: string;
-  cycle?: number;
-  stopReason?: string;
-  errorMessage?: string;
-  willRetry?: boolean;
-  why?: string;
-  /** steer_taken / steer_missed: which steer of the cycle. */
-  n?: number;
-};
-export type ChildReport = { cycle?: number; outcome: "completed" | "needs_input"; report: string; needs?: string };
 
 export type NewTaskInput = Omit<
   TaskRecord,
@@ -38,43 +20,21 @@ export type NewTaskInput = Omit<
 > & { createdAt: number };
 
 export interface Supervisor {
-  readonly tasks: Map<string, Live>;
+  /** One runner per task. */
+  readonly tasks: Map<string, Runner>;
   readonly admission: Admission;
-  readonly deps: SupervisorDeps;
+  readonly deps: SupervisorDeps & { clock: Clock; git: GitPort };
   /** Set first thing at daemon stop: unfinished launches are then left to the next daemon's recovery. */
   stopped: boolean;
   onStatus(fn: StatusListener): () => void;
-  notifyStatus(live: Live, result: AgentResult, info?: StatusInfo): void;
+  notifyStatus(live: Runner, result: AgentResult, info?: StatusInfo): void;
   authenticate(taskId: string, token: string): boolean;
-  // evidence in
+  /** A child's extension said hello: its task's runner takes the connection. */
   childConnected(conn: Connection): void;
-  childEvent(conn: Connection, ev: ChildEvent): Promise<{ ok: true }>;
-  childReport(conn: Connection, p: ChildReport): Promise<{ ok: true }>;
-  reportOf(live: Live): CrewReport | undefined;
-  // the lifecycle and what carries its effects out
-  dispatch(live: Live, ev: CycleEvent): Promise<void>;
-  refresh(live: Live, opts?: { settled?: boolean; failed?: boolean }): Promise<void>;
-  settleHarvest(live: Live, reason: SettleReason): Promise<void>;
-  sendPrompt(live: Live): void;
-  endChild(live: Live, why: string): Promise<void>;
-  relaunch(live: Live): Promise<void>;
-  journalWritten(live: Live, event: { type: string; [k: string]: unknown }): Promise<void>;
-  journal(live: Live, event: { type: string; [k: string]: unknown }): Promise<void>;
-  // spawn, watches, the timeout
-  register(rec: TaskRecord): Live;
-  run(live: Live, slot: Promise<{ queuedMs: number }>): Promise<void>;
-  resume(live: Live): Promise<void>;
-  markGone(live: Live): Promise<void>;
-  startWatching(live: Live): void;
-  stopWatching(live: Live): void;
-  watchRuntime(live: Live, runtime: Runtime): void;
-  armTimeout(live: Live): void;
-  // owner commands
-  abort(live: Live): Promise<boolean>;
-  /** `caps`: spend caps given again with the respond (else a reached cap is raised by its original amount). */
-  respond(live: Live, message: string, caps?: CapLimits): Promise<{ cycle: number; queued: boolean }>;
-  close(live: Live, closePane: boolean): Promise<AgentResult>;
-  statusOf(live: Live): AgentStatus;
-  isOpen(live: Live): boolean;
+  /** The runner of the task a child connection belongs to. */
+  runnerOf(conn: Connection): Runner | undefined;
+  register(rec: TaskRecord): Runner;
+  statusOf(live: Pick<Live, "result"> & { rec: Pick<Live["rec"], "status"> }): AgentStatus;
+  isOpen(live: Pick<Live, "state">): boolean;
   newRecord(input: NewTaskInput, taskId: string): TaskRecord;
 }

@@ -1,31 +1,24 @@
-// The owner's commands on a task: interrupt (abort or timeout), respond (the next cycle) and close. Each is a
-// lifecycle event; the files a command needs (a follow-up's text) are durable before the event is fed.
+// The owner's commands on a task: abort, respond (the next cycle) and close. Each asks the machine whether it is
+// allowed (commandAllowed, src/core/task-cycle.ts) and is a lifecycle event; the files a command needs (a follow-up's
+// text) are durable before the event is fed.
 import { rename } from "node:fs/promises";
 import { join } from "node:path";
+import type { CapLimits } from "../core/budget.js";
 import { DshError } from "../core/errors.js";
-import { mayAbort, mayRespond } from "../core/task-cycle.js";
+import { commandAllowed } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
 import { writeAtomic } from "../store/fsio.js";
-import { typeFollowUpLater } from "./child-prompt.js";
 import { raiseForRespond } from "./budget.js";
-import type { CapLimits } from "../core/budget.js";
-import type { Live } from "./live.js";
 import { followUpPath } from "./record.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { Runner } from "./runner-types.js";
 
 /** Abort (the owner's or a person's). False when there is nothing to abort. */
-export async function abort(sup: Supervisor, live: Live): Promise<boolean> {
-  if (!mayAbort(live.state.phase, live.result?.status ?? live.rec.status)) return false;
-  sup.stopWatching(live);
-  await sup.dispatch(live, { type: "abort" });
-  await live.chain;
+export async function abort(r: Runner): Promise<boolean> {
+  if (!commandAllowed(r.state, "abort", r.result?.status ?? r.rec.status)) return false;
+  r.stopWatching();
+  await r.dispatch({ type: "abort" });
+  await r.chain;
   return true;
-}
-
-/** The task's timeout fired. */
-export async function timeOut(sup: Supervisor, live: Live): Promise<void> {
-  await sup.dispatch(live, { type: "timeout_fired", ms: live.rec.timeoutMs });
-  await live.chain;
 }
 
 /**
@@ -33,15 +26,14 @@ export async function timeOut(sup: Supervisor, live: Live): Promise<void> {
  * cycle starts, at once when a slot is free, else when one frees (the cycle is queued meanwhile). Returns at once.
  */
 export async function respond(
-  sup: Supervisor,
-  live: Live,
+  r: Runner,
   message: string,
   caps: CapLimits = {},
 ): Promise<{ cycle: number; queued: boolean }> {
-  const { rec } = live;
-  const status = live.result?.status ?? rec.status;
-  const phase = live.state.phase;
-  if (!mayRespond(phase, status)) {
+  const { rec } = r;
+  const phase = r.state.phase;
+  if (!commandAllowed(r.state, "respond", r.result?.status ?? rec.status) || phase.name !== "settled") {
+    const status = r.result?.status ?? rec.status;
     const what = phase.name === "queued" ? "queued (a follow-up waits for a slot)" : status;
     throw new DshError(
       "BAD_STATE",
@@ -49,53 +41,47 @@ export async function respond(
     );
   }
   const cycle = phase.cycle + 1;
-  raiseForRespond(live, caps); // a cap reached: that much again on top of the spend (before the next turn can spend)
+  raiseForRespond(r, caps); // a cap reached: that much again on top of the spend (before the next turn can spend)
   rec.cycle = cycle;
   delete rec.timing.settledAt;
   delete rec.error;
-  delete live.lastStopReason;
-  delete live.lastErrorMessage;
-  const pending = { cycle, text: message };
-  live.prompt = pending;
-  const slot = sup.admission.acquire(rec.taskId);
-  const slotFree = sup.admission.holds(rec.taskId);
+  delete r.lastStopReason;
+  delete r.lastErrorMessage;
+  r.prompt = { cycle, text: message };
+  const slot = r.ports.slot.acquire();
+  const slotFree = r.ports.slot.holds();
   // The phase moves before result.md does: a harvest the move triggers must read "working", not a settled cycle.
-  const started = sup.dispatch(live, { type: "respond" });
-  const dir = sup.deps.store.taskPaths(rec.taskId).dir;
+  const started = r.dispatch({ type: "respond" });
+  const dir = r.ports.store.taskPaths(rec.taskId).dir;
   // The new cycle must earn its own result.md: keep the old one beside it for the record.
   await rename(rec.resultPath, join(dir, `result.cycle${cycle - 1}.md`)).catch(() => undefined);
-  await live.files?.readResult();
+  await r.files?.readResult();
   // The follow-up and its record are durable before any child sees it: a restarted daemon sends it (once) if no
   // prompt_sent follows, and never a second time if one does.
   await writeAtomic(followUpPath(dir, cycle), message);
-  await sup.journal(live, { type: "respond", cycle, bytes: message.length });
+  await r.journal({ type: "respond", cycle, bytes: message.length });
   await started;
-  const begin = () => {
-    void sup.dispatch(live, { type: "slot_granted" }).then(() => {
-      // With the extension away (a daemon restart), wait for it to reconnect: hello pushes the pending prompt.
-      if (live.state.phase.name === "awaiting_prompt" && !live.child) typeFollowUpLater(sup, live, pending);
-      return sup.refresh(live);
-    });
-  };
+  // With the extension away (a daemon restart), the machine waits readinessTimeoutMs for it, then types the prompt.
+  const begin = () => void r.dispatch({ type: "slot_granted" }).then(() => r.refresh());
   if (slotFree) {
     await slot;
     begin();
-    await sup.refresh(live);
+    await r.refresh();
   } else {
     void slot.then(begin, (e: unknown) => {
       const err = e instanceof DshError ? e : new DshError("CONCURRENCY_LIMIT", String(e));
-      void sup.dispatch(live, { type: "launch_failed", code: err.code, message: err.message });
+      void r.dispatch({ type: "launch_failed", code: err.code, message: err.message });
     });
-    await sup.refresh(live);
+    await r.refresh();
   }
   return { cycle, queued: !slotFree };
 }
 
-export async function close(sup: Supervisor, live: Live, closePane: boolean): Promise<AgentResult> {
-  if (live.state.phase.name !== "closed") {
-    sup.stopWatching(live);
-    await sup.dispatch(live, { type: "close", closePane, headless: live.rec.runtime === "headless" });
+export async function close(r: Runner, closePane: boolean): Promise<AgentResult> {
+  if (r.state.phase.name !== "closed") {
+    r.stopWatching();
+    await r.dispatch({ type: "close", closePane, headless: r.rec.runtime === "headless" });
   }
-  await live.chain;
-  return live.result!;
+  await r.chain;
+  return r.result!;
 }

@@ -1,156 +1,429 @@
-// Carries out the lifecycle machine's effects for one task: every event goes through `dispatch`, which takes the
-// next phase from `step` (src/core/task-cycle.ts) at once and then performs the effects in their order (a journal
-// record is written before the act it records). Timers, the runtime and the file watches live here, not in core.
-import { step, type CycleEvent, type Effect, type JournalEntry } from "../core/task-cycle.js";
-import { DshError } from "../core/errors.js";
-import type { Live } from "./live.js";
+// One runner per task: it owns the task's Live state, its timers and its watches, and reaches the rest of the daemon
+// only through its ports {runtime, git, store, clock, log} (plus the admission slot, the status listeners and the
+// stop flag). Every event goes through `dispatch`, which takes the next phase from `step` (src/core/task-cycle.ts) at
+// once and then performs the effects in their order (a journal record is written before the act it records).
+// Timers are effects too: arm_timer/cancel_timer run through the clock port and come back as timer_fired.
+// The work itself is in the modules beside it, which see the runner as a type (runner-types.ts): evidence.ts
+// (evidence in), settle.ts (derivation, harvest, settle), child-prompt.ts (prompt delivery), task-commands.ts (owner
+// commands) and pipeline.ts (spawn, launch).
+import type { CapLimits } from "../core/budget.js";
+import type { TimerHandle } from "../core/clock.js";
+import type { CrewReport } from "../core/crew-cycle.js";
+import {
+  LATE_RESULT_WARNING,
+  step,
+  type CycleEvent,
+  type Effect,
+  type JournalEntry,
+  type SettleReason,
+  type StepResult,
+  type TaskState,
+  type TimerKind,
+  type TimerLimits,
+} from "../core/task-cycle.js";
+import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
+import type { Runtime, RuntimeEvent } from "../runtime/types.js";
+import type { CreatedWorktree } from "../git/worktree.js";
+import { sendPrompt, typePrompt } from "./child-prompt.js";
+import { childConnected, childEvent, childReport, onFiles, onRuntime } from "./evidence.js";
+import type { Live, UnsavedStatus } from "./live.js";
+import { diagnoseStart, launch, runPipeline } from "./pipeline.js";
+import type { TaskRecord } from "./record.js";
+import type { JournalEvent, Runner, StatusInfo, TaskPorts } from "./runner-types.js";
+import type { Connection } from "./server-types.js";
+import { refresh, reportOf, settleDiskNote, settleHarvest } from "./settle.js";
 import { pushSteer, steersMissed } from "./steer.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { ChildEvent, ChildReport } from "./supervisor-types.js";
+import { abort, close, respond } from "./task-commands.js";
+import { TaskFiles } from "./watcher.js";
 
-/** Feed one event to a task's machine. The phase changes synchronously; the returned promise ends with the effects. */
-export function dispatch(sup: Supervisor, live: Live, ev: CycleEvent): Promise<void> {
-  const before = live.state.phase;
-  const { state, effects } = step(live.state, ev);
-  live.state = state;
-  // The settle's moment, before its slot is released: the next task admitted cannot start before it.
-  if (effects.some((e) => e.type === "harvest_settled")) live.rec.timing.settledAt = Date.now();
-  if (state.phase !== before)
-    sup.deps.log.debug({ taskId: live.rec.taskId, event: ev.type, from: before.name, to: state.phase.name }, "phase");
-  const done = run(sup, live, effects);
-  live.effectsDone = Promise.all([live.effectsDone, done]).then(() => undefined);
-  return done;
-}
+export class TaskRunner implements Runner {
+  // ---- the task's state (Live) ----
+  files?: TaskFiles;
+  child?: Connection;
+  state: TaskState;
+  prompt?: { cycle: number; text: string };
+  promptPushed?: { child: Connection; prompt: { cycle: number; text: string } };
+  promptSentAt?: number;
+  agentStartedCycle?: number;
+  lastStopReason?: string;
+  runtimeState?: HerdrStatus | "missing";
+  unwatch?: () => void;
+  childEnded?: boolean;
+  diff?: DiffEvidence;
+  result?: AgentResult;
+  settledCycle?: number;
+  chain: Promise<void> = Promise.resolve();
+  effectsDone?: Promise<void>;
+  queued?: { settled?: boolean; reason?: SettleReason; done?: Promise<void> };
+  report?: CrewReport & { cycle: number };
+  lastErrorMessage?: string;
+  knownRepo?: { root: string; head?: string | null; worktree?: Promise<CreatedWorktree> };
+  promptWrite?: Promise<unknown>;
+  snapshotDue?: boolean;
+  unsaved?: UnsavedStatus;
+  following?: boolean;
+  settleJournaled?: number;
+  settleDisk?: { cycle: number; note?: string };
+  steering?: { reserved: number; waiters: Map<number, (fate: "taken" | "missed") => void> };
 
-async function run(sup: Supervisor, live: Live, effects: Effect[]): Promise<void> {
-  for (const e of effects) {
-    try {
-      await perform(sup, live, e);
-    } catch (err) {
-      sup.deps.log.error({ taskId: live.rec.taskId, effect: e.type, err: String(err) }, "lifecycle effect failed");
+  /** The timers the machine armed, one per kind. */
+  private readonly timers = new Map<TimerKind, TimerHandle>();
+  /** The runner's own timers (snapshot pacing, record retries, a runtime poll). */
+  private readonly own = new Set<TimerHandle>();
+  /** Called after each phase change (onPhase). */
+  private readonly phaseWatchers = new Set<() => void>();
+
+  constructor(
+    public rec: TaskRecord,
+    readonly ports: TaskPorts,
+  ) {
+    this.state = { phase: { name: "queued", cycle: rec.cycle }, childConnected: false };
+  }
+
+  // ---- the machine ----
+
+  /** How long each of the task's timers runs: the record's timeout, the config's idle and readiness times. */
+  limits(): TimerLimits {
+    const c = this.ports.config();
+    return { timeoutMs: this.rec.timeoutMs, idleMs: c.idleChildMs, readinessMs: c.readinessTimeoutMs };
+  }
+
+  /** Feed one event to the task's machine. The phase changes synchronously; the returned promise ends with the effects. */
+  dispatch(ev: CycleEvent): Promise<void> {
+    const r = this.apply(ev);
+    const done = this.perform(r.effects);
+    this.effectsDone = Promise.all([this.effectsDone, done]).then(() => undefined);
+    return done;
+  }
+
+  /**
+   * A relayed task (src/remote/relay-machine.ts): the same machine, whose effects mean only this here: the journal
+   * (marked remote) and the settled record (`onSettled`). Timers, the slot and the child are the other daemon's.
+   */
+  async dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void> {
+    for (const e of this.apply(ev).effects) {
+      if (e.type === "journal") await this.journal({ ...journalRecord(e.entry), remote: true });
+      else if (e.type === "harvest_settled") await onSettled?.(e.reason);
     }
   }
-}
 
-async function perform(sup: Supervisor, live: Live, e: Effect): Promise<void> {
-  const { rec } = live;
-  switch (e.type) {
-    case "journal":
-      if (e.entry.type === "settle") await sup.journalWritten(live, journalRecord(e.entry));
-      else await sup.journal(live, journalRecord(e.entry));
-      if (e.entry.type === "late_evidence") await noteLateEvidence(sup, live);
+  /** The one place a task's state changes: the machine's next state. */
+  private apply(ev: CycleEvent): StepResult {
+    const before = this.state.phase;
+    const r = step(this.state, ev, this.limits());
+    this.state = r.state;
+    // The settle's moment, before its slot is released: the next task admitted cannot start before it.
+    if (r.effects.some((e) => e.type === "harvest_settled")) this.rec.timing.settledAt = this.ports.clock.now();
+    if (r.state.phase !== before) {
+      this.ports.log.debug(
+        { taskId: this.rec.taskId, event: ev.type, from: before.name, to: r.state.phase.name },
+        "phase",
+      );
+      for (const fn of this.phaseWatchers) fn();
+    }
+    return r;
+  }
+
+  onPhase(fn: () => void): () => void {
+    this.phaseWatchers.add(fn);
+    return () => this.phaseWatchers.delete(fn);
+  }
+
+  private async perform(effects: Effect[]): Promise<void> {
+    for (const e of effects) {
+      try {
+        await this.performOne(e);
+      } catch (err) {
+        this.ports.log.error({ taskId: this.rec.taskId, effect: e.type, err: String(err) }, "lifecycle effect failed");
+      }
+    }
+  }
+
+  private async performOne(e: Effect): Promise<void> {
+    switch (e.type) {
+      case "journal":
+        if (e.entry.type === "settle") {
+          // The settle record is the verdict, the disk's state at that moment included (a full disk is named in
+          // the ending's error even when a crash comes before the harvest and the space is back by the restart).
+          const note = await settleDiskNote(this, e.entry.reason);
+          this.settleDisk = { cycle: e.entry.cycle, ...(note ? { note } : {}) };
+          await this.journalWritten({ ...journalRecord(e.entry), disk: note ?? "ok" });
+        } else await this.journal(journalRecord(e.entry));
+        if (e.entry.type === "late_evidence") await this.noteLateEvidence();
+        return;
+      case "push_prompt":
+        this.sendPrompt();
+        return;
+      case "type_prompt":
+        typePrompt(this, e.cycle);
+        return;
+      case "arm_timer":
+        this.armTimer(e.kind, e.ms);
+        return;
+      case "cancel_timer":
+        this.cancelTimer(e.kind);
+        return;
+      case "release_slot":
+        this.ports.slot.release();
+        return;
+      case "end_child":
+        await this.endChild(e.why);
+        return;
+      case "stop_turn":
+        await this.stopTurn(e.why);
+        return;
+      case "relaunch":
+        delete this.runtimeState; // the old child's exit is old news: a new one starts
+        void launch(this, e.attempt);
+        return;
+      case "diagnose_start":
+        void diagnoseStart(this, e.why);
+        return;
+      case "refresh":
+        await this.refresh();
+        return;
+      case "harvest_settled":
+        await settleHarvest(this, e.reason);
+        return;
+      case "push_steer":
+        await pushSteer(this, e.cycle, e.n);
+        return;
+      case "steers_missed":
+        steersMissed(this, e.cycle, e.ns);
+        return;
+    }
+  }
+
+  // ---- timers, through the clock port ----
+
+  private armTimer(kind: TimerKind, ms: number): void {
+    this.cancelTimer(kind);
+    if (this.ports.stopped()) return; // a stopped daemon times nothing: the next one's recovery arms again
+    const h = this.ports.clock.setTimer(ms, () => {
+      if (this.timers.get(kind) !== h) return;
+      this.timers.delete(kind);
+      if (!this.ports.stopped()) void this.dispatch({ type: "timer_fired", kind });
+    });
+    this.timers.set(kind, h);
+  }
+
+  private cancelTimer(kind: TimerKind): void {
+    this.ports.clock.clearTimer(this.timers.get(kind));
+    this.timers.delete(kind);
+  }
+
+  /** The kinds of timer armed now (tests and `daemon stop`). */
+  armedTimers(): TimerKind[] {
+    return [...this.timers.keys()];
+  }
+
+  later(ms: number, fn: () => void): void {
+    if (this.ports.stopped()) return;
+    const h = this.ports.clock.setTimer(ms, () => {
+      if (!this.own.delete(h) || this.ports.stopped()) return;
+      fn();
+    });
+    this.own.add(h);
+  }
+
+  pendingTimers(): number {
+    return this.timers.size + this.own.size;
+  }
+
+  // ---- journal and listeners ----
+
+  journal(event: JournalEvent): Promise<void> {
+    return this.ports.store.appendEvent(this.rec.taskId, event).catch((e: unknown) => this.journalFailed(e));
+  }
+
+  /**
+   * A record that is awaited only until it is in the journal (a daemon crash keeps it) and made durable in the commit
+   * log behind the caller: a settle's record (written before its harvest) and the settled status record after it.
+   * The owner's outbox record goes through the same log after both, so it is never durable without them (a power cut
+   * keeps a prefix of the log), and neither the push nor `task.wait` waits for an fsync of its own for them.
+   */
+  async journalWritten(event: JournalEvent): Promise<void> {
+    try {
+      const { durable } = await this.ports.store.appendEventWritten(this.rec.taskId, event);
+      durable.catch((e: unknown) => this.journalFailed(e));
+    } catch (e) {
+      this.journalFailed(e);
+    }
+  }
+
+  private journalFailed(e: unknown): void {
+    this.ports.log.warn({ taskId: this.rec.taskId, err: String(e) }, "journal append failed");
+  }
+
+  /** A status change (or a settled harvest) reaches every listener before it is recorded. */
+  notify(result: AgentResult, info: StatusInfo = { settled: false }): void {
+    this.ports.notify(result, info);
+  }
+
+  // ---- evidence, derivation, prompts ----
+
+  refresh(opts: { settled?: boolean; reason?: SettleReason } = {}): Promise<void> {
+    return refresh(this, opts);
+  }
+
+  reportOf(): CrewReport | undefined {
+    return reportOf(this);
+  }
+
+  sendPrompt(): void {
+    sendPrompt(this);
+  }
+
+  childConnected(conn: Connection): void {
+    childConnected(this, conn);
+  }
+
+  childEvent(ev: ChildEvent): Promise<{ ok: true }> {
+    return childEvent(this, ev);
+  }
+
+  childReport(p: ChildReport): Promise<{ ok: true }> {
+    return childReport(this, p);
+  }
+
+  /** End the child's process (its pane goes too on tmux/Herdr; the session and output stay in the task dir). */
+  async endChild(why: string): Promise<void> {
+    const { rec } = this;
+    if (this.childEnded) return;
+    this.childEnded = true;
+    this.unwatchRuntime(); // the daemon ended it: its exit is no news
+    this.child?.push("child.abort", { reason: why });
+    if (rec.handle)
+      await this.ports
+        .runtimeFor(rec.runtime)
+        .close(rec.handle)
+        .catch(() => undefined);
+  }
+
+  /**
+   * Stop the child's running turn, not the child: pi's abort through the child extension, else the runtime's
+   * interrupt (Escape in a pane, the RPC abort headless). The session stays; a respond continues the conversation.
+   */
+  private async stopTurn(why: string): Promise<void> {
+    if (this.child && !this.child.closed) {
+      this.child.push("child.abort", { reason: why });
       return;
-    case "push_prompt":
-      sup.sendPrompt(live);
+    }
+    if (this.rec.handle)
+      await this.ports
+        .runtimeFor(this.rec.runtime)
+        .sendKeys(this.rec.handle, ["Escape"])
+        .catch((e: unknown) =>
+          this.ports.log.warn({ taskId: this.rec.taskId, err: String(e) }, "could not stop the turn"),
+        );
+  }
+
+  /** A settled cycle is final: late evidence adds one warning to result.json and changes nothing else. */
+  private async noteLateEvidence(): Promise<void> {
+    const r = this.result;
+    if (!r || r.warnings?.includes(LATE_RESULT_WARNING)) return;
+    this.rec.warnings = [...(this.rec.warnings ?? []), LATE_RESULT_WARNING];
+    this.result = { ...r, warnings: [...(r.warnings ?? []), LATE_RESULT_WARNING] };
+    await this.ports.store.saveTask(this.rec, this.result, { sync: false });
+  }
+
+  // ---- spawn, commands ----
+
+  /** Admission → baseline/worktree → prompt.md → launch (the readiness barrier is the machine's). In the background. */
+  run(slot: Promise<{ queuedMs: number }>): Promise<void> {
+    return runPipeline(this, slot);
+  }
+
+  /** Abort the task; false when nothing is left to abort (closed, or ended on its own). */
+  abort(): Promise<boolean> {
+    return abort(this);
+  }
+
+  respond(message: string, caps?: CapLimits): Promise<{ cycle: number; queued: boolean }> {
+    return respond(this, message, caps);
+  }
+
+  close(closePane: boolean): Promise<AgentResult> {
+    return close(this, closePane);
+  }
+
+  /** A recovered cycle that cannot finish: the child is gone. */
+  markGone(): Promise<void> {
+    this.runtimeState = "missing";
+    this.childEnded = true;
+    return this.dispatch({ type: "runtime_gone", how: "gone" });
+  }
+
+  // ---- watches ----
+
+  startWatching(): void {
+    if (this.files) return;
+    const { rec } = this;
+    this.files = new TaskFiles({
+      taskDir: this.ports.store.taskPaths(rec.taskId).dir,
+      sessionPath: rec.sessionPath,
+      resultPath: rec.resultPath,
+      onChange: (what) => onFiles(this, what),
+      clock: this.ports.clock,
+    });
+    this.files.start();
+  }
+
+  stopWatching(): void {
+    this.unwatchRuntime();
+    void this.files?.stop();
+    for (const kind of [...this.timers.keys()]) this.cancelTimer(kind);
+  }
+
+  /** Daemon stop: the watches and every timer end (a deferred snapshot is flushed by the caller). */
+  stop(): void {
+    this.stopWatching();
+    for (const h of this.own) this.ports.clock.clearTimer(h);
+    this.own.clear();
+  }
+
+  async resume(): Promise<void> {
+    this.startWatching();
+    await this.files!.readSession();
+    await this.files!.readResult();
+    this.promptSentAt = this.rec.timing.promptedAt ?? 0;
+  }
+
+  watchRuntime(runtime: Runtime): void {
+    const handle = this.rec.handle;
+    if (!handle) return;
+    this.unwatchRuntime();
+    // An event is about the handle it was watched for: a parked child's old pane may report its exit after respond
+    // launched a new child, and that must not end the new cycle.
+    const ofThisHandle = (e: RuntimeEvent): void => {
+      if (this.rec.handle === handle) onRuntime(this, e);
+    };
+    if (runtime.watch) {
+      this.unwatch = runtime.watch(handle, ofThisHandle);
       return;
-    case "arm_timeout":
-      sup.armTimeout(live);
-      return;
-    case "cancel_timeout":
-      if (live.timer) clearTimeout(live.timer);
-      delete live.timer;
-      return;
-    case "arm_idle":
-      armIdle(sup, live);
-      return;
-    case "cancel_idle":
-      if (live.idleTimer) clearTimeout(live.idleTimer);
-      delete live.idleTimer;
-      return;
-    case "resolve_readiness":
-      live.readiness?.resolve();
-      delete live.readiness;
-      return;
-    case "reject_readiness":
-      live.readiness?.reject(new DshError("AGENT_STALLED", e.why));
-      delete live.readiness;
-      return;
-    case "release_slot":
-      sup.admission.cancel(rec.taskId, () => new DshError("BAD_STATE", `task ${rec.taskId} ended while queued`));
-      sup.admission.release(rec.taskId);
-      return;
-    case "end_child":
-      await endChild(sup, live, e.why);
-      return;
-    case "stop_turn":
-      await stopTurn(sup, live, e.why);
-      return;
-    case "relaunch":
-      delete live.runtimeState; // the parked child's exit is old news: a new one starts
-      void sup.relaunch(live);
-      return;
-    case "refresh":
-      await sup.refresh(live);
-      return;
-    case "set_lifecycle":
-      rec.lifecycle = e.lifecycle;
-      return;
-    case "harvest_settled":
-      await sup.settleHarvest(live, e.reason);
-      return;
-    case "push_steer":
-      await pushSteer(sup, live, e.cycle, e.n);
-      return;
-    case "steers_missed":
-      steersMissed(live, e.cycle, e.ns);
-      return;
+    }
+    // A runtime that cannot tell: asked once a second, through the clock port.
+    let watching = true;
+    const poll = () =>
+      this.later(1000, () => {
+        if (watching)
+          void runtime.isAlive(handle).then((alive) => (alive ? poll() : watching && ofThisHandle({ type: "gone" })));
+      });
+    poll();
+    this.unwatch = () => void (watching = false);
+  }
+
+  unwatchRuntime(): void {
+    this.unwatch?.();
+    delete this.unwatch;
   }
 }
 
-/** The journal keeps the shapes recovery replays (settle{why,cycle}; interrupted{code}). */
-function journalRecord(entry: JournalEntry): { type: string; [k: string]: unknown } {
+/** The journal keeps the shapes recovery replays (settle{why,cycle,reason}; interrupted{code}). */
+function journalRecord(entry: JournalEntry): JournalEvent {
   if (entry.type === "settle") return { type: "settle", why: entry.why, cycle: entry.cycle, reason: entry.reason };
   return { ...entry };
 }
 
-/** End the child's process (its pane goes too on tmux/Herdr; the session and output stay in the task dir). */
-export async function endChild(sup: Supervisor, live: Live, why: string): Promise<void> {
-  const { rec } = live;
-  if (live.childEnded) return;
-  live.childEnded = true;
-  live.child?.push("child.abort", { reason: why });
-  if (rec.handle)
-    await sup.deps
-      .runtimeFor(rec.runtime)
-      .close(rec.handle)
-      .catch(() => undefined);
-}
-
-/**
- * Stop the child's running turn, not the child: pi's abort through the child extension, else the runtime's interrupt
- * (Escape in a pane, the RPC abort headless). The session stays; a respond continues the conversation.
- */
-async function stopTurn(sup: Supervisor, live: Live, why: string): Promise<void> {
-  if (live.child && !live.child.closed) {
-    live.child.push("child.abort", { reason: why });
-    return;
-  }
-  if (live.rec.handle)
-    await sup.deps
-      .runtimeFor(live.rec.runtime)
-      .sendKeys(live.rec.handle, ["Escape"])
-      .catch((e: unknown) => sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "could not stop the turn"));
-}
-
-function armIdle(sup: Supervisor, live: Live): void {
-  const ms = sup.deps.config().idleChildMs;
-  if (live.idleTimer) clearTimeout(live.idleTimer);
-  delete live.idleTimer;
-  if (!(ms > 0) || sup.stopped || live.childEnded) return;
-  live.idleTimer = setTimeout(() => {
-    delete live.idleTimer;
-    if (!sup.stopped) void sup.dispatch(live, { type: "idle_expired" });
-  }, ms);
-  live.idleTimer.unref();
-}
-
-const LATE_WARNING =
-  "result.md changed after the cycle settled; the settled result stands (respond to start a new cycle)";
-
-/** A settled cycle is final: late evidence adds one warning to result.json and changes nothing else. */
-async function noteLateEvidence(sup: Supervisor, live: Live): Promise<void> {
-  const r = live.result;
-  if (!r || r.warnings?.includes(LATE_WARNING)) return;
-  live.rec.warnings = [...(live.rec.warnings ?? []), LATE_WARNING];
-  live.result = { ...r, warnings: [...(r.warnings ?? []), LATE_WARNING] };
-  await sup.deps.store.saveTask(live.rec, live.result, { sync: false });
-}
+export type { Live };

@@ -10,6 +10,8 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { basename } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
 import { parseResultMd, RESULT_MD_MAX_BYTES, type ParsedResultMd } from "../core/result-md.js";
+import type { Clock, TimerHandle } from "../core/clock.js";
+import { systemClock } from "./clock.js";
 import { readChildFile } from "./safe-read.js";
 
 export interface TaskFilesOptions {
@@ -19,6 +21,8 @@ export interface TaskFilesOptions {
   onChange(what: "session" | "result"): void;
   /** Poll interval when the OS refuses a watch (inotify limit reached); default 250 ms. */
   fallbackPollMs?: number;
+  /** The clock the fallback polls on (the task runner's clock port; default the system clock). */
+  clock?: Clock;
 }
 
 const CHUNK = 1024 * 1024;
@@ -54,7 +58,7 @@ class Coalesced<T> {
 export class TaskFiles {
   readonly reader: SessionReader;
   private watcher: FSWatcher | undefined;
-  private poll: NodeJS.Timeout | undefined;
+  private poll: TimerHandle | undefined;
   private readonly sessionRead = new Coalesced(() => this.readNewBytes());
   private readonly resultRead = new Coalesced(() => this.readResultNow());
   private resultMd: ParsedResultMd | undefined;
@@ -109,12 +113,16 @@ export class TaskFiles {
     this.watcher?.close();
     this.watcher = undefined;
     if (this.poll || this.stopped) return;
-    this.poll = setInterval(() => {
-      this.recheck = true; // no events tell us of a replaced file: check the name each time
-      onSession();
-      onResult();
-    }, this.opts.fallbackPollMs ?? 250);
-    this.poll.unref();
+    const clock = this.opts.clock ?? systemClock;
+    const every = () =>
+      (this.poll = clock.setTimer(this.opts.fallbackPollMs ?? 250, () => {
+        if (this.stopped) return;
+        this.recheck = true; // no events tell us of a replaced file: check the name each time
+        onSession();
+        onResult();
+        every();
+      }));
+    every();
   }
 
   get polling(): boolean {
@@ -125,7 +133,7 @@ export class TaskFiles {
     this.stopped = true;
     this.watcher?.close();
     this.watcher = undefined;
-    if (this.poll) clearInterval(this.poll);
+    (this.opts.clock ?? systemClock).clearTimer(this.poll);
     this.poll = undefined;
     // After any read in progress: it holds the handle until it returns (a read after this closes it again).
     await this.sessionRead.idle();
@@ -138,6 +146,13 @@ export class TaskFiles {
 
   get result(): ParsedResultMd | undefined {
     return this.resultMd;
+  }
+
+  /** result.md's text as last read (what `result` parsed), or why it was refused; undefined when there is none. */
+  get resultRaw(): { text: string } | { refused: string } | undefined {
+    const t = this.resultText;
+    if (t === undefined) return undefined;
+    return t.startsWith("\0refused ") ? { refused: t.slice("\0refused ".length) } : { text: t };
   }
 
   /** Read the session's new bytes now (also called on child events, which can beat the watcher). */

@@ -8,13 +8,13 @@
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { DEFAULT_CHECK_LIMITS, runCheck } from "../checks/run-check.js";
+import { lifecycleOf } from "../core/task-cycle.js";
 import type { CheckReceipt } from "../core/types.js";
 import { checkIncludePattern, commitSetup, includeInto, type Included } from "../git/worktree-setup.js";
 import { joinLists, repoSettingsOf } from "../store/repo-settings.js";
 import { unsynced } from "../store/task-store.js";
-import type { Live } from "./live.js";
 import type { TaskRecord } from "./record.js";
-import type { Supervisor } from "./supervisor-types.js";
+import type { Runner } from "./runner-types.js";
 
 /** The setup's output in the task dir. */
 export const SETUP_LOG = "setup.log";
@@ -55,14 +55,14 @@ function warn(rec: TaskRecord, w: string): void {
  * The repository's settings applied to the record (checks joined, include and setup for a worktree), then the
  * worktree made ready. `repoRoot`: the user's repository (undefined outside one).
  */
-export async function prepareWorkdir(sup: Supervisor, live: Live, repoRoot: string | undefined): Promise<void> {
+export async function prepareWorkdir(live: Runner, repoRoot: string | undefined): Promise<void> {
   const { rec } = live;
   const asked = (rec.include?.length ?? 0) > 0 || rec.setup !== undefined;
   if (repoRoot === undefined) {
     if (asked) warn(rec, `include and setup were not applied: ${rec.cwd} is not in a git repository with a commit`);
     return;
   }
-  const repo = repoSettingsOf(repoRoot, sup.deps.config());
+  const repo = repoSettingsOf(repoRoot, live.ports.config());
   const checks = joinLists(repo.checks, rec.checks);
   if (checks.length) rec.checks = checks;
   if (rec.checkTimeoutMs === undefined && repo.checkTimeoutMs !== undefined) rec.checkTimeoutMs = repo.checkTimeoutMs;
@@ -81,7 +81,7 @@ export async function prepareWorkdir(sup: Supervisor, live: Live, repoRoot: stri
     for (const p of included.unmatched)
       warn(rec, `include pattern ${JSON.stringify(p)} matched no untracked or ignored file in ${repoRoot}`);
   }
-  const receipt = setup !== undefined ? await runSetup(sup, live, setup, timeoutMs, repoRoot) : undefined;
+  const receipt = setup !== undefined ? await runSetup(live, setup, timeoutMs, repoRoot) : undefined;
   const summary = {
     type: "setup",
     ...(setup !== undefined ? { command: setup } : {}),
@@ -97,7 +97,7 @@ export async function prepareWorkdir(sup: Supervisor, live: Live, repoRoot: stri
       : {}),
   };
   if (receipt && (receipt.exitCode !== 0 || receipt.cutOff !== undefined)) {
-    await sup.journal(live, unsynced({ ...summary, ok: false }));
+    await live.journal(unsynced({ ...summary, ok: false }));
     throw setupFailed(setup!, wt.path, receipt, timeoutMs);
   }
   // What setup (and the includes) left that git sees is the baseline: committed on the task branch, not the child's.
@@ -112,30 +112,22 @@ export async function prepareWorkdir(sup: Supervisor, live: Live, repoRoot: stri
     rec.setupCommit = base;
     if (rec.baseline) rec.baseline = { ...rec.baseline, head: base.commit };
   }
-  await sup.journal(
-    live,
-    unsynced({ ...summary, ok: true, ...(base ? { from: base.from, commit: base.commit } : {}) }),
-  );
+  await live.journal(unsynced({ ...summary, ok: true, ...(base ? { from: base.from, commit: base.commit } : {}) }));
 }
 
 /** The setup command in the worktree; a close or abort of the task meanwhile ends it. */
-async function runSetup(
-  sup: Supervisor,
-  live: Live,
-  command: string,
-  timeoutMs: number,
-  repoRoot: string,
-): Promise<CheckReceipt> {
+async function runSetup(live: Runner, command: string, timeoutMs: number, repoRoot: string): Promise<CheckReceipt> {
   const { rec } = live;
   const ac = new AbortController();
-  const off = sup.onStatus((l, r) => {
-    if (l === live && (r.status === "interrupted" || r.status === "closed")) ac.abort();
+  // Closed, or its cycle interrupted (an abort): the setup is ended.
+  const off = live.onPhase(() => {
+    if (lifecycleOf(live.state.phase) !== undefined) ac.abort();
   });
   try {
     return await runCheck({
       command,
       cwd: rec.worktree!.path,
-      logPath: join(sup.deps.store.taskPaths(rec.taskId).dir, SETUP_LOG),
+      logPath: join(live.ports.store.taskPaths(rec.taskId).dir, SETUP_LOG),
       timeoutMs,
       outputCapBytes: DEFAULT_CHECK_LIMITS.outputCapBytes,
       env: {

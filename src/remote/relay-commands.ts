@@ -20,7 +20,7 @@ export async function relayRespond(
   });
   live.rec.cycle = r.cycle;
   delete live.rec.timing.settledAt;
-  await ctx.sup.journal(live, { type: "respond", cycle: r.cycle, remote: true });
+  await live.journal({ type: "respond", cycle: r.cycle, remote: true });
   await stepRemote(ctx, live, { type: "remote_started", cycle: r.cycle });
   const now = await link.request<AgentResult>("task.get", { taskId: live.rec.remote!.taskId }).catch(() => undefined);
   if (now && !isSettledStatus(now.status)) await follow.snapshot(live, now, true);
@@ -46,7 +46,7 @@ export async function relayClose(ctx: RelayContext, live: RelayLive, closePane: 
   const link = await ctx.ready(live.rec.remote!.label);
   const r = await link.request<AgentResult>("task.close", { taskId: live.rec.remote!.taskId, closePane });
   const result = localize(live, r);
-  // The machine journals the close and sets the lifecycle (the other machine's daemon ended its child).
+  // The machine journals the close (the other machine's daemon ended its child); the phase says closed.
   await stepRemote(ctx, live, { type: "close", closePane, headless: false });
   live.rec.status = result.status;
   live.result = result;

@@ -1,6 +1,7 @@
 // The follow side of the relay: a remote task's live status (task.subscribe pushes, kept in memory and written
 // without fsync), its settled result (`task.wait` rounds, then the patch copied and the result recorded durably
 // before the owner hears it), and what a link's up and down mean for the tasks on that machine.
+import { createHash } from "node:crypto";
 import { isDshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
@@ -9,14 +10,7 @@ import type { LinkDown } from "./link.js";
 import { stepRemote } from "./relay-machine.js";
 import { localize, UNREACHABLE_PREFIX, WAIT_ROUND_MS, type RelayContext, type RelayLive } from "./relay-types.js";
 
-interface RemoteState {
-  /** A follow loop (task.wait rounds) runs for this task. */
-  following: boolean;
-}
-
 export class RemoteFollow {
-  private readonly state = new WeakMap<RelayLive, RemoteState>();
-
   constructor(private readonly ctx: RelayContext) {}
 
   private get sup() {
@@ -33,7 +27,7 @@ export class RemoteFollow {
 
   /** A live (unsettled) status from the remote: kept in memory, pushed, written without fsync on a change. */
   async snapshot(live: RelayLive, remote: AgentResult, force = false): Promise<void> {
-    if (live.state.phase.name !== "running" || live.rec.lifecycle) return; // a settled cycle is final
+    if (live.state.phase.name !== "running") return; // a settled cycle is final
     if (isSettledStatus(remote.status)) return; // the follow loop records settled results, harvest included
     const result = localize(live, remote);
     const changed = force || result.status !== live.result?.status;
@@ -54,11 +48,10 @@ export class RemoteFollow {
    * only after the remote's settled harvest (diff included); a drop ends the loop and the next "up" starts it again.
    */
   async follow(live: RelayLive): Promise<void> {
-    const st = this.stateOf(live);
-    if (st.following) return;
-    st.following = true;
+    if (live.following) return;
+    live.following = true;
     try {
-      while (!this.ctx.stopped && live.state.phase.name === "running" && !live.rec.lifecycle) {
+      while (!this.ctx.stopped && live.state.phase.name === "running") {
         const link = this.ctx.linkOf(live.rec.remote!.label);
         if (link?.state !== "up") return;
         let r: { results: AgentResult[]; timedOut: boolean };
@@ -79,7 +72,7 @@ export class RemoteFollow {
             return;
           }
           this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote task.wait failed; trying again");
-          await new Promise((res) => setTimeout(res, 1000));
+          await new Promise((res) => this.sup.deps.clock.setTimer(1000, () => res(undefined)));
           continue;
         }
         const res = r.results[0];
@@ -91,14 +84,8 @@ export class RemoteFollow {
         await this.settle(live, res);
       }
     } finally {
-      st.following = false;
+      live.following = false;
     }
-  }
-
-  private stateOf(live: RelayLive): RemoteState {
-    let st = this.state.get(live);
-    if (!st) this.state.set(live, (st = { following: false }));
-    return st;
   }
 
   /**
@@ -112,6 +99,7 @@ export class RemoteFollow {
     if (!isSettledStatus(remote.status)) return; // task.wait answered with a cycle still running: not a verdict
     const { store } = this.sup.deps;
     const cycle = live.rec.cycle;
+    let diffSha256: string | undefined;
     if (remote.diff) {
       const link = this.ctx.linkOf(live.rec.remote!.label);
       const p = await link
@@ -121,8 +109,10 @@ export class RemoteFollow {
           return undefined;
         });
       if (p === undefined) return; // the link dropped meanwhile: the next "up" asks again
-      if (p.patch !== null)
+      if (p.patch !== null) {
         await writeAtomic(store.taskPaths(live.rec.taskId).diffPatch, p.patch, 0o600, { sync: true });
+        diffSha256 = createHash("sha256").update(p.patch).digest("hex");
+      }
     }
     const result = localize(live, remote);
     // The machine settles the cycle (its settle record first, once per cycle), then asks for the settled record.
@@ -138,16 +128,20 @@ export class RemoteFollow {
         if (result.worktree) live.rec.worktree = result.worktree;
         if (result.sessionPath) live.rec.sessionPath = result.sessionPath;
         await store.saveTask(live.rec, result, { sync: true });
+        // The local copy of the remote's diff.patch is pinned by its digest (`verify` checks it here).
         await store.appendEvent(live.rec.taskId, {
           type: "status",
           status: result.status,
           cycle,
           settled: true,
           remote: true,
+          ...(diffSha256 ? { pin: { remote: true, diffSha256 } } : {}),
         });
         this.sup.notifyStatus(live, result, { settled: true });
       },
     );
+    // The machine keeps the settled status (what abort is asked against).
+    await live.dispatchRemote({ type: "harvested", cycle, status: result.status });
     delete live.settleJournaled;
   }
 
@@ -162,7 +156,6 @@ export class RemoteFollow {
       this.sup.deps.log.warn({ label, err: String(e) }, "remote task.subscribe failed");
     }
     for (const live of this.remoteLives(label)) {
-      if (live.rec.lifecycle) continue;
       if (live.state.phase.name === "running") {
         // The warning goes with the outage; task.get gives the status the remote holds now.
         const r = await link
@@ -178,7 +171,7 @@ export class RemoteFollow {
   async onDown(label: string, d: LinkDown): Promise<void> {
     const warning = `${UNREACHABLE_PREFIX(label)}${new Date(d.since).toISOString()} (${d.error.message.slice(0, 300)})`;
     for (const live of this.remoteLives(label)) {
-      if (live.state.phase.name !== "running" || live.rec.lifecycle || !live.result) continue;
+      if (live.state.phase.name !== "running" || !live.result) continue;
       const prefix = UNREACHABLE_PREFIX(label);
       if (live.result.warnings?.some((w) => w.startsWith(prefix))) continue;
       const result = { ...live.result, warnings: [...(live.result.warnings ?? []), warning] };

@@ -1,30 +1,20 @@
 // A relayed task goes through the same lifecycle machine as a local one (src/core/task-cycle.ts): the relay feeds
 // it the remote's events (remote_started, remote_settled, close, restored) and carries out the effects that mean
-// something here (journal first, the lifecycle override, the settled record). Timers, slots, the child and its
+// something here (journal first, then the settled record). Timers, slots, the child and its
 // prompt are the other machine's daemon's, so those effects have nothing to do here.
-import { step, type CycleEvent, type SettleReason } from "../core/task-cycle.js";
+import type { CycleEvent, SettleReason } from "../core/task-cycle.js";
 import type { RelayContext, RelayLive } from "./relay-types.js";
 
 /**
  * Feed one event; `onSettled` records the settled result (the machine asks for it once per cycle, after the settle
- * record is journaled). The phase changes at once; the promise ends with the effects.
+ * record is journaled). The phase changes at once (in the task's runner, its one writer); the promise ends with the
+ * effects.
  */
 export async function stepRemote(
-  ctx: RelayContext,
+  _ctx: RelayContext,
   live: RelayLive,
   ev: CycleEvent,
   onSettled?: (reason: SettleReason) => Promise<void>,
 ): Promise<void> {
-  const { state, effects } = step(live.state, ev);
-  live.state = state;
-  for (const e of effects) {
-    if (e.type === "journal") {
-      const entry =
-        e.entry.type === "settle"
-          ? { type: "settle", why: e.entry.why, cycle: e.entry.cycle, reason: e.entry.reason }
-          : { ...e.entry };
-      await ctx.sup.journal(live, { ...entry, remote: true });
-    } else if (e.type === "set_lifecycle") live.rec.lifecycle = e.lifecycle;
-    else if (e.type === "harvest_settled") await onSettled?.(e.reason);
-  }
+  await live.dispatchRemote(ev, onSettled);
 }

@@ -3,7 +3,7 @@
 import { isSettledStatus } from "../core/derive.js";
 import type { MachineLink } from "./link.js";
 import type { RemoteFollow } from "./relay-follow.js";
-import type { SettleReason } from "../core/task-cycle.js";
+import { lifecycleOf, type SettleReason } from "../core/task-cycle.js";
 import { stepRemote } from "./relay-machine.js";
 import type { RelayContext, RemoteRecord } from "./relay-types.js";
 
@@ -35,7 +35,7 @@ export async function relayRecover(
     if (journal.settling.has(rec.cycle)) live.settleJournaled = rec.cycle;
     await stepRemote(ctx, live, { type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
   }
-  await sup.journal(live, {
+  await live.journal({
     type: "recovered",
     plan: "remote",
     label: rec.remote!.label,
@@ -51,7 +51,7 @@ export async function relayReattach(
 ): Promise<void> {
   const { sup } = ctx;
   const labels = new Set(
-    [...sup.tasks.values()].filter((l) => l.rec.remote && !l.rec.lifecycle).map((l) => l.rec.remote!.label),
+    [...sup.tasks.values()].filter((l) => l.rec.remote && !lifecycleOf(l.state.phase)).map((l) => l.rec.remote!.label),
   );
   await Promise.all(
     [...labels].map(async (label) => {

@@ -57,7 +57,7 @@ export async function relaySpawn(
   );
   const live = sup.register(rec);
   await stepRemote(ctx, live, { type: "remote_started", cycle: 1 });
-  await sup.journal(live, { type: "remote_spawned", label, remoteTaskId: spawned.taskId });
+  await live.journal({ type: "remote_spawned", label, remoteTaskId: spawned.taskId });
   await follow.snapshot(live, remote, true);
   // Settled there already (it failed at once, e.g. git refused the repository): recorded here before the reply, so a
   // `task.wait` or `task.get` right after it finds the result (a snapshot keeps no settled status).

@@ -1,8 +1,9 @@
 // What the relay (src/remote/relay.ts) needs of the daemon, structurally, and what its parts share: the record
 // fields it writes, the supervisor's task map and listeners, its options, and the remote's result as this daemon's.
+import type { Clock } from "../core/clock.js";
 import type { AgentResult, AgentStatus, Role, RuntimeKind } from "../core/types.js";
 import type { BackoffPolicy } from "../core/machines.js";
-import type { TaskState } from "../core/task-cycle.js";
+import type { CycleEvent, SettleReason, TaskState } from "../core/task-cycle.js";
 import type { TaskRecord } from "../daemon/record.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
@@ -35,15 +36,21 @@ export type RemoteRecord = Pick<
   | "worktree"
   | "cycle"
   | "timing"
-  | "lifecycle"
 >;
 
+/** A relayed task as the relay sees its runner: its record, its machine state and result, its journal. */
 export interface RelayLive {
   rec: RemoteRecord;
-  state: TaskState;
+  /** Read only here: the runner's machine (dispatchRemote) is the one writer. */
+  readonly state: TaskState;
   result?: AgentResult;
   /** The cycle whose settle record a restarted daemon found journaled without its recorded result. */
   settleJournaled?: number;
+  /** A follow loop (task.wait rounds) runs for this task. */
+  following?: boolean;
+  journal(event: { type: string; [k: string]: unknown }): Promise<void>;
+  /** Feed the machine one of the remote's events; `onSettled` records a settled cycle (after its settle record). */
+  dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void>;
 }
 
 export interface RelayLogger {
@@ -52,12 +59,11 @@ export interface RelayLogger {
   error(obj: object, msg?: string): void;
 }
 
-/** The supervisor as the relay uses it: its task map, store, config, journal and status listeners. */
+/** The supervisor as the relay uses it: its task map, store, config, clock and status listeners. */
 export interface RelayHost {
   readonly tasks: ReadonlyMap<string, RelayLive>;
-  readonly deps: { store: TaskStore; config(): Config; log: RelayLogger };
+  readonly deps: { store: TaskStore; config(): Config; log: RelayLogger; clock: Clock };
   register(rec: RemoteRecord): RelayLive;
-  journal(live: RelayLive, event: { type: string; [k: string]: unknown }): Promise<void>;
   notifyStatus(live: RelayLive, result: AgentResult, info: { settled: boolean }): void;
   statusOf(live: RelayLive): AgentStatus;
 }

@@ -15,6 +15,7 @@
 // (respond, abort, close), relay-recover.ts (start-up) and relay-machine.ts (stepping the machine).
 import { DshError } from "../core/errors.js";
 import type { AgentResult } from "../core/types.js";
+import { lifecycleOf } from "../core/task-cycle.js";
 import type { MachineSpec } from "../core/machines.js";
 import { MachineLink } from "./link.js";
 import { relayAbort, relayClose, relayRespond } from "./relay-commands.js";
@@ -115,7 +116,7 @@ export class Relay {
       this.links.delete(label);
       this.linkSpecs.delete(label);
       await link.close(); // its follow loops end first, so the new link's "up" starts them again
-      const open = this.followSide.remoteLives(label).some((l) => !l.rec.lifecycle);
+      const open = this.followSide.remoteLives(label).some((l) => lifecycleOf(l.state.phase) === undefined);
       if (now !== undefined && open && !this.stopped && !this.links.has(label)) this.link(label);
     }
   }

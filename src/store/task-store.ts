@@ -125,16 +125,23 @@ export class TaskStore {
   }
 
   /** task.json and result.json of one harvest, and one index line carrying the task's listing row. */
-  async saveTask<T extends TaskRecordBase>(rec: T, result: AgentResult, opts: SyncOptions = {}): Promise<void> {
+  /** `extra`: more files of the task dir written in the same atomic batch (a harvest's pinned result.md copy). */
+  async saveTask<T extends TaskRecordBase>(
+    rec: T,
+    result: AgentResult,
+    opts: SyncOptions & { extra?: { name: string; data: string }[] } = {},
+  ): Promise<void> {
     const p = await this.knownTask(rec.taskId);
+    const { extra, ...sync } = opts;
     await this.inTask(rec.taskId, () =>
       writeAtomicMany(
         [
+          ...(extra ?? []).map((f) => ({ path: join(p.dir, f.name), data: f.data })),
           { path: p.taskJson, data: JSON.stringify(rec, null, 2) + "\n" },
           { path: p.resultJson, data: JSON.stringify(result, null, 2) + "\n" },
         ],
         0o600,
-        opts,
+        sync,
       ),
     );
     let st: Stats | undefined;

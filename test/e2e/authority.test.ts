@@ -3,8 +3,10 @@
 // pushed for a prompt pi never took.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { cpSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
@@ -163,4 +165,77 @@ test("checks run when a cycle settles completed: receipts, verified and the land
   );
   assert.match(JSON.stringify(d.payload), /exit 3/);
   assert.match(JSON.stringify(d.payload), /"verified":false/);
+});
+
+test("dsh-herdr verify rebuilds the result: a hand-edited summary and a hand-edited diff.patch are named; an unpinned dir is checked as far as it can be", async () => {
+  const env = { ...process.env, DSH_HERDR_HOME: h.home };
+  const { taskId } = await h.spawn({ prompt: "MARK-WORK for the rebuild", isolated: true });
+  const r = await h.wait(taskId);
+  assert.equal(r.status, "completed");
+  assert.deepEqual(r.diff?.untracked.length ? r.diff.untracked : r.diff?.files, ["work.txt"]);
+  const dir = join(h.home, "tasks", taskId);
+  // The settle pinned what it judged: result.md's copy (none here: the child reported), the diff's digest.
+  const pinned = readJournal(h, taskId).find((e) => e.type === "status" && e.settled === true) as {
+    pin?: { diffSha256?: string; report?: { report: string }; settled: boolean };
+  };
+  assert.ok(pinned?.pin, "the settled status record carries the harvest's pin");
+  assert.match(pinned.pin.diffSha256 ?? "", /^[0-9a-f]{64}$/);
+  assert.equal(pinned.pin.report?.report, "Wrote work.txt");
+  const clean = verifyTaskDir(dir, taskId);
+  assert.deepEqual(clean, { taskId, ok: true, differences: [] }, "rebuilt in full: nothing unchecked");
+
+  const file = join(dir, "result.json");
+  const original = readFileSync(file, "utf8");
+  writeFileSync(file, JSON.stringify({ ...r, summary: "HAND-EDITED summary" }));
+  const one = await runCli(["verify", taskId], { env });
+  assert.equal(one.code, 1, one.out + one.err);
+  assert.match(one.out, /summary: result\.json says HAND-EDITED summary, the task dir says Wrote work\.txt/);
+  writeFileSync(file, original);
+
+  const patchFile = join(dir, "diff.patch");
+  const patch = readFileSync(patchFile, "utf8");
+  writeFileSync(patchFile, patch.replace("+done", "+DONE by hand"));
+  const two = await runCli(["verify", taskId, "--json"], { env });
+  assert.equal(two.code, 1, two.out + two.err);
+  const rows = JSON.parse(two.out) as { ok: boolean; differences: { field: string; why?: string }[] }[];
+  assert.equal(rows[0]!.ok, false);
+  assert.deepEqual(
+    rows[0]!.differences.map((d) => d.field),
+    ["diff.patch", "diff.patchBytes"],
+  );
+  const text = await runCli(["verify", taskId], { env });
+  assert.match(
+    text.out,
+    /diff\.patch: the file has sha256 [0-9a-f]{12} \(\d+ bytes\), the journal pinned sha256 [0-9a-f]{12}/,
+  );
+  writeFileSync(patchFile, patch);
+  assert.equal((await runCli(["verify", taskId], { env })).code, 0);
+
+  // A task dir as the previous version wrote it (no pins): verified as far as it can be, not failed spuriously.
+  const old = mkdtempSync(join(tmpdir(), "dsh-verify-old-"));
+  try {
+    cpSync(dir, old, { recursive: true, filter: (src) => !lstatSync(src).isFIFO() }); // the headless child's stdin
+    const events = readFileSync(join(old, "events.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => {
+        const e = JSON.parse(l) as Record<string, unknown>;
+        delete e.pin;
+        return JSON.stringify(e);
+      });
+    writeFileSync(join(old, "events.jsonl"), events.join("\n") + "\n");
+    const v = verifyTaskDir(old, taskId);
+    assert.equal(v.ok, true, JSON.stringify(v.differences));
+    assert.match((v.unchecked ?? []).join(" "), /summary.*written before harvests were pinned/);
+    // ...and still names what it can check: a hand-edited status.
+    writeFileSync(join(old, "result.json"), JSON.stringify({ ...r, status: "failed" }));
+    assert.deepEqual(
+      verifyTaskDir(old, taskId)
+        .differences.map((d) => d.field)
+        .sort(),
+      ["nextAction", "status"],
+    );
+  } finally {
+    rmSync(old, { recursive: true, force: true });
+  }
 });

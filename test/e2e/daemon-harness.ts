@@ -88,13 +88,17 @@ export async function startHarness(
       // through the stopped first one would write over what the new one settled (verify below caught that).
       h.cli.close();
       const open = [...h.daemon.supervisor.tasks.values()];
-      for (const live of open) await h.daemon.supervisor.close(live, true).catch(() => undefined);
+      for (const live of open) await live.close(true).catch(() => undefined);
       await h.daemon.stop();
       await model.close();
       // Every task this suite left agrees with its own task dir (`dsh-herdr verify --all`); checked before the dir goes.
       const disagree = knownTaskIds(home)
         .map((id) => verifyTaskDir(join(home, "tasks", id), id))
-        .flatMap((v) => v.differences.map((d) => `${v.taskId} ${describeDifference(d)}`));
+        .flatMap((v) => [
+          ...v.differences.map((d) => `${v.taskId} ${describeDifference(d)}`),
+          // Every task dir this version wrote is rebuilt in full: nothing left unchecked.
+          ...(v.unchecked ?? []).map((u) => `${v.taskId} not checked: ${u}`),
+        ]);
       if (process.env.DSH_TEST_VERIFY_DEBUG)
         for (const line of disagree) {
           const id = line.split(" ")[0]!;

@@ -69,6 +69,13 @@ const FIGURES: Record<string, Expected[]> = {
     ),
     fig("land of a [\\d,]+-file change against a moved base \\(median of \\d+\\)", "ms", "git merge alone"),
   ],
+  "verify-all": [
+    fig(
+      "verify --all of [\\d,]+ closed tasks, rebuilt in full \\(median of \\d+\\)",
+      "ms",
+      "node reading and JSON\\.parse of their result\\.json",
+    ),
+  ],
   // Over real ssh to a second user; without root or sshd the script prints "remote-status skipped: <why>" instead.
   "remote-status": [50, 99].map((p) => fig(`status remote N=\\d+ p${p} append→owner\\.delivery`, "ms", "local N=\\d+")),
 };
@@ -89,6 +96,7 @@ const SCRIPTS = [
   "session-read",
   "spawn-overhead",
   "status-latency",
+  "verify-all",
 ];
 
 /**

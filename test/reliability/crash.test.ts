@@ -389,6 +389,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     // The stored result agrees with its task dir (the journal's verdict, the session, diff.patch): `dsh-herdr verify`.
     const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
     assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees with result.json");
+    assert.deepEqual(v.unchecked ?? [], [], "verify rebuilt the result in full");
 
     // No prompt twice. In the journal: a cycle's prompt is pushed again only after a restart, and only when the child
     // had not confirmed the earlier push (the extension runs a cycle once and acknowledges a repeat). In the child's

@@ -4,10 +4,23 @@
 // the follow-up nor leaves the relaunched pi running as an orphan. Real daemon processes, real pi, scripted model.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  truncateSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
+import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import type { DaemonClient } from "../../src/client/index.js";
+import { describeDifference } from "../../src/core/verify.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import {
@@ -104,6 +117,17 @@ async function stop(run: Run): Promise<void> {
     await run.d.exited;
   }
   for (const pid of piChildren(run.home)) process.kill(pid, "SIGKILL");
+  // Each task dir, crash and all, rebuilds its result.json (`dsh-herdr verify`): nothing differs, nothing unchecked.
+  const tasks = join(run.home, "tasks");
+  const ids = existsSync(tasks) ? readdirSync(tasks).filter((n) => /^t[0-9a-z]{11}$/.test(n)) : [];
+  const disagree = ids.flatMap((id) => {
+    const v = verifyTaskDir(join(tasks, id), id);
+    return [
+      ...v.differences.map((d) => `${id} ${describeDifference(d)}`),
+      ...(v.unchecked ?? []).map((u) => `${id} not checked: ${u}`),
+    ];
+  });
+  assert.deepEqual(disagree, [], "verify agrees with every task dir");
 }
 
 async function waitSettled(run: Run, taskId: string): Promise<AgentResult> {
@@ -199,6 +223,84 @@ test("a crash right after the settle of a child that died mid-cycle: gone with P
     await stop(run);
   }
 });
+
+test("a crash right after the settle of a child that died on a full disk: gone, its PANE_GONE naming the disk after the restart, also with the space back", async (t) => {
+  const dir = join(shared.dir, "fulldisk");
+  const repo = makeRepo(dir);
+  const home = join(dir, "home");
+  mkdirSync(home, { mode: 0o700 });
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", home], { stdio: "pipe" });
+  } catch (e) {
+    t.skip(`mount -t tmpfs failed (${String((e as Error).message).split("\n")[0]}); needs root`);
+    return;
+  }
+  const run: Run = {
+    home,
+    repo,
+    d: await startDaemonProc(home, shared.childEnv, { env: { DSH_HERDR_CRASH_AT: "settle" } }),
+    cli: await cliClient(home),
+  };
+  const filler = join(home, "filler");
+  try {
+    const taskId = await spawnThrough(run, { prompt: "MARK-SLOW then the disk fills" });
+    await until(
+      "the child's model request",
+      () =>
+        shared.model.requests().some((q) => JSON.stringify(q.body).includes("MARK-SLOW then the disk fills")) ||
+        undefined,
+      60_000,
+    );
+    const [pid] = await until("the pi child", () => {
+      const p = piChildren(home, taskId);
+      return p.length ? p : undefined;
+    });
+    // The disk fills (a few KiB left: the settle record still fits), then the child dies.
+    fillAllBut(filler, 24 * 1024);
+    process.kill(pid!, "SIGKILL");
+    const how = await run.d.exited;
+    assert.equal(how, "SIGKILL", `the daemon died by ${how}: ${run.d.stderr()}`);
+    // Space is back before the restart: the verdict still names the disk the child died on.
+    rmSync(filler);
+    run.cli.close();
+    run.d = await startDaemonProc(home, shared.childEnv);
+    run.cli = await cliClient(home);
+    const r = await waitSettled(run, taskId);
+    assert.equal(r.status, "gone", JSON.stringify(r));
+    assert.equal(r.error?.code, "PANE_GONE", JSON.stringify(r.error));
+    assert.match(r.error!.message, /the disk holding .* is full \(\d+ KiB free\), so free space first/);
+    assert.ok(
+      (r.warnings ?? []).some((w) => /is full/.test(w)),
+      JSON.stringify(r.warnings),
+    );
+    // The settle record pinned the disk's state: the verdict, not what the disk says after the restart.
+    assert.match(
+      JSON.stringify(journal(home, taskId).find((e) => e.type === "settle")),
+      /"disk":"the disk holding [^"]* is full/,
+    );
+  } finally {
+    rmSync(filler, { force: true });
+    await stop(run);
+    execFileSync("umount", ["-l", home], { stdio: "pipe" });
+  }
+});
+
+/** Fill the disk holding `path` until ENOSPC, then give back `spare` bytes. */
+function fillAllBut(path: string, spare: number): void {
+  const fd = openSync(path, "w");
+  let size = 0;
+  try {
+    const chunk = Buffer.alloc(4096, 120);
+    try {
+      for (;;) size += writeSync(fd, chunk);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOSPC") throw e;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  truncateSync(path, Math.max(0, size - spare));
+}
 
 test("settled children are parked after a daemon restart (idleChildMs counts again)", async () => {
   const config = { idleChildMs: 4000 };

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { daemonStatus, ensureDaemon, startDaemon, stopDaemon } from "../../src/client/daemon-control.js";
+import { until } from "../helpers/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "dsh-ctl-"));
 const home = join(dir, "home");
@@ -21,17 +22,21 @@ after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const gone = async (pid: number) => {
-  for (let i = 0; i < 100; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`pid ${pid} still alive`);
-};
+/** The process has ended (a real process's exit, polled: no event tells another process's end). */
+const gone = (pid: number) =>
+  until(
+    `pid ${pid} to end`,
+    () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    5000,
+    50,
+  );
 
 test("start, status, second start, stop, kill -9 recovery, ensureDaemon on demand", async () => {
   assert.equal((await daemonStatus(home)).running, false);

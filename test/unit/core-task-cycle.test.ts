@@ -2,6 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
+  closedAfterSettle,
+  commandAllowed,
+  lifecycleOf,
   settleVerdict,
   step,
   type CycleEvent,
@@ -74,7 +77,12 @@ test("a settled cycle is final: late evidence is journaled, never re-judged; onl
     assert.equal(step(settled, ev).state.phase, settled.phase, ev.type);
     assert.equal(settles(step(settled, ev).effects), 0, ev.type);
   }
-  const next = run(settled, { type: "respond" }, { type: "slot_granted" });
+  const next = run(
+    settled,
+    { type: "harvested", cycle: 1, status: "completed" },
+    { type: "respond" },
+    { type: "slot_granted" },
+  );
   assert.deepEqual(next.state.phase, { name: "awaiting_prompt", cycle: 2 });
   assert.ok(kinds(next.effects).includes("push_prompt"));
 });
@@ -96,9 +104,9 @@ test("races fixed earlier: prompt accepted before the launch returned; a cycle f
   );
   assert.equal(early.state.phase.name, "running");
   assert.deepEqual(
-    kinds(early.effects).filter((k) => k === "arm_timeout"),
-    ["arm_timeout"],
-  ); // armed once, for the running cycle
+    early.effects.filter((e) => e.type === "arm_timer").map((e) => (e as { kind: string }).kind),
+    ["timeout"],
+  ); // armed once, for the running cycle (no readiness barrier: the prompt is taken)
   // ...and even finished it: the late launch_returned arms no timeout for a settled cycle.
   const done = run(
     st({ name: "launching", cycle: 1, attempt: 1 }),
@@ -154,8 +162,11 @@ test("failed and interrupted endings end the child; a normal one leaves it for a
   assert.equal(ends({ type: "runtime_gone", how: "gone" }), false);
   const normal = step(st(running), { type: "agent_end", willRetry: false, stopReason: "stop" });
   assert.equal(kinds(normal.effects).includes("end_child"), false);
-  assert.ok(kinds(normal.effects).includes("arm_idle"));
-  const parked = step(normal.state, { type: "idle_expired" });
+  assert.ok(normal.effects.some((e) => e.type === "arm_timer" && e.kind === "idle"));
+  const parked = step(step(normal.state, { type: "harvested", cycle: 1, status: "completed" }).state, {
+    type: "timer_fired",
+    kind: "idle",
+  });
   assert.equal((parked.state.phase as { parked?: boolean }).parked, true);
   assert.ok(kinds(parked.effects).includes("end_child"));
   // respond on a parked task relaunches pi (on its session file) instead of pushing to a child that is gone.
@@ -165,7 +176,11 @@ test("failed and interrupted endings end the child; a normal one leaves it for a
 });
 
 test("respond is a queued cycle until a slot frees; a queue failure settles that cycle", () => {
-  const settled = run(st(running), { type: "agent_end", willRetry: false }).state;
+  const settled = run(
+    st(running),
+    { type: "agent_end", willRetry: false },
+    { type: "harvested", cycle: 1, status: "completed" },
+  ).state;
   const q = step(settled, { type: "respond" });
   assert.deepEqual(q.state.phase, { name: "queued", cycle: 2 });
   assert.equal(kinds(q.effects).includes("push_prompt"), false);
@@ -240,6 +255,39 @@ test("planRecovery: what a restarted daemon does with each open task", () => {
   });
 });
 
+test("a close or abort after a settled cycle says so (its verdict stands); a close in flight does not", () => {
+  const settled = run(
+    st(running),
+    { type: "agent_end", willRetry: false },
+    { type: "harvested", cycle: 1, status: "completed" },
+  ).state;
+  for (const ev of [{ type: "close", closePane: false, headless: true }, { type: "abort" }] as CycleEvent[]) {
+    const r = step(settled, ev);
+    assert.deepEqual(r.state.phase, { name: "closed", settled: true }, ev.type);
+    assert.equal(closedAfterSettle(r.state.phase), true);
+    assert.equal(lifecycleOf(r.state.phase), "closed");
+  }
+  const inFlight = step(st(running), { type: "close", closePane: false, headless: true });
+  assert.deepEqual(inFlight.state.phase, { name: "closed" });
+  assert.equal(closedAfterSettle(inFlight.state.phase), false);
+  // The closed/interrupted override is read from the phase: an interrupted cycle reads interrupted, a completed none.
+  assert.equal(lifecycleOf(step(st(running), { type: "abort" }).state.phase), "interrupted");
+  assert.equal(lifecycleOf(step(st(running), { type: "timer_fired", kind: "timeout" }).state.phase), "interrupted");
+  assert.equal(lifecycleOf(settled.phase), undefined);
+  // What the commands may do, asked of the machine.
+  assert.equal(commandAllowed(settled, "respond"), true);
+  assert.equal(commandAllowed(settled, "abort"), true);
+  const failed = step(run(st(running), { type: "contract_error" }).state, {
+    type: "harvested",
+    cycle: 1,
+    status: "failed",
+  }).state;
+  assert.equal(commandAllowed(failed, "respond"), false);
+  assert.equal(commandAllowed(failed, "abort"), false, "a failed cycle has nothing left to abort");
+  assert.equal(commandAllowed(st(running), "respond"), false);
+  assert.equal(commandAllowed(st(running), "abort"), true);
+});
+
 // Caps that pause and ask (issue 26): a cap is an event; its settle reason's verdict is blocked.
 const capHit: CycleEvent = { type: "cap_reached", cap: "cost", limit: 5, spent: 7, step: 5 };
 
@@ -257,8 +305,11 @@ test("a cap reached while the cycle runs settles it blocked: journaled first, th
   assert.equal(k[0], "journal", "the settle record first");
   assert.ok(k.indexOf("stop_turn") > 0 && k.indexOf("stop_turn") < k.indexOf("harvest_settled"), k.join(","));
   assert.equal(k.includes("end_child"), false, "never a kill");
-  assert.equal(k.includes("set_lifecycle"), false, "not interrupted");
-  assert.ok(k.includes("arm_idle"), "kept for a follow-up like any settled cycle");
+  assert.equal(lifecycleOf(state.phase), undefined, "not interrupted");
+  assert.ok(
+    effects.some((e) => e.type === "arm_timer" && e.kind === "idle"),
+    "kept for a follow-up like any settled cycle",
+  );
   // Late evidence (the aborted turn's agent_end, a second cap event) never settles it again.
   for (const late of [
     capHit,
@@ -266,8 +317,13 @@ test("a cap reached while the cycle runs settles it blocked: journaled first, th
     { type: "session_settled", stopReason: "aborted", retryMayFollow: false, fresh: true } as CycleEvent,
   ])
     assert.equal(settles(step(state, late).effects), 0, late.type);
-  // respond continues the conversation: a new cycle, on the same child.
-  const next = run(state, { type: "respond" }, { type: "slot_granted" });
+  // The harvest records it blocked (the verdict); respond continues the conversation: a new cycle, on the same child.
+  const next = run(
+    state,
+    { type: "harvested", cycle: 1, status: "blocked" },
+    { type: "respond" },
+    { type: "slot_granted" },
+  );
   assert.deepEqual(next.state.phase, { name: "awaiting_prompt", cycle: 2 });
   assert.ok(kinds(next.effects).includes("push_prompt"));
 });

@@ -9,6 +9,7 @@ import { DeliveryService } from "../../src/daemon/delivery.js";
 import type { Connection } from "../../src/daemon/server.js";
 import type { Live } from "../../src/daemon/supervisor.js";
 import { readOutbox } from "../../src/store/outbox.js";
+import { until } from "../helpers/wait.js";
 
 const log = { info() {}, warn() {}, error() {}, debug() {} };
 let nextConn = 1;
@@ -124,10 +125,17 @@ test("watch turns settled harvests of pi owners into deliveries; live snapshots 
     listener!(live("owner-4"), res("completed"), { settled: false });
     listener!(live("cli"), res("completed"), { settled: true });
     listener!(live("owner-4"), res("completed"), { settled: true });
-    // The enqueue runs in the background (a durable write first): wait for it, then make sure no second one comes.
-    for (let i = 0; i < 500 && c.pushes.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 100));
+    // The enqueue runs in the background (a durable write first): wait for it and for its sent record. The snapshot
+    // and the CLI owner's settle were refused at once (nothing queued), so no second push can follow.
+    await until("the push", () => c.pushes.length > 0, 10_000, 5);
+    await until(
+      "the sent record",
+      async () => (await readOutbox(home, "owner-4")).some((r) => r.state === "sent"),
+      10_000,
+      5,
+    );
     assert.equal(c.pushes.length, 1);
+    assert.equal((await readOutbox(home, "owner-4")).length, 2, "one delivery: queued, then sent");
     assert.equal(c.pushes[0]!.params.deliveryId, "tabc123456789-c3-completed");
     assert.deepEqual(c.pushes[0]!.params.model.result, { outcome: "completed", report: "exact report" });
   }));
@@ -241,12 +249,16 @@ test("a delivery keeps its settle time: moved to a forked session it is not youn
     listener!(live, res("tabc123456789"), { settled: true, recovered: true });
     listener!(live, res("tabd123456789"), { settled: true });
     const queuedTs = async (owner: string) => {
-      for (let i = 0; i < 500; i++) {
-        const q = (await readOutbox(home, owner)).filter((r) => r.state === "queued");
-        if (q.length === 2) return q.map((r) => r.ts);
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      assert.fail(`two deliveries never queued for ${owner}`);
+      const q = await until(
+        `two deliveries queued for ${owner}`,
+        async () => {
+          const rows = (await readOutbox(home, owner)).filter((r) => r.state === "queued");
+          return rows.length === 2 ? rows : undefined;
+        },
+        10_000,
+        10,
+      );
+      return q.map((r) => r.ts);
     };
     assert.deepEqual(await queuedTs("old-owner"), [settledAt, settledAt], "queued with the settle's time");
     now = settledAt + DELIVERY_TTL_MS - 1000;

@@ -10,6 +10,7 @@ import type { DeliveryPayload } from "../../src/core/crew-delivery.js";
 import type { DshError } from "../../src/core/errors.js";
 import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { appendOutbox, readOutbox } from "../../src/store/outbox.js";
+import { until } from "../helpers/wait.js";
 
 let dir: string;
 let daemon: RunningDaemon;
@@ -66,7 +67,8 @@ test("attach pushes queued deliveries (then marks them sent); ack acks once; bad
   const attached = await owner.request<{ pending: number; secret?: string }>("owner.attach", {});
   assert.equal(attached.pending, 1);
   assert.equal(attached.secret, undefined, "attach issues nothing");
-  await new Promise((r) => setTimeout(r, 50));
+  await until("the push", () => pushed.length > 0, 10_000, 5);
+  await until("the sent record", async () => (await readOutbox(daemon.home, "sess-a")).length >= 2, 10_000, 5);
   assert.deepEqual(
     pushed.map((p) => p.deliveryId),
     ["d-a1"],
@@ -93,7 +95,6 @@ test("owner.move: the previous session's unacked deliveries go to the new sessio
   const secret = before.hello.secret!;
   await before.request("owner.attach", {});
   before.close();
-  await new Promise((r) => setTimeout(r, 50));
   const fresh = await open({ kind: "owner", ownerId: "sess-new" });
   const pushed: string[] = [];
   fresh.onPush("owner.delivery", (p: DeliveryPayload) => pushed.push(p.deliveryId));
@@ -106,7 +107,7 @@ test("owner.move: the previous session's unacked deliveries go to the new sessio
     moved_ids: [],
     deliveries: 1,
   });
-  await new Promise((r) => setTimeout(r, 50));
+  await until("the moved delivery's push", () => pushed.length > 0, 10_000, 5);
   assert.deepEqual(pushed, ["d-o1"], "only the unacked one moves");
   const old = await readOutbox(daemon.home, "sess-old");
   assert.equal(old.filter((r) => r.deliveryId === "d-o1").at(-1)?.state, "acked");

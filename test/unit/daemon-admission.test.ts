@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Admission } from "../../src/daemon/admission.js";
 import type { DshError } from "../../src/core/errors.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 
 const limits =
   (p: number, q: number, t = 60_000) =>
@@ -30,7 +31,7 @@ test("50 simultaneous spawns never exceed the cap; queue overflow is CONCURRENCY
         assert.ok(a.running <= 3);
         order.push(id);
         if (order.length > 3) assert.ok(slot.queuedMs >= 1);
-        await new Promise((r) => setTimeout(r, 2));
+        await new Promise((r) => setImmediate(r)); // the slot is held across a turn of the event loop
         live--;
         a.release(id);
       }),
@@ -47,9 +48,13 @@ test("50 simultaneous spawns never exceed the cap; queue overflow is CONCURRENCY
 });
 
 test("queue timeout rejects with CONCURRENCY_LIMIT naming queueTimeoutMs; cancel frees a queued place", async () => {
-  const a = new Admission(limits(1, 2, 50));
+  const clock = new FakeClock();
+  const a = new Admission(limits(1, 2, 50), clock);
   await a.acquire("t00000000001");
   const waiting = a.acquire("t00000000002");
+  clock.advance(49);
+  assert.equal(a.queued, 1, "still queued before queueTimeoutMs");
+  clock.advance(1);
   await assert.rejects(
     waiting,
     (e: DshError) => e.code === "CONCURRENCY_LIMIT" && /queueTimeoutMs \(50 ms\)/.test(e.message),

@@ -14,7 +14,9 @@ import { assemble } from "../../src/daemon/harvest.js";
 import { LIST_DEFAULT_LIMIT } from "../../src/daemon/listing.js";
 import type { TaskRecord } from "../../src/daemon/record.js";
 import type { LaunchSpec } from "../../src/runtime/types.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
+import { until } from "../helpers/wait.js";
 import { TaskStore } from "../../src/store/task-store.js";
 
 const stub = (launches: LaunchSpec[]) =>
@@ -70,10 +72,13 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
   const ids = await addClosed(home, LIST_DEFAULT_LIMIT + 12, dir);
   // Proof that listing reads no result.json: they are gone.
   for (const id of ids) unlinkSync(join(home, "tasks", id, "result.json"));
+  // Live snapshots are paced through the daemon's clock: this test moves it by hand.
+  const clock = new FakeClock();
   const d = await runDaemon(home, {
     logLevel: "silent",
     runtimeFactories: { headless: () => stub(launches) },
     config: { readinessTimeoutMs: 60_000 },
+    clock,
   });
   const cli = await connect(home, { kind: "cli" });
   try {
@@ -83,7 +88,7 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
       model: "m/x",
       runtime: "headless",
     });
-    for (let i = 0; i < 200 && launches.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await until("the launch", () => launches.length > 0, 2000, 10);
     assert.equal(launches.length, 1, "the stub runtime from runtimeFactories got the launch");
 
     type Page = { tasks: (AgentResult & { owner?: string })[]; nextCursor?: string };
@@ -131,7 +136,8 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     // counted by the session facts each harvest reads; and the unchanged status is written to disk once, later.
     const live = d.supervisor.tasks.get(spawned.taskId)!;
     await live.chain;
-    await new Promise((r) => setTimeout(r, 400)); // any deferred snapshot of the spawn is written by now
+    clock.advance(1000); // any deferred snapshot of the spawn is written now (the snapshot pace is 250 ms)
+    await live.chain;
     const files = live.files!;
     const facts = files.facts.bind(files);
     let reads = 0;
@@ -140,13 +146,15 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     const save = store.saveTask.bind(store);
     let saves = 0;
     store.saveTask = async (...a: Parameters<typeof save>) => (saves++, save(...a));
-    await d.supervisor.refresh(live);
+    await live.refresh();
     const perHarvest = reads;
     assert.ok(perHarvest >= 1);
     reads = 0;
-    await Promise.all(Array.from({ length: 50 }, () => d.supervisor.refresh(live)));
+    await Promise.all(Array.from({ length: 50 }, () => live.refresh()));
     assert.ok(reads <= 2 * perHarvest, `${reads / perHarvest} harvests for 50 refreshes`);
-    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(saves, 0, "nothing written before the snapshot's time");
+    clock.advance(1000);
+    await live.chain;
     assert.equal(saves, 1, "51 refreshes with the same status: one deferred write of task.json/result.json");
   } finally {
     cli.close();

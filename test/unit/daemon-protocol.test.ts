@@ -37,7 +37,7 @@ before(async () => {
 });
 after(async () => {
   cli?.close();
-  for (const live of d.supervisor.tasks.values()) await d.supervisor.close(live, true);
+  for (const live of d.supervisor.tasks.values()) await live.close(true);
   await d?.stop();
   killUnder(dir); // a backstop: nothing of this test's may outlive it
   rmSync(dir, { recursive: true, force: true });

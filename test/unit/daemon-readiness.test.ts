@@ -1,7 +1,7 @@
 // The readiness barrier when the child is faster than the daemon: a child that says hello and takes its prompt
 // while the daemon is still journaling the launch is ready, not stalled (it used to wait readinessTimeoutMs, get
 // marked stalled and have a second child launched). Real daemon, real socket; the stub runtime's launch plays the
-// child extension before it returns.
+// child extension before it returns. Time moves only on the daemon's fake clock (no sleeps).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,9 +10,10 @@ import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import type { LaunchSpec, Runtime } from "../../src/runtime/types.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
-import { sleep } from "../helpers/wait.js";
+import { until } from "../helpers/wait.js";
 
 function fastChildRuntime(home: string, launches: LaunchSpec[], children: DaemonClient[], finish: boolean): Runtime {
   return stubRuntime({
@@ -48,10 +49,12 @@ test("a child that takes its prompt before the launch call returns is ready: no 
   const launches: LaunchSpec[] = [];
   const children: DaemonClient[] = [];
   const runtime = fastChildRuntime(home, launches, children, false);
+  const clock = new FakeClock();
   const d = await runDaemon(home, {
     logLevel: "silent",
     runtimeFactories: { headless: () => runtime },
     config: { readinessTimeoutMs: 500 },
+    clock,
   });
   try {
     const cli = await connect(home, { kind: "cli" });
@@ -61,8 +64,18 @@ test("a child that takes its prompt before the launch call returns is ready: no 
       model: "m/x",
       runtime: "headless",
     });
-    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
-    await sleep(1500); // three times readinessTimeoutMs
+    const live = d.supervisor.tasks.get(taskId)!;
+    await until(
+      "the launch journaled and returned",
+      () => live.rec.handle !== undefined && live.state.phase.name === "running",
+      10_000,
+      10,
+    );
+    await live.effectsDone;
+    assert.ok(!live.armedTimers().includes("readiness"), `no readiness barrier left: ${live.armedTimers()}`);
+    clock.advance(1500); // three times readinessTimeoutMs
+    await live.effectsDone;
+    await live.chain;
     const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
     assert.ok(!events.includes("stalled"), events.join());
     assert.equal(launches.length, 1, "one child launched");
@@ -81,10 +94,12 @@ test("a child that finishes its whole cycle before the launch call returns: comp
   const launches: LaunchSpec[] = [];
   const children: DaemonClient[] = [];
   const runtime = fastChildRuntime(home, launches, children, true);
+  const clock = new FakeClock();
   const d = await runDaemon(home, {
     logLevel: "silent",
     runtimeFactories: { headless: () => runtime },
     config: { readinessTimeoutMs: 500 },
+    clock,
   });
   try {
     const cli = await connect(home, { kind: "cli" });
@@ -95,8 +110,23 @@ test("a child that finishes its whole cycle before the launch call returns: comp
       runtime: "headless",
       timeoutMs: 1000,
     });
-    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
-    await sleep(2000); // past readinessTimeoutMs and the task's timeoutMs
+    const live = d.supervisor.tasks.get(taskId)!;
+    await until(
+      "the settled cycle",
+      () => live.state.phase.name === "settled" && live.rec.handle !== undefined,
+      10_000,
+      10,
+    );
+    await live.effectsDone;
+    await live.chain;
+    assert.deepEqual(
+      live.armedTimers().filter((k) => k !== "idle"),
+      [],
+      "a settled cycle keeps no timeout or readiness timer",
+    );
+    clock.advance(2000); // past readinessTimeoutMs and the task's timeoutMs
+    await live.effectsDone;
+    await live.chain;
     const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
     assert.ok(!events.includes("stalled") && !events.includes("interrupted"), events.join());
     assert.equal(launches.length, 1, "one child launched");
@@ -142,12 +172,12 @@ test("a task closed while its launch call runs: the child that call started is e
       model: "m/x",
       runtime: "headless",
     });
-    for (let i = 0; i < 1000 && launched.length === 0; i++) await sleep(10);
+    await until("the launch call", () => launched.length > 0, 10_000, 10);
     assert.equal(launched.length, 1);
     const r = await cli.request<{ status: string }>("task.close", { taskId }); // the launch call is still running
     assert.equal(r.status, "closed");
     open();
-    for (let i = 0; i < 500 && !closed.includes(launched[0]!); i++) await sleep(10);
+    await until("the late child ended", () => closed.includes(launched[0]!), 5000, 10).catch(() => undefined);
     assert.ok(
       closed.includes(launched[0]!),
       `the late child ${launched[0]} was ended (closed: ${JSON.stringify(closed)})`,

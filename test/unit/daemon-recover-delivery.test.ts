@@ -28,6 +28,9 @@ function writeSession(path: string): void {
   );
 }
 
+/** Each child's cycle, running in the background: awaited before its connection is closed (its last reply may be on the way). */
+const cycles: Promise<void>[] = [];
+
 function finishingChild(home: string, children: DaemonClient[]): Runtime {
   return stubRuntime({
     async launch(spec) {
@@ -47,7 +50,8 @@ function finishingChild(home: string, children: DaemonClient[]): Runtime {
         token: spec.env.DSH_HERDR_TASK_TOKEN!,
         // A request still in flight when the test closes this child is rejected: nobody waits for it then.
         pushes: {
-          "child.prompt": (p: { cycle: number }) => void ready.then((c) => runCycle(c, p.cycle)).catch(() => undefined),
+          "child.prompt": (p: { cycle: number }) =>
+            void cycles.push(ready.then((c) => runCycle(c, p.cycle)).catch(() => undefined)),
         },
       });
       children.push(child);
@@ -101,6 +105,7 @@ test("a settled cycle whose outbox record was lost is delivered after the restar
     const keptId = first.find((id) => id.includes(kept))!;
     assert.ok(lostId && keptId, JSON.stringify(first));
     owner.close();
+    await Promise.all(cycles); // the agent_end replies may follow the pushes
     for (const c of children) c.close();
     await d.stop();
 

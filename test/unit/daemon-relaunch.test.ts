@@ -1,6 +1,7 @@
 // A parked child's old pane may report its exit late: after respond relaunched pi, while the new child runs. That
 // event belongs to the old handle and must not settle the new cycle as `gone` (CI saw it on tmux with pi 1.x: the
-// old pane's watcher polled after the relaunch). Real daemon and socket; the stub runtime delivers the late event.
+// old pane's watcher polled after the relaunch). Real daemon and socket; the stub runtime delivers the late event;
+// the idle timer runs on the daemon's fake clock.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -10,8 +11,9 @@ import { connect, type DaemonClient } from "../../src/client/index.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import type { RuntimeEvent } from "../../src/runtime/types.js";
 import { TaskStore } from "../../src/store/task-store.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
-import { sleep } from "../helpers/wait.js";
+import { until } from "../helpers/wait.js";
 
 test("a late exit event from a parked child's old pane does not end the relaunched cycle", {
   timeout: 30_000,
@@ -35,9 +37,12 @@ test("a late exit event from a parked child's old pane does not end the relaunch
         const flow = (async () => {
           const child = await ready;
           await child.request("child.event", { type: "prompt_accepted", cycle: p.cycle });
-          // The second child runs: now the first child's pane reports that it exited (it was parked).
-          if (n === 2) watchers.get(2_000_000)?.({ type: "exited", exit: { code: 0 } });
-          await sleep(200);
+          // The second child runs: now the first child's pane reports that it exited (it was parked). An event the
+          // daemon took for the new child would settle the cycle at once (gone): it runs on.
+          if (n === 2) {
+            watchers.get(2_000_000)?.({ type: "exited", exit: { code: 0 } });
+            assert.equal(d.supervisor.tasks.get(spec.taskId)?.state.phase.name, "running");
+          }
           await child.request("child.report", { cycle: p.cycle, outcome: "completed", report: `cycle ${p.cycle}` });
           await child.request("child.event", {
             type: "agent_end",
@@ -64,10 +69,12 @@ test("a late exit event from a parked child's old pane does not end the relaunch
       return () => undefined;
     },
   });
+  const clock = new FakeClock();
   const d = await runDaemon(home, {
     logLevel: "silent",
     runtimeFactories: { headless: () => runtime },
     config: { readinessTimeoutMs: 5000, idleChildMs: 300 },
+    clock,
   });
   try {
     const cli = await connect(home, { kind: "cli" });
@@ -83,7 +90,12 @@ test("a late exit event from a parked child's old pane does not end the relaunch
       timeoutMs: 10_000,
     });
     assert.equal(w1.results[0]!.status, "completed");
-    for (let i = 0; i < 500 && !(await store.readEvents(taskId)).some((e) => e.type === "parked"); i++) await sleep(10);
+    const live = d.supervisor.tasks.get(taskId)!;
+    await until("the idle timer", () => live.armedTimers().includes("idle"), 10_000, 10);
+    clock.advance(299);
+    assert.ok(!(await store.readEvents(taskId)).some((e) => e.type === "parked"), "not parked before idleChildMs");
+    clock.advance(1);
+    await live.effectsDone;
     assert.ok(
       (await store.readEvents(taskId)).some((e) => e.type === "parked"),
       "the idle child was parked",

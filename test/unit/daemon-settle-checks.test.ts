@@ -47,7 +47,7 @@ test("settleChecks runs the checks and measures landability into the record; lan
     write(repo.dir, "a.txt", "a\nbase\n");
     commitAll(repo.dir, "base moves");
 
-    await settleChecks(d.supervisor, live);
+    await settleChecks(live);
     assert.deepEqual(
       live.rec.checkRun?.receipts.map((r) => [r.command, r.exitCode, r.on]),
       [

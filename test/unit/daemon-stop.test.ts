@@ -2,7 +2,7 @@
 // drop their timers at stop, so the stopped daemon neither marks a task stalled nor fails a queued spawn after it
 // has stopped (that would write into task dirs behind the next daemon's back), and the next daemon's recovery
 // starts the queued task again. Real daemon on a temp home and a real Unix socket, a stub runtime that never
-// reports readiness.
+// reports readiness; time moves only on the daemon's fake clock (no sleeps).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -11,9 +11,10 @@ import { join } from "node:path";
 import { connect } from "../../src/client/index.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import type { LaunchSpec } from "../../src/runtime/types.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { TaskStore } from "../../src/store/task-store.js";
-import { sleep } from "../helpers/wait.js";
+import { until } from "../helpers/wait.js";
 
 const stub = (launches: LaunchSpec[], gate?: Promise<void>) =>
   stubRuntime({ launch: async (spec) => (launches.push(spec), await gate, { runtime: "headless", pid: process.pid }) });
@@ -25,9 +26,14 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
   const dir = mkdtempSync(join(tmpdir(), "dsh-stop-"));
   const home = join(dir, "home");
   const launches: LaunchSpec[] = [];
-  // Timeouts long enough that a loaded machine gets from the launch to the stop in time, short enough to pass.
   const config = { readinessTimeoutMs: 1500, maxParallelAgents: 1, queueTimeoutMs: 1500 };
-  let d = await runDaemon(home, { logLevel: "silent", runtimeFactories: { headless: () => stub(launches) }, config });
+  const clock = new FakeClock();
+  let d = await runDaemon(home, {
+    logLevel: "silent",
+    runtimeFactories: { headless: () => stub(launches) },
+    config,
+    clock,
+  });
   try {
     const cli = await connect(home, { kind: "cli" });
     const first = await cli.request<{ taskId: string }>("task.spawn", {
@@ -36,7 +42,9 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
       model: "m/x",
       runtime: "headless",
     });
-    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
+    await until("the first launch", () => launches.length > 0, 10_000, 10);
+    const live = d.supervisor.tasks.get(first.taskId)!;
+    await until("the readiness barrier", () => live.armedTimers().includes("readiness"), 10_000, 10);
     assert.equal(launches.length, 1, "the first launched");
     const queued = await cli.request<{ taskId: string }>("task.spawn", {
       cwd: dir,
@@ -45,10 +53,12 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
       runtime: "headless",
     });
     cli.close();
+    assert.ok(clock.pending().length >= 2, `the readiness and the queue timers run: ${clock.pending()}`);
     await d.stop();
     assert.equal(launches.length, 1, "one slot: the second is queued");
+    assert.deepEqual(clock.pending(), [], "no timer outlives the stop");
 
-    await sleep(2500); // past both the readiness and the queue timeouts
+    clock.advance(2500); // past both the readiness and the queue timeouts
     const store = await TaskStore.open(home);
     const types = async (id: string) => (await store.readEvents(id)).map((e) => e.type);
     const firstEvents = await types(first.taskId);
@@ -68,7 +78,7 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
       runtimeFactories: { headless: () => stub(launches) },
       config: config2,
     });
-    for (let i = 0; i < 1000 && !launches.some((l) => l.taskId === queued.taskId); i++) await sleep(10);
+    await until("the queued task launched", () => launches.some((l) => l.taskId === queued.taskId), 10_000, 10);
     assert.ok(
       launches.some((l) => l.taskId === queued.taskId),
       "the next daemon launched the queued task",
@@ -86,12 +96,13 @@ test("daemon stop in the middle of a launch: the launch is journaled for the nex
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
   const timersBefore = liveTimers();
+  const clock = new FakeClock();
   const d = await runDaemon(home, {
     logLevel: "silent",
     runtimeFactories: { headless: () => stub(launches, gate) },
     config: { readinessTimeoutMs: 300 },
+    clock,
   });
-  // (300 ms: the timer starts only after the gated launch returns, which is after stop has begun.)
   try {
     const cli = await connect(home, { kind: "cli" });
     const t = await cli.request<{ taskId: string }>("task.spawn", {
@@ -101,13 +112,14 @@ test("daemon stop in the middle of a launch: the launch is journaled for the nex
       runtime: "headless",
       timeoutMs: 600_000,
     });
-    for (let i = 0; i < 1000 && launches.length === 0; i++) await sleep(10);
+    await until("the launch call", () => launches.length > 0, 10_000, 10);
     assert.equal(launches.length, 1);
     cli.close();
     const stopping = d.stop(); // the runtime's launch call is still in flight
     open();
     await stopping;
-    await sleep(700); // past the readiness timeout: nothing may fire
+    assert.deepEqual(clock.pending(), [], "the launch that returned after stop armed no timer");
+    clock.advance(700); // past the readiness timeout: nothing may fire
     const events = (await (await TaskStore.open(home)).readEvents(t.taskId)).map((e) => e.type);
     assert.ok(events.includes("launched"), `the launch that finished after stop is journaled: ${events.join()}`);
     assert.ok(

@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TaskFiles } from "../../src/daemon/watcher.js";
 import { until } from "../helpers/wait.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const fixture = readFileSync(join(root, "fixtures", "sessions", "crew-report.jsonl"), "utf8")
@@ -95,12 +96,14 @@ test("watcher: with no OS watch available it falls back to polling and still rea
   const dir = mkdtempSync(join(tmpdir(), "dsh-watch-"));
   // A task dir that does not exist yet makes fs.watch throw ENOENT: the same path as an exhausted inotify limit.
   const taskDir = join(dir, "later");
+  const clock = new FakeClock();
   const files = new TaskFiles({
     taskDir,
     sessionPath: join(taskDir, "session.jsonl"),
     resultPath: join(taskDir, "result.md"),
     onChange: () => undefined,
     fallbackPollMs: 20,
+    clock,
   });
   try {
     files.start();
@@ -109,7 +112,13 @@ test("watcher: with no OS watch available it falls back to polling and still rea
     mkdirSync(taskDir);
     for (const line of fixture) appendFileSync(join(taskDir, "session.jsonl"), line + "\n");
     const size = readFileSync(join(taskDir, "session.jsonl")).length;
-    await until("every line by polling", () => (files.sessionOffset === size ? true : undefined), 5000, 5);
+    // Each check moves the fake clock one poll on; the poll's reads are real I/O, waited for by until.
+    await until(
+      "every line by polling",
+      () => (clock.advance(20), files.sessionOffset === size ? true : undefined),
+      5000,
+      5,
+    );
     assert.equal(files.facts()?.cycleSettled, true);
   } finally {
     await files.stop();

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { deliveryCycleOf, deliveryIdFor } from "../../src/core/crew-delivery.js";
 import { DeliveryInjector, RESULT_TYPE } from "../../src/extensions/owner-delivery.js";
 import type { PushedDelivery } from "../../src/extensions/owner-link.js";
+import { until } from "../helpers/wait.js";
 
 test("deliveryCycleOf names the task and cycle of every outcome's id", () => {
   for (const s of ["completed", "needs_input", "error", "aborted"] as const)
@@ -53,13 +54,14 @@ test("a second outcome of an injected cycle is acked without injecting it; other
           : { subagent_id: "t1", brief: "b", result: { outcome: "completed", report: "r" } },
     card: { status, subagent_id: "t1", brief: "b" },
   });
-  const settle = () => new Promise((r) => setTimeout(r, 20));
+  // Every push ends in one ack (injected or skipped): wait for that many, not for a length of time.
+  const acked = (n: number) => until(`${n} acks`, () => acks.length >= n, 10_000, 5);
 
   injector.push(delivery(1, "completed"), "owner-1");
   injector.push(delivery(1, "error"), "owner-1"); // the same cycle derived again, worded otherwise
   injector.push(delivery(2, "completed"), "owner-1");
   injector.push(delivery(2, "aborted"), "owner-1"); // a TUI card, not an outcome for the model
-  await settle();
+  await acked(4);
 
   const results = sent.filter((m) => m.customType === RESULT_TYPE).map((m) => m.details.deliveryId);
   assert.deepEqual(results, [deliveryIdFor("t1", 1, "completed"), deliveryIdFor("t1", 2, "completed")]);
@@ -86,6 +88,6 @@ test("a second outcome of an injected cycle is acked without injecting it; other
     ctx: () => ctx as never,
   });
   later.push(delivery(1, "error"), "owner-1");
-  await settle();
+  await acked(5);
   assert.deepEqual(later.injected, []);
 });

@@ -1,17 +1,20 @@
-// verify: each task's result.json checked against its task dir (the journal's verdict, the session up to the offset
-// the settled record pinned, diff.patch), field by field (src/core/verify.ts). Reads files only: no daemon needed.
+// verify: each task's result.json rebuilt from its task dir (the journal replayed through the machine, the pinned
+// harvest through the derivation, the session up to the pinned offset, result.md's pinned copy, diff.patch's digest)
+// and compared field by field (src/core/verify.ts). Reads files only: no daemon needed.
 import type { Command } from "commander";
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { DshError } from "../../core/errors.js";
-import { SessionReader } from "../../core/session-reader.js";
+import { SessionReader, type SessionFacts } from "../../core/session-reader.js";
 import type { AgentResult } from "../../core/types.js";
 import {
+  checkTask,
   describeDifference,
   journalVerdict,
-  verifyTask,
   type Difference,
   type JournalRecord,
+  type VerifyRecord,
 } from "../../core/verify.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -25,12 +28,16 @@ export interface TaskVerification {
   /** Why the task was not checked (no result.json yet, a cycle still running). */
   skipped?: string;
   differences: Difference[];
+  /** What the task dir did not let verify check (a dir from before harvests were pinned, a relayed task). */
+  unchecked?: string[];
 }
 
 export function registerVerifyCommand(program: Command, ctx: CliContext): void {
   const cmd = program
     .command("verify")
-    .description("check each task's result.json against its journal, session and diff (exit 1 naming each difference)")
+    .description(
+      "rebuild each task's result from its task dir (journal, session, pinned result.md, diff.patch) and compare it with result.json (exit 1 naming each difference)",
+    )
     .argument("[ids...]", "task ids, unique suffixes or prefixes")
     .option("--all", "every task in the home");
   jsonOption(cmd);
@@ -48,6 +55,7 @@ export function registerVerifyCommand(program: Command, ctx: CliContext): void {
         if (c.skipped) ctx.io.out(`${c.taskId}  skipped: ${c.skipped}\n`);
         else if (c.ok) ctx.io.out(`${c.taskId}  ok\n`);
         else for (const d of c.differences) ctx.io.out(`${c.taskId}  ${describeDifference(d)}\n`);
+        for (const u of c.unchecked ?? []) ctx.io.out(`${c.taskId}  not checked: ${u}\n`);
       }
       const bad = checked.filter((c) => !c.ok).length;
       const skipped = checked.filter((c) => c.skipped).length;
@@ -61,11 +69,11 @@ export function registerVerifyCommand(program: Command, ctx: CliContext): void {
 
 export function verifyTaskDir(dir: string, taskId: string): TaskVerification {
   const skip = (why: string): TaskVerification => ({ taskId, ok: true, skipped: why, differences: [] });
-  const resultPath = join(dir, "result.json");
-  if (!existsSync(resultPath)) return skip("no result.json yet");
+  const text = readIfThere(join(dir, "result.json"));
+  if (!text) return skip("no result.json yet");
   let result: AgentResult;
   try {
-    result = JSON.parse(readFileSync(resultPath, "utf8")) as AgentResult;
+    result = JSON.parse(text.toString("utf8")) as AgentResult;
   } catch (e) {
     const why = `result.json is not JSON (${(e as Error).message})`;
     return {
@@ -81,24 +89,73 @@ export function verifyTaskDir(dir: string, taskId: string): TaskVerification {
     !["completed", "failed", "gone", "interrupted", "blocked", "closed"].includes(j.lastStatus)
   )
     return skip(`not settled yet (${j.lastStatus ?? result.status})`);
-  const session =
-    result.agent.machine === undefined && j.sessionOffset !== undefined
-      ? sessionFactsUpTo(join(dir, "session.jsonl"), j.sessionOffset)
-      : undefined;
-  const patch = join(dir, "diff.patch");
-  const differences = verifyTask({
+  const record = readRecord(join(dir, "task.json"));
+  const patch = readIfThere(join(dir, "diff.patch"));
+  const { differences, unchecked } = checkTask({
     events,
     result,
-    ...(session ? { session } : {}),
-    ...(existsSync(patch) ? { patchBytes: statSync(patch).size } : {}),
+    ...(record ? { record } : {}),
+    sessionUpTo: (offset) => sessionFactsUpTo(join(dir, "session.jsonl"), offset),
+    readPinned: (name) => {
+      if (!/^result\.c\d+\.md$/.test(name)) return undefined; // only the copies the daemon writes
+      const buf = readIfThere(join(dir, name));
+      return buf ? { text: buf.toString("utf8"), sha256: sha256(buf) } : undefined;
+    },
+    ...(patch ? { patch: { bytes: patch.length, sha256: sha256(patch) } } : {}),
   });
-  return { taskId, ok: differences.length === 0, differences };
+  return {
+    taskId,
+    ok: differences.length === 0,
+    differences,
+    ...(unchecked.length ? { unchecked } : {}),
+  };
+}
+
+const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
+/** A regular file's bytes, or undefined (missing, or not a regular file: a FIFO must not hold verify in open(2)). */
+function readIfThere(path: string): Buffer | undefined {
+  const fd = openRegular(path);
+  if (fd === undefined) return undefined;
+  try {
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function openRegular(path: string): number | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    return undefined;
+  }
+  return fd;
+}
+
+function readRecord(path: string): VerifyRecord | undefined {
+  const buf = readIfThere(path);
+  if (!buf) return undefined;
+  try {
+    const r = JSON.parse(buf.toString("utf8")) as VerifyRecord;
+    return typeof r === "object" && r !== null && typeof r.taskId === "string" ? r : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function readJournal(path: string): JournalRecord[] {
-  if (!existsSync(path)) return [];
+  const text = readIfThere(path);
+  if (!text) return [];
   const out: JournalRecord[] = [];
-  for (const line of readFileSync(path, "utf8").split("\n")) {
+  for (const line of text.toString("utf8").split("\n")) {
     if (!line.trim()) continue;
     try {
       const e = JSON.parse(line) as unknown;
@@ -112,14 +169,15 @@ function readJournal(path: string): JournalRecord[] {
 }
 
 /** The session's facts from its first `offset` bytes (what the harvest had read), in 1 MiB chunks. */
-function sessionFactsUpTo(path: string, offset: number) {
-  if (!existsSync(path)) return undefined;
+function sessionFactsUpTo(path: string, offset: number): SessionFacts | undefined {
+  const fd = openRegular(path);
+  if (fd === undefined) return undefined;
   const reader = new SessionReader();
-  const fd = openSync(path, "r");
   try {
-    const buf = Buffer.alloc(1024 * 1024);
     for (let at = 0; at < offset; ) {
-      const n = readSync(fd, buf, 0, Math.min(buf.length, offset - at), at);
+      // A fresh buffer per chunk: the reader keeps a partial line by reference.
+      const buf = Buffer.allocUnsafe(Math.min(1024 * 1024, offset - at));
+      const n = readSync(fd, buf, 0, buf.length, at);
       if (n === 0) break;
       reader.push(buf.subarray(0, n));
       at += n;

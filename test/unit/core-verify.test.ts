@@ -1,0 +1,161 @@
+// verify's rebuild (src/core/verify.ts), pure: a journal with a settle record and the harvest's pinned status record,
+// result.json as the daemon builds it (resultFromPin), and what a hand edit or a disagreeing journal looks like.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { resultFromPin, type HarvestPin } from "../../src/core/harvest-pin.js";
+import { checkTask, describeDifference, journalVerdict, type VerifyRecord } from "../../src/core/verify.js";
+import { SessionReader } from "../../src/core/session-reader.js";
+import type { AgentResult } from "../../src/core/types.js";
+
+const record: VerifyRecord = {
+  taskId: "tabc123456789",
+  role: "worker",
+  brief: "b",
+  cwd: "/repo",
+  owner: "cli",
+  sessionPath: "/home/tasks/tabc123456789/session.jsonl",
+  resultPath: "/home/tasks/tabc123456789/result.md",
+  cycle: 1,
+};
+const RESULT_MD = "---\nstatus: completed\nsummary: Did the thing\n---\nThe body.\n";
+const pin = (over: Partial<HarvestPin> = {}): HarvestPin => ({
+  agent: { name: "worker-x", kind: "pi", model: "m/x", thinking: "off", runtime: "headless" },
+  timing: { createdAt: 1000, promptedAt: 1100, settledAt: 1500 },
+  runtime: "idle",
+  settled: true,
+  fresh: false,
+  resultMd: { file: "result.c1.md", sha256: "a".repeat(64) },
+  warnings: ["a git warning"],
+  ...over,
+});
+const journal = (p: HarvestPin, reason: object, status: string) => [
+  { type: "prompt_sent", cycle: 1 },
+  { type: "settle", cycle: 1, why: (reason as { kind: string }).kind, reason },
+  { type: "status", status, cycle: 1, settled: true, sessionOffset: 0, pin: p },
+];
+const readPinned = (name: string) =>
+  name === "result.c1.md" ? { text: RESULT_MD, sha256: "a".repeat(64) } : undefined;
+const stored = (p: HarvestPin, reason?: NonNullable<Parameters<typeof resultFromPin>[2]>["reason"]): AgentResult =>
+  resultFromPin(record, p, {
+    resultMd: { meta: { status: "completed", summary: "Did the thing" }, body: "The body.", warnings: [] },
+    ...(reason ? { reason } : {}),
+  });
+
+test("a result built from its pin agrees with the rebuild, field by field; nothing is left unchecked", () => {
+  const p = pin();
+  const r = stored(p, { kind: "agent_end", stopReason: "stop" });
+  const v = checkTask({
+    events: journal(p, { kind: "agent_end", stopReason: "stop" }, "completed"),
+    result: r,
+    record,
+    readPinned,
+  });
+  assert.deepEqual(v, { differences: [], unchecked: [] });
+  assert.equal(r.summary, "Did the thing");
+});
+
+test("a hand-edited summary, text and warning are named with what the task dir says", () => {
+  const p = pin();
+  const r = stored(p, { kind: "agent_end" });
+  const edited = { ...r, summary: "EDITED", result: { ...r.result!, text: "EDITED body" }, warnings: [] };
+  const v = checkTask({ events: journal(p, { kind: "agent_end" }, "completed"), result: edited, record, readPinned });
+  const lines = v.differences.map(describeDifference);
+  assert.ok(lines.includes("summary: result.json says EDITED, the task dir says Did the thing"), lines.join("\n"));
+  assert.ok(lines.includes("result.text: result.json says EDITED body, the task dir says The body."), lines.join("\n"));
+  assert.ok(
+    lines.some((l) => l.startsWith("warnings: ") && l.includes("a git warning")),
+    lines.join("\n"),
+  );
+});
+
+test("the verdict wins: result.json completed against a contract error's settle record", () => {
+  const p = pin({ resultMd: undefined });
+  // What a made-up recovery wrote: completed, although the journal's settle record says contract_error.
+  const wrong = resultFromPin(record, p, {});
+  assert.equal(wrong.status, "completed");
+  const v = checkTask({ events: journal(p, { kind: "contract_error" }, "failed"), result: wrong, record });
+  const lines = v.differences.map(describeDifference);
+  assert.ok(
+    lines.includes("status: result.json says completed, the journal says failed (CONTRACT_ERROR)"),
+    lines.join("\n"),
+  );
+  assert.ok(lines.some((l) => l.startsWith("error.code: result.json says nothing, the journal says CONTRACT_ERROR")));
+});
+
+test("the pinned copy of result.md and diff.patch are checked against their digests", () => {
+  const p = pin({ diffSha256: "d".repeat(64) });
+  const r = stored(p, { kind: "agent_end" });
+  const v = checkTask({
+    events: journal(p, { kind: "agent_end" }, "completed"),
+    result: r,
+    record,
+    readPinned: () => ({ text: RESULT_MD, sha256: "b".repeat(64) }),
+    patch: { bytes: 10, sha256: "e".repeat(64) },
+  });
+  assert.deepEqual(
+    v.differences.map((d) => d.field),
+    ["result.md", "diff.patch"],
+  );
+});
+
+test("the session is read up to the pinned offset: usage and the model pi ran come from it", () => {
+  const lines = [
+    { type: "session", version: 3, id: "s", timestamp: "2026-01-01T00:00:00.000Z", cwd: "/repo" },
+    {
+      type: "message",
+      id: "a1",
+      timestamp: "2026-01-01T00:00:01.000Z",
+      message: {
+        role: "assistant",
+        content: [{ type: "text", text: "done" }],
+        provider: "held",
+        model: "m",
+        usage: { input: 1, output: 7, cacheRead: 0, cacheWrite: 0, totalTokens: 8 },
+        stopReason: "stop",
+        timestamp: 1,
+      },
+    },
+  ];
+  const text = lines.map((l) => JSON.stringify(l)).join("\n") + "\n";
+  const facts = (offset: number) => {
+    const reader = new SessionReader();
+    reader.push(Buffer.from(text).subarray(0, offset));
+    return reader.facts();
+  };
+  const p = pin({ session: true, resultMd: undefined });
+  const events = journal(p, { kind: "agent_end" }, "completed");
+  (events[2] as { sessionOffset: number }).sessionOffset = Buffer.byteLength(text);
+  const r = resultFromPin(record, p, { session: facts(Buffer.byteLength(text)), reason: { kind: "agent_end" } });
+  assert.equal(r.agent.model, "held/m");
+  const ok = checkTask({ events, result: r, record, sessionUpTo: facts });
+  assert.deepEqual(ok.differences, []);
+  const edited = { ...r, usage: { ...r.usage!, outputTokens: 99 }, agent: { ...r.agent, model: "default" } };
+  const bad = checkTask({ events, result: edited, record, sessionUpTo: facts }).differences.map(describeDifference);
+  assert.ok(bad.includes("agent.model: result.json says default, the session says held/m"), bad.join("\n"));
+  assert.ok(bad.includes("usage.outputTokens: result.json says 99, the session says 7"), bad.join("\n"));
+});
+
+test("a task dir from before harvests were pinned: the old checks, and what could not be checked is said", () => {
+  const events = [
+    { type: "settle", cycle: 1, why: "agent_end", reason: { kind: "agent_end" } },
+    { type: "status", status: "completed", cycle: 1, settled: true, sessionOffset: 0 },
+  ];
+  const r = stored(pin(), { kind: "agent_end" });
+  const v = checkTask({ events, result: { ...r, summary: "anything" }, record });
+  assert.deepEqual(v.differences, []);
+  assert.match(v.unchecked.join(), /written before harvests were pinned/);
+});
+
+test("the journal replayed through the machine: abort of a settled cycle closes it with its verdict kept", () => {
+  const p = pin();
+  const events = [
+    ...journal(p, { kind: "agent_end" }, "completed"),
+    { type: "closed", closePane: false, via: "abort" },
+    { type: "status", status: "closed", cycle: 1, sessionOffset: 0 },
+  ];
+  const j = journalVerdict(events);
+  assert.equal(j.phase.name, "closed");
+  assert.equal(j.closedAfterSettle, true);
+  const closed = { ...stored(p, { kind: "agent_end" }), status: "closed" as const, nextAction: "none" as const };
+  assert.deepEqual(checkTask({ events, result: closed, record, readPinned }).differences, []);
+});
