@@ -20,6 +20,7 @@ import { nextActionFor } from "./derive.js";
 import { resultFromPin, resultMdOf, type HarvestPin, type TaskFields } from "./harvest-pin.js";
 import type { SessionFacts } from "./session-reader.js";
 import { settleVerdict } from "./settle-verdict.js";
+import { withSiblingWarning } from "./sibling-warning.js";
 import { step } from "./task-cycle.js";
 import type { AgentResult, CheckReceipt, Landing } from "./types.js";
 
@@ -89,6 +90,11 @@ export interface JournalVerdict {
   remote: boolean;
   /** sha256 of diff.patch as the harvest the result was built from left it. */
   patchSha256?: string;
+  /**
+   * Sibling warnings another task's settle set on this result after the harvest it was built from
+   * (`siblings{from, warning?}` records after that pin), in order.
+   */
+  siblingNotes: { from: string; warning?: string }[];
 }
 
 /** No timer matters to a replay: the journal already says what each timer did. */
@@ -105,6 +111,7 @@ export function journalVerdict(events: JournalRecord[]): JournalVerdict {
     lateEvidence: false,
     closedAfterSettle: false,
     remote: false,
+    siblingNotes: [],
   };
   let settledPin: JournalVerdict["pinned"];
   let settledSha: string | undefined;
@@ -151,15 +158,22 @@ export function journalVerdict(events: JournalRecord[]): JournalVerdict {
           settledSha = sha;
           v.pinned = pin;
           v.patchSha256 = sha;
+          if (pin) v.siblingNotes = [];
           v.lateEvidence = false;
           v.closedAfterSettle = false;
         } else if (e.status === "closed") {
           v.pinned = pin ?? settledPin;
           v.patchSha256 = pin ? sha : settledSha;
           v.closedAfterSettle = pin === undefined && settledPin !== undefined;
+          if (pin) v.siblingNotes = [];
         }
         break;
       }
+      case "siblings":
+        // Another task's settle set (or dropped) its warning about that task on this one's result.
+        if (typeof e.from === "string")
+          v.siblingNotes.push({ from: e.from, ...(typeof e.warning === "string" ? { warning: e.warning } : {}) });
+        break;
       case "respond":
         if (cycle !== undefined) feed({ type: "restored", phase: { name: "queued", cycle }, childAlive: false });
         break;
@@ -272,6 +286,7 @@ export function checkTask(i: VerifyInput): Verification {
     late: j.lateEvidence,
   });
   if (j.closedAfterSettle) rebuilt = closedResult(rebuilt);
+  rebuilt = withSiblingNotes(rebuilt, j.siblingNotes);
   // The status the journal gives wins the message: `status: result.json says completed, the journal says failed`.
   differ("status", r.status, expectedStatus ?? rebuilt.status, "the journal", statusWhy);
   if (expectedStatus !== undefined && rebuilt.status !== expectedStatus)
@@ -285,6 +300,15 @@ export function checkTask(i: VerifyInput): Verification {
   compareResults(r, rebuilt, out, session !== undefined || !pin.session);
   checkPatch(i, j, out);
   return { differences: out, unchecked };
+}
+
+/** The result with the sibling warnings set after its harvest (`siblings{from}` records), as the daemon set them. */
+function withSiblingNotes(r: AgentResult, notes: JournalVerdict["siblingNotes"]): AgentResult {
+  if (notes.length === 0) return r;
+  let warnings = r.warnings;
+  for (const n of notes) warnings = withSiblingWarning(warnings, n.from, n.warning);
+  const { warnings: _old, ...rest } = r;
+  return warnings?.length ? { ...rest, warnings } : rest;
 }
 
 /** diff.patch against the digest the harvest pinned. */

@@ -4,6 +4,7 @@
 // the other task and the paths on both AgentResults, before either is landed, so the person (or the owner) can land
 // one and have the other rebase. A sibling already landed is left to landability (its work is then on the base).
 import { DshError } from "../core/errors.js";
+import { SIBLING_PREFIX, withSiblingWarning } from "../core/sibling-warning.js";
 import { lifecycleOf } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
 import { childIdentity, mergeTree, snapshotWork, workWithoutSetup } from "../git/landability.js";
@@ -11,8 +12,7 @@ import { validateAgentResult } from "./harvest.js";
 import type { TaskRecord } from "./record.js";
 import type { Runner } from "./runner-types.js";
 
-/** Every sibling warning starts so; the one about a given task starts with SIBLING_PREFIX + its id. */
-export const SIBLING_PREFIX = "conflicts with sibling task ";
+export { SIBLING_PREFIX } from "../core/sibling-warning.js";
 /** At most this many siblings are merged with per settle (the newest first): each costs a snapshot and a merge. */
 export const SIBLINGS_MAX = 20;
 const SHOWN = 5;
@@ -102,17 +102,20 @@ export async function checkSiblings(live: Runner): Promise<void> {
     if ((o.rec.warnings ?? []).some((w) => w.startsWith(SIBLING_PREFIX + rec.taskId))) tellSibling(o, rec, []);
 }
 
-/** The sibling's warning about `about` set (or dropped, with no paths), in its record and its current result. */
+/**
+ * The sibling's warning about `about` set (or dropped, with no paths), in its record and its current result. Its
+ * journal records the warning (`siblings{from, warning?}`): the result changed after its harvest, and verify applies
+ * the record to the rebuilt result (withSiblingWarning, the same replacement as here).
+ */
 function tellSibling(other: Runner, about: TaskRecord, paths: string[]): void {
-  const mine = (w: string) => w.startsWith(SIBLING_PREFIX + about.taskId);
-  const add = paths.length ? [warningAbout(about, paths)] : [];
-  other.rec.warnings = replaced(other.rec.warnings, mine, add);
+  const warning = paths.length ? warningAbout(about, paths) : undefined;
+  other.rec.warnings = withSiblingWarning(other.rec.warnings, about.taskId, warning);
   if (other.rec.warnings.length === 0) delete other.rec.warnings;
   const run = other.chain.then(async () => {
     const cur = other.result;
     if (!cur || !isOpen(other)) return;
     const result: AgentResult = { ...cur };
-    const warnings = replaced(cur.warnings, mine, add);
+    const warnings = withSiblingWarning(cur.warnings, about.taskId, warning);
     if (warnings.length) result.warnings = warnings;
     else delete result.warnings;
     validateAgentResult(result);
@@ -123,6 +126,7 @@ function tellSibling(other: Runner, about: TaskRecord, paths: string[]): void {
       cycle: other.rec.cycle,
       conflicts: paths.length ? [{ taskId: about.taskId, paths }] : [],
       from: about.taskId,
+      ...(warning ? { warning } : {}),
     });
     other.notify(result, { settled: false });
   });

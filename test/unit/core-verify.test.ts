@@ -159,3 +159,30 @@ test("the journal replayed through the machine: abort of a settled cycle closes 
   const closed = { ...stored(p, { kind: "agent_end" }), status: "closed" as const, nextAction: "none" as const };
   assert.deepEqual(checkTask({ events, result: closed, record, readPinned }).differences, []);
 });
+
+test("a sibling's warning set on a settled result after its harvest (siblings{from}) is applied by the rebuild", () => {
+  const p = pin();
+  const r = stored(p, { kind: "agent_end" });
+  const warning =
+    "conflicts with sibling task tother1234567 (worker-x-4567) in 1 path(s): a.txt; land one of the two, then respond to the other to rebase its work onto it";
+  const told = { ...r, warnings: [...(r.warnings ?? []), warning] };
+  const events = [
+    ...journal(p, { kind: "agent_end" }, "completed"),
+    {
+      type: "siblings",
+      cycle: 1,
+      conflicts: [{ taskId: "tother1234567", paths: ["a.txt"] }],
+      from: "tother1234567",
+      warning,
+    },
+  ];
+  assert.deepEqual(checkTask({ events, result: told, record, readPinned }), { differences: [], unchecked: [] });
+  // Without the record the warning is not the task dir's; a later record that drops it drops it in the rebuild too.
+  const without = checkTask({ events: events.slice(0, -1), result: told, record, readPinned }).differences;
+  assert.deepEqual(
+    without.map((d) => d.field),
+    ["warnings"],
+  );
+  const dropped = [...events, { type: "siblings", cycle: 1, conflicts: [], from: "tother1234567" }];
+  assert.deepEqual(checkTask({ events: dropped, result: r, record, readPinned }), { differences: [], unchecked: [] });
+});
