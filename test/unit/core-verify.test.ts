@@ -160,6 +160,58 @@ test("the journal replayed through the machine: abort of a settled cycle closes 
   assert.deepEqual(checkTask({ events, result: closed, record, readPinned }).differences, []);
 });
 
+test("a cycle paused at a spend cap rebuilds from its settle record: blocked, its cap and its words; an edit is named", () => {
+  const reason = { kind: "cap", cap: "cost", limit: 5, spent: 7, step: 5 } as const;
+  // The harvest read the runtime idle (the turn was stopped): only the settle record's reason says blocked.
+  const p = pin();
+  const r = stored(p, reason);
+  assert.equal(r.status, "blocked");
+  assert.deepEqual(r.cap, { cap: "cost", limit: 5, spent: 7, step: 5 });
+  assert.match(r.summary, /cost cap .* reached/);
+  const events = journal(p, reason, "blocked");
+  assert.deepEqual(checkTask({ events, result: r, record, readPinned }), { differences: [], unchecked: [] });
+  // A result that forgot the cap, or called the paused cycle completed, is not what the task dir says.
+  const { cap: _cap, ...noCap } = r;
+  const asCompleted = { ...(noCap as AgentResult), status: "completed" as const, summary: "Did the thing" };
+  const lines = checkTask({ events, result: asCompleted, record, readPinned }).differences.map(describeDifference);
+  assert.ok(
+    lines.some((l) => l.startsWith("status: result.json says completed, the journal says blocked")),
+    lines.join("\n"),
+  );
+  assert.ok(
+    lines.some((l) => l.startsWith("cap.cap: result.json says nothing")),
+    lines.join("\n"),
+  );
+  assert.ok(
+    lines.some((l) => l.startsWith("summary: result.json says Did the thing")),
+    lines.join("\n"),
+  );
+});
+
+test("steers in the journal change no verdict; a missed steer's warning is pinned with the harvest", () => {
+  const note =
+    "a message sent with respond (steer.1.2.md in the task dir) did not reach the child: cycle 1 ended before pi took it; respond again to send it as a follow-up";
+  const p = pin({ warnings: ["a git warning", note] });
+  const r = stored(p, { kind: "agent_end", stopReason: "stop" });
+  const events = [
+    { type: "prompt_sent", cycle: 1 },
+    { type: "steered", cycle: 1, n: 1, bytes: 5 },
+    { type: "steer_taken", cycle: 1, n: 1 },
+    { type: "steered", cycle: 1, n: 2, bytes: 5 },
+    { type: "settle", cycle: 1, why: "agent_end", reason: { kind: "agent_end", stopReason: "stop" } },
+    { type: "steer_missed", cycle: 1, n: 2 },
+    { type: "status", status: "completed", cycle: 1, settled: true, sessionOffset: 0, pin: p },
+  ];
+  assert.deepEqual(checkTask({ events, result: r, record, readPinned }), { differences: [], unchecked: [] });
+  assert.ok(r.warnings?.includes(note));
+  const dropped = { ...r, warnings: r.warnings!.filter((w) => w !== note) };
+  const lines = checkTask({ events, result: dropped, record, readPinned }).differences.map(describeDifference);
+  assert.ok(
+    lines.some((l) => l.startsWith("warnings: ") && l.includes("steer.1.2.md")),
+    lines.join("\n"),
+  );
+});
+
 test("a sibling's warning set on a settled result after its harvest (siblings{from}) is applied by the rebuild", () => {
   const p = pin();
   const r = stored(p, { kind: "agent_end" });
