@@ -51,6 +51,8 @@ export async function startDaemon(home: string, config: Record<string, unknown> 
 export interface Owner {
   id: string;
   client: DaemonClient;
+  /** The secret the owner's first hello was issued: another connection as this owner says hello with it. */
+  secret?: string;
   /** "owner.delivery" when the daemon serves owner.attach, else "task.status" (task.subscribe pushes). */
   channel: string;
   /** First settled push per task, in epoch ms. */
@@ -93,7 +95,17 @@ export async function attachOwner(home: string): Promise<Owner> {
       timeoutMs,
       2,
     );
-  return { id, client, channel, settledAt, settles, nextSettle, close: () => client.close() };
+  const secret = client.hello.secret;
+  return {
+    id,
+    client,
+    ...(secret ? { secret } : {}),
+    channel,
+    settledAt,
+    settles,
+    nextSettle,
+    close: () => client.close(),
+  };
 }
 
 export interface BenchTask {

@@ -15,12 +15,14 @@ export type FromListener =
   | { type: "waited"; taskId: string; at: number };
 
 async function main(): Promise<void> {
-  const { home, ownerId } = workerData as { home: string; ownerId: string };
+  // The same owner as the driver's connection: its hello proves it with the secret the first hello was issued.
+  const { home, ownerId, secret } = workerData as { home: string; ownerId: string; secret?: string };
   const port = parentPort!;
   const send = (m: FromListener) => port.postMessage(m);
   const owner = await connect(home, {
     kind: "owner",
     ownerId,
+    ...(secret ? { secret } : {}),
     timeoutMs: 120_000,
     pushes: {
       "owner.delivery": (p: { taskId: string }) => send({ type: "pushed", taskId: p.taskId, at: monoMs() }),

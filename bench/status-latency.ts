@@ -165,8 +165,10 @@ interface Listener {
   stop(): Promise<void>;
 }
 
-async function startListener(home: string, ownerId: string): Promise<Listener> {
-  const worker = new Worker(new URL("./_owner-listener.js", import.meta.url), { workerData: { home, ownerId } });
+async function startListener(home: string, ownerId: string, secret: string | undefined): Promise<Listener> {
+  const worker = new Worker(new URL("./_owner-listener.js", import.meta.url), {
+    workerData: { home, ownerId, secret },
+  });
   const pushedAt = new Map<string, number>();
   const waited = new Map<string, number>();
   await new Promise<void>((resolve, reject) => {
@@ -280,7 +282,7 @@ async function main(): Promise<void> {
   try {
     const owner = await attachOwner(home);
     // Attached after the driver's owner connection, so the deliveries go to it.
-    const listener = await startListener(home, owner.id);
+    const listener = await startListener(home, owner.id, owner.secret);
     console.log(
       `owner-side signal: ${owner.channel} push, received in its own thread (as a pi owner is its own process); driver: fixtures/sessions/crew-report.jsonl, one append per line`,
     );
