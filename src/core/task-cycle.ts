@@ -50,9 +50,10 @@ function settle(state: TaskState, reason: SettleReason, limits: TimerLimits, jou
   const missed = (state.steers ?? []).filter((s) => s.cycle === cycle).map((s) => s.n);
   const effects: Effect[] = [
     ...(journaled ? [] : [{ type: "journal", entry: { type: "settle", cycle, why: reason.kind, reason } } as Effect]),
-    // A spend cap: the spending stops first (pi's abort of the turn; the child and its session stay).
-    ...(reason.kind === "cap" ? [{ type: "stop_turn", why: `${reason.cap} cap` } as Effect] : []),
     ...missed.map((n): Effect => ({ type: "journal", entry: { type: "steer_missed", cycle, n } })),
+    // A spend cap: the spending stops first of the acts (pi's abort of the turn; the child and its session stay),
+    // after the records (journal before act).
+    ...(reason.kind === "cap" ? [{ type: "stop_turn", why: `${reason.cap} cap` } as Effect] : []),
     ...cancel("timeout", "readiness", "follow_up"),
     { type: "release_slot" },
   ];

@@ -328,6 +328,19 @@ test("a cap reached while the cycle runs settles it blocked: journaled first, th
   assert.ok(kinds(next.effects).includes("push_prompt"));
 });
 
+test("a cap that settles a cycle with a steer pi has not taken: every record (settle, steer_missed) before the turn is stopped", () => {
+  const steered = run(st(running), { type: "steer", n: 1, bytes: 5 }).state;
+  const { effects } = run(steered, capHit);
+  const k = kinds(effects);
+  const lastJournal = k.lastIndexOf("journal");
+  assert.ok(
+    effects.some((e) => e.type === "journal" && e.entry.type === "steer_missed"),
+    "the steer is missed",
+  );
+  assert.ok(lastJournal < k.indexOf("stop_turn"), `journal before act: ${k.join(",")}`);
+  assert.ok(k.indexOf("stop_turn") < k.indexOf("steers_missed"), k.join(","));
+});
+
 test("a cap event outside a running cycle is moot; a recovered cap settle stops the turn too", () => {
   for (const phase of [
     { name: "queued", cycle: 1 },
