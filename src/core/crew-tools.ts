@@ -72,7 +72,7 @@ export const CREW_TOOL_PARAMETERS = {
         "Optional: run the subagent on another machine, a label from dsh-herdr's config (`dsh-herdr machine list`).",
       ),
       cwd: str(
-        "Optional, with machine (or a definition that names one): the absolute directory on that machine to work in; default this session's directory path.",
+        "Required with machine (or a definition that names one): the absolute directory on that machine to work in.",
       ),
     },
     required: ["subagent", "brief", "task"],
@@ -179,6 +179,11 @@ export function checkSpawnArgs(
       );
     out.cwd = params.cwd.trim();
   }
+  // This session's directory is a path here, not there (the CLI refuses `spawn --machine` without --cwd alike).
+  if (out.cwd === undefined && (out.machine !== undefined || remoteSubagents.includes(name)))
+    return bad(
+      `${out.machine !== undefined ? `machine "${out.machine}"` : `subagent "${name}" runs on another machine and`} needs cwd: the absolute directory on that machine to work in (this session's directory is a path on this machine, not there).`,
+    );
   return ok(out);
 }
 

@@ -1,6 +1,7 @@
-// Owners prove who they are: every `hello {kind:"owner", ownerId, secret}` is checked against the secret issued to
-// that owner (src/store/owner-secret.ts); an owner without one is issued one at this hello (a new session, one whose
-// directory was collected, or a session from before owners proved themselves: its tasks stay its own). A hello
+// Owners prove who they are: every `hello {kind:"owner", ownerId, secret}` is checked against the secret on record for
+// that owner (src/store/owner-secret.ts); an owner without one has the secret it presents recorded, or is issued one
+// at this hello when it presents none (a new session, one whose directory was collected, or a session from before
+// owners proved themselves: its tasks stay its own). A hello
 // without the right proof is NOT_OWNER. The connections each owner has open are counted, so its directory (where the
 // secret lives) is collected only once none is left and it has no work.
 import { DshError } from "../core/errors.js";
@@ -40,11 +41,14 @@ export class OwnerAuth {
       );
       throw new DshError(
         "NOT_OWNER",
-        `hello as owner ${ownerId} needs that owner's secret ("secret" in hello): the daemon issued it at the owner's first hello and its owner extension keeps it in the pi session; another process cannot speak for that session. A session whose secret is lost keeps its tasks: act on them from the CLI`,
+        `hello as owner ${ownerId} needs that owner's secret ("secret" in hello): the daemon recorded it at the owner's first hello and its owner extension keeps it in the pi session; another process cannot speak for that session. A session whose secret is lost keeps its tasks: act on them from the CLI`,
       );
     }
-    if (r.issued !== undefined)
-      this.opts.log.info({ conn: conn.id, owner: ownerLabel(ownerId) }, "owner secret issued");
+    if (r.issued !== undefined || r.recorded)
+      this.opts.log.info(
+        { conn: conn.id, owner: ownerLabel(ownerId), how: r.recorded ? "chosen by the owner" : "issued" },
+        "owner secret recorded",
+      );
     if (conn.closed) {
       // Gone while its proof was read: its close hooks ran already, so nothing of it is counted.
       this.opts.onIdle?.(ownerId);

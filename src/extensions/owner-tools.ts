@@ -225,7 +225,7 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       );
       const agent = agents.find((a) => a.name === args.subagent)!;
       // Another machine (the call's `machine`, else the definition's): the daemon relays the spawn over its link, as
-      // for `dsh-herdr spawn --machine`; cwd is a path there, by default the same path as this session's.
+      // for `dsh-herdr spawn --machine`; cwd is a path there (checkSpawnArgs requires it).
       const machine = args.machine ?? agent.machine;
       let r: { subagent_id: string; name?: string };
       try {

@@ -1,6 +1,7 @@
 // The owner extension (the package's pi extension): crew_* tools, delivery of results into the owner's session,
 // status snapshots and reminders, and TUI cards, all over the dsh-herdr daemon's socket. The owner is the pi
 // session id. It imports only types from pi, so it loads on pi 0.73.1 and 1.x alike.
+import { randomBytes } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { type CardTheme, loadPiMarkdown, renderCrewCard } from "./cards.js";
@@ -74,16 +75,17 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
         // The session is being replaced: nothing to show it in.
       }
     },
-    onSecret: (ownerId, secret) => {
-      runtime.secrets.set(ownerId, secret);
-      // Not sent to the model; written with the session, copied by /fork and /clone.
-      try {
-        pi.appendEntry(OWNER_SECRET_TYPE, { ownerId, secret });
-      } catch {
-        // The session is being replaced: this process's runtime still has it (its next hellos, a /fork's move).
-      }
-    },
+    onSecret: (ownerId, secret) => keepSecret(ownerId, secret),
   });
+  /** Keep an owner's secret: in this process's runtime and in the session (not sent to the model; /fork copies it). */
+  function keepSecret(ownerId: string, secret: string): void {
+    runtime.secrets.set(ownerId, secret);
+    try {
+      pi.appendEntry(OWNER_SECRET_TYPE, { ownerId, secret });
+    } catch {
+      // The session is being replaced: this process's runtime still has it (its next hellos, a /fork's move).
+    }
+  }
   const status = new OwnerStatus(link);
   const injector = new DeliveryInjector({ pi, link, ctx: () => ctxRef });
 
@@ -115,6 +117,9 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
     // that loses the entries. One this process was issued is the newest (a collected owner is issued another).
     const own = ownerSecretIn(ctx.sessionManager.getEntries(), owner);
     if (own && !runtime.secrets.has(owner)) runtime.secrets.set(owner, own);
+    // A new session chooses its secret before its first hello, which the daemon records: a reply lost to a daemon
+    // crash cannot leave this session without the proof the daemon kept.
+    if (!runtime.secrets.has(owner)) keepSecret(owner, randomBytes(32).toString("hex"));
     runtime.active = owner;
     runtime.owners.add(owner);
     await link.setOwner(owner);

@@ -150,3 +150,22 @@ test("owners prove their id on every hello: an owner from before secrets is issu
   assert.ok(!log.includes("f".repeat(64)), "nor a wrong proof");
   assert.match(log, /owner hello refused/);
 });
+
+test("an owner's first hello records the secret it chose: a reply lost to a crash does not lock it out", async () => {
+  const chosen = "c".repeat(64);
+  await queue("sess-chosen", "d-c1"); // work waiting for it, so its directory (and secret) is kept between hellos
+  // The first hello's reply never reaches the owner (the connection drops right after it is sent, as a daemon
+  // crash after the record would): the owner still holds the secret it chose and presents it again.
+  const lost = await open({ kind: "owner", ownerId: "sess-chosen", secret: chosen });
+  assert.equal(lost.hello.secret, undefined, "nothing is issued: the owner's own secret was recorded");
+  lost.close();
+  const again = await open({ kind: "owner", ownerId: "sess-chosen", secret: chosen });
+  assert.equal(again.hello.secret, undefined);
+  await assert.rejects(
+    open({ kind: "owner", ownerId: "sess-chosen", secret: "d".repeat(64) }),
+    (e: DshError) => e.code === "NOT_OWNER",
+  );
+  await assert.rejects(open({ kind: "owner", ownerId: "sess-chosen" }), (e: DshError) => e.code === "NOT_OWNER");
+  const log = readFileSync(join(daemon.home, "daemon.log"), "utf8");
+  assert.equal(log.includes(chosen), false, "the secret is never logged");
+});

@@ -74,6 +74,12 @@ test("crew_spawn: machine is a label, cwd an absolute path that goes with a mach
     err(checkSpawnArgs({ subagent: "worker", brief: "b", task, machine: "builder", cwd: "repo" }, ["worker"])),
     /cwd must be an absolute directory on the machine/,
   );
+  // Without cwd a subagent on another machine would work in this session's path there: refused by name.
+  assert.match(
+    err(checkSpawnArgs({ subagent: "worker", brief: "b", task, machine: "builder" }, ["worker"])),
+    /machine "builder" needs cwd: the absolute directory on that machine/,
+  );
+  assert.match(err(checkSpawnArgs({ subagent: "far", brief: "b", task }, ["far"], ["far"])), /needs cwd/);
 });
 
 test("crew_respond / crew_done: ids and messages must be non-blank, unknown fields rejected", () => {
