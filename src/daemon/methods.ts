@@ -5,6 +5,8 @@ import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
 import { spawnTask, type SpawnParams } from "./spawn-method.js";
 import { createLandHandlers } from "./land-methods.js";
+import { createLinkHandlers } from "./link-methods.js";
+import { respondOnce } from "./request-memo.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live } from "./live.js";
@@ -104,13 +106,15 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return { results, timedOut };
     },
 
-    "task.respond": async (p: { taskId: string; message: string }, conn: Connection) => {
+    "task.respond": async (p: { taskId: string; message: string; requestId?: string }, conn: Connection) => {
       const live = owned(conn, p.taskId);
       await live.chain;
-      // Relay: a remote task's follow-up goes to its machine's daemon.
+      // Relay: a remote task's follow-up goes to its machine's daemon. A request id (a relaying daemon's): once.
       const { cycle, queued } = ctx.relay?.owns(live)
         ? await ctx.relay.respond(live, p.message)
-        : await sup.respond(live, p.message);
+        : p.requestId !== undefined
+          ? await respondOnce(sup, live, p.requestId, () => sup.respond(live, p.message, p.requestId))
+          : await sup.respond(live, p.message);
       return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 
@@ -171,6 +175,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
 
     // task.check, task.land (src/daemon/land-methods.ts)
     ...createLandHandlers(ctx),
+    // task.follow, task.fetch: what another machine's daemon relaying these tasks calls (src/daemon/link-methods.ts)
+    ...createLinkHandlers(ctx),
 
     "child.event": (p: { type: string }, conn: Connection) => sup.childEvent(conn, p),
     "child.report": (p: Parameters<Supervisor["childReport"]>[1], conn: Connection) => sup.childReport(conn, p),

@@ -13,6 +13,7 @@ import { dropStartedWorktree, startWorktree } from "./pipeline.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Live } from "./live.js";
+import { spawnOnce } from "./request-memo.js";
 
 export interface SpawnParams {
   kind?: "pi";
@@ -33,6 +34,8 @@ export interface SpawnParams {
   /** Checks the daemon runs in the task's worktree (`dsh-herdr check`, `land --check`; at settle once hooked in). */
   checks?: string[];
   checkTimeoutMs?: number;
+  /** Given by another machine's daemon relaying the spawn: a repeat gets the first answer (request-memo.ts). */
+  requestId?: string;
 }
 
 const ownerOf = (conn: Connection, explicit?: string): string => explicit ?? conn.ownerId ?? "cli";
@@ -43,7 +46,12 @@ async function committedRepo(cwd: string): Promise<{ root: string } | undefined>
   return facts?.head ? { root: facts.root } : undefined; // the root only: prepare() then takes the worktree's fast path
 }
 
-export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection) {
+export function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection) {
+  if (p.requestId !== undefined) return spawnOnce(ctx.sup, p.requestId, () => spawnFresh(ctx, p, conn));
+  return spawnFresh(ctx, p, conn);
+}
+
+async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection) {
   const { sup } = ctx;
   const c = sup.deps.config();
   if (!c.enabled)
@@ -114,6 +122,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
             ...(p.ownerPaneId !== undefined ? { ownerPaneId: p.ownerPaneId } : {}),
             ...(p.checks !== undefined && p.checks.length > 0 ? { checks: p.checks.map((c) => c.trim()) } : {}),
             ...(p.checkTimeoutMs !== undefined ? { checkTimeoutMs: p.checkTimeoutMs } : {}),
+            ...(p.requestId !== undefined ? { requestId: p.requestId } : {}),
           },
           taskId,
         ),

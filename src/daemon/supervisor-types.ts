@@ -68,7 +68,7 @@ export interface Supervisor {
   armTimeout(live: Live): void;
   // owner commands
   abort(live: Live): Promise<boolean>;
-  respond(live: Live, message: string): Promise<{ cycle: number; queued: boolean }>;
+  respond(live: Live, message: string, requestId?: string): Promise<{ cycle: number; queued: boolean }>;
   close(live: Live, closePane: boolean): Promise<AgentResult>;
   statusOf(live: Live): AgentStatus;
   isOpen(live: Live): boolean;

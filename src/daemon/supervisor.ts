@@ -222,8 +222,8 @@ export class Supervisor implements SupervisorPort {
     return abort(this, live);
   }
 
-  respond(live: Live, message: string): Promise<{ cycle: number; queued: boolean }> {
-    return respond(this, live, message);
+  respond(live: Live, message: string, requestId?: string): Promise<{ cycle: number; queued: boolean }> {
+    return respond(this, live, message, requestId);
   }
 
   close(live: Live, closePane: boolean): Promise<AgentResult> {

@@ -34,6 +34,7 @@ export async function respond(
   sup: Supervisor,
   live: Live,
   message: string,
+  requestId?: string,
 ): Promise<{ cycle: number; queued: boolean }> {
   const { rec } = live;
   const status = live.result?.status ?? rec.status;
@@ -64,7 +65,8 @@ export async function respond(
   // The follow-up and its record are durable before any child sees it: a restarted daemon sends it (once) if no
   // prompt_sent follows, and never a second time if one does.
   await writeAtomic(followUpPath(dir, cycle), message);
-  await sup.journal(live, { type: "respond", cycle, bytes: message.length });
+  // A relayed follow-up's request id goes in the same record: a repeat of it finds its cycle here (request-memo.ts).
+  await sup.journal(live, { type: "respond", cycle, bytes: message.length, ...(requestId ? { requestId } : {}) });
   await started;
   const begin = () => {
     void sup.dispatch(live, { type: "slot_granted" }).then(() => {
