@@ -23,7 +23,10 @@ export async function stepRemote(
         e.entry.type === "settle"
           ? { type: "settle", why: e.entry.why, cycle: e.entry.cycle, reason: e.entry.reason }
           : { ...e.entry };
-      await ctx.sup.journal(live, { ...entry, remote: true });
+      // A settle's record is awaited until written: the commit log makes it durable behind us, before the settled
+      // status record and the owner's outbox record that follow it (as for a local settle).
+      if (e.entry.type === "settle") await ctx.sup.journalWritten(live, { ...entry, remote: true });
+      else await ctx.sup.journal(live, { ...entry, remote: true });
     } else if (e.type === "set_lifecycle") live.rec.lifecycle = e.lifecycle;
     else if (e.type === "harvest_settled") await onSettled?.(e.reason);
   }

@@ -54,10 +54,14 @@ export interface RelayLogger {
 
 /** The supervisor as the relay uses it: its task map, store, config, journal and status listeners. */
 export interface RelayHost {
-  readonly tasks: ReadonlyMap<string, RelayLive>;
+  /** The task map (a spawn the machine refused leaves it again). */
+  readonly tasks: Map<string, RelayLive>;
   readonly deps: { store: TaskStore; config(): Config; log: RelayLogger };
   register(rec: RemoteRecord): RelayLive;
+  /** Durable when it resolves. */
   journal(live: RelayLive, event: { type: string; [k: string]: unknown }): Promise<void>;
+  /** Written when it resolves, durable through the commit log behind the caller (before any later outbox record). */
+  journalWritten(live: RelayLive, event: { type: string; [k: string]: unknown }): Promise<void>;
   notifyStatus(live: RelayLive, result: AgentResult, info: { settled: boolean }): void;
   statusOf(live: RelayLive): AgentStatus;
 }
@@ -82,7 +86,7 @@ export interface RelayOptions {
   /** Environment for ssh (HOME finds ~/.ssh). */
   env?: NodeJS.ProcessEnv;
   backoff?: BackoffPolicy;
-  /** How long start-up recovery waits for each machine before serving anyway (default 20 s). */
+  /** Bound of each request start-up's reattach makes of a machine (the socket serves meanwhile; default 20 s). */
   reattachTimeoutMs?: number;
 }
 
@@ -97,21 +101,28 @@ export interface RelayContext {
   ready(label: string): Promise<MachineLink>;
 }
 
-/** A `task.wait` round on the remote: short, so a drop or a close is noticed between rounds. */
-export const WAIT_ROUND_MS = 20_000;
-
 export const UNREACHABLE_PREFIX = (label: string) => `machine ${label} unreachable since `;
 
-/** The remote's result as this daemon's: the local id and owner, the machine's label; its paths stay the remote's. */
-export function localize(live: RelayLive, r: AgentResult): AgentResult {
+/**
+ * The remote's result (checked: src/remote/remote-check.ts) as this daemon's: the local id and owner, the machine's
+ * label, and `diff.patchPath` naming the local copy of the patch in this task dir (the remote's path is never read
+ * here); its other paths (session, worktree) stay the remote's, shown for reference only.
+ */
+export function localize(sup: RelayHost, live: RelayLive, r: AgentResult): AgentResult {
   const out: AgentResult = {
     ...r,
     taskId: live.rec.taskId,
     owner: live.rec.owner,
     agent: { ...r.agent, machine: live.rec.remote!.label },
   };
+  if (r.diff) out.diff = { ...r.diff, patchPath: sup.deps.store.taskPaths(live.rec.taskId).diffPatch };
   const warnings = (r.warnings ?? []).filter((w) => !w.startsWith(UNREACHABLE_PREFIX(live.rec.remote!.label)));
   if (warnings.length > 0) out.warnings = warnings;
   else delete out.warnings;
   return out;
+}
+
+/** The relayed task's spawn is not answered yet: no task id there (src/remote/relay-requests.ts). */
+export function awaitingSpawn(live: RelayLive): boolean {
+  return live.rec.remote !== undefined && live.rec.remote.taskId === "";
 }
