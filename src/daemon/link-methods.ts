@@ -19,7 +19,8 @@ export const FETCH_PAGE_MAX = 512 * 1024;
 
 interface Serialized {
   bytes: Buffer;
-  version: string;
+  /** Asked for by task.fetch only (a push needs no digest). */
+  version?: string;
 }
 
 /** One serialization per result object: a result is pushed, then its pages are read, without re-encoding it. */
@@ -28,11 +29,15 @@ const encoded = new WeakMap<AgentResult, Serialized>();
 function serialize(result: AgentResult): Serialized {
   let s = encoded.get(result);
   if (!s) {
-    const bytes = Buffer.from(JSON.stringify(result), "utf8");
-    s = { bytes, version: createHash("sha256").update(bytes).digest("hex").slice(0, 32) };
+    s = { bytes: Buffer.from(JSON.stringify(result), "utf8") };
     encoded.set(result, s);
   }
   return s;
+}
+
+function versionOf(s: Serialized): string {
+  s.version ??= createHash("sha256").update(s.bytes).digest("hex").slice(0, 32);
+  return s.version;
 }
 
 export function createLinkHandlers(ctx: MethodContext): Partial<Record<RequestMethod, Handler>> {
@@ -86,9 +91,10 @@ export function createLinkHandlers(ctx: MethodContext): Partial<Record<RequestMe
         offset,
       };
       if (p.part === "result") {
-        const { bytes, version } = serialize(now.result);
+        const s = serialize(now.result);
+        const { bytes } = s;
         const data = bytes.subarray(Math.min(offset, bytes.length), Math.min(offset + limit, bytes.length));
-        return { ...head, exists: true, size: bytes.length, data: data.toString("base64"), version };
+        return { ...head, exists: true, size: bytes.length, data: data.toString("base64"), version: versionOf(s) };
       }
       const path = sup.deps.store.taskPaths(p.taskId).diffPatch;
       const st = await stat(path).catch(() => undefined);

@@ -176,7 +176,14 @@ export class RemoteFollow {
     await this.record(live, localize(this.sup, live, remote));
   }
 
-  /** Settle the current cycle with `result` through the machine: the settle record, then the settled record. */
+  /**
+   * Settle the current cycle with `result` through the machine: the settle record, the settled status record (both
+   * awaited until written; the commit log makes them durable before the owner's outbox record that follows), then
+   * the owner hears it, then result.json and task.json are written (fsynced, their directory later), as for a local
+   * settle: the fsyncs run beside the outbox's, not before it. A crash before result.json is written: the journal
+   * says settled, the restarted daemon reads the result from the machine again and records it without a second
+   * settled record (statusJournaled); the delivery id drops a repeat.
+   */
   private async record(live: RelayLive, result: AgentResult): Promise<void> {
     const { store } = this.sup.deps;
     const cycle = live.rec.cycle;
@@ -191,24 +198,30 @@ export class RemoteFollow {
         live.rec.timing = { ...result.timing };
         if (result.worktree) live.rec.worktree = result.worktree;
         if (result.sessionPath) live.rec.sessionPath = result.sessionPath;
-        await store.saveTask(live.rec, result, {
+        if (live.statusJournaled !== cycle)
+          await this.sup.journalWritten(live, {
+            type: "status",
+            status: result.status,
+            cycle,
+            settled: true,
+            remote: true,
+          });
+        // The record's write starts now and goes on the task's chain (task.wait and task.get answer after it, so a
+        // caller may read result.json next), beside the owner's outbox record.
+        const saved = store.saveTask(live.rec, result, {
           sync: true,
           dirSyncLater: (done) =>
             void done.catch((e: unknown) =>
               this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "task directory not fsynced"),
             ),
         });
-        await this.sup.journalWritten(live, {
-          type: "status",
-          status: result.status,
-          cycle,
-          settled: true,
-          remote: true,
-        });
+        live.chain = live.chain.then(() => saved.then(noop, noop));
         this.sup.notifyStatus(live, result, { settled: true });
+        await saved;
       },
     );
     delete live.settleJournaled;
+    delete live.statusJournaled;
   }
 
   /** The machine sent something that breaks the contract: the cycle settles `failed` with REMOTE_INVALID. */
@@ -269,6 +282,8 @@ export class RemoteFollow {
     await this.sup.deps.store.saveTask(live.rec, result, { sync: false }).catch(() => undefined);
   }
 }
+
+const noop = () => undefined;
 
 function parse(bytes: Buffer): unknown {
   try {

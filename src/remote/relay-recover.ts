@@ -40,6 +40,8 @@ export async function relayRecover(
   } else {
     // The cycle runs there (or settled there and is not recorded here yet): read again once the link is up.
     if (journal.settling.has(rec.cycle)) live.settleJournaled = rec.cycle;
+    // Its settled status was journaled, its result.json not written yet: recorded once the result is read again.
+    if (journal.settled.has(rec.cycle)) live.statusJournaled = rec.cycle;
     await stepRemote(ctx, live, { type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
   }
   await sup.journal(live, {

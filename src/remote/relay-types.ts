@@ -44,6 +44,10 @@ export interface RelayLive {
   result?: AgentResult;
   /** The cycle whose settle record a restarted daemon found journaled without its recorded result. */
   settleJournaled?: number;
+  /** The cycle whose settled status record a restarted daemon found journaled without its result.json. */
+  statusJournaled?: number;
+  /** What a reader of the record waits for (task.wait and task.get await it before they answer). */
+  chain: Promise<void>;
 }
 
 export interface RelayLogger {
