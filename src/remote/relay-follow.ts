@@ -206,8 +206,10 @@ export class RemoteFollow {
             settled: true,
             remote: true,
           });
-        // The record's write starts now and goes on the task's chain (task.wait and task.get answer after it, so a
-        // caller may read result.json next), beside the owner's outbox record.
+        // The owner hears it first (its outbox record goes to the commit log ahead of these writes, as for a local
+        // settle); the record's write goes on the task's chain in the same tick, so task.wait and task.get answer
+        // after it (a caller may read result.json next).
+        this.sup.notifyStatus(live, result, { settled: true });
         const saved = store.saveTask(live.rec, result, {
           sync: true,
           dirSyncLater: (done) =>
@@ -216,7 +218,6 @@ export class RemoteFollow {
             ),
         });
         live.chain = live.chain.then(() => saved.then(noop, noop));
-        this.sup.notifyStatus(live, result, { settled: true });
         await saved;
       },
     );

@@ -12,6 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { verifyTaskDir } from "../../src/cli/commands/verify.js";
+import { describeDifference } from "../../src/core/verify.js";
 import { validateAgentResult } from "../../src/daemon/harvest.js";
 import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { runCli } from "../helpers/cli.js";
@@ -88,6 +90,9 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     assert.equal(r.agent.machine, "fake");
     assert.equal(r.taskId, taskId);
     validateAgentResult(r);
+    // The task dir agrees with result.json (the journal's verdict: one settle, reason remote, failed).
+    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
+    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
     const list = await dsh(["list", "--all", "--json"]);
     assert.equal(list.code, 0, list.err);
     assert.ok(list.out.includes(taskId));
