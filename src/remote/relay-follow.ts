@@ -259,7 +259,11 @@ export class RemoteFollow {
     try {
       await link.request("task.follow", {}, { timeoutMs });
     } catch (e) {
-      this.sup.deps.log.warn({ label, err: String(e) }, "remote task.follow failed; its tasks keep their last status");
+      // UNKNOWN_METHOD: an older dsh-herdr there (the relay needs the same version on both machines).
+      this.sup.deps.log.warn(
+        { label, err: String(e), remoteVersion: link.hello?.daemonVersion },
+        "remote task.follow failed; its tasks keep their last status (run the same dsh-herdr version on both machines)",
+      );
       return;
     }
     await Promise.all(this.remoteLives(label).map((live) => this.refresh(live, timeoutMs)));
