@@ -2,7 +2,7 @@
 // every runtime is a stub (RunDaemonOptions.runtimeFactories) whose launch only records the call (pi's own start is
 // not what we measure). The record, <taskDir>/launch.json, carries the launch time and the child's task token so the driver can play the child.
 // Usage: node dist/bench/_daemon.js <home> [configJson]
-import { renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runDaemon } from "../src/daemon/daemon.js";
 import type { Runtime, RuntimeHandle, LaunchSpec } from "../src/runtime/types.js";
@@ -33,6 +33,50 @@ export function stubRuntime(kind: RuntimeKind): Runtime {
   };
 }
 
+/**
+ * BENCH_TRACE=<file>: one JSON line per stage a settle passes in this daemon (bench/remote-status's per-stage
+ * trace), stamped with epochMs (comparable across processes): `settled` when the supervisor's listeners hear a
+ * settled result (with the remote task id when the task is relayed), `link.push` when a relayed task's settled
+ * `task.followed` push arrives over its link. Listeners only: nothing on the measured path changes.
+ */
+function traceStages(d: Awaited<ReturnType<typeof runDaemon>>, file: string): void {
+  // Kept in memory and written at exit: no file write on the measured path.
+  const lines: string[] = [];
+  const line = (o: Record<string, unknown>) => lines.push(JSON.stringify({ ...o, at: epochMs() }));
+  const flush = () =>
+    appendFileSync(
+      file,
+      lines
+        .splice(0)
+        .map((l) => `${l}\n`)
+        .join(""),
+    );
+  process.once("SIGTERM", flush);
+  process.once("exit", flush);
+  d.supervisor.onStatus((live, _result, info) => {
+    if (info.settled)
+      line({
+        stage: "settled",
+        taskId: live.rec.taskId,
+        ...(live.rec.remote ? { remoteTaskId: live.rec.remote.taskId } : {}),
+      });
+  });
+  // Links are made on first use: listen to each one once it exists (a driver-side poll, off the measured path).
+  const seen = new Set<string>();
+  const t = setInterval(() => {
+    for (const label of Object.keys(d.supervisor.deps.config().machines ?? {})) {
+      const link = d.relay.linkOf(label);
+      if (!link || seen.has(label)) continue;
+      seen.add(label);
+      link.on("push", (method, p) => {
+        const q = p as { taskId?: string; settled?: boolean };
+        if (method === "task.followed" && q.settled) line({ stage: "link.push", remoteTaskId: q.taskId });
+      });
+    }
+  }, 20);
+  t.unref();
+}
+
 async function main(): Promise<void> {
   const home = process.argv[2];
   if (!home) throw new Error("usage: _daemon.js <home> [configJson]");
@@ -46,6 +90,7 @@ async function main(): Promise<void> {
       headless: () => stubRuntime("headless"),
     },
   });
+  if (process.env.BENCH_TRACE) traceStages(d, process.env.BENCH_TRACE);
   process.once("SIGTERM", () => void d.stop());
   process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, socket: d.socketPath }) + "\n");
   await d.done;

@@ -19,11 +19,15 @@ export interface BenchDaemon {
 }
 
 /** Start dist/bench/_daemon.js on `home` and wait until it serves its socket. */
-export async function startDaemon(home: string, config: Record<string, unknown> = {}): Promise<BenchDaemon> {
+export async function startDaemon(
+  home: string,
+  config: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+): Promise<BenchDaemon> {
   const entry = join(repoRoot, "dist", "bench", "_daemon.js");
   const proc = spawn(process.execPath, [entry, home, JSON.stringify(config)], {
     stdio: ["ignore", "pipe", "inherit"],
-    env: { ...process.env, HOME: join(home, ".."), DSH_HERDR_HOME: home },
+    env: { ...process.env, HOME: join(home, ".."), DSH_HERDR_HOME: home, ...env },
   });
   const lines = createInterface({ input: proc.stdout! });
   const ready = await new Promise<{ pid: number }>((resolve, reject) => {

@@ -50,19 +50,22 @@ export interface Figure {
   unit: string;
   baselineName: string;
   baseline: number;
-  /** "lower" when a smaller value is better (latency, memory); the ratio then reads "N x better" above 1. */
+  /** "lower" when a smaller value is better (latency, memory). Named with the ratio, which is always value / baseline. */
   better: "lower" | "higher";
   target?: string;
   /** Whether the target is met; undefined when there is none. */
   met?: boolean;
 }
 
-/** One line per figure: value, baseline, ratio (how many times better than the baseline), target. */
+/**
+ * One line per figure: value, baseline, the ratio measured / baseline (always that way round, so "lower is better"
+ * is true of the number shown for a latency or a size, "higher is better" for a throughput), target.
+ */
 export function figureLine(f: Figure): string {
-  const ratio = f.better === "lower" ? f.baseline / f.value : f.value / f.baseline;
+  const ratio = f.value / f.baseline;
   const r = Number.isFinite(ratio) ? `${ratio >= 10 ? ratio.toFixed(0) : ratio.toFixed(2)}x` : "n/a";
   const target = f.target ? `  target ${f.target}: ${f.met ? "met" : "MISSED"}` : "";
-  return `${f.name}: ${fmt(f.value, f.unit)} | baseline ${f.baselineName}: ${fmt(f.baseline, f.unit)} | ratio ${r} (${f.better} is better)${target}`;
+  return `${f.name}: ${fmt(f.value, f.unit)} | baseline ${f.baselineName}: ${fmt(f.baseline, f.unit)} | ratio ${r} (measured / baseline, ${f.better} is better)${target}`;
 }
 
 export function printFigure(f: Figure): void {

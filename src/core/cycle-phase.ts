@@ -26,6 +26,13 @@ export type SettleReason =
   | { kind: "settled_before_crash" }
   /** The other machine's daemon settled the cycle of a relayed task with this status (its result is the evidence). */
   | { kind: "remote"; status: string }
+  /**
+   * A relayed task's machine sent what the contract refuses (src/remote/remote-check.ts): this daemon's verdict, the
+   * cycle failed with REMOTE_INVALID; `field` names what broke it, `message` says so whole.
+   */
+  | { kind: "remote_invalid"; field: string; message: string }
+  /** A relayed task's machine no longer knows the task (its home wiped, the task gc'd there): gone, REMOTE_LOST. */
+  | { kind: "remote_lost"; message: string }
   /** A spend cap (spawn --max-cost, --max-output-tokens, --max-turns) was reached: the turn is stopped, the task asks. */
   | ({ kind: "cap" } & CapHit);
 
@@ -140,6 +147,13 @@ export type CycleEvent =
    * record is in the journal already (a restart between it and the recorded result).
    */
   | { type: "remote_settled"; cycle: number; status: string; journaled?: boolean }
+  /**
+   * A relayed task: what its machine said of the running cycle breaks the contract (a result that is no AgentResult,
+   * another task's, "settled" while running, a path not its own, over the bound). The cycle settles failed here.
+   */
+  | { type: "remote_invalid"; cycle: number; field: string; message: string }
+  /** A relayed task: its machine says it has no such task. The cycle settles gone here. */
+  | { type: "remote_lost"; cycle: number; message: string }
   /** The running cycle's usage reached a spend cap (seen as its session grew). */
   | ({ type: "cap_reached" } & CapHit)
   /**
@@ -247,6 +261,12 @@ export function parseSettleReason(v: unknown): SettleReason | undefined {
       return typeof r.ms === "number" ? { kind: "timeout", ms: r.ms } : undefined;
     case "remote":
       return str("status") ? { kind: "remote", status: r.status as string } : undefined;
+    case "remote_invalid":
+      return str("field") && str("message")
+        ? { kind: "remote_invalid", field: r.field as string, message: r.message as string }
+        : undefined;
+    case "remote_lost":
+      return str("message") ? { kind: "remote_lost", message: r.message as string } : undefined;
     case "cap": {
       const num = (k: string) => typeof r[k] === "number" && Number.isFinite(r[k]);
       if (!(CAP_NAMES as readonly unknown[]).includes(r.cap) || !num("limit") || !num("spent") || !num("step"))

@@ -47,6 +47,8 @@ export const ERROR_CODES = [
   // other machines (src/remote)
   "MACHINE_UNKNOWN",
   "MACHINE_UNREACHABLE",
+  "REMOTE_INVALID",
+  "REMOTE_LOST",
   "CONNECTION_LIMIT",
   "SLOW_READER",
   "HOME_NOT_YOURS",

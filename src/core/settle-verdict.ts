@@ -59,6 +59,11 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
     case "remote":
       // The other machine judged the cycle: its result (checked on arrival) carries the status and the error.
       return {};
+    case "remote_invalid":
+      // This daemon refused the machine's word: nothing of it is taken, the cycle fails here.
+      return { status: "failed", replacesError: true, error: { code: "REMOTE_INVALID", message: reason.message } };
+    case "remote_lost":
+      return { status: "gone", replacesError: true, error: { code: "REMOTE_LOST", message: reason.message } };
     case "cap":
       // Paused at a spend cap: the task asks its owner (respond raises the cap); no error, never a completion.
       return { status: "blocked" };

@@ -401,6 +401,18 @@ export function step(state: TaskState, ev: CycleEvent, limits: TimerLimits = DEF
       if (p.name !== "running" || ev.cycle !== p.cycle) return same(state);
       return settle(state, { kind: "remote", status: ev.status }, { ...limits, idleMs: 0 }, ev.journaled === true);
 
+    case "remote_invalid":
+    case "remote_lost":
+      // This daemon's own verdict on the running cycle (the machine's word refused, or the task gone there): once.
+      if (p.name !== "running" || ev.cycle !== p.cycle) return same(state);
+      return settle(
+        state,
+        ev.type === "remote_invalid"
+          ? { kind: "remote_invalid", field: ev.field, message: ev.message }
+          : { kind: "remote_lost", message: ev.message },
+        { ...limits, idleMs: 0 },
+      );
+
     case "cap_reached":
       // Only a running cycle spends; a cap seen before the prompt runs or after the settle is moot.
       if (p.name !== "running") return same(state);

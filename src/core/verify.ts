@@ -234,6 +234,9 @@ export function checkTask(i: VerifyInput): Verification {
   if (j.remote) {
     // The other machine's daemon built the result from its own files; here: the verdict and the copied patch.
     if (expectedStatus !== undefined) differ("status", r.status, expectedStatus, "the journal", statusWhy);
+    // A verdict of this daemon's own (the machine's word refused: REMOTE_INVALID; the task gone there: REMOTE_LOST;
+    // a request it refused: its error) fixes the error too, closed or not.
+    if (code !== undefined) differ("error.code", r.error?.code, code, "the journal", j.reason?.kind);
     checkPatch(i, j, out);
     unchecked.push("the result's other fields: the other machine's daemon built them (run verify there)");
     return { differences: out, unchecked };

@@ -9,6 +9,7 @@ import type { Runtime } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { CreatedWorktree } from "../git/worktree.js";
+import type { PendingRequest } from "../remote/relay-request-state.js";
 import type { GitPort } from "./git-port.js";
 import type { TaskRecord } from "./record.js";
 import type { Connection, Logger } from "./server.js";
@@ -80,10 +81,17 @@ export interface Live {
    * the space may be back, and the verdict stays what it was).
    */
   settleDisk?: { cycle: number; note?: string };
-  /** A relayed task: a follow loop (task.wait rounds on its machine) runs for it (src/remote/relay-follow.ts). */
-  following?: boolean;
   /** A relayed task: the cycle whose settle record a restarted daemon found journaled without its recorded result. */
   settleJournaled?: number;
+  /** A relayed task: the cycle whose settled status record a restarted daemon found journaled without result.json. */
+  statusJournaled?: number;
+  /**
+   * A relayed task: the settle of its machine's result under way (a push and a refresh may bring the same settle at
+   * once; the second joins it). src/remote/relay-follow.ts.
+   */
+  remoteSettling?: Promise<void>;
+  /** A relayed task: its spawn or follow-up, journaled and not answered yet (src/remote/relay-requests.ts). */
+  remoteRequest?: PendingRequest;
 }
 
 /** A status record that could not be written (a full or read-only home), and how often it was tried. */

@@ -8,6 +8,8 @@ import { respondAs } from "../core/task-cycle.js";
 import { spawnTask, type SpawnParams } from "./spawn-method.js";
 import { steerTask, type SteerReply } from "./steer.js";
 import { createLandHandlers } from "./land-methods.js";
+import { createLinkHandlers } from "./link-methods.js";
+import { respondOnce } from "./request-memo.js";
 import { listTasks, type ListPage, type ListParams } from "./listing.js";
 import type { Connection, Handler } from "./server.js";
 import type { Live } from "./live.js";
@@ -113,17 +115,23 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return { results, timedOut };
     },
 
-    "task.respond": async (p: { taskId: string; message: string; steer?: boolean } & CapLimits, conn: Connection) => {
+    "task.respond": async (
+      p: { taskId: string; message: string; steer?: boolean; requestId?: string } & CapLimits,
+      conn: Connection,
+    ) => {
       const live = owned(conn, p.taskId);
       await live.chain;
       // `steer`: a cycle in flight takes the message into its running turn (src/daemon/steer.ts). Without it a
       // running task is refused, as the pi-crew protocol has it for crew_respond.
       if (p.steer && respondAs(live.state.phase, sup.statusOf(live)) === "steer")
         return { taskId: p.taskId, subagent_id: p.taskId, ...(await steerOrRefuse(ctx, live, p.message)) };
-      // Relay: a remote task's follow-up goes to its machine's daemon.
+      // Relay: a remote task's follow-up goes to its machine's daemon. A follow-up with a request id (a relaying
+      // daemon's) runs once: a repeat gets the first answer (src/daemon/request-memo.ts).
       const { cycle, queued } = ctx.relay?.owns(live)
         ? await ctx.relay.respond(live, p.message)
-        : await live.respond(p.message, p);
+        : p.requestId !== undefined
+          ? await respondOnce(sup, live, p.requestId, () => live.respond(p.message, p, p.requestId))
+          : await live.respond(p.message, p);
       return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 
@@ -185,6 +193,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
 
     // task.check, task.land (src/daemon/land-methods.ts)
     ...createLandHandlers(ctx),
+    // task.follow, task.fetch: what another machine's daemon relaying these tasks calls (src/daemon/link-methods.ts)
+    ...createLinkHandlers(ctx),
 
     "child.event": (p: ChildEvent, conn: Connection) => sup.runnerOf(conn)?.childEvent(p) ?? { ok: true },
     "child.report": (p: ChildReport, conn: Connection) => sup.runnerOf(conn)?.childReport(p) ?? { ok: true },

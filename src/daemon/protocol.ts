@@ -22,6 +22,8 @@ export const REQUEST_METHODS = [
   "task.abort",
   "task.subscribe",
   "task.patch",
+  "task.follow",
+  "task.fetch",
   "task.check",
   "task.land",
   "child.event",
@@ -33,7 +35,14 @@ export const REQUEST_METHODS = [
 ] as const;
 export type RequestMethod = (typeof REQUEST_METHODS)[number];
 
-export const PUSH_METHODS = ["task.status", "child.prompt", "child.steer", "child.abort", "owner.delivery"] as const;
+export const PUSH_METHODS = [
+  "task.status",
+  "task.followed",
+  "child.prompt",
+  "child.steer",
+  "child.abort",
+  "owner.delivery",
+] as const;
 
 export const packageRoot = join(import.meta.dirname, "..", "..", "..");
 export const protocolSchemaDir = join(packageRoot, "schema", "protocol");

@@ -37,7 +37,13 @@ export interface TaskRecord extends TaskRecordBase {
   timeoutMs: number;
   machine?: string;
   /** A task relayed to another machine's daemon (src/remote/relay.ts): the machine's label and its task id there. */
-  remote?: { label: string; taskId: string };
+  remote?: {
+    label: string;
+    /** "" while the spawn request is not answered yet (src/remote/relay-requests.ts). */
+    taskId: string;
+  };
+  /** The request id another machine's daemon relaying this spawn gave it (src/daemon/request-memo.ts). */
+  requestId?: string;
   runtime: RuntimeKind;
   ownerPaneId?: string;
   prompt?: string;

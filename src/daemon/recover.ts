@@ -32,7 +32,7 @@ export async function recoverTasks(sup: Supervisor, runtimes: Runtimes, relay?: 
       while (next < rows.length) await recoverRow(sup, runtimes, rows[next++]!, relay);
     }),
   );
-  // Before serving: every machine with open remote tasks is reattached (bounded wait per machine).
+  // Every machine with open remote tasks is reattached in the background (start-up never waits on a machine).
   await relay?.reattach();
 }
 
@@ -47,7 +47,8 @@ async function recoverRow(
     // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
     const rec = await store.readTask<TaskRecord>(row.taskId).catch(() => undefined);
     if (relay && rec?.remote && !ended(rec)) {
-      await relay.recover(rec, replayJournal(await store.readEvents(row.taskId)));
+      const events = await store.readEvents(row.taskId);
+      await relay.recover(rec, replayJournal(events), events);
       return;
     }
     await recoverOne(sup, runtimes, row.taskId, rec); // read once: 1,000 open tasks are 1,000 record reads

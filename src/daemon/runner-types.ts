@@ -82,8 +82,11 @@ export interface Runner extends Live {
   run(slot: Promise<{ queuedMs: number }>): Promise<void>;
   /** The owner's commands (task-commands.ts): each asks the machine first. */
   abort(): Promise<boolean>;
-  /** `caps`: spend caps given again with the respond (else a reached cap is raised by its original amount). */
-  respond(message: string, caps?: CapLimits): Promise<{ cycle: number; queued: boolean }>;
+  /**
+   * `caps`: spend caps given again with the respond (else a reached cap is raised by its original amount).
+   * `requestId`: a relaying daemon's idempotency key, journaled with the respond record (src/daemon/request-memo.ts).
+   */
+  respond(message: string, caps?: CapLimits, requestId?: string): Promise<{ cycle: number; queued: boolean }>;
   close(closePane: boolean): Promise<AgentResult>;
   /** A recovered cycle that cannot finish: the child is gone. */
   markGone(): Promise<void>;

@@ -17,6 +17,7 @@ import { assertDayBudget } from "./budget.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Runner } from "./runner-types.js";
+import { spawnOnce } from "./request-memo.js";
 
 export interface SpawnParams {
   kind?: "pi";
@@ -45,6 +46,8 @@ export interface SpawnParams {
   maxCost?: number;
   maxOutputTokens?: number;
   maxTurns?: number;
+  /** Given by another machine's daemon relaying the spawn: a repeat gets the first answer (request-memo.ts). */
+  requestId?: string;
 }
 
 /** The owner named (an id, or the label a listing shows: src/daemon/owner-view.ts), else the connection's. */
@@ -63,7 +66,12 @@ async function committedRepo(cwd: string): Promise<{ root: string } | undefined>
   return facts?.head ? { root: facts.root } : undefined; // the root only: prepare() then takes the worktree's fast path
 }
 
-export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection) {
+export function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection) {
+  if (p.requestId !== undefined) return spawnOnce(ctx.sup, p.requestId, () => spawnFresh(ctx, p, conn));
+  return spawnFresh(ctx, p, conn);
+}
+
+async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection) {
   const { sup } = ctx;
   const c = sup.deps.config();
   if (!c.enabled)
@@ -77,6 +85,14 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
   assertDayBudget(sup, owner); // budget.perDay: refused once the owner's day is spent
   // Relay: a label under config.json `machines` runs on that machine's daemon, through its link (cwd is a path there).
   if (p.machine !== undefined && ctx.relay?.knows(p.machine)) return ctx.relay.spawn(p, owner);
+  const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
+  // Only Herdr can place a child on another machine; anything else would run here under a false label.
+  if (p.machine !== undefined && runtime !== "herdr") {
+    throw new DshError(
+      "MACHINE_UNKNOWN",
+      `machine ${JSON.stringify(p.machine)} is not in config.json machines and runtime ${runtime} is local only; add it with \`dsh-herdr machine add ${p.machine} --ssh USER@HOST\`, drop --machine, or use the herdr runtime with a machine Herdr knows`,
+    );
+  }
   checkSetupParams(p);
   const st = await stat(p.cwd).catch(() => undefined);
   if (!st?.isDirectory())
@@ -98,14 +114,6 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
   const repo =
     p.isolated === true ? await requireRepo(cwd) : p.isolated === "auto" ? await committedRepo(cwd) : undefined;
   const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
-  const runtime: RuntimeKind = p.runtime ?? (c.runtime !== "auto" ? c.runtime : await ctx.defaultRuntime());
-  // Only Herdr can place a child on another machine; anything else would run here under a false label.
-  if (p.machine !== undefined && runtime !== "herdr") {
-    throw new DshError(
-      "MACHINE_UNKNOWN",
-      `machine ${JSON.stringify(p.machine)} is not in config.json machines and runtime ${runtime} is local only; add it with \`dsh-herdr machine add ${p.machine} --ssh USER@HOST\`, drop --machine, or use the herdr runtime with a machine Herdr knows`,
-    );
-  }
   // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
   const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
   const slot = sup.admission.acquire(slotKey);
@@ -140,6 +148,7 @@ export async function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connec
             ...(p.setup !== undefined ? { setup: p.setup } : {}),
             ...(p.setupTimeoutMs !== undefined ? { setupTimeoutMs: p.setupTimeoutMs } : {}),
             ...capsOf(p, c.budget),
+            ...(p.requestId !== undefined ? { requestId: p.requestId } : {}),
           },
           taskId,
         ),

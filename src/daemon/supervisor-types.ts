@@ -26,6 +26,11 @@ export interface Supervisor {
   readonly deps: SupervisorDeps & { clock: Clock; git: GitPort };
   /** Set first thing at daemon stop: unfinished launches are then left to the next daemon's recovery. */
   stopped: boolean;
+  /**
+   * The first answer of each idempotent request (task.spawn/task.respond with a requestId from a relaying daemon)
+   * while this daemon runs, by request; bounded (src/daemon/request-memo.ts).
+   */
+  readonly requestMemo: Map<string, Promise<unknown>>;
   onStatus(fn: StatusListener): () => void;
   notifyStatus(live: Runner, result: AgentResult, info?: StatusInfo): void;
   authenticate(taskId: string, token: string): boolean;

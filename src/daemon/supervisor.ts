@@ -29,6 +29,8 @@ export class Supervisor implements SupervisorPort {
   readonly deps: SupervisorDeps & { clock: Clock; git: GitPort };
   /** Set first thing at daemon stop: unfinished launches are then left to the next daemon's recovery. */
   stopped = false;
+  /** Idempotent requests' first answers (src/daemon/request-memo.ts). */
+  readonly requestMemo = new Map<string, Promise<unknown>>();
   private readonly listeners = new Set<StatusListener>();
 
   constructor(deps: SupervisorDeps) {

@@ -29,6 +29,7 @@ export async function respond(
   r: Runner,
   message: string,
   caps: CapLimits = {},
+  requestId?: string,
 ): Promise<{ cycle: number; queued: boolean }> {
   const { rec } = r;
   const phase = r.state.phase;
@@ -59,7 +60,8 @@ export async function respond(
   // The follow-up and its record are durable before any child sees it: a restarted daemon sends it (once) if no
   // prompt_sent follows, and never a second time if one does.
   await writeAtomic(followUpPath(dir, cycle), message);
-  await r.journal({ type: "respond", cycle, bytes: message.length });
+  // A relayed follow-up's request id goes in the same record: a repeat of it finds its cycle here (request-memo.ts).
+  await r.journal({ type: "respond", cycle, bytes: message.length, ...(requestId ? { requestId } : {}) });
   await started;
   // With the extension away (a daemon restart), the machine waits readinessTimeoutMs for it, then types the prompt.
   const begin = () => void r.dispatch({ type: "slot_granted" }).then(() => r.refresh());

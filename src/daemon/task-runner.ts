@@ -22,6 +22,7 @@ import {
   type TimerLimits,
 } from "../core/task-cycle.js";
 import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
+import type { PendingRequest } from "../remote/relay-request-state.js";
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
 import type { CreatedWorktree } from "../git/worktree.js";
 import { sendPrompt, typePrompt } from "./child-prompt.js";
@@ -62,8 +63,10 @@ export class TaskRunner implements Runner {
   promptWrite?: Promise<unknown>;
   snapshotDue?: boolean;
   unsaved?: UnsavedStatus;
-  following?: boolean;
   settleJournaled?: number;
+  statusJournaled?: number;
+  remoteSettling?: Promise<void>;
+  remoteRequest?: PendingRequest;
   settleDisk?: { cycle: number; note?: string };
   steering?: { reserved: number; waiters: Map<number, (fate: "taken" | "missed") => void> };
 
@@ -103,7 +106,11 @@ export class TaskRunner implements Runner {
    */
   async dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void> {
     for (const e of this.apply(ev).effects) {
-      if (e.type === "journal") await this.journal({ ...journalRecord(e.entry), remote: true });
+      // A settle's record is awaited until written: the commit log makes it durable behind us, before the settled
+      // status record and the owner's outbox record that follow it (as for a local settle).
+      if (e.type === "journal" && e.entry.type === "settle")
+        await this.journalWritten({ ...journalRecord(e.entry), remote: true });
+      else if (e.type === "journal") await this.journal({ ...journalRecord(e.entry), remote: true });
       else if (e.type === "harvest_settled") await onSettled?.(e.reason);
     }
   }
@@ -340,8 +347,8 @@ export class TaskRunner implements Runner {
     return abort(this);
   }
 
-  respond(message: string, caps?: CapLimits): Promise<{ cycle: number; queued: boolean }> {
-    return respond(this, message, caps);
+  respond(message: string, caps?: CapLimits, requestId?: string): Promise<{ cycle: number; queued: boolean }> {
+    return respond(this, message, caps, requestId);
   }
 
   close(closePane: boolean): Promise<AgentResult> {

@@ -45,6 +45,7 @@ export function dropError(label: string, m: MachineSpec, exitCode: number | unde
     {
       label,
       target: machineTarget(m),
+      dropped: true,
       ...(line !== undefined ? { sshError: line } : {}),
       ...(exitCode !== undefined ? { exitCode } : {}),
     },

@@ -2,7 +2,7 @@
 // protocol, and the hello over it; a failure is MACHINE_UNREACHABLE with ssh's own error line.
 import { Duplex } from "node:stream";
 import { execa, type ResultPromise } from "execa";
-import { clientOver, type DaemonClient } from "../client/index.js";
+import { clientOver, MAX_FRAME_BYTES, type DaemonClient } from "../client/index.js";
 import { isDshError } from "../core/errors.js";
 import { sshArgv, type MachineSpec } from "../core/machines.js";
 import { expandHome } from "../store/home.js";
@@ -50,7 +50,13 @@ export async function openAttempt(o: LinkOptions): Promise<Attempt> {
       cb(err);
     },
   });
-  ssh.stdout!.on("data", (c: Buffer) => stream.push(c));
+  const oversize = new OversizedReplies(o.label);
+  ssh.stdout!.on("data", (c: Buffer) => {
+    stream.push(c);
+    // A reply over the frame limit is dropped by the reader (nothing would ever answer its request): a small
+    // FRAME_TOO_LARGE error for its id follows it, so the caller hears at once (and reads the result in pages).
+    for (const frame of oversize.push(c)) stream.push(frame);
+  });
   void exited.then(() => stream.destroy());
 
   try {
@@ -71,6 +77,49 @@ export async function openAttempt(o: LinkOptions): Promise<Attempt> {
       r.exitCode,
       isDshError(e) && e.code === "TIMEOUT" ? "no hello from the remote daemon in time" : undefined,
     );
+  }
+}
+
+/**
+ * Watches the frames coming over a link for replies longer than the frame limit, which the protocol reader drops
+ * whole: for each, an error frame for the same request id (read from the reply's first bytes, `{"id":N,`).
+ */
+export class OversizedReplies {
+  private size = 0;
+  private head = "";
+
+  constructor(
+    private readonly label: string,
+    private readonly max = MAX_FRAME_BYTES,
+  ) {}
+
+  push(chunk: Buffer): string[] {
+    const out: string[] = [];
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(10, start);
+      const end = nl === -1 ? chunk.length : nl;
+      if (this.head.length < 32) this.head += chunk.subarray(start, Math.min(end, start + 32)).toString("latin1");
+      this.size += end - start;
+      if (nl === -1) break;
+      if (this.size > this.max) {
+        const id = /^\{"id":(\d+),/.exec(this.head)?.[1];
+        if (id !== undefined)
+          out.push(
+            `${JSON.stringify({
+              id: Number(id),
+              error: {
+                code: "FRAME_TOO_LARGE",
+                message: `machine ${this.label} answered with a frame of ${this.size} bytes, over the ${this.max}-byte limit; read the result in pages (task.fetch)`,
+              },
+            })}\n`,
+          );
+      }
+      this.size = 0;
+      this.head = "";
+      start = nl + 1;
+    }
+    return out;
   }
 }
 

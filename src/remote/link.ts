@@ -113,8 +113,13 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     try {
       return await c.request<T>(method, params, { timeoutMs: o.timeoutMs ?? this.opts.requestTimeoutMs ?? 30_000 });
     } catch (e) {
-      // The inner client knows only that its stream closed; over a link that means the machine went away.
-      if (isDshError(e) && e.code === "DAEMON_UNAVAILABLE" && c.closed) throw this.unreachableNow();
+      // The inner client knows only that its stream closed; over a link that means the link dropped under us.
+      if (isDshError(e) && e.code === "DAEMON_UNAVAILABLE" && c.closed)
+        throw new DshError(
+          "MACHINE_UNREACHABLE",
+          `the link to machine ${this.label} dropped while waiting for the reply to ${method}; it reconnects on its own`,
+          { label: this.label, dropped: true, method },
+        );
       throw e;
     }
   }
@@ -173,6 +178,14 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
       if (this.current !== a) return;
       this.current = undefined;
       if (this._state === "closed") return;
+      // Down at once (a request meanwhile is told the link dropped, not "not connected yet"); the event follows
+      // once ssh exited, with its error line.
+      this._state = "down";
+      this.lastError = new DshError("MACHINE_UNREACHABLE", `the link to machine ${this.label} dropped`, {
+        label: this.label,
+        dropped: true,
+      });
+      this.downSince ??= Date.now();
       // Wait for ssh to exit so its error line (if any) goes with the drop.
       void a.ssh.then(
         (r) => this.failed(dropError(this.label, this.opts.machine, r.exitCode, a.stderr())),

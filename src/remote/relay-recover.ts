@@ -1,39 +1,57 @@
 // Start-up recovery of remote tasks (called from src/daemon/recover.ts): each is registered from its record and
-// result.json, then every machine with open ones is reattached before the socket serves.
+// result.json, with its unanswered request (relay-requests.ts) pending again. Start-up never waits on a machine:
+// reattaching runs in the background, each request bounded, while the socket serves; meanwhile an open remote task
+// reads its last status with a `machine LABEL unreachable since ...` warning, until the link answers.
 import { isSettledStatus } from "../core/derive.js";
+import { lifecycleOf, type SettleReason } from "../core/task-cycle.js";
 import type { MachineLink } from "./link.js";
 import type { RemoteFollow } from "./relay-follow.js";
-import { lifecycleOf, type SettleReason } from "../core/task-cycle.js";
 import { stepRemote } from "./relay-machine.js";
-import type { RelayContext, RemoteRecord } from "./relay-types.js";
+import type { RelayRequests } from "./relay-requests.js";
+import { awaitingSpawn, type RelayContext, type RelayLive, type RemoteRecord } from "./relay-types.js";
+
+/** Settle reasons that are this daemon's verdict on a relayed cycle, not its machine's (relay-follow.ts settleHere). */
+const OWN_VERDICTS = new Set<SettleReason["kind"]>(["remote_invalid", "remote_lost", "start_failed"]);
 
 /**
  * A remote task found at start-up: registered from its record and result.json; a cycle recorded as settled is fed
- * to delivery again (the delivery id drops it when it was queued before the crash). Then the machine's link is
- * awaited (bounded): once up, open cycles are followed again. An unreachable machine leaves the task with its
- * last status and a warning; the link keeps trying.
+ * to delivery again (the delivery id drops it when it was queued before the crash). An open cycle is read from the
+ * machine again once its link answers (relayReattach); one whose settle record holds a verdict of this daemon's own
+ * (REMOTE_INVALID, REMOTE_LOST, a request the machine refused) is settled with it at once, needing no machine.
  */
 export async function relayRecover(
   ctx: RelayContext,
+  requests: RelayRequests,
+  follow: RemoteFollow,
   rec: RemoteRecord,
   journal: { settled: Set<number>; settleReasons: Map<number, SettleReason>; settling: Set<number> },
+  events: { type: string; [k: string]: unknown }[],
 ): Promise<void> {
   const { sup } = ctx;
   const live = sup.register(rec);
   const stored = await sup.deps.store.readResult(rec.taskId).catch(() => undefined);
   if (stored) live.result = stored;
-  if (journal.settled.has(rec.cycle) && stored && isSettledStatus(stored.status)) {
+  await requests.restore(live, events);
+  if (awaitingSpawn(live)) {
+    // The spawn was journaled, its answer never came: the reconcile sends it again (the phase stays queued).
+  } else if (journal.settled.has(rec.cycle) && stored && isSettledStatus(stored.status)) {
     const reason = journal.settleReasons.get(rec.cycle) ?? { kind: "remote", status: stored.status };
     await stepRemote(ctx, live, {
       type: "restored",
-      phase: { name: "settled", cycle: rec.cycle, reason },
+      phase: { name: "settled", cycle: rec.cycle, reason, status: stored.status },
       childAlive: false,
     });
     sup.notifyStatus(live, stored, { settled: true });
   } else {
-    // The cycle runs there (or settled there and is not recorded here yet): followed again once the link is up.
+    // The cycle runs there (or settled there and is not recorded here yet): read again once the link is up.
     if (journal.settling.has(rec.cycle)) live.settleJournaled = rec.cycle;
+    // Its settled status was journaled, its result.json not written yet: recorded once the result is read again.
+    if (journal.settled.has(rec.cycle)) live.statusJournaled = rec.cycle;
     await stepRemote(ctx, live, { type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
+    // The journaled verdict is this daemon's own: carried out now (its settle record is not written twice).
+    const reason = journal.settling.has(rec.cycle) ? journal.settleReasons.get(rec.cycle) : undefined;
+    if (reason && OWN_VERDICTS.has(reason.kind))
+      await follow.settleHere(live, { type: "settle_recovered", reason, journaled: true });
   }
   await live.journal({
     type: "recovered",
@@ -43,38 +61,41 @@ export async function relayRecover(
   });
 }
 
-/** After every remote task is registered: reattach to each machine with open ones, before the socket serves. */
-export async function relayReattach(
+/**
+ * After every remote task is registered: each machine with open ones is reattached in the background. Returns at
+ * once (the socket serves); the tasks carry the "unreachable since" warning until their link answers.
+ */
+export function relayReattach(
   ctx: RelayContext,
   follow: RemoteFollow,
-  m: { knows(label: string): boolean; link(label: string): MachineLink; reattachTimeoutMs: number },
-): Promise<void> {
+  m: { knows(label: string): boolean; link(label: string): MachineLink; since: number },
+): void {
   const { sup } = ctx;
-  const labels = new Set(
-    [...sup.tasks.values()].filter((l) => l.rec.remote && !lifecycleOf(l.state.phase)).map((l) => l.rec.remote!.label),
-  );
-  await Promise.all(
-    [...labels].map(async (label) => {
-      if (!m.knows(label)) {
-        sup.deps.log.warn({ label }, "remote tasks of a machine no longer in config.json: left as they are");
-        return;
-      }
-      const link = m.link(label);
-      let timer: NodeJS.Timeout | undefined;
-      const up = new Promise<void>((resolve) => {
-        if (link.state === "up") return resolve();
-        link.once("up", () => resolve());
-        timer = setTimeout(resolve, m.reattachTimeoutMs);
-      });
-      await up;
-      if (timer) clearTimeout(timer);
-      if (link.state === "up")
-        await follow.onUp(label); // the "up" listener runs it too; follow() runs once per task
-      else
+  const byLabel = new Map<string, RelayLive[]>();
+  for (const l of sup.tasks.values()) {
+    if (!l.rec.remote || lifecycleOf(l.state.phase)) continue;
+    byLabel.set(l.rec.remote.label, [...(byLabel.get(l.rec.remote.label) ?? []), l]);
+  }
+  for (const [label, lives] of byLabel) {
+    if (!m.knows(label)) {
+      sup.deps.log.warn({ label }, "remote tasks of a machine no longer in config.json: left as they are");
+      continue;
+    }
+    for (const live of lives)
+      void follow.warnUnreachable(
+        live,
+        m.since,
+        "not reattached yet since this daemon started; it reconnects on its own",
+      );
+    // Making the link starts it; its "up" runs the follow side's reattach and the requests' reconcile.
+    const link = m.link(label);
+    void link
+      .ready()
+      .catch((e: unknown) =>
         sup.deps.log.warn(
-          { label, err: link.error?.message },
+          { label, err: String(e) },
           "machine unreachable at start-up; its tasks keep their last status",
-        );
-    }),
-  );
+        ),
+      );
+  }
 }

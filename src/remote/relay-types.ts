@@ -8,6 +8,7 @@ import type { TaskRecord } from "../daemon/record.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { MachineLink } from "./link.js";
+import type { PendingRequest } from "./relay-request-state.js";
 
 /** The fields of a task record (src/daemon/record.ts) the relay writes or reads: a remote task has no handle here. */
 export type RemoteRecord = Pick<
@@ -38,7 +39,10 @@ export type RemoteRecord = Pick<
   | "timing"
 >;
 
-/** A relayed task as the relay sees its runner: its record, its machine state and result, its journal. */
+/**
+ * A relayed task as the relay sees its runner: its record, its machine state and result, its journal, and the relay's
+ * per-task state (on the runner, as every task's state is: src/daemon/live.ts).
+ */
 export interface RelayLive {
   rec: RemoteRecord;
   /** Read only here: the runner's machine (dispatchRemote) is the one writer. */
@@ -46,9 +50,18 @@ export interface RelayLive {
   result?: AgentResult;
   /** The cycle whose settle record a restarted daemon found journaled without its recorded result. */
   settleJournaled?: number;
-  /** A follow loop (task.wait rounds) runs for this task. */
-  following?: boolean;
+  /** The cycle whose settled status record a restarted daemon found journaled without its result.json. */
+  statusJournaled?: number;
+  /** The settle of the machine's result under way (a push and a refresh may bring the same settle at once). */
+  remoteSettling?: Promise<void>;
+  /** The spawn or follow-up journaled and not answered yet (relay-requests.ts). */
+  remoteRequest?: PendingRequest;
+  /** What a reader of the record waits for (task.wait and task.get await it before they answer). */
+  chain: Promise<void>;
+  /** Durable when it resolves. */
   journal(event: { type: string; [k: string]: unknown }): Promise<void>;
+  /** Written when it resolves, durable through the commit log behind the caller (before any later outbox record). */
+  journalWritten(event: { type: string; [k: string]: unknown }): Promise<void>;
   /** Feed the machine one of the remote's events; `onSettled` records a settled cycle (after its settle record). */
   dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void>;
 }
@@ -61,7 +74,8 @@ export interface RelayLogger {
 
 /** The supervisor as the relay uses it: its task map, store, config, clock and status listeners. */
 export interface RelayHost {
-  readonly tasks: ReadonlyMap<string, RelayLive>;
+  /** The task map (a spawn the machine refused leaves it again). */
+  readonly tasks: Map<string, RelayLive>;
   readonly deps: { store: TaskStore; config(): Config; log: RelayLogger; clock: Clock };
   register(rec: RemoteRecord): RelayLive;
   notifyStatus(live: RelayLive, result: AgentResult, info: { settled: boolean }): void;
@@ -88,7 +102,7 @@ export interface RelayOptions {
   /** Environment for ssh (HOME finds ~/.ssh). */
   env?: NodeJS.ProcessEnv;
   backoff?: BackoffPolicy;
-  /** How long start-up recovery waits for each machine before serving anyway (default 20 s). */
+  /** Bound of each request start-up's reattach makes of a machine (the socket serves meanwhile; default 20 s). */
   reattachTimeoutMs?: number;
 }
 
@@ -103,21 +117,37 @@ export interface RelayContext {
   ready(label: string): Promise<MachineLink>;
 }
 
-/** A `task.wait` round on the remote: short, so a drop or a close is noticed between rounds. */
-export const WAIT_ROUND_MS = 20_000;
-
 export const UNREACHABLE_PREFIX = (label: string) => `machine ${label} unreachable since `;
 
-/** The remote's result as this daemon's: the local id and owner, the machine's label; its paths stay the remote's. */
-export function localize(live: RelayLive, r: AgentResult): AgentResult {
+/**
+ * The remote's result (checked: src/remote/remote-check.ts) as this daemon's: the local id and owner, the machine's
+ * label, and `diff.patchPath` naming the local copy of the patch in this task dir (the remote's path is never read
+ * here); its other paths (session, worktree) stay the remote's, shown for reference only.
+ */
+export function localize(sup: RelayHost, live: RelayLive, r: AgentResult): AgentResult {
   const out: AgentResult = {
     ...r,
     taskId: live.rec.taskId,
     owner: live.rec.owner,
     agent: { ...r.agent, machine: live.rec.remote!.label },
   };
+  if (r.diff) out.diff = { ...r.diff, patchPath: sup.deps.store.taskPaths(live.rec.taskId).diffPatch };
   const warnings = (r.warnings ?? []).filter((w) => !w.startsWith(UNREACHABLE_PREFIX(live.rec.remote!.label)));
   if (warnings.length > 0) out.warnings = warnings;
   else delete out.warnings;
   return out;
+}
+
+/** The relayed task's spawn is not answered yet: no task id there (src/remote/relay-requests.ts). */
+export function awaitingSpawn(live: RelayLive): boolean {
+  return live.rec.remote !== undefined && live.rec.remote.taskId === "";
+}
+
+/**
+ * The cycle was settled by this daemon's own verdict, not the machine's word: its word was refused (REMOTE_INVALID)
+ * or it no longer knows the task (REMOTE_LOST). A close then keeps that verdict whatever the machine says.
+ */
+export function settledHere(live: RelayLive): boolean {
+  const p = live.state.phase;
+  return p.name === "settled" && (p.reason.kind === "remote_invalid" || p.reason.kind === "remote_lost");
 }

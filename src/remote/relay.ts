@@ -1,27 +1,35 @@
 // The relay: a task spawned with `machine: LABEL` (a label under config.json `machines`) runs on that machine's own
-// daemon, reached over its MachineLink. This daemon is a client there: it calls the remote `task.spawn` (as the
-// CLI, so the remote owes no owner delivery), follows the remote task (`task.subscribe` pushes for live status,
-// `task.wait` for the settled harvest), and keeps a local record (task dir, task.json with `remote`, result.json,
-// a copy of diff.patch) so the local owner gets one AgentResult and one delivery per settled cycle, as if local.
+// daemon, reached over its MachineLink (one ssh connection per machine, every task of that machine multiplexed on
+// it). This daemon is a client there: it calls the remote `task.spawn` (as the CLI, so the remote owes no owner
+// delivery) as an idempotent request, follows the machine's tasks (`task.follow`: every status pushed with its cycle
+// and whether it settled it, `task.fetch` for results too large for a frame), checks everything it is told (a
+// remote is untrusted input), and keeps a local record (task dir, task.json with `remote`, result.json, a copy of
+// diff.patch) so the local owner gets one AgentResult and one delivery per settled cycle, as if local.
 //
 // Remote tasks go through the same lifecycle machine (src/core/task-cycle.ts) as local ones, through
 // relay-machine.ts: the relay feeds it the remote's events (remote_started when the remote took a cycle,
-// remote_settled with the remote's verdict, close, restored at start-up) and carries out the effects that mean
-// something here: the settle record first (reason `remote`, once per cycle), then the settled result recorded and
-// delivered; the lifecycle override on a close. Timers, slots and the child are the remote daemon's own.
+// remote_settled with the remote's verdict, close, restored at start-up) and this daemon's own verdicts on a cycle
+// (remote_invalid: the machine's word refused; remote_lost: the task gone there; launch_failed: a request the
+// machine refused), and carries out the effects that mean something here: the settle record first (once per
+// cycle), then the settled result recorded and delivered. The runner's machine is the one writer of the phase.
+// Timers, slots and the child are the remote daemon's own. What the relay keeps per task (a settle under way, a
+// request waiting for its answer) lives on the task's runner; per machine (the links) here.
 //
 // This file owns the links (one per machine, made on first use); the parts live beside it: relay-types.ts (the
-// shapes it needs of the daemon), relay-spawn.ts, relay-follow.ts (status, settle, link up/down), relay-commands.ts
-// (respond, abort, close), relay-recover.ts (start-up) and relay-machine.ts (stepping the machine).
+// shapes it needs of the daemon), relay-spawn.ts, relay-follow.ts (status, settle, link up/down, REMOTE_INVALID and
+// REMOTE_LOST), relay-requests.ts (request ids, the reconcile), relay-fetch.ts (paged reads), remote-check.ts (what
+// a remote result must be), relay-commands.ts (respond, abort, close), relay-recover.ts (start-up) and
+// relay-machine.ts (stepping the machine).
 import { DshError } from "../core/errors.js";
 import type { AgentResult } from "../core/types.js";
 import { lifecycleOf } from "../core/task-cycle.js";
 import type { MachineSpec } from "../core/machines.js";
 import { MachineLink } from "./link.js";
-import { relayAbort, relayClose, relayRespond } from "./relay-commands.js";
+import { adoptFollowUp, followUpUnanswered, relayAbort, relayClose, relayRespond } from "./relay-commands.js";
 import { RemoteFollow } from "./relay-follow.js";
 import { relayReattach, relayRecover } from "./relay-recover.js";
-import { relaySpawn } from "./relay-spawn.js";
+import { RelayRequests, type RespondAnswer, type SpawnAnswer } from "./relay-requests.js";
+import { adoptSpawned, relaySpawn, spawnRefused } from "./relay-spawn.js";
 import type {
   RelayContext,
   RelayHost,
@@ -39,6 +47,7 @@ export class Relay {
   private readonly linkSpecs = new Map<string, string>();
   private readonly ctx: RelayContext;
   private readonly followSide: RemoteFollow;
+  private readonly requests: RelayRequests;
   private stopped = false;
 
   constructor(
@@ -55,6 +64,26 @@ export class Relay {
       ready: (label) => this.ready(label),
     };
     this.followSide = new RemoteFollow(this.ctx);
+    this.requests = new RelayRequests(this.ctx, {
+      answered: (live, req, a) =>
+        req.method === "task.spawn"
+          ? adoptSpawned(this.ctx, this.followSide, live, req, a as SpawnAnswer)
+          : adoptFollowUp(this.ctx, this.followSide, live, req, a as RespondAnswer),
+      refused: async (live, req, err, waited) => {
+        sup.deps.log.warn(
+          { taskId: live.rec.taskId, method: req.method, requestId: req.requestId, code: err.code, err: err.message },
+          "the machine refused a relayed request",
+        );
+        if (req.method === "task.spawn") await spawnRefused(this.ctx, this.followSide, live, err, waited);
+        // A follow-up whose cycle was started here meanwhile: that cycle ends with the machine's refusal (its start
+        // failed there), decided by the machine as any settle.
+        else if (live.state.phase.name === "running" && live.state.phase.cycle === req.cycle)
+          await this.followSide.settleHere(live, { type: "launch_failed", code: err.code, message: err.message });
+      },
+      unanswered: async (live, req) => {
+        if (req.method === "task.respond") await followUpUnanswered(this.ctx, live, req);
+      },
+    });
   }
 
   private machines(): Record<string, MachineSpec> {
@@ -94,11 +123,15 @@ export class Relay {
     });
     this.links.set(label, link);
     this.linkSpecs.set(label, JSON.stringify(machine));
-    link.on("up", () => void this.followSide.onUp(label));
+    const timeout = this.opts.reattachTimeoutMs ?? 20_000;
+    link.on("up", () => {
+      // Follow the machine's tasks and read each open one again; send every request still waiting for its answer.
+      void this.followSide.onUp(label, timeout);
+      this.requests.reconcile(label);
+    });
     link.on("down", (d) => void this.followSide.onDown(label, d));
     link.on("push", (method, params) => {
-      if (method === "task.status")
-        void this.followSide.onPush(label, params as { taskId: string; result: AgentResult });
+      if (method === "task.followed") void this.followSide.onFollowed(label, params);
     });
     link.start();
     return link;
@@ -106,7 +139,8 @@ export class Relay {
 
   /**
    * config.json was reloaded (`machine set`): a link whose machine entry changed or went is closed; one with open
-   * tasks is made again with the new entry (their follow loops resume on its "up"); the others on next use.
+   * tasks is made again with the new entry (its "up" reads their results again and sends their pending requests);
+   * the others on next use.
    */
   async machinesChanged(): Promise<void> {
     if (this.stopped) return;
@@ -115,7 +149,7 @@ export class Relay {
       if (now !== undefined && JSON.stringify(now) === this.linkSpecs.get(label)) continue;
       this.links.delete(label);
       this.linkSpecs.delete(label);
-      await link.close(); // its follow loops end first, so the new link's "up" starts them again
+      await link.close();
       const open = this.followSide.remoteLives(label).some((l) => lifecycleOf(l.state.phase) === undefined);
       if (now !== undefined && open && !this.stopped && !this.links.has(label)) this.link(label);
     }
@@ -134,11 +168,11 @@ export class Relay {
     p: RemoteSpawnParams,
     owner: string,
   ): Promise<{ taskId: string; subagent_id: string; name: string; status: string; queued: boolean }> {
-    return relaySpawn(this.ctx, this.followSide, p, owner);
+    return relaySpawn(this.ctx, this.requests, p, owner);
   }
 
   respond(live: RelayLive, message: string): Promise<{ cycle: number; queued: boolean }> {
-    return relayRespond(this.ctx, this.followSide, live, message);
+    return relayRespond(this.ctx, this.requests, live, message);
   }
 
   abort(live: RelayLive): Promise<boolean> {
@@ -150,16 +184,23 @@ export class Relay {
   }
 
   /** A remote task found at start-up (src/daemon/recover.ts); see relay-recover.ts. */
-  recover(rec: RemoteRecord, journal: Parameters<typeof relayRecover>[2]): Promise<void> {
-    return relayRecover(this.ctx, rec, journal);
+  recover(
+    rec: RemoteRecord,
+    journal: Parameters<typeof relayRecover>[4],
+    events: Parameters<typeof relayRecover>[5] = [],
+  ): Promise<void> {
+    return relayRecover(this.ctx, this.requests, this.followSide, rec, journal, events);
   }
 
-  /** After every remote task is registered: reattach to each machine with open ones, before the socket serves. */
-  reattach(): Promise<void> {
-    return relayReattach(this.ctx, this.followSide, {
+  /**
+   * After every remote task is registered: reattach to each machine with open ones, in the background (start-up
+   * never waits on a machine; the socket serves at once). Resolves at once.
+   */
+  async reattach(): Promise<void> {
+    relayReattach(this.ctx, this.followSide, {
       knows: (label) => this.knows(label),
       link: (label) => this.link(label),
-      reattachTimeoutMs: this.opts.reattachTimeoutMs ?? 20_000,
+      since: this.ctx.sup.deps.clock.now(),
     });
   }
 

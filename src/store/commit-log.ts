@@ -59,7 +59,9 @@ export class CommitLog {
   commit(path: string, at: number, text: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ rec: { path, at, text }, resolve, reject });
-      if (!this.writing) this.writing = this.drain();
+      // The write starts on the event loop's next turn, so the records committed in this one share it: a relayed
+      // settle's records and the owner's outbox record they trigger go out in one write and one fsync.
+      if (!this.writing) this.writing = new Promise<void>((r) => setImmediate(r)).then(() => this.drain());
     });
   }
 

@@ -117,6 +117,13 @@ export class TaskStore {
     }
   }
 
+  /** Remove a task that never ran (a relayed spawn the other machine refused): its directory and index line. */
+  async discardTask(taskId: unknown): Promise<void> {
+    const p = await this.knownTask(taskId);
+    this.index.forget(String(taskId));
+    await rm(p.dir, { recursive: true, force: true });
+  }
+
   async writeTask<T extends TaskRecordBase>(rec: T, opts: SyncOptions = {}): Promise<void> {
     const p = await this.knownTask(rec.taskId);
     await this.inTask(rec.taskId, () => writeAtomic(p.taskJson, JSON.stringify(rec, null, 2) + "\n", 0o600, opts));

@@ -193,6 +193,8 @@ let exitHook = false;
 export interface StartSshdOptions {
   /** Extra variables for the user's ssh sessions (~/.ssh/environment, PermitUserEnvironment). */
   env?: Record<string, string>;
+  /** Appended to the user's name (`dshr<pid><suffix>`), so one process can run several sshd users at once. */
+  userSuffix?: string;
 }
 
 async function launchSshd(config: string): Promise<{ proc: ChildProcess; log: () => string }> {
@@ -224,7 +226,7 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
   const why = sshdUnavailable();
   if (why) throw new Error(`cannot start sshd: ${why}`);
   const dir = mkdtempSync(join(tmpdir(), "dsh-sshd-"));
-  const name = `dshr${process.pid}`.slice(0, 31);
+  const name = `dshr${process.pid}${opts.userSuffix ?? ""}`.slice(0, 31);
   // A user left by a crashed run with the same pid: start clean.
   const stale = spawnSync("id", ["-u", name], { encoding: "utf8" });
   if (stale.status === 0) removeUser(name, Number(stale.stdout.trim()));

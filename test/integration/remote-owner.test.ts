@@ -60,11 +60,23 @@ const SCRIPT: Script = {
           toolCalls: [
             {
               name: "crew_spawn",
-              arguments: { subagent: "worker", brief: "b", task: task("RCHILD-ARG"), machine: "atlantis" },
+              arguments: {
+                subagent: "worker",
+                brief: "b",
+                task: task("RCHILD-ARG"),
+                machine: "atlantis",
+                cwd: "/srv/repo",
+              },
             },
             {
               name: "crew_spawn",
-              arguments: { subagent: "worker", brief: "b", task: task("RCHILD-ARG"), machine: "nowhere" },
+              arguments: {
+                subagent: "worker",
+                brief: "b",
+                task: task("RCHILD-ARG"),
+                machine: "nowhere",
+                cwd: "/srv/repo",
+              },
             },
           ],
         },

@@ -225,7 +225,8 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
       !existsSync(join(home, "worktrees")) || readdirSync(join(home, "worktrees")).length === 0,
       "no local worktree",
     );
-    assert.ok(r.diff?.patchPath?.startsWith(sshd.user.home));
+    // The patch was copied over the link: diff.patchPath names the local copy, never a path of the other machine.
+    assert.equal(r.diff?.patchPath, join(home, "tasks", taskId, "diff.patch"));
     // The local task dir holds the copies.
     const localPatch = readFileSync(join(home, "tasks", taskId, "diff.patch"), "utf8");
     assert.match(localPatch, /feature\.txt/);
@@ -392,7 +393,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.equal((JSON.parse(cliRun(["show", taskId, "--json"])) as AgentResult).status, "closed");
   });
 
-  test("the local daemon stopped mid-task: on restart it reattaches before serving; settles once, nothing delivered twice", async () => {
+  test("the local daemon stopped mid-task: on restart it reattaches in the background; settles once, nothing delivered twice", async () => {
     const { taskId } = await spawn({ prompt: "MARK-SLOWREPORT across a restart" });
     const remoteId = daemon.supervisor.tasks.get(taskId)!.rec.remote!.taskId;
     await waitFor(

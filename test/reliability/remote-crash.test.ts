@@ -4,9 +4,11 @@
 // or right after the outbox's durable `queued` record (`outbox:queued`: before any push or ack). The remote task
 // runs on a second Unix user's daemon over real OpenSSH (test/helpers/sshd.ts); the owner is a real owner socket
 // connection (kind owner) that spawned it with task.spawn {machine}. On restart exactly one delivery reaches it.
+// And a kill right after a spawn's request is journaled (`remote_request`), before it goes over the link: the
+// restarted daemon sends it (reconcile), the machine runs it once, one delivery.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
@@ -170,4 +172,55 @@ describe("a remote result across a local daemon crash (real ssh, real pi there)"
       }
     });
   }
+
+  test("SIGKILL right after the spawn request is journaled, before it is sent (remote_request): on restart it is sent once, one task there, one delivery", async () => {
+    const home = join(dir, "home-remote-request");
+    const config = { runtime: "headless", machines: { builder: sshd.machine } };
+    const view: OwnerView = { injected: [], pushes: new Map(), acked: new Set(), pushedAfterAck: 0 };
+    const remoteTasks = () =>
+      existsSync(join(sshd.user.dshHome, "tasks"))
+        ? readdirSync(join(sshd.user.dshHome, "tasks")).filter((n) => /^t[0-9a-z]{11}$/.test(n))
+        : [];
+    const before = new Set(remoteTasks());
+    let d: DaemonProc = await startDaemonProc(home, {}, { env: { DSH_HERDR_CRASH_AT: "remote_request" }, config });
+    let owner = await attachOwner(home, view);
+    try {
+      // The daemon dies under the call: the owner hears only that the connection closed.
+      await assert.rejects(
+        owner.request("task.spawn", {
+          machine: "builder",
+          cwd: remoteRepo,
+          prompt: "MARK-REMOTE finish",
+          model: modelName,
+          runtime: "headless",
+        }),
+      );
+      assert.equal(await d.exited, "SIGKILL", `the planted kill point: ${d.stderr()}`);
+      owner.close();
+      const local = readdirSync(join(home, "tasks")).filter((n) => /^t[0-9a-z]{11}$/.test(n));
+      assert.equal(local.length, 1, "the task was recorded here before its request");
+      const taskId = local[0]!;
+      d = await startDaemonProc(home, {}, { config });
+      owner = await attachOwner(home, view);
+      const id = `${taskId}-c1-completed`;
+      await until(
+        "the delivery injected and acked",
+        () => (view.injected.includes(id) && view.acked.has(id)) || undefined,
+        90_000,
+      );
+      const added = remoteTasks().filter((t) => !before.has(t));
+      assert.equal(added.length, 1, `one task there: ${added.join(", ")}`);
+      const rec = JSON.parse(readFileSync(join(home, "tasks", taskId, "task.json"), "utf8")) as {
+        remote: { taskId: string };
+      };
+      assert.equal(rec.remote.taskId, added[0], "adopted here");
+      assert.deepEqual(view.injected, [id], "one delivery reached the owner");
+      assert.deepEqual(queuedFor(home, taskId), [id]);
+      assert.equal(settledEvents(home, taskId), 1);
+    } finally {
+      owner.close();
+      d.proc.kill("SIGTERM");
+      await d.exited;
+    }
+  });
 });

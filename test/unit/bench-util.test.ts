@@ -12,7 +12,7 @@ test("percentile uses the nearest rank and ignores input order", () => {
   assert.ok(Number.isNaN(percentile([], 50)));
 });
 
-test("figureLine reads the ratio as times better than the baseline, both directions, and flags a missed target", () => {
+test("figureLine prints the ratio as measured / baseline with its direction named, both directions, and flags a missed target", () => {
   const lat = figureLine({
     name: "x",
     value: 25,
@@ -23,7 +23,8 @@ test("figureLine reads the ratio as times better than the baseline, both directi
     target: "< 50 ms",
     met: true,
   });
-  assert.match(lat, /ratio 10x \(lower is better\)/);
+  // 25 ms against a 250 ms baseline: a tenth of it, and "lower is better" is true of the number shown.
+  assert.match(lat, /ratio 0\.10x \(measured \/ baseline, lower is better\)/);
   assert.match(lat, /target < 50 ms: met/);
   const thr = figureLine({
     name: "y",
@@ -35,7 +36,7 @@ test("figureLine reads the ratio as times better than the baseline, both directi
     target: "t",
     met: false,
   });
-  assert.match(thr, /ratio 0\.25x/);
+  assert.match(thr, /ratio 0\.25x \(measured \/ baseline, higher is better\)/);
   assert.match(thr, /MISSED/);
 });
 

@@ -61,6 +61,9 @@ const eventArb: fc.Arbitrary<CycleEvent> = fc.oneof(
   fc
     .record({ cycle: cycleArb, status: fc.constantFrom("completed", "failed", "blocked", "gone") })
     .map<CycleEvent>((r) => ({ type: "remote_settled", ...r })),
+  // This daemon's own verdicts on a relayed cycle (the machine's word refused, the task gone there).
+  cycleArb.map<CycleEvent>((cycle) => ({ type: "remote_invalid", cycle, field: "taskId", message: "refused" })),
+  cycleArb.map<CycleEvent>((cycle) => ({ type: "remote_lost", cycle, message: "lost" })),
   // A spend cap reached as the session grows (issue 26): repeated, late, while not running.
   fc
     .constantFrom("cost", "outputTokens", "turns")

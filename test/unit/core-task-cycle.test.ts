@@ -396,3 +396,43 @@ test("the owner's model gets a needs_input delivery naming the cap and the spend
     assert.equal(d.deliveryId, "tabc123456789-c1-needs_input");
   }
 });
+
+test("a relayed cycle settled by this daemon's own verdict: remote_invalid fails it (REMOTE_INVALID), remote_lost makes it gone (REMOTE_LOST), once", async () => {
+  const { parseSettleReason } = await import("../../src/core/task-cycle.js");
+  const running2 = st({ name: "running", cycle: 2 }, false);
+  type Verdict = Extract<CycleEvent, { type: "remote_invalid" | "remote_lost" }>;
+  const cases: [Verdict, string, string][] = [
+    [
+      { type: "remote_invalid", cycle: 2, field: "taskId", message: "machine m sent an invalid result" },
+      "failed",
+      "REMOTE_INVALID",
+    ],
+    [{ type: "remote_lost", cycle: 2, message: "machine m no longer knows task t" }, "gone", "REMOTE_LOST"],
+  ];
+  for (const [ev, status, code] of cases) {
+    const r = step(running2, ev);
+    assert.equal(r.state.phase.name, "settled", ev.type);
+    const phase = r.state.phase as Extract<Phase, { name: "settled" }>;
+    assert.equal(phase.cycle, 2);
+    // The settle record first (the verdict), then one harvest; no idle child to park.
+    assert.equal(kinds(r.effects)[0], "journal");
+    assert.equal(settles(r.effects), 1);
+    assert.equal(kinds(r.effects).includes("arm_timer"), false);
+    const v = settleVerdict(phase.reason);
+    assert.equal(v.status, status);
+    assert.equal(v.error?.code, code);
+    assert.match(v.error!.message, /machine m/);
+    // Its reason reads back from the journal as written.
+    assert.deepEqual(parseSettleReason(JSON.parse(JSON.stringify(phase.reason))), phase.reason);
+    // Not interrupted: the task stays open for its close (and a failed/gone verdict is not aborted).
+    assert.equal(lifecycleOf(r.state.phase), undefined);
+    assert.equal(commandAllowed(r.state, "abort", status), false);
+    // A repeat, another cycle's, or one outside a running cycle is moot: the machine decides once.
+    assert.deepEqual(step(r.state, ev).effects, [], `${ev.type} twice`);
+    assert.deepEqual(step(running2, { ...ev, cycle: 1 }).effects, [], `${ev.type} of another cycle`);
+    for (const phase0 of [{ name: "queued", cycle: 2 }, { name: "closed" }] as Phase[])
+      assert.deepEqual(step(st(phase0), ev).effects, [], `${ev.type} in ${phase0.name}`);
+  }
+  assert.equal(parseSettleReason({ kind: "remote_invalid", message: "m" }), undefined, "field is required");
+  assert.equal(parseSettleReason({ kind: "remote_lost" }), undefined, "message is required");
+});

@@ -238,3 +238,50 @@ test("a sibling's warning set on a settled result after its harvest (siblings{fr
   const dropped = [...events, { type: "siblings", cycle: 1, conflicts: [], from: "tother1234567" }];
   assert.deepEqual(checkTask({ events: dropped, result: r, record, readPinned }), { differences: [], unchecked: [] });
 });
+
+test("a relayed cycle settled by this daemon's own verdict (REMOTE_INVALID, REMOTE_LOST) verifies clean; its error is checked", () => {
+  const remoteResult = (status: "failed" | "gone" | "closed", code: string): AgentResult => ({
+    schemaVersion: 1,
+    taskId: record.taskId,
+    status,
+    role: "worker",
+    agent: { name: "worker-x", kind: "pi", model: "m/x", thinking: "off", machine: "box", runtime: "headless" },
+    herdrStatus: "unknown",
+    summary: "refused",
+    timing: { createdAt: 1000, settledAt: 1500, elapsedMs: 500 },
+    nextAction: status === "closed" ? "none" : "inspect",
+    cwd: "/srv/work",
+    owner: "cli",
+    error: { code, message: `${code}: the words` },
+  });
+  const relayed = (reason: object, status: string) => [
+    { type: "remote_request", requestId: "r12345678", method: "task.spawn", cycle: 1 },
+    { type: "remote_spawned", label: "box", remoteTaskId: "tzzz00000000", requestId: "r12345678" },
+    { type: "settle", cycle: 1, why: (reason as { kind: string }).kind, reason, remote: true },
+    { type: "status", status, cycle: 1, settled: true, remote: true },
+  ];
+  const invalid = { kind: "remote_invalid", field: "usage.assistant", message: "REMOTE_INVALID: the words" };
+  const lost = { kind: "remote_lost", message: "REMOTE_LOST: the words" };
+  for (const [reason, status, code] of [
+    [invalid, "failed", "REMOTE_INVALID"],
+    [lost, "gone", "REMOTE_LOST"],
+  ] as const) {
+    const events = relayed(reason, status);
+    assert.deepEqual(journalVerdict(events).reason, reason, "the settle record's reason is read back");
+    const clean = checkTask({ events, result: remoteResult(status, code), record });
+    assert.deepEqual(clean.differences.map(describeDifference), [], `${code}: verify agrees`);
+    // Closed here afterwards: the closed result keeps the verdict's error.
+    const closed = checkTask({
+      events: [...events, { type: "closed", closePane: false, remote: true }],
+      result: remoteResult("closed", code),
+      record,
+    });
+    assert.deepEqual(closed.differences.map(describeDifference), [], `${code}: closed, verify agrees`);
+    // A result that drops the verdict's error for another one is named.
+    const edited = checkTask({ events, result: remoteResult(status, "AGENT_ERROR"), record });
+    assert.ok(
+      edited.differences.map(describeDifference).some((l) => l.startsWith("error.code: ") && l.includes(code)),
+      edited.differences.map(describeDifference).join("\n"),
+    );
+  }
+});

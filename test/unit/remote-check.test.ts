@@ -1,0 +1,103 @@
+// What a remote result must be before the relay takes it (src/remote/remote-check.ts), and the link's watch for
+// replies over the frame limit (src/remote/link-ssh.ts OversizedReplies). The real-ssh cases are in
+// test/integration/remote-untrusted.test.ts.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { OversizedReplies } from "../../src/remote/link-ssh.js";
+import { checkRemoteResult, checkSize, RemoteViolation } from "../../src/remote/remote-check.js";
+
+const ID = "tmx7abcdefgh";
+
+function result(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    schemaVersion: 1,
+    taskId: ID,
+    status: "completed",
+    role: "worker",
+    agent: { name: "w", kind: "pi", model: "p/m", thinking: "off" },
+    herdrStatus: "done",
+    summary: "ok",
+    timing: { createdAt: 1 },
+    nextAction: "none",
+    ...extra,
+  };
+}
+
+function violation(raw: unknown, settled = true): RemoteViolation {
+  try {
+    checkRemoteResult(raw, { remoteTaskId: ID, settled });
+  } catch (e) {
+    assert.ok(e instanceof RemoteViolation, String(e));
+    return e;
+  }
+  assert.fail("accepted");
+}
+
+test("a valid result is taken; a field this version does not know is dropped", () => {
+  const r = checkRemoteResult(result({ futureField: { x: 1 } }), { remoteTaskId: ID, settled: true });
+  assert.equal(r.status, "completed");
+  assert.equal((r as unknown as Record<string, unknown>).futureField, undefined);
+});
+
+test("each violation names its field", () => {
+  assert.equal(
+    violation(result({ usage: { assistant: "many", toolCalls: 1, outputTokens: 2 } })).field,
+    "usage.assistant",
+  );
+  assert.equal(violation({ ...result(), summary: undefined }).field, "summary");
+  assert.equal(violation(result({ status: "bogus" })).field, "status");
+  assert.equal(violation(result({ taskId: "tzzzzzzzzzzz" })).field, "taskId");
+  const running = violation(result({ status: "running", nextAction: "wait" }));
+  assert.equal(running.field, "status");
+  assert.match(running.why, /no settled status/);
+  // The same running status is fine as a live status.
+  checkRemoteResult(result({ status: "running", nextAction: "wait" }), { remoteTaskId: ID, settled: false });
+  assert.equal(violation(result({ sessionPath: "relative/s.jsonl" })).field, "sessionPath");
+  assert.equal(violation(result({ sessionPath: "/a/../etc/passwd" })).field, "sessionPath");
+  assert.equal(violation(result({ cwd: "/x\u001b]0;t\u0007" })).field, "cwd");
+  const diff = (patchPath: string) => ({
+    diff: {
+      baselineHead: null,
+      stat: "",
+      files: [],
+      untracked: [],
+      patchPath,
+      patchBytes: 1,
+      truncated: false,
+      dirtyAtStart: [],
+    },
+  });
+  checkRemoteResult(result(diff(`/home/u/.dsh/herdr/tasks/${ID}/diff.patch`)), { remoteTaskId: ID, settled: true });
+  const stolen = violation(result(diff("/etc/shadow")));
+  assert.equal(stolen.field, "diff.patchPath");
+  assert.match(stolen.why, /not that task's own diff\.patch/);
+  assert.equal(violation(result({ warnings: ["x".repeat(17 * 1024)] })).field, "warnings[0]");
+  assert.equal(violation("not an object").field, "result");
+});
+
+test("sizes over the bound are refused by name", () => {
+  checkSize("result", 1024, 2048);
+  assert.throws(
+    () => checkSize("result", 4096, 2048),
+    (e: RemoteViolation) => e.field === "result" && /over the bound/.test(e.why),
+  );
+  assert.throws(() => checkSize("result", -1, 2048), RemoteViolation);
+});
+
+test("a reply over the frame limit is followed by a FRAME_TOO_LARGE error for its id; smaller frames add nothing", () => {
+  const w = new OversizedReplies("m", 100);
+  assert.deepEqual(w.push(Buffer.from('{"id":1,"result":{}}\n{"method":"x","params":{}}\n')), []);
+  const big = `{"id":7,"result":"${"y".repeat(300)}"}\n`;
+  // In pieces, as a pipe delivers it.
+  const out = [
+    ...w.push(Buffer.from(big.slice(0, 5))),
+    ...w.push(Buffer.from(big.slice(5, 200))),
+    ...w.push(Buffer.from(big.slice(200))),
+  ];
+  assert.equal(out.length, 1);
+  const err = JSON.parse(out[0]!) as { id: number; error: { code: string; message: string } };
+  assert.equal(err.id, 7);
+  assert.equal(err.error.code, "FRAME_TOO_LARGE");
+  // A push (no id) over the limit has no request to answer.
+  assert.deepEqual(w.push(Buffer.from(`{"method":"p","params":"${"z".repeat(300)}"}\n`)), []);
+});
