@@ -163,3 +163,24 @@ test("daemon run serves in the foreground and stops cleanly on SIGINT", async ()
     rmSync(home, { recursive: true, force: true });
   }
 });
+
+test("logs and open of a relayed task whose spawn that machine has not answered yet: BAD_STATE by name, no ssh", () =>
+  withHome((home) => {
+    // The relay writes task.json with remote.taskId "" before the machine's answer (src/remote/relay-spawn.ts); tmux: a
+    // headless one has no pane to open either way.
+    const taskId = "tmx7fuu0weyr";
+    mkdirSync(join(home, "dsh", "tasks", taskId), { recursive: true });
+    writeFileSync(
+      join(home, "dsh", "tasks", taskId, "task.json"),
+      JSON.stringify({ taskId, remote: { label: "box", taskId: "" }, machine: "box", runtime: "tmux" }),
+    );
+    writeFileSync(
+      join(home, "dsh", "config.json"),
+      JSON.stringify({ machines: { box: { ssh: "nobody@127.0.0.1", port: 1 } } }),
+    );
+    for (const cmd of ["logs", "open"]) {
+      const r = cli(home, [cmd, taskId]);
+      assert.equal(r.code, 1, r.err);
+      assert.match(r.err, /BAD_STATE: task tmx7fuu0weyr is still being started on machine box/, `${cmd}: ${r.err}`);
+    }
+  }));

@@ -18,6 +18,12 @@ export interface RemoteRef {
 }
 
 async function machineOf(ctx: CliContext, taskId: string, remote: RemoteRef): Promise<MachineSpec> {
+  // The relay records the task before that machine answers the spawn; until then there is no task there to ask.
+  if (remote.taskId === "")
+    throw new DshError(
+      "BAD_STATE",
+      `task ${taskId} is still being started on machine ${remote.label} (its id there is not known yet); try again shortly, or see \`dsh-herdr show ${taskId}\``,
+    );
   const m = (await loadConfig(ctx.home, ctx.io.env)).machines?.[remote.label];
   if (!m)
     throw new DshError(
