@@ -28,7 +28,8 @@ export interface AgentInfo {
   paneId?: string;
   tabId?: string;
   workspaceId?: string;
-  /** The Herdr --machine label; absent means local. */
+  /** The machine the child runs on: a `machines` label of config.json (relayed to that machine's daemon) or Herdr's
+   * --machine label; absent means this machine. */
   machine?: string;
   /** Additive: which runtime the child runs in, and its id there (tmux pane id, headless pid). */
   runtime?: RuntimeKind;
