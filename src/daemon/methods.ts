@@ -128,7 +128,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       // Relay: a remote task's follow-up goes to its machine's daemon. A follow-up with a request id (a relaying
       // daemon's) runs once: a repeat gets the first answer (src/daemon/request-memo.ts).
       const { cycle, queued } = ctx.relay?.owns(live)
-        ? await ctx.relay.respond(live, p.message)
+        ? await ctx.relay.respond(live, p.message, p)
         : p.requestId !== undefined
           ? await respondOnce(sup, live, p.requestId, () => live.respond(p.message, p, p.requestId))
           : await live.respond(p.message, p);

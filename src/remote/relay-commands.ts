@@ -2,6 +2,7 @@
 // idempotent request: relay-requests.ts), abort (the remote settles the cycle; its settle reaches us as for any
 // other), close (closed there, then here; a task the machine lost or whose word was refused closes here alone).
 import { closedResult } from "../core/agent-result.js";
+import type { CapLimits } from "../core/budget.js";
 import { DshError, isDshError } from "../core/errors.js";
 import { mayAbort, mayRespond } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
@@ -18,6 +19,7 @@ export async function relayRespond(
   requests: RelayRequests,
   live: RelayLive,
   message: string,
+  caps: CapLimits = {},
 ): Promise<{ cycle: number; queued: boolean }> {
   const pending = requests.pendingOf(live);
   // A retry while a follow-up is journaled and not answered joins it: one cycle, whatever the retry said.
@@ -38,11 +40,20 @@ export async function relayRespond(
   const req: RemoteRequest = {
     requestId: newRequestId(),
     method: "task.respond",
-    params: { taskId: live.rec.remote!.taskId, message },
+    // A raise of the spend caps goes with it: the caps count there, where the child spends.
+    params: { taskId: live.rec.remote!.taskId, message, ...definedCaps(caps) },
     cycle: phase.cycle + 1,
   };
   await requests.begin(live, req);
   return (await requests.call(live)) as RespondAnswer;
+}
+
+function definedCaps(c: CapLimits): CapLimits {
+  const out: CapLimits = {};
+  if (c.maxCost !== undefined) out.maxCost = c.maxCost;
+  if (c.maxOutputTokens !== undefined) out.maxOutputTokens = c.maxOutputTokens;
+  if (c.maxTurns !== undefined) out.maxTurns = c.maxTurns;
+  return out;
 }
 
 /** The machine answered the follow-up (now, or at a reconcile): its cycle starts here too (unless it did). */

@@ -16,7 +16,27 @@ import { stepRemote } from "./relay-machine.js";
 import { newRequestId, type RelayRequests, type RemoteRequest, type SpawnAnswer } from "./relay-requests.js";
 import type { RelayContext, RelayLive, RemoteRecord, RemoteSpawnParams } from "./relay-types.js";
 
-const FORWARDED = ["model", "thinking", "role", "prompt", "task", "brief", "isolated", "timeoutMs", "runtime"] as const;
+// Everything the machine's own task.spawn acts on: the worktree's setup and checks run there, and so do the spend caps
+// (a cap left behind here would let the task spend with none).
+const FORWARDED = [
+  "model",
+  "thinking",
+  "role",
+  "prompt",
+  "task",
+  "brief",
+  "isolated",
+  "timeoutMs",
+  "runtime",
+  "include",
+  "setup",
+  "setupTimeoutMs",
+  "checks",
+  "checkTimeoutMs",
+  "maxCost",
+  "maxOutputTokens",
+  "maxTurns",
+] as const;
 
 export async function relaySpawn(
   ctx: RelayContext,

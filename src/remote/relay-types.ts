@@ -95,6 +95,14 @@ export interface RemoteSpawnParams {
   isolated?: boolean | "auto";
   timeoutMs?: number;
   runtime?: RuntimeKind;
+  include?: string[];
+  setup?: string;
+  setupTimeoutMs?: number;
+  checks?: string[];
+  checkTimeoutMs?: number;
+  maxCost?: number;
+  maxOutputTokens?: number;
+  maxTurns?: number;
 }
 
 export interface RelayOptions {

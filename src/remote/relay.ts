@@ -25,6 +25,7 @@ import type { AgentResult } from "../core/types.js";
 import { lifecycleOf } from "../core/task-cycle.js";
 import type { MachineSpec } from "../core/machines.js";
 import { MachineLink } from "./link.js";
+import type { CapLimits } from "../core/budget.js";
 import { adoptFollowUp, followUpUnanswered, relayAbort, relayClose, relayRespond } from "./relay-commands.js";
 import { RemoteFollow } from "./relay-follow.js";
 import { relayReattach, relayRecover } from "./relay-recover.js";
@@ -171,8 +172,8 @@ export class Relay {
     return relaySpawn(this.ctx, this.requests, p, owner);
   }
 
-  respond(live: RelayLive, message: string): Promise<{ cycle: number; queued: boolean }> {
-    return relayRespond(this.ctx, this.requests, live, message);
+  respond(live: RelayLive, message: string, caps?: CapLimits): Promise<{ cycle: number; queued: boolean }> {
+    return relayRespond(this.ctx, this.requests, live, message, caps);
   }
 
   abort(live: RelayLive): Promise<boolean> {

@@ -208,10 +208,23 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
   });
 
   test("an isolated remote worker completes with its diff; show and diff work here; one delivery", async () => {
-    const { taskId } = await spawn({ prompt: "MARK-WORKER add the feature", isolated: true, brief: "remote worker" });
+    // Setup and checks go with the spawn and run there, in the remote worktree.
+    const { taskId } = await spawn({
+      prompt: "MARK-WORKER add the feature",
+      isolated: true,
+      brief: "remote worker",
+      setup: "echo made > setup-made.txt",
+      checks: ["test -f feature.txt"],
+    });
     workerId = taskId;
     const r = await wait(taskId);
     assert.equal(r.status, "completed", JSON.stringify(r));
+    assert.ok(existsSync(join(r.worktree!.path, "setup-made.txt")), "the setup ran in the remote worktree");
+    assert.deepEqual(
+      r.checks?.map((c) => [c.command, c.exitCode]),
+      [["test -f feature.txt", 0]],
+    );
+    assert.equal(r.verified, true);
     assert.equal(r.taskId, taskId);
     assert.equal(r.agent.machine, "builder");
     assert.equal(r.owner, ownerLabel(OWNER), "the CLI sees the owner's label");
@@ -371,12 +384,24 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     settledThroughMachine(home, taskId);
   });
 
-  test("respond and close on a remote task go to its machine", async () => {
-    const { taskId } = await spawn({ prompt: "MARK-BLOCKED paint it" });
+  test("respond and close on a remote task go to its machine; spend caps go with spawn and respond", async () => {
+    const { taskId } = await spawn({ prompt: "MARK-BLOCKED paint it", maxTurns: 50 });
     const first = await wait(taskId);
     assert.equal(first.status, "blocked", JSON.stringify(first));
-    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "blue" });
+    const remoteCaps = () =>
+      (
+        JSON.parse(
+          readFileSync(
+            join(sshd.user.dshHome, "tasks", daemon.supervisor.tasks.get(taskId)!.rec.remote!.taskId, "task.json"),
+            "utf8",
+          ),
+        ) as { caps?: { turns?: { limit: number; step: number } } }
+      ).caps;
+    // The cap runs where the child runs: a cap dropped on the way would let the task spend without one.
+    assert.deepEqual(remoteCaps(), { turns: { limit: 50, step: 50 } });
+    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "blue", maxTurns: 70 });
     assert.equal(reply.cycle, 2);
+    assert.equal(remoteCaps()?.turns?.step, 70, "the respond's raise reached the machine");
     const second = await wait(taskId);
     assert.equal(second.status, "completed", JSON.stringify(second));
     await waitFor("two deliveries", async () => deliveriesOf(home, taskId).length >= 2, 20_000);
