@@ -127,20 +127,25 @@ const closedQueue = new KeyedQueue();
 /** One landing at a time per repository: two would race for its checkout. */
 const repoQueue = new KeyedQueue();
 
+function elsewhere(taskId: string, rec: TaskRecord): void {
+  if (rec.remote)
+    throw new DshError(
+      "BAD_STATE",
+      `task ${taskId} runs on machine ${rec.remote.label}; run this there (its worktree is on that machine)`,
+    );
+}
+
 function withTarget<T>(sup: Supervisor, taskId: string, op: (t: Target) => Promise<T>): Promise<T> {
   const live = sup.tasks.get(taskId);
   if (!live)
     return closedQueue.run(taskId, async () => {
       const rec = await sup.deps.store.readTask<TaskRecord>(taskId);
+      elsewhere(taskId, rec); // closed too: its worktree path names a directory on that machine
       const result = await sup.deps.store.readResult(taskId);
       if (!result) throw new DshError("BAD_STATE", `task ${taskId} has no result yet; wait for it`);
       return op({ rec, result });
     });
-  if (live.rec.remote)
-    throw new DshError(
-      "BAD_STATE",
-      `task ${taskId} runs on machine ${live.rec.remote.label}; run this there (its worktree is on that machine)`,
-    );
+  elsewhere(taskId, live.rec);
   // Behind the task's harvests, and ahead of a follow-up: task.respond waits for the chain, so no check runs while
   // the child works.
   const run = live.chain.then(async () => {

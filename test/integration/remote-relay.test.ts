@@ -416,6 +416,14 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     ) as AgentResult;
     assert.equal(remoteResult.status, "closed");
     assert.equal((JSON.parse(cliRun(["show", taskId, "--json"])) as AgentResult).status, "closed");
+    // Closed, its worktree is still a path on that machine: land and check are refused here by name.
+    for (const method of ["task.land", "task.check"])
+      await assert.rejects(
+        cli.request(method, method === "task.land" ? { taskIds: [taskId] } : { taskId }),
+        (e: Error & { code?: string }) =>
+          e.code === "BAD_STATE" && /runs on machine builder; run this there/.test(e.message),
+        method,
+      );
   });
 
   test("the local daemon stopped mid-task: on restart it reattaches in the background; settles once, nothing delivered twice", async () => {
