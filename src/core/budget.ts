@@ -101,6 +101,16 @@ const LIMIT_KEY: Record<CapName, keyof CapLimits> = {
   turns: "maxTurns",
 };
 
+/** Only the caps a request gave (a respond's params carry its message too). */
+export function givenCaps(p: CapLimits): CapLimits {
+  const out: CapLimits = {};
+  for (const name of CAP_NAMES) {
+    const v = p[LIMIT_KEY[name]];
+    if (v !== undefined) out[LIMIT_KEY[name]] = v;
+  }
+  return out;
+}
+
 /** A task's caps as it runs: the limit now (raised by each respond) and the amount a respond raises it by. */
 export type TaskCaps = Partial<Record<CapName, { limit: number; step: number }>>;
 

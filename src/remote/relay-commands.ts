@@ -2,7 +2,7 @@
 // idempotent request: relay-requests.ts), abort (the remote settles the cycle; its settle reaches us as for any
 // other), close (closed there, then here; a task the machine lost or whose word was refused closes here alone).
 import { closedResult } from "../core/agent-result.js";
-import type { CapLimits } from "../core/budget.js";
+import { givenCaps, type CapLimits } from "../core/budget.js";
 import { DshError, isDshError } from "../core/errors.js";
 import { mayAbort, mayRespond } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
@@ -41,19 +41,11 @@ export async function relayRespond(
     requestId: newRequestId(),
     method: "task.respond",
     // A raise of the spend caps goes with it: the caps count there, where the child spends.
-    params: { taskId: live.rec.remote!.taskId, message, ...definedCaps(caps) },
+    params: { taskId: live.rec.remote!.taskId, message, ...givenCaps(caps) },
     cycle: phase.cycle + 1,
   };
   await requests.begin(live, req);
   return (await requests.call(live)) as RespondAnswer;
-}
-
-function definedCaps(c: CapLimits): CapLimits {
-  const out: CapLimits = {};
-  if (c.maxCost !== undefined) out.maxCost = c.maxCost;
-  if (c.maxOutputTokens !== undefined) out.maxOutputTokens = c.maxOutputTokens;
-  if (c.maxTurns !== undefined) out.maxTurns = c.maxTurns;
-  return out;
 }
 
 /** The machine answered the follow-up (now, or at a reconcile): its cycle starts here too (unless it did). */

@@ -1,7 +1,15 @@
 // Spend caps (issue 26), pure: which cap a cycle's usage crosses, what the owner is told, how respond raises it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { capCrossed, capNeeds, capsFor, formatUsd, raiseCaps, type TaskCaps } from "../../src/core/budget.js";
+import {
+  capCrossed,
+  capNeeds,
+  capsFor,
+  formatUsd,
+  givenCaps,
+  raiseCaps,
+  type TaskCaps,
+} from "../../src/core/budget.js";
 
 const usage = (cost: number, outputTokens: number, assistant: number) => ({
   assistant,
@@ -68,4 +76,10 @@ test("respond raises every reached cap by its original amount on top of the spen
     outputTokens: { limit: 800, step: 300 },
   });
   assert.equal(raiseCaps(undefined, usage(1, 1, 1), {}), undefined);
+});
+
+test("givenCaps keeps only the caps a request gave (a relayed respond forwards them, not its other params)", () => {
+  const params = { taskId: "t", message: "go on", maxTurns: 3, maxCost: 0.5 };
+  assert.deepEqual(givenCaps(params), { maxCost: 0.5, maxTurns: 3 });
+  assert.deepEqual(givenCaps({}), {});
 });
