@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs the compiled tests with node's own test runner. Optional args pick folders under test/
 // (unit, integration, e2e, reliability) or single files (integration/pi-retry); with none, every folder runs.
+// An arg starting with "!" leaves that file out of the folders picked (`reliability !reliability/abuse`).
 import { readdirSync, statSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,8 +13,15 @@ if (!existsSync(root)) {
   console.error("run-tests: dist/test is missing; run `npm run build` first");
   process.exit(2);
 }
-const folders = process.argv.slice(2);
-const files = [];
+const args = process.argv.slice(2);
+const folders = args.filter((a) => !a.startsWith("!"));
+const left = new Set(args.filter((a) => a.startsWith("!")).map((a) => join(root, `${a.slice(1)}.test.js`)));
+for (const f of left)
+  if (!existsSync(f)) {
+    console.error(`run-tests: ${f} (to leave out) is not a test file under dist/test`);
+    process.exit(2);
+  }
+let files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir).sort()) {
     const p = join(dir, name);
@@ -30,6 +38,7 @@ for (const f of folders.length ? folders : ["unit", "integration", "e2e", "relia
     process.exit(2);
   }
 }
+files = files.filter((f) => !left.has(f));
 if (files.length === 0) {
   console.error("run-tests: no test files found");
   process.exit(1);
