@@ -72,6 +72,18 @@ export function printFigure(f: Figure): void {
   console.log(figureLine(f));
 }
 
+/** Clock ticks per second (what /proc/<pid>/stat counts CPU time in). */
+export function clockTick(): number {
+  return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+}
+
+/** CPU seconds (user + system) a process used so far, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number, tick: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / tick;
+}
+
 /** Resident set size and its peak (kB → MB) of a process, from /proc/<pid>/status. */
 export function rssOf(pid: number): { rssMb: number; peakMb: number } {
   const text = readFileSync(`/proc/${pid}/status`, "utf8");

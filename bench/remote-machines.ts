@@ -4,8 +4,8 @@
 // machine; target ≤ 2x), and the local daemon's RSS (target ≤ 150 MB) and CPU while the 100 remote tasks stream
 // (their live statuses and settles come over 4 links). A per-stage trace says where the time goes.
 // Needs root (useradd, sshd) and /usr/sbin/sshd; without them it says why and exits 0 without figures.
-import { execFileSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { pidsOfUid, sshdUnavailable, startSshd, type TestSshd } from "../test/helpers/sshd.js";
@@ -23,7 +23,7 @@ import {
   type Settle,
   type TraceLine,
 } from "./_remote.js";
-import { fmt, percentile, printFigure, rssOf, sizes, sleep, tempDir } from "./_util.js";
+import { clockTick, cpuSeconds, fmt, percentile, printFigure, rssOf, sizes, sleep, tempDir } from "./_util.js";
 
 const { PER, MACHINES, ROUNDS } = sizes({ PER: 25, MACHINES: 4, ROUNDS: 2 }, { PER: 3, MACHINES: 2, ROUNDS: 1 });
 const TARGET = { ratio: 2, rssMb: 150 };
@@ -34,13 +34,6 @@ interface Machine {
   daemon: ChildProcess;
   cwd: string;
   trace: string;
-}
-
-/** CPU seconds (user + system) a process used so far, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number, tick: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) / tick;
 }
 
 /** CPU seconds used so far by every process of a uid (a machine's daemon, its `daemon connect` bridge, its sshd). */
@@ -105,7 +98,7 @@ async function main(): Promise<void> {
     console.log(`remote-machines skipped: ${why}; no several-machines figure in this run`);
     return;
   }
-  const tick = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  const tick = clockTick();
   const { dir, cleanup } = tempDir("machines");
   const home = join(dir, "home");
   const machines: Machine[] = [];

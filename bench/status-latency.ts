@@ -4,7 +4,7 @@
 // Baseline: a 500 ms polling loop over the same files (claude-squad's tick), run alongside in the same process.
 // Two paths: "extension" (the child extension stays connected and sends agent_end after the last line, as
 // src/extensions/child.ts does) and "file" (no extension: the session watcher alone must see the settle).
-import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { join } from "node:path";
@@ -13,7 +13,17 @@ import { SessionReader } from "../src/core/session-reader.js";
 import { resultMdFor, writeResultMd } from "../src/extensions/child-report.js";
 import { attachOwner, spawnTask, startDaemon, type BenchTask, type Owner } from "./_harness.js";
 import { monoMs, type FromListener, type ToListener } from "./_owner-listener.js";
-import { fixtureEntries, percentile, printFigure, sizes, sleep, stamped, tempDir } from "./_util.js";
+import {
+  clockTick,
+  cpuSeconds,
+  fixtureEntries,
+  percentile,
+  printFigure,
+  sizes,
+  sleep,
+  stamped,
+  tempDir,
+} from "./_util.js";
 
 const POLL_MS = 500;
 /** Issue 15: p99 at the largest N, append → owner push and append → task.wait returning. */
@@ -55,6 +65,7 @@ const PLAN: [Path, number, number][] = process.env.BENCH_PLAN
 const TARGET_N = process.env.BENCH_PLAN ? Math.max(...PLAN.map((p) => p[1])) : SIZED.TARGET_N;
 
 const entries = fixtureEntries("crew-report");
+const TICK = clockTick();
 const rand = (lo: number, hi: number) => lo + Math.random() * (hi - lo);
 
 /** How the daemon learns the cycle ended: the child extension's agent_end event, or the session file alone. */
@@ -153,6 +164,8 @@ interface Samples {
   fsync: number[];
   /** Settles the daemon never reported (within GRACE_MS after the driver finished). */
   lost: number;
+  /** The daemon's CPU seconds (user + system) while the bursts ran, and how many settles they carried. */
+  cpu: { seconds: number; settles: number };
 }
 
 const GRACE_MS = 3000;
@@ -193,6 +206,7 @@ async function startListener(home: string, ownerId: string, secret: string | und
 }
 
 async function round(
+  daemonPid: number,
   home: string,
   cwd: string,
   owner: Owner,
@@ -208,11 +222,14 @@ async function round(
   const poller = startPoller(tasks);
   const probe = n === TARGET_N ? startFsyncProbe(join(home, "..")) : undefined;
   const spread = n === 1 ? 0 : 1000;
+  const cpu0 = cpuSeconds(daemonPid, TICK);
   const settled = await Promise.all(tasks.map((t) => drive(t, rand(0, spread))));
   const deadline = Date.now() + GRACE_MS;
   const allSeen = () =>
     tasks.every((t) => pushedAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
   while (!allSeen() && Date.now() < deadline) await sleep(20);
+  s.cpu.seconds += cpuSeconds(daemonPid, TICK) - cpu0;
+  s.cpu.settles += n;
   poller.stop();
   if (probe) {
     await probe.stop();
@@ -267,6 +284,10 @@ function report(channel: string, path: Path, n: number, s: Samples): void {
     console.log(
       `status ${path} N=${n}: the disk during the burst (100-byte append + fdatasync every 5 ms, same run): p50 ${percentile(s.fsync, 50).toFixed(1)} ms, p99 ${percentile(s.fsync, 99).toFixed(1)} ms over ${s.fsync.length} fsyncs; a delivery is pushed once its outbox record is written, task.wait returns after the record's fsync`,
     );
+  if (n === TARGET_N && s.cpu.settles > 0)
+    console.log(
+      `status ${path} N=${n}: daemon CPU (user + system, /proc) while the bursts ran: ${((1000 * s.cpu.seconds) / s.cpu.settles).toFixed(2)} ms per settled task (${s.cpu.seconds.toFixed(2)} s over ${s.cpu.settles}; each task ${entries.length} session lines, result.md${path === "extension" ? ", agent_end" : ""}); less daemon work per task leaves less to queue behind on a shared CPU`,
+    );
   if (s.lost > 0)
     console.log(
       `status ${path} N=${n}: ${s.lost} of ${total} settles never reached the owner within ${GRACE_MS} ms (the percentiles above leave them out)`,
@@ -287,8 +308,8 @@ async function main(): Promise<void> {
       `owner-side signal: ${owner.channel} push, received in its own thread (as a pi owner is its own process); driver: fixtures/sessions/crew-report.jsonl, one append per line`,
     );
     for (const [path, n, rounds] of PLAN) {
-      const s: Samples = { push: [], wait: [], poll: [], fsync: [], lost: 0 };
-      for (let r = 0; r < rounds; r++) await round(home, cwd, owner, listener, n, path, s);
+      const s: Samples = { push: [], wait: [], poll: [], fsync: [], lost: 0, cpu: { seconds: 0, settles: 0 } };
+      for (let r = 0; r < rounds; r++) await round(daemon.pid, home, cwd, owner, listener, n, path, s);
       report(owner.channel, path, n, s);
     }
     await listener.stop();
