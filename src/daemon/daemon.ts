@@ -212,6 +212,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       for (const live of sup.tasks.values()) {
         // Its watches and timers end (a launch waiting for readiness is left to the next daemon's recovery).
         live.stop();
+        await live.setupRun?.ended.catch(() => undefined); // its processes end before the daemon does
         // An event's effects still running (a close whose record is journaled, its closed result not yet written)
         // finish before the store closes: else the journal says closed and result.json the status before it.
         await live.effectsDone?.catch(() => undefined);

@@ -101,7 +101,9 @@ export interface Runner extends Live {
    * at daemon stop (stop()), and it never fires once the daemon stops.
    */
   later(ms: number, fn: () => void): void;
-  /** Daemon stop: the watches and every timer of the task end. */
+  /** The worktree setup running now (outside the task's chain): ended by stop(), awaited by the daemon's stop. */
+  setupRun?: { abort(): void; ended: Promise<unknown> };
+  /** Daemon stop: the watches, every timer of the task and a running worktree setup end. */
   stop(): void;
   /** Timers of any kind pending now (the machine's and the runner's own). */
   pendingTimers(): number;

@@ -69,6 +69,7 @@ export class TaskRunner implements Runner {
   remoteRequest?: PendingRequest;
   settleDisk?: { cycle: number; note?: string };
   steering?: { reserved: number; waiters: Map<number, (fate: "taken" | "missed") => void> };
+  setupRun?: { abort(): void; ended: Promise<unknown> };
 
   /** The timers the machine armed, one per kind. */
   private readonly timers = new Map<TimerKind, TimerHandle>();
@@ -385,6 +386,7 @@ export class TaskRunner implements Runner {
 
   /** Daemon stop: the watches and every timer end (a deferred snapshot is flushed by the caller). */
   stop(): void {
+    this.setupRun?.abort();
     this.stopWatching();
     for (const h of this.own) this.ports.clock.clearTimer(h);
     this.own.clear();

@@ -81,7 +81,18 @@ export async function prepareWorkdir(live: Runner, repoRoot: string | undefined)
     for (const p of included.unmatched)
       warn(rec, `include pattern ${JSON.stringify(p)} matched no untracked or ignored file in ${repoRoot}`);
   }
+  // The daemon stopping (it ends a running setup): not the setup's failure. Nothing is recorded; the next daemon's
+  // recovery drops the unused worktree and runs the setup again (startFailed ignores this when stopped).
+  const stopping = () => {
+    if (live.ports.stopped())
+      throw new DshError(
+        "DAEMON_UNAVAILABLE",
+        "the daemon stopped during the worktree setup; the next daemon runs it again",
+      );
+  };
+  stopping();
   const receipt = setup !== undefined ? await runSetup(live, setup, timeoutMs, repoRoot) : undefined;
+  stopping();
   const summary = {
     type: "setup",
     ...(setup !== undefined ? { command: setup } : {}),
@@ -123,23 +134,28 @@ async function runSetup(live: Runner, command: string, timeoutMs: number, repoRo
   const off = live.onPhase(() => {
     if (lifecycleOf(live.state.phase) !== undefined) ac.abort();
   });
+  const run = runCheck({
+    command,
+    cwd: rec.worktree!.path,
+    logPath: join(live.ports.store.taskPaths(rec.taskId).dir, SETUP_LOG),
+    timeoutMs,
+    outputCapBytes: DEFAULT_CHECK_LIMITS.outputCapBytes,
+    env: {
+      ...process.env,
+      DSH_HERDR_TASK_ID: rec.taskId,
+      DSH_HERDR_REPO: repoRoot,
+      DSH_HERDR_WORKTREE: rec.worktree!.path,
+    },
+    signal: ac.signal,
+  });
+  // A daemon stop ends it too (TaskRunner.stop) and waits for its end: else it ran on with no daemon, and the next
+  // daemon's recovery ran the setup again beside it in a recreated worktree.
+  live.setupRun = { abort: () => ac.abort(), ended: run };
   try {
-    return await runCheck({
-      command,
-      cwd: rec.worktree!.path,
-      logPath: join(live.ports.store.taskPaths(rec.taskId).dir, SETUP_LOG),
-      timeoutMs,
-      outputCapBytes: DEFAULT_CHECK_LIMITS.outputCapBytes,
-      env: {
-        ...process.env,
-        DSH_HERDR_TASK_ID: rec.taskId,
-        DSH_HERDR_REPO: repoRoot,
-        DSH_HERDR_WORKTREE: rec.worktree!.path,
-      },
-      signal: ac.signal,
-    });
+    return await run;
   } finally {
     off();
+    delete live.setupRun;
   }
 }
 

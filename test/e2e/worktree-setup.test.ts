@@ -10,6 +10,10 @@ import { join } from "node:path";
 import type { AgentResult } from "../../src/core/types.js";
 import { commitAll, git, write } from "../helpers/git.js";
 import { until } from "../helpers/wait.js";
+import { processesUnder } from "../helpers/procs.js";
+import { worktreePathFor } from "../../src/git/worktree.js";
+import { runDaemon } from "../../src/daemon/daemon.js";
+import { connect } from "../../src/client/index.js";
 import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
 
 const SCRIPT = {
@@ -36,6 +40,14 @@ const SCRIPT = {
       name: "never",
       match: "MARK-NEVER-STARTS",
       steps: [{ toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "should not run" } }] }],
+    },
+    {
+      name: "after-restart",
+      match: "MARK-SETUP-RESTART",
+      steps: [
+        { toolCalls: [{ name: "bash", arguments: { command: "cat gen.txt > seen.txt" } }] },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "setup ran again" } }] },
+      ],
     },
     {
       name: "repo-config",
@@ -180,6 +192,37 @@ test("an abort while the setup runs ends the setup's processes; the child never 
   });
   assert.deepEqual(requestsOf("aborted during setup"), []);
   assert.ok(!readJournal(h, taskId).some((e) => e.type === "launched"));
+});
+
+test("a daemon stopped while a setup runs ends the setup's processes and records no failure; the next daemon runs the setup again and the task goes on", async () => {
+  const runs = join(h.dir, "setup-runs.txt");
+  const mayFinish = join(h.dir, "setup-may-finish");
+  // Hangs (a shell and its sleep in the worktree) until the flag exists; every run leaves a line.
+  const setup = `echo run >> ${runs}; echo generated > gen.txt; if [ -f ${mayFinish} ]; then exit 0; fi; sleep 600 & wait`;
+  const { taskId } = await h.spawn({ prompt: "MARK-SETUP-RESTART go on", isolated: true, setup });
+  const worktree = worktreePathFor(h.home, h.repo, taskId);
+  await until("the setup's processes", () => existsSync(runs) && processesUnder(worktree).length >= 2, 30_000);
+  h.cli.close();
+  await h.daemon.stop();
+  assert.deepEqual(
+    processesUnder(worktree).map((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ")),
+    [],
+    "nothing of the setup runs on after its daemon stopped",
+  );
+  const j = readJournal(h, taskId);
+  assert.ok(!j.some((e) => e.type === "setup"), `no setup record of the cut run: ${JSON.stringify(j)}`);
+  assert.ok(!j.some((e) => e.type === "launched" || e.type === "settle"), JSON.stringify(j));
+  writeFileSync(mayFinish, "");
+  h.daemon = await runDaemon(h.home, {
+    childEnv: h.childEnv,
+    config: { readinessTimeoutMs: 60_000, runtime: "headless" },
+  });
+  h.cli = await connect(h.home, { kind: "cli", timeoutMs: 120_000 });
+  const r = await h.wait(taskId);
+  assert.equal(r.status, "completed", JSON.stringify(r));
+  assert.equal(readFileSync(runs, "utf8"), "run\nrun\n", "the setup ran once more, in the next daemon");
+  assert.equal(readFileSync(join(r.worktree!.path, "seen.txt"), "utf8"), "generated\n");
+  assert.deepEqual(r.diff!.files, ["seen.txt"], "what setup made is the baseline, not the child's work");
 });
 
 test("include and setup without a worktree are refused by name; a bad pattern too", async () => {
