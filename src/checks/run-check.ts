@@ -24,6 +24,8 @@ export interface RunCheckOptions extends CheckLimits {
   now?: () => number;
   /** Aborted: the command's group is ended (SIGTERM, SIGKILL after the grace), the receipt names the signal. */
   signal?: AbortSignal;
+  /** Told the command's process group id (its shell's pid) once it started. */
+  onSpawn?: (pgid: number) => void;
 }
 
 /** How much of the output's end the receipt carries. */
@@ -64,6 +66,7 @@ export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
     detached: true, // its own process group: a timeout ends what it started too
     stdio: ["ignore", "pipe", "pipe"],
   });
+  if (child.pid !== undefined) opts.onSpawn?.(child.pid);
   const killGroup = (sig: NodeJS.Signals) => {
     try {
       if (child.pid !== undefined) process.kill(-child.pid, sig);

@@ -7,6 +7,7 @@ import { branchFor, worktreePathFor } from "../git/worktree.js";
 import { gitMaybe } from "../git/run.js";
 import { followUpPath } from "./record.js";
 import type { Runner } from "./runner-types.js";
+import { endOrphanedSetup } from "./recover-setup.js";
 
 /**
  * `alive`: the launched child still runs; `journaledWorktree`: the worktree the pipeline journaled before a launch
@@ -18,6 +19,7 @@ export async function applyRecoveryPlan(
   runtime: Runtime,
   alive: boolean,
   journaledWorktree: string | undefined,
+  setupGroup?: number,
 ): Promise<void> {
   const { store } = live.ports;
   const { rec } = live;
@@ -35,7 +37,8 @@ export async function applyRecoveryPlan(
       return;
     case "start_again":
       // Never launched: no child ever saw this task. A worktree created before the crash held no work yet; it is
-      // removed so the pipeline can create it afresh.
+      // removed so the pipeline can create it afresh; a setup still running in it is ended first.
+      if (setupGroup !== undefined) await endOrphanedSetup(live, setupGroup);
       await dropUnusedWorktree(live, journaledWorktree);
       rec.workdir = rec.cwd;
       delete rec.worktree;

@@ -33,6 +33,8 @@ export interface Replay {
   baseline?: { head: string | null; dirty: number; dirtyAtStart?: string[] };
   /** The worktree setup's commit (the baseline) and its parent, when setup changed what git sees. */
   setupCommit?: { from: string; commit: string };
+  /** The process group of a worktree setup that started and has no record of its end (the daemon died during it). */
+  setupGroup?: number;
   /** Launch attempts that stalled (the next launch is attempt stalled + 1). */
   stalled: number;
   /** The last launch stalled and no launch was journaled after it: any handle task.json holds is that dead one. */
@@ -59,6 +61,7 @@ export function replayJournal(events: TaskEvent[]): Replay {
   };
   for (const e of events) {
     const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
+    if (e.type === "setup" || e.type === "launched") delete r.setupGroup; // that setup ended (its record says how)
     if (e.type === "launched" && e.handle) {
       r.handle = e.handle as RuntimeHandle;
       delete r.handleStalled;
@@ -76,6 +79,8 @@ export function replayJournal(events: TaskEvent[]): Replay {
         dirty: typeof e.dirty === "number" ? e.dirty : 0,
         ...(list ? { dirtyAtStart: list } : {}),
       };
+    } else if (e.type === "setup_started" && Number.isSafeInteger(e.pgid) && Number(e.pgid) > 1) {
+      r.setupGroup = Number(e.pgid);
     } else if (e.type === "setup" && typeof e.from === "string" && typeof e.commit === "string") {
       r.setupCommit = { from: e.from, commit: e.commit };
     } else if (e.type === "stalled") {

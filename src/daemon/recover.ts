@@ -160,7 +160,7 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   // Steers the crash left untaken go back to the machine: pushed to the child when it says hello (it takes each once).
   const steers = j.steers.filter((s) => s.cycle === rec.cycle);
   if (j.lastSteer > 0) await live.dispatch({ type: "steers_restored", steers, last: j.lastSteer });
-  await applyRecoveryPlan(live, plan, runtime, alive, j.worktree);
+  await applyRecoveryPlan(live, plan, runtime, alive, j.worktree, j.setupGroup);
 }
 
 /**

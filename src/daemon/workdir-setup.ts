@@ -147,6 +147,8 @@ async function runSetup(live: Runner, command: string, timeoutMs: number, repoRo
       DSH_HERDR_WORKTREE: rec.worktree!.path,
     },
     signal: ac.signal,
+    // A daemon killed outright cannot end it: the next one finds what is left by this group (recover-setup.ts).
+    onSpawn: (pgid) => void live.journal(unsynced({ type: "setup_started", pgid })),
   });
   // A daemon stop ends it too (TaskRunner.stop) and waits for its end: else it ran on with no daemon, and the next
   // daemon's recovery ran the setup again beside it in a recreated worktree.
