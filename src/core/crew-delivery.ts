@@ -13,7 +13,15 @@ export interface CrewReport {
 
 /** Model context for completed/needs_input, or for an error; aborts never reach the model. */
 export type ModelDelivery =
-  | { subagent_id: string; brief: string; result: CrewReport; checks?: ModelCheck[]; verified?: boolean }
+  | {
+      subagent_id: string;
+      brief: string;
+      result: CrewReport;
+      checks?: ModelCheck[];
+      verified?: boolean;
+      /** Additive: the result's warnings (a conflicting sibling, an unisolated checkout, a diff not harvested...). */
+      warnings?: string[];
+    }
   | { subagent_id: string; brief: string; status: "error"; error: string };
 
 /**
@@ -153,7 +161,8 @@ export function deliveryFor(result: AgentResult, cycle: number, report?: CrewRep
       report: r.report,
       ...(r.needs !== undefined ? { needs: r.needs } : {}),
     };
-    return { ...base(status), model: { subagent_id, brief, result: r, ...modelChecks(result) }, card };
+    const warnings = result.warnings?.length ? { warnings: [...result.warnings] } : {};
+    return { ...base(status), model: { subagent_id, brief, result: r, ...modelChecks(result), ...warnings }, card };
   }
   if (status === "error") {
     return errorDelivery(

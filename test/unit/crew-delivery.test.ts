@@ -192,3 +192,29 @@ test("a completed delivery carries the check receipts; a failing check's output 
   });
   assert.equal(validPush({ ...d, queuedAt: 5 }), true, JSON.stringify(validPush.errors));
 });
+
+test("a completed or needs_input delivery carries the result's warnings, a sibling conflict among them, to the owner's model", () => {
+  const sibling =
+    "conflicts with sibling task tdef987654321 (w) in 1 path(s): src/a.ts; land one of the two, then respond to the other to rebase its work onto it";
+  const warnings = [
+    "not isolated: /repo has 1 uncommitted change(s) (x.ts) and the child edits that working tree beside them",
+    sibling,
+  ];
+  const d = deliveryFor(result("completed", { warnings }), 1, { outcome: "completed", report: "done" })!;
+  assert.deepEqual(d.model, {
+    subagent_id: "tabc123456789",
+    brief: "label",
+    result: { outcome: "completed", report: "done" },
+    warnings,
+  });
+  assert.equal(validPush({ ...d, queuedAt: 5 }), true, JSON.stringify(validPush.errors));
+  const n = deliveryFor(result("blocked", { warnings: [sibling] }), 2, {
+    outcome: "needs_input",
+    report: "r",
+    needs: "?",
+  })!;
+  assert.deepEqual((n.model as { warnings?: string[] }).warnings, [sibling]);
+  // None: no field (the pi-crew delivery as it was).
+  const plain = deliveryFor(result("completed", { warnings: [] }), 1, { outcome: "completed", report: "done" })!;
+  assert.equal("warnings" in plain.model!, false);
+});
