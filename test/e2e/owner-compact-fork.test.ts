@@ -2,6 +2,7 @@
 // daemon and the scripted model: crew_status snapshots across real compactions (pi's RPC `compact`), and /fork (pi's
 // RPC `fork` from a user message's entry id) moving open subagents and their later results to the new session.
 import { after, before, test } from "node:test";
+import { completeJsonLines } from "../helpers/jsonl.js";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -84,11 +85,7 @@ after(async () => {
 });
 
 type Entry = Record<string, any>;
-const readEntries = (path: string): Entry[] =>
-  readFileSync(path, "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as Entry);
+const readEntries = (path: string): Entry[] => completeJsonLines<Entry>(path);
 const isSnapshot = (e: Entry) => e.type === "custom_message" && e.customType === "crew_status";
 const texts = (r: RecordedRequest): string[] =>
   ((r.body as { messages: { content?: unknown }[] }).messages ?? []).map((m) =>

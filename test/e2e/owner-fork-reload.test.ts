@@ -4,8 +4,9 @@
 // holding the owner secret are not copied) still moves the work; /reload keeps the work, unless the runtime version
 // changed, when the stale runtime's subagents are aborted (TUI-only cards, no owner turn) before the new one attaches.
 import { after, before, test } from "node:test";
+import { completeJsonLines } from "../helpers/jsonl.js";
 import assert from "node:assert/strict";
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
@@ -93,13 +94,7 @@ after(async () => {
 });
 
 type Entry = Record<string, any>;
-const readEntries = (path: string): Entry[] =>
-  existsSync(path)
-    ? readFileSync(path, "utf8")
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as Entry)
-    : [];
+const readEntries = (path: string): Entry[] => completeJsonLines<Entry>(path);
 const ownerRequests = (): RecordedRequest[] => h.model.requests().filter((r) => r.conversation === "owner");
 const command = (cmd: Record<string, unknown>) => rpcCommand(owner, cmd);
 const state = async () => (await command({ type: "get_state" })).data as { sessionId: string; sessionFile: string };
