@@ -13,6 +13,7 @@ import type { AgentResult } from "../../src/core/types.js";
 import type { Config } from "../../src/store/config.js";
 import { initRepo } from "../helpers/git.js";
 import { killUnder } from "../helpers/procs.js";
+import { completeJsonLines } from "../helpers/jsonl.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import { knownTaskIds } from "../../src/cli/task-files.js";
 import { describeDifference } from "../../src/core/verify.js";
@@ -116,10 +117,8 @@ export async function startHarness(
 }
 
 export function readJournal(h: Harness, taskId: string): { type: string; [k: string]: unknown }[] {
-  return readFileSync(join(h.home, "tasks", taskId, "events.jsonl"), "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l));
+  // The daemon may be appending: complete lines only.
+  return completeJsonLines<{ type: string; [k: string]: unknown }>(join(h.home, "tasks", taskId, "events.jsonl"));
 }
 
 /** The scenarios every runtime runs; each conversation is picked by a marker in the task prompt. */

@@ -1,8 +1,9 @@
 // A real owner pi 0.73.1 (RPC mode, with the owner extension) and real child pi processes (headless), all against
 // the scripted model, through an in-process daemon: spawn, delivery, follow-ups, aborts, reconnects, bad input.
 import { after, before, test } from "node:test";
+import { completeJsonLines } from "../helpers/jsonl.js";
 import assert from "node:assert/strict";
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
@@ -179,11 +180,7 @@ const prompt = async (message: string) => {
   assert.equal(r.success, true, `pi refused the prompt: ${r.error}`);
 };
 const idle = () => owner.waitFor((e) => e.type === "agent_end", 60_000);
-const sessionEntries = () =>
-  readFileSync(sessionPath, "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as Record<string, any>);
+const sessionEntries = () => completeJsonLines<Record<string, any>>(sessionPath);
 const toolEnd = (name: string) =>
   owner.waitFor((e) => e.type === "tool_execution_end" && e.toolName === name, 30_000) as Promise<Record<string, any>>;
 const ownedTasks = async (brief: string) => {
@@ -518,11 +515,7 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
   assert.equal(await ownerOf(quick.taskId), newLabel, "a completed subagent awaiting the owner moves");
   assert.equal(await ownerOf(slow.taskId), newLabel, "a running subagent moves");
   await h.waitFor(slow.taskId, (r) => r.status === "completed", "the slow child's report");
-  const newEntries = () =>
-    readFileSync(state.data.sessionFile, "utf8")
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as Record<string, any>);
+  const newEntries = () => completeJsonLines<Record<string, any>>(state.data.sessionFile);
   await until(
     "the slow result in the new session",
     () =>
