@@ -43,9 +43,6 @@ export async function endOrphanedSetup(live: Runner, pgid: number): Promise<void
       // ended meanwhile
     }
   }
-  live.ports.log.warn(
-    { taskId: live.rec.taskId, pgid, pids },
-    "ended a worktree setup left running by a stopped daemon",
-  );
+  live.ports.log.warn({ taskId: live.rec.taskId, pgid, pids }, "ended a worktree setup its daemon died during");
   await live.journal({ type: "setup_ended", pgid, pids, why: "left running by a daemon that died during it" });
 }
