@@ -4,6 +4,7 @@
 // DSH_HERDR_TASK_ID), so a pid the system gave to something else since is never touched. Linux /proc only; where
 // there is no /proc nothing is found (best-effort, as the docs say).
 import { readFileSync, readdirSync } from "node:fs";
+import { readProcStat } from "../runtime/headless/proc.js";
 import type { Runner } from "./runner-types.js";
 
 /** Pids of the running (not zombie) processes in group `pgid` whose environment carries DSH_HERDR_TASK_ID=taskId. */
@@ -18,11 +19,9 @@ export function setupProcesses(pgid: number, taskId: string): number[] {
   const out: number[] = [];
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
+    const st = readProcStat(Number(name));
+    if (st === null || st.pgid !== pgid || st.state === "Z" || st.state === "X") continue;
     try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      // After the command's ")": state, ppid, pgrp.
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(pgrp) !== pgid || state === "Z" || state === "X") continue;
       if (!readFileSync(`/proc/${name}/environ`, "utf8").split("\0").includes(mark)) continue;
       out.push(Number(name));
     } catch {

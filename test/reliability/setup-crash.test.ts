@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { pidAlive } from "../../src/client/liveness.js";
 import { worktreePathFor } from "../../src/git/worktree.js";
 import { killUnder, processesUnder } from "../helpers/procs.js";
 import { cliClient, journal, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
@@ -33,17 +34,6 @@ after(async () => {
   if (shared) killUnder(shared.dir);
   await shared?.close();
 });
-
-/** Running, not a zombie (this machine's PID 1 does not reap: a killed orphan stays a zombie, kill(pid, 0) succeeds). */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
-}
 
 test("a daemon SIGKILLed during a worktree setup: the next daemon ends the old setup's processes, then runs the setup again and the task completes", async () => {
   const repo = makeRepo(shared.dir);
@@ -73,7 +63,7 @@ test("a daemon SIGKILLed during a worktree setup: the next daemon ends the old s
   cli1.close();
   d1.proc.kill("SIGKILL");
   await d1.exited;
-  assert.ok(old.every(running), "the setup outlived its SIGKILLed daemon (what the next daemon must end)");
+  assert.ok(old.every(pidAlive), "the setup outlived its SIGKILLed daemon (what the next daemon must end)");
   writeFileSync(mayFinish, "");
   const d2 = await startDaemonProc(home, shared.childEnv, { config });
   const cli2 = await cliClient(home);
@@ -86,7 +76,7 @@ test("a daemon SIGKILLed during a worktree setup: the next daemon ends the old s
     const r = w.results[0]!;
     assert.equal(r.status, "completed", JSON.stringify(r));
     assert.deepEqual(
-      old.filter(running),
+      old.filter(pidAlive),
       [],
       "the first daemon's setup was ended by the next daemon, not left running beside the new one",
     );
