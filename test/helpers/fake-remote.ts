@@ -139,6 +139,14 @@ function schedulePush(t: FakeTask): void {
     setTimeout(() => {
       if (scenario().mode !== "normal") return;
       const c = current(t);
+      // A timer may fire a few ms before Date.now() reaches the due time (it counts from the event loop's cached
+      // clock): the result is still the working one then, and pushing it as settled would be a lie of the fake's
+      // own. Wait out the rest.
+      if (!c.settled) {
+        pushTimers.delete(t.taskId);
+        schedulePush(t);
+        return;
+      }
       if (following)
         send({
           method: "task.followed",
