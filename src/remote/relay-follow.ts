@@ -233,13 +233,17 @@ export class RemoteFollow {
       // settle); the record's write goes on the task's chain in the same tick, so task.wait and task.get answer
       // after it (a caller may read result.json next).
       this.sup.notifyStatus(live, result, { settled: true });
-      const saved = store.saveTask(live.rec, result, {
-        sync: true,
-        dirSyncLater: (done) =>
-          void done.catch((e: unknown) =>
-            this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "task directory not fsynced"),
-          ),
-      });
+      // Started a turn later: the outbox record the owner waits for is submitted first, not queued behind these
+      // two synced rewrites (a local settle's record write comes after its digests, so it never raced them).
+      const saved = new Promise<void>((r) => setImmediate(r)).then(() =>
+        store.saveTask(live.rec, result, {
+          sync: true,
+          dirSyncLater: (done) =>
+            void done.catch((e: unknown) =>
+              this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "task directory not fsynced"),
+            ),
+        }),
+      );
       live.chain = live.chain.then(() => saved.then(noop, noop));
       await saved;
     });
