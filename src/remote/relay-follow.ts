@@ -233,8 +233,9 @@ export class RemoteFollow {
       // settle); the record's write goes on the task's chain in the same tick, so task.wait and task.get answer
       // after it (a caller may read result.json next).
       this.sup.notifyStatus(live, result, { settled: true });
-      // Started a turn later: the outbox record the owner waits for is submitted first, not queued behind these
-      // two synced rewrites (a local settle's record write comes after its digests, so it never raced them).
+      // Started a turn later, so the owner's outbox write (the commit log starts it on the next turn) gets a head
+      // start instead of queuing in the thread pool and the disk behind these two synced rewrites; a local settle
+      // writes its record only after reading its digests, so it never raced them (docs/performance.md).
       const saved = new Promise<void>((r) => setImmediate(r)).then(() =>
         store.saveTask(live.rec, result, {
           sync: true,
