@@ -93,11 +93,28 @@ export class TaskFiles {
       void this.readResult().then((changed) => changed && !this.stopped && this.opts.onChange("result"));
     try {
       // Every event (create, append, rename, unlink) is delivered; a missing file name (rare) re-reads both.
+      // The reads (and what they start: a harvest, journal writes) run from the check phase, not inside the event:
+      // libuv reads inotify until it is drained, and the daemon's own writes into the task dirs it watches keep it
+      // fed, so work done inside the event starved every socket (a child's agent_end waited 10-15 ms in a burst).
+      let due: { session: boolean; result: boolean } | undefined;
       this.watcher = watch(this.opts.taskDir, { persistent: false }, (type, name) => {
         const n = name?.toString();
         if (n === undefined || (n === session && type === "rename")) this.recheck = true;
-        if (n === undefined || n === session) onSession();
-        if (n === undefined || n === result) onResult();
+        const s = n === undefined || n === session;
+        const r = n === undefined || n === result;
+        if (!s && !r) return;
+        if (!due) {
+          due = { session: false, result: false };
+          setImmediate(() => {
+            const d = due!;
+            due = undefined;
+            if (this.stopped) return;
+            if (d.session) onSession();
+            if (d.result) onResult();
+          });
+        }
+        if (s) due.session = true;
+        if (r) due.result = true;
       });
       this.watcher.on("error", () => this.startPolling(onSession, onResult));
     } catch {

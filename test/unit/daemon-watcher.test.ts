@@ -16,6 +16,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createConnection, createServer } from "node:net";
 import { TaskFiles } from "../../src/daemon/watcher.js";
 import { until } from "../helpers/wait.js";
 import { FakeClock } from "../helpers/fake-clock.js";
@@ -164,5 +165,43 @@ test("watcher: the session stays open while watched and is closed at stop; a fil
     assert.equal(fdsOn(session), 0, "no descriptor on the session after stop");
   } finally {
     await cleanup();
+  }
+});
+
+test("watcher: file events handled back to back do not starve a socket: a frame sent mid-burst is read within a few events", async () => {
+  // The daemon writes into the task dirs it watches (journal, records) as it handles an event, so under load the
+  // next file event is always waiting. A child's agent_end frame must still be read promptly, not after the
+  // whole run of file events (a 100-task burst read it 10-15 ms late: libuv reads inotify until it is drained).
+  const dir = mkdtempSync(join(tmpdir(), "dsh-watch-"));
+  const session = join(dir, "session.jsonl");
+  const sock = join(dir, "s.sock");
+  const ROUNDS = 60;
+  let rounds = 0;
+  let roundsAtFrame = -1;
+  const server = createServer((c) => c.once("data", () => (roundsAtFrame = rounds)));
+  await new Promise<void>((r) => server.listen(sock, r));
+  const client = createConnection(sock);
+  await new Promise<void>((r) => client.once("connect", () => r()));
+  const files = new TaskFiles({
+    taskDir: dir,
+    sessionPath: session,
+    resultPath: join(dir, "result.md"),
+    onChange: (what) => {
+      if (what !== "session" || rounds >= ROUNDS) return;
+      rounds++;
+      if (rounds === 2) client.write("agent_end\n"); // the child's frame, sent while the burst goes on
+      appendFileSync(session, fixture[rounds % fixture.length] + "\n"); // the next event, as our own writes make
+    },
+  });
+  try {
+    writeFileSync(session, fixture[0] + "\n");
+    files.start();
+    await until("the burst to end", () => (rounds >= ROUNDS && roundsAtFrame >= 0 ? true : undefined), 10_000);
+    assert.ok(roundsAtFrame <= 6, `the frame was read after ${roundsAtFrame} of ${ROUNDS} file events (want <= 6)`);
+  } finally {
+    client.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+    await files.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
