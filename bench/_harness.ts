@@ -25,7 +25,10 @@ export async function startDaemon(
   env: Record<string, string> = {},
 ): Promise<BenchDaemon> {
   const entry = join(repoRoot, "dist", "bench", "_daemon.js");
-  const proc = spawn(process.execPath, [entry, home, JSON.stringify(config)], {
+  // BENCH_DAEMON_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node flags for the daemon only (NODE_OPTIONS refuses
+  // --cpu-prof, and would profile the driver too); how the burst's profile in docs/performance.md was taken.
+  const nodeArgs = (process.env.BENCH_DAEMON_ARGS ?? "").split(/\s+/).filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, entry, home, JSON.stringify(config)], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, HOME: join(home, ".."), DSH_HERDR_HOME: home, ...env },
   });
