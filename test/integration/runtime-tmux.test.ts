@@ -206,3 +206,31 @@ test("tmux: find rebuilds the handle launch returned for the task's live pane on
   const none = createTmuxRuntime({ socketName: `${tmux.socketName}-none`, configFile: "/dev/null" });
   assert.equal(await none.find!(where("tfindtmux001")), undefined, "no tmux server at all");
 });
+
+test("tmux: a server left with no session (its windows killed, the server kept up) reads as gone, not as tmux broken", async () => {
+  // tmux answers "no current target" to list-panes on a server that has no session left (it lingers while a client
+  // is attached, or with exit-empty off). That is "the pane is gone", never "tmux could not run".
+  const empty = privateTmux("dsh-test-empty");
+  try {
+    const runtime = createTmuxRuntime({ socketName: empty.socketName, configFile: "/dev/null" });
+    const where = { taskId: "temptysrv001", taskDir: join(dir, "tasks", "temptysrv001"), name: "worker-empty" };
+    const h = await runtime.launch({
+      ...where,
+      argv: [process.execPath, "-e", "setInterval(() => {}, 1000)"],
+      env: {},
+      cwd: dir,
+    });
+    assert.equal(await runtime.isAlive(h), true);
+    await empty.run(["set-option", "-g", "exit-empty", "off", ";", "kill-session", "-t", h.tmuxSession!]);
+    await assert.rejects(empty.run(["list-panes", "-a"]), /no current target/, "the server is up with no session");
+    assert.equal(await runtime.isAlive(h), false);
+    assert.equal(await runtime.exitStatus(h), null);
+    assert.equal(await runtime.agentState!(h), "missing");
+    assert.equal(await runtime.readOutput(h), "");
+    await runtime.close(h);
+    assert.equal(await runtime.find!(where), undefined);
+    await assert.rejects(runtime.sendText(h, "hello"), (e) => isDshError(e) && e.code === "PANE_GONE");
+  } finally {
+    await empty.kill();
+  }
+});

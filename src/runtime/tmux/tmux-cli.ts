@@ -28,9 +28,12 @@ export function literalFormat(value: string): string {
   return value.replaceAll("#", "##");
 }
 
-/** Errors that mean "the thing is not there" rather than "tmux is broken". */
+/**
+ * Errors that mean "the thing is not there" rather than "tmux is broken". "no current target" is a server that is
+ * still up with no session left (it lingers while a client is attached): none of its panes exist.
+ */
 export function isGoneError(stderr: string): boolean {
-  return /can't find (pane|window|session)|no server running|error connecting to|no such (file|session)|server exited/i.test(
+  return /can't find (pane|window|session)|no server running|error connecting to|no such (file|session)|server exited|no current target/i.test(
     stderr,
   );
 }
