@@ -5,7 +5,7 @@
 // (their live statuses and settles come over 4 links). A per-stage trace says where the time goes.
 // Needs root (useradd, sshd) and /usr/sbin/sshd; without them it says why and exits 0 without figures.
 import type { ChildProcess } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { pidsOfUid, sshdUnavailable, startSshd, type TestSshd } from "../test/helpers/sshd.js";
@@ -36,15 +36,59 @@ interface Machine {
   trace: string;
 }
 
-/** CPU seconds used so far by every process of a uid (a machine's daemon, its `daemon connect` bridge, its sshd). */
-function uidCpuSeconds(uid: number, tick: number): number {
-  return pidsOfUid(uid).reduce((sum, pid) => {
+/** Which part of a link a process is, by its command line: the machine's daemon, its bridge, its sshd, ssh here. */
+type LinkPart = "daemon" | "bridge" | "sshd" | "other" | "ssh";
+const LINK_PARTS: LinkPart[] = ["daemon", "bridge", "sshd", "other", "ssh"];
+
+function partOf(pid: number): LinkPart | undefined {
+  let cmd: string;
+  try {
+    cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return undefined; // gone meanwhile
+  }
+  if (cmd.includes("_daemon.js")) return "daemon";
+  if (cmd.includes("daemon connect")) return "bridge";
+  if (cmd.startsWith("sshd")) return "sshd";
+  return "other"; // e.g. the shell sshd runs the remote command with
+}
+
+/** The ssh clients this machine's daemon runs (one per link). */
+function sshChildrenOf(daemonPid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
     try {
-      return sum + cpuSeconds(pid, tick);
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const [comm, rest] = [
+        stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+        stat.slice(stat.lastIndexOf(")") + 2),
+      ];
+      if (comm === "ssh" && Number(rest.split(" ")[1]) === daemonPid) out.push(Number(name));
     } catch {
-      return sum; // gone meanwhile
+      /* gone meanwhile */
     }
-  }, 0);
+  }
+  return out;
+}
+
+/**
+ * CPU seconds used so far by the links' processes, by part: every process of the machines' uids (their daemons,
+ * `daemon connect` bridges, sshd sessions) and the ssh clients of this machine's daemon.
+ */
+function linkCpuSeconds(uids: number[], daemonPid: number, tick: number): Record<LinkPart, number> {
+  const out: Record<LinkPart, number> = { daemon: 0, bridge: 0, sshd: 0, other: 0, ssh: 0 };
+  const add = (part: LinkPart | undefined, pid: number) => {
+    if (!part) return;
+    try {
+      out[part] += cpuSeconds(pid, tick);
+    } catch {
+      // gone meanwhile
+    }
+  };
+  for (const uid of uids) for (const pid of pidsOfUid(uid)) add(partOf(pid), pid);
+  for (const pid of sshChildrenOf(daemonPid)) add("ssh", pid);
+  return out;
 }
 
 interface RoundCpu {
@@ -52,6 +96,8 @@ interface RoundCpu {
   local: number;
   /** The machines' processes (their daemons, bridges, sshd sessions), all together. */
   machines: number;
+  /** The same by part, and the ssh clients here (not in `machines`). */
+  parts: Record<LinkPart, number>;
   /** This driver (it writes 100 sessions and receives the owner's pushes). */
   driver: number;
   wallS: number;
@@ -73,17 +119,19 @@ async function measuredRound(
       await sleep(50);
     }
   })();
-  const machines = () => uids.reduce((a, u) => a + uidCpuSeconds(u, tick), 0);
   const local0 = cpuSeconds(pid, tick);
-  const machines0 = machines();
+  const parts0 = linkCpuSeconds(uids, pid, tick);
   const driver0 = process.cpuUsage();
   const t0 = Date.now();
   const settles = await round(owner, tasks);
   const wallS = (Date.now() - t0) / 1000;
   const d = process.cpuUsage(driver0);
+  const parts1 = linkCpuSeconds(uids, pid, tick);
+  const parts = Object.fromEntries(LINK_PARTS.map((k) => [k, parts1[k] - parts0[k]])) as Record<LinkPart, number>;
   const cpu: RoundCpu = {
     local: cpuSeconds(pid, tick) - local0,
-    machines: machines() - machines0,
+    machines: parts.daemon + parts.bridge + parts.sshd + parts.other,
+    parts,
     driver: (d.user + d.system) / 1e6,
     wallS,
   };
@@ -195,11 +243,16 @@ async function main(): Promise<void> {
       target: `≤ ${TARGET.rssMb} MB`,
       met: peak <= TARGET.rssMb,
     });
-    const sum = (k: keyof RoundCpu) => cpu.reduce((a, c) => a + c[k], 0);
+    const sum = (k: Exclude<keyof RoundCpu, "parts">) => cpu.reduce((a, c) => a + c[k], 0);
+    const part = (k: LinkPart) => cpu.reduce((a, c) => a + c.parts[k], 0);
     const wallS = sum("wallS");
     const share = (s: number) => `${fmt(s, "s")} (${fmt((100 * s) / wallS, "%")} of one core)`;
     console.log(
       `local daemon CPU while ${MACHINES * PER} remote tasks stream: ${share(sum("local"))} over ${fmt(wallS, "s")}, ${fmt((1000 * sum("local")) / (ROUNDS * MACHINES * PER), "ms")} per task; the ${MACHINES} machines' processes (daemons, bridges, sshd) ${share(sum("machines"))}; this driver ${share(sum("driver"))}; load average ${loadavg()[0]!.toFixed(2)}, ${cpus().length} CPUs`,
+    );
+    const perTask = (s: number) => fmt((1000 * s) / (ROUNDS * MACHINES * PER), "ms");
+    console.log(
+      `the links' CPU per task, by part: the machines' daemons ${perTask(part("daemon"))}, their \`daemon connect\` bridges ${perTask(part("bridge"))}, their sshd ${perTask(part("sshd"))}, other processes of theirs ${perTask(part("other"))}, the ssh clients here ${perTask(part("ssh"))} (this daemon ${perTask(sum("local"))})`,
     );
     console.log(stageLine(`1 machine × ${PER}`, remoteStages(single, lt, rt)));
     console.log(stageLine(`${MACHINES} machines × ${PER}`, remoteStages(several, lt, rt)));
