@@ -4,6 +4,7 @@
 // Usage: node dist/bench/_daemon.js <home> [configJson]
 import { appendFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { constants, PerformanceObserver, performance } from "node:perf_hooks";
 import { runDaemon } from "../src/daemon/daemon.js";
 import type { Runtime, RuntimeHandle, LaunchSpec } from "../src/runtime/types.js";
 import type { RuntimeKind } from "../src/core/types.js";
@@ -77,6 +78,44 @@ function traceStages(d: Awaited<ReturnType<typeof runDaemon>>, file: string): vo
   t.unref();
 }
 
+/**
+ * BENCH_GC=<file>: one JSON line per garbage collection of this daemon ({at: epoch ms of its start, ms, kind}),
+ * written at exit like the trace. A settle that meets a collection waits it out on the one JS thread, so the
+ * collections that fall inside a burst are the first suspect for its tail (bench/status-latency prints them).
+ */
+function traceGc(file: string): void {
+  const lines: string[] = [];
+  const kinds: Record<number, string> = {
+    [constants.NODE_PERFORMANCE_GC_MINOR]: "minor",
+    [constants.NODE_PERFORMANCE_GC_MAJOR]: "major",
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: "incremental",
+    [constants.NODE_PERFORMANCE_GC_WEAKCB]: "weak",
+  };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e.detail as { kind?: number } | undefined)?.kind;
+      lines.push(
+        JSON.stringify({
+          at: performance.timeOrigin + e.startTime,
+          ms: e.duration,
+          kind: kinds[kind ?? -1] ?? "other",
+        }),
+      );
+    }
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  const flush = () =>
+    appendFileSync(
+      file,
+      lines
+        .splice(0)
+        .map((l) => `${l}\n`)
+        .join(""),
+    );
+  process.once("SIGTERM", flush);
+  process.once("exit", flush);
+}
+
 async function main(): Promise<void> {
   const home = process.argv[2];
   if (!home) throw new Error("usage: _daemon.js <home> [configJson]");
@@ -91,6 +130,7 @@ async function main(): Promise<void> {
     },
   });
   if (process.env.BENCH_TRACE) traceStages(d, process.env.BENCH_TRACE);
+  if (process.env.BENCH_GC) traceGc(process.env.BENCH_GC);
   process.once("SIGTERM", () => void d.stop());
   process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, socket: d.socketPath }) + "\n");
   await d.done;

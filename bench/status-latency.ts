@@ -4,7 +4,7 @@
 // Baseline: a 500 ms polling loop over the same files (claude-squad's tick), run alongside in the same process.
 // Two paths: "extension" (the child extension stays connected and sends agent_end after the last line, as
 // src/extensions/child.ts does) and "file" (no extension: the session watcher alone must see the settle).
-import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync } from "node:fs";
+import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync, readFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { join } from "node:path";
@@ -16,6 +16,7 @@ import { monoMs, type FromListener, type ToListener } from "./_owner-listener.js
 import {
   clockTick,
   cpuSeconds,
+  epochMs,
   fixtureEntries,
   percentile,
   printFigure,
@@ -166,6 +167,10 @@ interface Samples {
   lost: number;
   /** The daemon's CPU seconds (user + system) while the bursts ran, and how many settles they carried. */
   cpu: { seconds: number; settles: number };
+  /** Each burst at the target N, epoch ms from its first drive to its last settle seen (the GC figure's windows). */
+  bursts: [number, number][];
+  /** Each settle at the target N: append and owner push, epoch ms (to meet the daemon's GC pauses). */
+  spans: [number, number][];
 }
 
 const GRACE_MS = 3000;
@@ -223,12 +228,14 @@ async function round(
   const probe = n === TARGET_N ? startFsyncProbe(join(home, "..")) : undefined;
   const spread = n === 1 ? 0 : 1000;
   const cpu0 = cpuSeconds(daemonPid, TICK);
+  const burstFrom = epochMs();
   const settled = await Promise.all(tasks.map((t) => drive(t, rand(0, spread))));
   const deadline = Date.now() + GRACE_MS;
   const allSeen = () =>
     tasks.every((t) => pushedAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
   while (!allSeen() && Date.now() < deadline) await sleep(20);
   s.cpu.seconds += cpuSeconds(daemonPid, TICK) - cpu0;
+  if (n === TARGET_N) s.bursts.push([burstFrom, epochMs()]);
   s.cpu.settles += n;
   poller.stop();
   if (probe) {
@@ -244,6 +251,7 @@ async function round(
       return;
     }
     s.push.push(pushed - at);
+    if (n === TARGET_N) s.spans.push([at + monoToEpoch, pushed + monoToEpoch]);
     s.wait.push(waited.get(t.taskId)! - at);
   });
   // Closing also ends the waits of settles the daemon missed.
@@ -294,12 +302,52 @@ function report(channel: string, path: Path, n: number, s: Samples): void {
     );
 }
 
+interface Gc {
+  at: number;
+  ms: number;
+  kind: string;
+}
+
+function readGc(file: string): Gc[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Gc);
+}
+
+/** The daemon's collections that overlap a burst: each one holds every settle in flight for its whole pause. */
+function gcLine(what: string, all: Gc[], windows: [number, number][], spans: [number, number][]): string {
+  const inBurst = all.filter((g) => windows.some(([from, to]) => g.at + g.ms >= from && g.at <= to));
+  const minor = inBurst.filter((g) => g.kind === "minor").map((g) => g.ms);
+  const other = inBurst.filter((g) => g.kind !== "minor").map((g) => g.ms);
+  const span = windows.reduce((sum, [from, to]) => sum + (to - from), 0);
+  const f = (x: number) => x.toFixed(1);
+  const total = [...minor, ...other].reduce((a, b) => a + b, 0);
+  // The slowest 2 % of settles (the p99 and above): how many of them had a pause inside their own append → push.
+  const slowest = [...spans]
+    .sort((a, b) => b[1] - b[0] - (a[1] - a[0]))
+    .slice(0, Math.max(1, Math.ceil(spans.length / 50)));
+  const met = slowest.filter(([from, to]) => inBurst.some((g) => g.at + g.ms >= from && g.at <= to)).length;
+  return (
+    `status ${what}: the daemon's garbage collections while the bursts ran (${windows.length} burst(s), ${f(span / 1000)} s): ` +
+    `${minor.length} scavenges (p50 ${f(percentile(minor, 50))} ms, max ${f(Math.max(0, ...minor))} ms), ` +
+    `${other.length} other (max ${f(Math.max(0, ...other))} ms), ${f(total)} ms in all; a settle in flight waits out each pause: ` +
+    `${met} of the ${slowest.length} slowest settles (the p99 and above) had one between their append and their push`
+  );
+}
+
+/** The driver's monotonic clock (monoMs, as the owner thread stamps) to epoch ms, as the daemon's GC entries are. */
+const monoToEpoch = epochMs() - monoMs();
+
 async function main(): Promise<void> {
   const { dir, cleanup } = tempDir("latency");
   const home = join(dir, "home");
   const cwd = join(dir, "work");
   mkdirSync(cwd);
-  const daemon = await startDaemon(home, { maxParallelAgents: 200, maxQueuedAgents: 200 });
+  const gcFile = join(dir, "gc.jsonl");
+  const daemon = await startDaemon(home, { maxParallelAgents: 200, maxQueuedAgents: 200 }, { BENCH_GC: gcFile });
+  const gcWindows: [string, [number, number][], [number, number][]][] = [];
   try {
     const owner = await attachOwner(home);
     // Attached after the driver's owner connection, so the deliveries go to it.
@@ -308,14 +356,26 @@ async function main(): Promise<void> {
       `owner-side signal: ${owner.channel} push, received in its own thread (as a pi owner is its own process); driver: fixtures/sessions/crew-report.jsonl, one append per line`,
     );
     for (const [path, n, rounds] of PLAN) {
-      const s: Samples = { push: [], wait: [], poll: [], fsync: [], lost: 0, cpu: { seconds: 0, settles: 0 } };
+      const s: Samples = {
+        push: [],
+        wait: [],
+        poll: [],
+        fsync: [],
+        lost: 0,
+        cpu: { seconds: 0, settles: 0 },
+        bursts: [],
+        spans: [],
+      };
       for (let r = 0; r < rounds; r++) await round(daemon.pid, home, cwd, owner, listener, n, path, s);
       report(owner.channel, path, n, s);
+      if (s.bursts.length > 0) gcWindows.push([`${path} N=${n}`, s.bursts, s.spans]);
     }
     await listener.stop();
     owner.close();
   } finally {
     await daemon.stop();
+    // The daemon writes its collections as it exits.
+    for (const [what, windows, spans] of gcWindows) console.log(gcLine(what, readGc(gcFile), windows, spans));
     cleanup();
   }
 }
