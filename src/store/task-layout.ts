@@ -20,13 +20,13 @@ export interface TaskEvent {
 }
 
 export interface TaskPaths {
-  dir: string;
-  taskJson: string;
-  events: string;
-  prompt: string;
-  resultMd: string;
-  resultJson: string;
-  diffPatch: string;
+  readonly dir: string;
+  readonly taskJson: string;
+  readonly events: string;
+  readonly prompt: string;
+  readonly resultMd: string;
+  readonly resultJson: string;
+  readonly diffPatch: string;
 }
 
 /** Paths of one task under `tasksDir`; throws BAD_TASK_ID for anything that is not a task id (`../x`, `/etc`). */

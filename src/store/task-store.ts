@@ -32,6 +32,9 @@ export interface StoreOptions {
   groupCommit?: boolean;
 }
 
+/** How many tasks' paths taskPaths keeps (a few hundred bytes each). */
+const PATHS_CACHED = 4096;
+
 export class TaskStore {
   /** Journal appends per task, one after another: the commit log records each one's byte offset. */
   private readonly appends = new KeyedQueue();
@@ -39,6 +42,8 @@ export class TaskStore {
   private readonly knownDirs = new Set<string>();
   /** Each journal's size after this process's last append to it. */
   private readonly journalEnds = new Map<string, number>();
+  /** Recent tasks' paths (taskPaths), oldest first. */
+  private readonly pathsCache = new Map<string, TaskPaths>();
 
   private constructor(
     readonly paths: HomePaths,
@@ -70,9 +75,18 @@ export class TaskStore {
     return this.log?.stats;
   }
 
-  /** Paths of one task; throws BAD_TASK_ID for anything that is not a task id (`../x`, `/etc`, empty, long). */
+  /**
+   * Paths of one task; throws BAD_TASK_ID for anything that is not a task id (`../x`, `/etc`, empty, long). Kept for
+   * the most recent tasks: every journal append, record write and read asks for them, and building the seven joined
+   * paths each time was a tenth of what the daemon allocated in a settle burst (docs/performance.md).
+   */
   taskPaths(taskId: unknown): TaskPaths {
-    return taskPathsIn(this.paths.tasks, taskId);
+    const known = typeof taskId === "string" ? this.pathsCache.get(taskId) : undefined;
+    if (known) return known;
+    const p = Object.freeze(taskPathsIn(this.paths.tasks, taskId));
+    if (this.pathsCache.size >= PATHS_CACHED) this.pathsCache.delete(this.pathsCache.keys().next().value!);
+    this.pathsCache.set(taskId as string, p);
+    return p;
   }
 
   /** A fresh task id whose directory now exists (mkdir without recursive, so a collision is detected, not shared). */

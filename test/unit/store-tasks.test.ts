@@ -41,6 +41,29 @@ test("create, rewrite and read a task; prompt and result round-trip; journal is 
   }
 });
 
+test("a task's paths are kept for reuse: the same, read-only, and a hostile id is still refused after any number", async () => {
+  const t = tempHome();
+  try {
+    const store = await TaskStore.open(t.home);
+    const first = store.taskPaths("tmg3k2a1b2c3");
+    assert.equal(first.events, join(t.home, "tasks", "tmg3k2a1b2c3", "events.jsonl"));
+    assert.equal(store.taskPaths("tmg3k2a1b2c3"), first, "the second ask reuses the first answer");
+    // Shared between callers, so none may change it for the others.
+    assert.throws(() => {
+      (first as { events: string }).events = "/etc/passwd";
+    }, TypeError);
+    // More ids than are kept: each still gets its own paths, the first one too once it was let go.
+    for (let i = 0; i < 5000; i++) {
+      const id = `tmg3k2a${i.toString(36).padStart(5, "0")}`;
+      assert.equal(store.taskPaths(id).dir, join(t.home, "tasks", id));
+    }
+    assert.equal(store.taskPaths("tmg3k2a1b2c3").events, first.events);
+    for (const bad of ["../x", "/etc", "", ".."]) assert.throws(() => store.taskPaths(bad), { code: "BAD_TASK_ID" });
+  } finally {
+    t.done();
+  }
+});
+
 test("hostile task ids are refused before touching a path; unknown ids are TASK_NOT_FOUND", async () => {
   const t = tempHome();
   try {
