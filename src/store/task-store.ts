@@ -32,8 +32,8 @@ export interface StoreOptions {
   groupCommit?: boolean;
 }
 
-/** How many tasks' paths taskPaths keeps (a few hundred bytes each). */
-const PATHS_CACHED = 4096;
+/** How many tasks' paths taskPaths keeps (about 2.5 KB each, 2.5 MB in all; the open tasks of a busy daemon fit). */
+const PATHS_CACHED = 1024;
 
 export class TaskStore {
   /** Journal appends per task, one after another: the commit log records each one's byte offset. */

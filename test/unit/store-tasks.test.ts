@@ -52,7 +52,7 @@ test("a task's paths are kept for reuse: the same, read-only, and a hostile id i
     assert.throws(() => {
       (first as { events: string }).events = "/etc/passwd";
     }, TypeError);
-    // More ids than are kept: each still gets its own paths, the first one too once it was let go.
+    // More ids than are kept (1,024): each still gets its own paths, the first one too once it was let go.
     for (let i = 0; i < 5000; i++) {
       const id = `tmg3k2a${i.toString(36).padStart(5, "0")}`;
       assert.equal(store.taskPaths(id).dir, join(t.home, "tasks", id));
