@@ -48,6 +48,8 @@ export interface HelloResult {
   kind: ClientKind;
   /** An owner's first hello: the secret issued to it, this once. */
   secret?: string;
+  /** A cli hello: the absolute path of the daemon's socket (what another machine's link forwards to). */
+  socketPath?: string;
 }
 
 export interface DaemonClient {

@@ -47,6 +47,7 @@ export const ERROR_CODES = [
   // other machines (src/remote)
   "MACHINE_UNKNOWN",
   "MACHINE_UNREACHABLE",
+  "FORWARD_FAILED",
   "REMOTE_INVALID",
   "REMOTE_LOST",
   "CONNECTION_LIMIT",

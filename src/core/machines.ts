@@ -76,6 +76,45 @@ export function sshArgv(m: MachineSpec, remoteArgs: readonly string[], opts: Ssh
     if (!/^[A-Za-z0-9._=-]+$/.test(a))
       throw new DshError("INTERNAL", `remote argument ${JSON.stringify(a)} needs quoting; pass fixed words only`);
   }
+  const argv = sshOptionArgv(m, opts);
+  argv.push("--", m.ssh, [m.command ?? DEFAULT_REMOTE_COMMAND, ...remoteArgs].join(" "));
+  return argv;
+}
+
+/**
+ * ssh's argv for a link's forward: no remote command (-N), a Unix socket here forwarded to the remote daemon's
+ * socket (-L), ssh exiting when the forward cannot be set up, a stale socket file replaced.
+ */
+export function sshForwardArgv(
+  m: MachineSpec,
+  localSocket: string,
+  remoteSocket: string,
+  opts: SshOptions = {},
+): string[] {
+  for (const p of [localSocket, remoteSocket]) {
+    if (!isForwardableSocketPath(p))
+      throw new DshError("INTERNAL", `socket path ${JSON.stringify(p)} must be absolute, without spaces or colons`);
+  }
+  return [
+    ...sshOptionArgv(m, opts),
+    "-N",
+    "-o",
+    "ExitOnForwardFailure=yes",
+    "-o",
+    "StreamLocalBindUnlink=yes",
+    "-L",
+    `${localSocket}:${remoteSocket}`,
+    "--",
+    m.ssh,
+  ];
+}
+
+/** ssh -L takes `local:remote`: both absolute, neither with a colon (its separator) or whitespace. */
+export function isForwardableSocketPath(p: string): boolean {
+  return /^\/[^\s:]*$/.test(p);
+}
+
+function sshOptionArgv(m: MachineSpec, opts: SshOptions): string[] {
   const argv = [
     "-T",
     "-o",
@@ -92,7 +131,6 @@ export function sshArgv(m: MachineSpec, remoteArgs: readonly string[], opts: Ssh
   if (m.port !== undefined) argv.push("-p", String(m.port));
   if (m.identity !== undefined) argv.push("-i", m.identity, "-o", "IdentitiesOnly=yes");
   if (m.knownHosts !== undefined) argv.push("-o", `UserKnownHostsFile=${m.knownHosts}`);
-  argv.push("--", m.ssh, [m.command ?? DEFAULT_REMOTE_COMMAND, ...remoteArgs].join(" "));
   return argv;
 }
 

@@ -140,7 +140,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   await notify.start();
   notify.watch(sup);
   // Tasks on other machines go through their links (src/remote/relay.ts).
-  const relay = new Relay(sup, { version });
+  const relay = new Relay(sup, { version, forwardDir: paths.links });
   // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
   await recoverTasks(sup, runtimes, relay);
   await collectOwnerDirs(ownerGc);

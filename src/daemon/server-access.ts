@@ -49,6 +49,9 @@ export async function hello(p: HelloParams, conn: Connection, opts: SocketServer
     protocol: PROTOCOL_VERSION,
     pid: process.pid,
     kind: p.kind,
+    // Where this daemon listens: another machine's link forwards a Unix socket to it (ssh -L) instead of running a
+    // bridge process per connection (src/remote/link-forward.ts).
+    ...(p.kind === "cli" ? { socketPath: opts.socketPath } : {}),
     ...(issued !== undefined ? { secret: issued } : {}),
   };
 }

@@ -7,13 +7,15 @@ import { isDshError } from "../core/errors.js";
 import { sshArgv, type MachineSpec } from "../core/machines.js";
 import { expandHome } from "../store/home.js";
 import { STDERR_CAP, unreachable } from "./link-errors.js";
-import type { LinkOptions } from "./link-types.js";
+import type { LinkOptions, LinkTransport } from "./link-types.js";
 
 export interface Attempt {
   client: DaemonClient;
   ssh: ResultPromise;
   /** What ssh printed on stderr so far (capped). */
   stderr(): string;
+  /** How frames travel: through `daemon connect` on the ssh channel, or over a forwarded socket (link-forward.ts). */
+  transport: LinkTransport;
 }
 
 /** Ask `ssh` to run one connection's worth of `daemon connect`; resolves once the remote daemon said hello. */
@@ -66,7 +68,7 @@ export async function openAttempt(o: LinkOptions): Promise<Attempt> {
       timeoutMs: o.helloTimeoutMs ?? 60_000,
       pushes: {},
     });
-    return { client, ssh, stderr: () => stderr };
+    return { client, ssh, stderr: () => stderr, transport: "bridge" };
   } catch (e) {
     stream.destroy();
     const r = await exited;

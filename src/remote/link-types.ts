@@ -23,7 +23,15 @@ export interface LinkOptions {
   requestTimeoutMs?: number;
   /** Jitter source in [0, 1) (tests pin it). */
   random?: () => number;
+  /**
+   * Where the link may make its forward's socket (0700): with it, the link asks ssh to forward a socket here to the
+   * remote daemon's and talks over that, keeping the `daemon connect` bridge only where the server refuses
+   * (link-forward.ts). Without it (one-shot CLI connections), the bridge.
+   */
+  forwardDir?: string;
 }
+
+export type LinkTransport = "bridge" | "forward";
 
 export type LinkState = "connecting" | "up" | "down" | "closed";
 
@@ -31,6 +39,9 @@ export interface LinkUp {
   hello: HelloResult;
   /** The ssh process carrying this connection. */
   sshPid: number | undefined;
+  transport: LinkTransport;
+  /** Why this connection is not over a forward, when one was tried (FORWARD_FAILED with ssh's line). */
+  forwardError?: DshError;
 }
 
 export interface LinkDown {

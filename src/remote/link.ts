@@ -7,11 +7,12 @@ import type { DaemonClient, HelloResult } from "../client/index.js";
 import { DshError, isDshError } from "../core/errors.js";
 import { backoffDelay, DEFAULT_BACKOFF } from "../core/machines.js";
 import { dropError } from "./link-errors.js";
-import { openAttempt, type Attempt } from "./link-ssh.js";
+import { openForward } from "./link-forward.js";
+import { openAttempt, resolveSpec, type Attempt } from "./link-ssh.js";
 import type { LinkDown, LinkOptions, LinkState, LinkUp, MachineLinkEvents } from "./link-types.js";
 
 export type { LinkDown, LinkOptions, LinkState, LinkUp, MachineLinkEvents } from "./link-types.js";
-export { resolveSpec } from "./link-ssh.js";
+export { resolveSpec };
 
 /** A one-shot connection: resolves the connected client (close it when done) or throws MACHINE_UNREACHABLE. */
 export async function connectMachine(o: LinkOptions): Promise<{ client: DaemonClient; close(): Promise<void> }> {
@@ -41,6 +42,9 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
   private lastError: DshError | undefined;
   private timer: NodeJS.Timeout | undefined;
   private started = false;
+  /** The server refused a forward: this link stays on the bridge (a daemon restart tries again). */
+  private forwardOff = false;
+  private forwardError: DshError | undefined;
 
   constructor(private readonly opts: LinkOptions) {
     super();
@@ -64,6 +68,16 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     return this._state === "up" ? this.current?.client : undefined;
   }
 
+  /** How the current connection's frames travel (tests and `machine list` read it). */
+  get transport(): Attempt["transport"] | undefined {
+    return this.current?.transport;
+  }
+
+  /** Why the current connection is on the bridge when a forward was tried (FORWARD_FAILED with ssh's line). */
+  get forwardFailure(): DshError | undefined {
+    return this.current?.transport === "bridge" ? this.forwardError : undefined;
+  }
+
   /** The ssh process of the current connection (tests kill it to cut the link). */
   get sshPid(): number | undefined {
     return this.current?.ssh.pid;
@@ -83,8 +97,7 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
 
   /** Resolves when the link is up; rejects with the next attempt's error when that fails (or on close). */
   ready(): Promise<LinkUp> {
-    if (this._state === "up" && this.current)
-      return Promise.resolve({ hello: this.current.client.hello, sshPid: this.current.ssh.pid });
+    if (this._state === "up" && this.current) return Promise.resolve(this.upOf(this.current));
     return new Promise((resolve, reject) => {
       const onUp = (u: LinkUp) => {
         this.off("down", onDown);
@@ -157,7 +170,7 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     this._state = "connecting";
     let a: Attempt;
     try {
-      a = await openAttempt(this.opts);
+      a = await this.forwarded(await openAttempt(this.opts));
     } catch (e) {
       this.failed(
         isDshError(e) ? e : new DshError("MACHINE_UNREACHABLE", `machine ${this.label}: ${(e as Error).message}`),
@@ -192,7 +205,43 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
         () => this.failed(new DshError("MACHINE_UNREACHABLE", `the link to machine ${this.label} dropped`)),
       );
     });
-    this.emit("up", { hello: a.client.hello, sshPid: a.ssh.pid });
+    this.emit("up", this.upOf(a));
+  }
+
+  private upOf(a: Attempt): LinkUp {
+    return {
+      hello: a.client.hello,
+      sshPid: a.ssh.pid,
+      transport: a.transport,
+      ...(a.transport === "bridge" && this.forwardError ? { forwardError: this.forwardError } : {}),
+    };
+  }
+
+  /**
+   * The bridge's connection traded for one over a forward to the daemon's socket, which its hello named; the bridge
+   * when the forward cannot be made (the server refuses: not tried again on this link).
+   */
+  private async forwarded(bridge: Attempt): Promise<Attempt> {
+    const dir = this.opts.forwardDir;
+    const remoteSocket = bridge.client.hello.socketPath;
+    if (dir === undefined || remoteSocket === undefined || this.forwardOff || this._state === "closed") return bridge;
+    try {
+      const f = await openForward(
+        this.opts,
+        resolveSpec(this.opts.machine, this.opts.env ?? process.env),
+        remoteSocket,
+        dir,
+      );
+      this.forwardError = undefined;
+      bridge.client.close(); // its ssh and the bridge there exit; the remote daemon stays
+      return f;
+    } catch (e) {
+      const err = isDshError(e) ? e : new DshError("FORWARD_FAILED", `machine ${this.label}: ${(e as Error).message}`);
+      this.forwardError = err;
+      if (err.details?.["refused"] === true) this.forwardOff = true;
+      if (bridge.client.closed) throw dropError(this.label, this.opts.machine, undefined, bridge.stderr());
+      return bridge;
+    }
   }
 
   private failed(error: DshError): void {

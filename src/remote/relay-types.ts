@@ -112,6 +112,8 @@ export interface RelayOptions {
   backoff?: BackoffPolicy;
   /** Bound of each request start-up's reattach makes of a machine (the socket serves meanwhile; default 20 s). */
   reattachTimeoutMs?: number;
+  /** Where links make their forwards' sockets (`<home>/links`); without it every link uses the bridge. */
+  forwardDir?: string;
 }
 
 /** What the relay's parts get from the Relay: the supervisor and the machines' links. */

@@ -121,11 +121,19 @@ export class Relay {
       version: this.opts.version,
       ...(this.opts.env ? { env: this.opts.env } : {}),
       ...(this.opts.backoff ? { backoff: this.opts.backoff } : {}),
+      ...(this.opts.forwardDir !== undefined ? { forwardDir: this.opts.forwardDir } : {}),
     });
     this.links.set(label, link);
     this.linkSpecs.set(label, JSON.stringify(machine));
     const timeout = this.opts.reattachTimeoutMs ?? 20_000;
-    link.on("up", () => {
+    link.on("up", (u) => {
+      const log = { label, transport: u.transport, remotePid: u.hello.pid };
+      if (u.forwardError)
+        this.sup.deps.log.warn(
+          { ...log, err: u.forwardError.message },
+          "link forward failed; frames go through daemon connect",
+        );
+      else this.sup.deps.log.info(log, "link up");
       // Follow the machine's tasks and read each open one again; send every request still waiting for its answer.
       void this.followSide.onUp(label, timeout);
       this.requests.reconcile(label);

@@ -11,6 +11,8 @@ export interface HomePaths {
   tasks: string;
   worktrees: string;
   owners: string;
+  /** The sockets of links' forwards to other machines' daemons (src/remote/link-forward.ts). */
+  links: string;
   config: string;
   socket: string;
   lock: string;
@@ -37,6 +39,7 @@ export function homePaths(home: string): HomePaths {
     tasks: join(home, "tasks"),
     worktrees: join(home, "worktrees"),
     owners: join(home, "owners"),
+    links: join(home, "links"),
     config: join(home, "config.json"),
     socket: join(home, "daemon.sock"),
     lock: join(home, "daemon.lock"),

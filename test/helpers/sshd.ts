@@ -195,6 +195,11 @@ export interface StartSshdOptions {
   env?: Record<string, string>;
   /** Appended to the user's name (`dshr<pid><suffix>`), so one process can run several sshd users at once. */
   userSuffix?: string;
+  /**
+   * Unix-socket forwarding to the user's daemon (`ssh -L`), which links use instead of a bridge process; default
+   * true, as in a stock sshd_config. false: `AllowStreamLocalForwarding no`, as a hardened server would say.
+   */
+  streamLocalForwarding?: boolean;
 }
 
 async function launchSshd(config: string): Promise<{ proc: ChildProcess; log: () => string }> {
@@ -337,7 +342,9 @@ export async function startSshd(opts: StartSshdOptions = {}): Promise<TestSshd> 
           "StrictModes yes",
           "PermitUserEnvironment yes",
           "X11Forwarding no",
-          "AllowTcpForwarding no",
+          // Debian's sshd 9.2 refuses a Unix-socket forward under `AllowTcpForwarding no` too.
+          `AllowTcpForwarding ${opts.streamLocalForwarding === false ? "no" : "local"}`,
+          `AllowStreamLocalForwarding ${opts.streamLocalForwarding === false ? "no" : "local"}`,
           "AllowAgentForwarding no",
           "PrintMotd no",
           "MaxStartups 50:30:100",

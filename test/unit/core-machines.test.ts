@@ -10,6 +10,7 @@ import {
   machineTarget,
   sshArgv,
   sshErrorLine,
+  sshForwardArgv,
 } from "../../src/core/machines.js";
 import { validateConfig } from "../../src/store/config.js";
 
@@ -32,6 +33,28 @@ test("sshArgv: batch mode, strict host keys, the options, then -- and the target
   assert.equal(plain.at(-1), "dsh-herdr doctor --json");
   assert.ok(!plain.some((a) => /StrictHostKeyChecking=(no|accept-new)/.test(a)));
   assert.throws(() => sshArgv({ ssh: "a@b" }, ["daemon; rm -rf /"]), /needs quoting/);
+});
+
+test("sshForwardArgv: the same options, no remote command, a socket forward that must come up, then -- and the target", () => {
+  const m = { ssh: "dev@builder", port: 2222, identity: "/k/id", knownHosts: "/k/kh", command: "dsh" };
+  const argv = sshForwardArgv(m, "/h/links/b.sock", "/home/dev/.dsh/herdr/daemon.sock");
+  const opts = argv.slice(0, argv.indexOf("--"));
+  for (const o of [
+    "BatchMode=yes",
+    "StrictHostKeyChecking=yes",
+    "UserKnownHostsFile=/k/kh",
+    "ExitOnForwardFailure=yes",
+  ])
+    assert.ok(opts.includes(o), o);
+  assert.ok(opts.includes("-N"), "no remote command");
+  assert.deepEqual(opts.slice(opts.indexOf("-L"), opts.indexOf("-L") + 2), [
+    "-L",
+    "/h/links/b.sock:/home/dev/.dsh/herdr/daemon.sock",
+  ]);
+  assert.deepEqual(argv.slice(argv.indexOf("--")), ["--", "dev@builder"], "nothing after the target");
+  // ssh splits -L at colons and paths must be absolute: anything else is refused, never passed on.
+  for (const bad of ["rel/x.sock", "/a:b.sock", "/a b.sock", ""])
+    assert.throws(() => sshForwardArgv(m, bad, "/r.sock"), /must be absolute/);
 });
 
 test("ssh targets and labels: option-looking and shell-looking input is refused", () => {
