@@ -116,6 +116,24 @@ function traceGc(file: string): void {
   process.once("exit", flush);
 }
 
+/**
+ * With BENCH_LINKS=<file>: how each machine's link carried its frames at exit (`forward` or `bridge`, and why not
+ * forward), so a remote bench can print it.
+ */
+function traceLinks(d: Awaited<ReturnType<typeof runDaemon>>, labels: string[], file: string): void {
+  const flush = () => {
+    const seen: Record<string, { transport: string; forwardError?: string }> = {};
+    for (const label of labels) {
+      const link = d.relay.linkOf(label);
+      if (!link) continue;
+      const why = link.forwardFailure;
+      seen[label] = { transport: link.transport ?? link.state, ...(why ? { forwardError: why.message } : {}) };
+    }
+    writeFileSync(file, JSON.stringify(seen));
+  };
+  process.once("SIGTERM", flush);
+}
+
 async function main(): Promise<void> {
   const home = process.argv[2];
   if (!home) throw new Error("usage: _daemon.js <home> [configJson]");
@@ -131,6 +149,8 @@ async function main(): Promise<void> {
   });
   if (process.env.BENCH_TRACE) traceStages(d, process.env.BENCH_TRACE);
   if (process.env.BENCH_GC) traceGc(process.env.BENCH_GC);
+  if (process.env.BENCH_LINKS)
+    traceLinks(d, Object.keys((config["machines"] as object | undefined) ?? {}), process.env.BENCH_LINKS);
   process.once("SIGTERM", () => void d.stop());
   process.stdout.write(JSON.stringify({ ready: true, pid: process.pid, socket: d.socketPath }) + "\n");
   await d.done;

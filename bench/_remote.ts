@@ -245,3 +245,26 @@ export function stageLine(what: string, stages: Record<string, number[]>): strin
   );
   return `trace ${what} (ms): ${parts.join(" | ")}`;
 }
+
+/**
+ * How each machine's link carried its frames, from the bench daemon's BENCH_LINKS file: a forward (`ssh -L` to the
+ * remote daemon's socket) or the `daemon connect` bridge, with why the forward was not made.
+ */
+export function linkTransports(file: string): string {
+  let seen: Record<string, { transport: string; forwardError?: string }>;
+  try {
+    seen = JSON.parse(readFileSync(file, "utf8")) as typeof seen;
+  } catch (e) {
+    return `link transport: unknown (${(e as Error).message})`;
+  }
+  const each = Object.values(seen).map((v) => `${v.transport}${v.forwardError ? ` (${v.forwardError})` : ""}`);
+  if (each.length === 0) return "link transport: unknown (no link was made)";
+  const kinds = [...new Set(each)];
+  return `link transport: ${
+    kinds.length === 1
+      ? `${kinds[0]} (all ${each.length})`
+      : Object.entries(seen)
+          .map(([l, v]) => `${l} ${v.transport}`)
+          .join(", ")
+  }; forward = ssh -L to the remote daemon's socket, bridge = daemon connect`;
+}

@@ -22,6 +22,7 @@ import {
   type Played,
   type Settle,
   type TraceLine,
+  linkTransports,
 } from "./_remote.js";
 import { clockTick, cpuSeconds, fmt, percentile, printFigure, rssOf, sizes, sleep, tempDir } from "./_util.js";
 
@@ -168,7 +169,7 @@ async function main(): Promise<void> {
         maxQueuedAgents: 200,
         machines: Object.fromEntries(machines.map((m) => [m.label, m.sshd.machine])),
       },
-      { BENCH_TRACE: localTrace },
+      { BENCH_TRACE: localTrace, BENCH_LINKS: join(dir, "links.json") },
     );
     const owner = await attachOwner(home);
     console.log(
@@ -256,6 +257,7 @@ async function main(): Promise<void> {
     );
     console.log(stageLine(`1 machine × ${PER}`, remoteStages(single, lt, rt)));
     console.log(stageLine(`${MACHINES} machines × ${PER}`, remoteStages(several, lt, rt)));
+    console.log(linkTransports(join(dir, "links.json")));
     for (const [what, s] of [
       ["several", several],
       ["single", single],

@@ -24,6 +24,7 @@ import {
   stopRemoteDaemon,
   type Played,
   type Settle,
+  linkTransports,
 } from "./_remote.js";
 import { percentile, printFigure, sizes, tempDir } from "./_util.js";
 
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
     daemon = await startDaemon(
       home,
       { maxParallelAgents: 200, maxQueuedAgents: 200, machines: { builder: sshd.machine } },
-      { BENCH_TRACE: localTrace },
+      { BENCH_TRACE: localTrace, BENCH_LINKS: join(dir, "links.json") },
     );
     const owner = await attachOwner(home);
     console.log(
@@ -96,6 +97,7 @@ async function main(): Promise<void> {
     const lt = readTrace(localTrace);
     console.log(stageLine(`local N=${N}`, localStages(local, lt)));
     console.log(stageLine(`remote N=${N}`, remoteStages(far, lt, readTrace(remoteTrace))));
+    console.log(linkTransports(join(dir, "links.json")));
     for (const [what, s] of [
       ["remote", far],
       ["local", local],
