@@ -1,5 +1,5 @@
 // A link's forward: once `daemon connect` has started the remote daemon and its hello named the daemon's socket, a
-// second ssh forwards a private Unix socket here to that socket (`ssh -N -L`), and the link talks over it. Every frame
+// second ssh forwards a private Unix socket here to that socket (`ssh -L`), and the link talks over it. Every frame
 // then crosses sshd and ssh only, not also a node bridge process per connection (docs/performance.md, issue 27).
 // A server that refuses forwarding (`AllowStreamLocalForwarding no`, `DisableForwarding yes`) leaves the link on the
 // bridge: the caller falls back.
@@ -49,7 +49,7 @@ export async function openForward(
   chmodSync(dir, 0o700); // the forward is the remote daemon for anyone who can connect to it: ours alone
   rmSync(local, { force: true }); // a file left by a crashed daemon of the same pid would look like ssh's
   const ssh = execa(o.sshBin ?? "ssh", sshForwardArgv(spec, local, remoteSocket, o.ssh), {
-    stdin: "ignore",
+    stdin: "pipe", // never written: the session's `cat` ends when ssh does (see sshForwardArgv)
     stdout: "ignore",
     stderr: "pipe",
     buffer: false,
@@ -81,8 +81,8 @@ export async function openForward(
   } catch (e) {
     return fail((e as Error).message);
   }
-  // The forwarded connection closing (the remote daemon went away) ends its ssh, which `-N` would keep up: the
-  // link waits for ssh's exit to report the drop.
+  // The forwarded connection closing (the remote daemon went away) ends its ssh, whose session would keep it up:
+  // the link waits for ssh's exit to report the drop.
   const stream = overSocket(socket, o.label, () => {
     if (ssh.exitCode === null && ssh.signalCode === null) ssh.kill("SIGTERM");
   });

@@ -1,5 +1,5 @@
 // A machine link over a forwarded socket, with real OpenSSH: `daemon connect` starts the second user's daemon and its
-// hello names the daemon's socket, then `ssh -N -L` forwards a private socket here to it and the link talks over that,
+// hello names the daemon's socket, then `ssh -L` forwards a private socket here to it and the link talks over that,
 // with no bridge process left on the machine. A server that refuses forwarding keeps the link on the bridge.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -29,19 +29,21 @@ function record(link: MachineLink) {
   return { ups, downs };
 }
 
-/** The command lines of the user's processes that are `daemon connect` bridges. */
-function bridgesOf(sshd: TestSshd): string[] {
+/** The command lines of the user's processes that match (`daemon connect` bridges, the forward's waiting `cat`). */
+function processesOf(sshd: TestSshd, re: RegExp): string[] {
   const out: string[] = [];
   for (const pid of sshd.userPids()) {
     try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-      if (/daemon connect/.test(cmd)) out.push(`${pid}: ${cmd}`);
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ").trim();
+      if (re.test(cmd)) out.push(`${pid}: ${cmd}`);
     } catch {
       // gone meanwhile
     }
   }
   return out;
 }
+const bridgesOf = (sshd: TestSshd) => processesOf(sshd, /daemon connect/);
+const waitingCats = (sshd: TestSshd) => processesOf(sshd, /^cat$/);
 
 function socketsIn(dir: string): string[] {
   try {
@@ -102,8 +104,10 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
     const socks = socketsIn(dir);
     assert.equal(socks.length, 1, `one forward socket: ${socks.join(", ")}`);
     assert.equal(statSync(join(dir, socks[0]!)).mode & 0o077, 0, "no access for group or others");
+    assert.equal(waitingCats(h.sshd).length, 1, "the forward's session waits there (it makes sshd set TCP_NODELAY)");
     await link.close();
     await waitFor("the forward socket removed", async () => socketsIn(dir).length === 0, 20_000);
+    await waitFor("the forward's session ended with it", async () => waitingCats(h.sshd).length === 0, 20_000);
   });
 
   test("the remote daemon SIGKILLed: the drop is reported, the reconnect restarts it and forwards again", async () => {
@@ -113,7 +117,7 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
     const before = await link.request<Status>("daemon.status");
     const forwardSsh = link.sshPid!;
     process.kill(before.pid, "SIGKILL");
-    // ssh -N outlives a closed forwarded connection; the link must end it to see the drop.
+    // The forward's ssh (its session only waits) outlives a closed forwarded connection; the link must end it.
     await waitFor("the drop", async () => ev.downs.length > 0, 30_000);
     assert.equal(ev.downs[0]!.error.code, "MACHINE_UNREACHABLE");
     await waitFor("the reconnect", async () => ev.ups.length >= 2, 60_000);

@@ -35,7 +35,7 @@ test("sshArgv: batch mode, strict host keys, the options, then -- and the target
   assert.throws(() => sshArgv({ ssh: "a@b" }, ["daemon; rm -rf /"]), /needs quoting/);
 });
 
-test("sshForwardArgv: the same options, no remote command, a socket forward that must come up, then -- and the target", () => {
+test("sshForwardArgv: the same options, a socket forward that must come up, then -- and the target and a waiting session", () => {
   const m = { ssh: "dev@builder", port: 2222, identity: "/k/id", knownHosts: "/k/kh", command: "dsh" };
   const argv = sshForwardArgv(m, "/h/links/b.sock", "/home/dev/.dsh/herdr/daemon.sock");
   const opts = argv.slice(0, argv.indexOf("--"));
@@ -46,12 +46,13 @@ test("sshForwardArgv: the same options, no remote command, a socket forward that
     "ExitOnForwardFailure=yes",
   ])
     assert.ok(opts.includes(o), o);
-  assert.ok(opts.includes("-N"), "no remote command");
   assert.deepEqual(opts.slice(opts.indexOf("-L"), opts.indexOf("-L") + 2), [
     "-L",
     "/h/links/b.sock:/home/dev/.dsh/herdr/daemon.sock",
   ]);
-  assert.deepEqual(argv.slice(argv.indexOf("--")), ["--", "dev@builder"], "nothing after the target");
+  // A session that only waits (`cat`), so sshd sets TCP_NODELAY on the connection; never the machine's command.
+  assert.deepEqual(argv.slice(argv.indexOf("--")), ["--", "dev@builder", "cat"]);
+  assert.ok(!opts.includes("-N"));
   // ssh splits -L at colons and paths must be absolute: anything else is refused, never passed on.
   for (const bad of ["rel/x.sock", "/a:b.sock", "/a b.sock", ""])
     assert.throws(() => sshForwardArgv(m, bad, "/r.sock"), /must be absolute/);
