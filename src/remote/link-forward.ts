@@ -3,7 +3,7 @@
 // then crosses sshd and ssh only, not also a node bridge process per connection (docs/performance.md, issue 27).
 // A server that refuses forwarding (`AllowStreamLocalForwarding no`, `DisableForwarding yes`) leaves the link on the
 // bridge: the caller falls back.
-import { chmodSync, existsSync, mkdirSync, rmSync, watch } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, watch } from "node:fs";
 import { createConnection, type Socket } from "node:net";
 import { basename, join } from "node:path";
 import { Duplex } from "node:stream";
@@ -47,6 +47,7 @@ export async function openForward(
     );
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700); // the forward is the remote daemon for anyone who can connect to it: ours alone
+  sweepOnce(dir);
   rmSync(local, { force: true }); // a file left by a crashed daemon of the same pid would look like ssh's
   const ssh = execa(o.sshBin ?? "ssh", sshForwardArgv(spec, local, remoteSocket, o.ssh), {
     stdin: "pipe", // never written: the session's `cat` ends when ssh does (see sshForwardArgv)
@@ -100,6 +101,19 @@ export async function openForward(
     stream.destroy();
     return fail(isDshError(e) && e.code === "TIMEOUT" ? "no hello over the forward in time" : (e as Error).message);
   }
+}
+
+const swept = new Set<string>();
+
+/**
+ * Sockets left in `dir` by an earlier daemon (killed before its ssh could be waited for): one daemon serves a home,
+ * so every socket not named with this process's pid is stale. Once per directory and process.
+ */
+function sweepOnce(dir: string): void {
+  if (swept.has(dir)) return;
+  swept.add(dir);
+  for (const name of readdirSync(dir))
+    if (name.endsWith(".sock") && !name.includes(`-${process.pid}-`)) rmSync(join(dir, name), { force: true });
 }
 
 /** The link's stream over the forwarded socket, with the same watch for oversized replies as the bridge's. */

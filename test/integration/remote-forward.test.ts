@@ -3,7 +3,7 @@
 // with no bridge process left on the machine. A server that refuses forwarding keeps the link on the bridge.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MachineLink, type LinkDown, type LinkUp } from "../../src/remote/link.js";
@@ -86,6 +86,9 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
   const h = harness({ userSuffix: "f" });
 
   test("talks to the remote daemon through a private forwarded socket, with no bridge process left there", async () => {
+    // A socket left by an earlier daemon of this home (another pid), killed before it could remove it.
+    mkdirSync(join(h.dir, "links"), { recursive: true, mode: 0o700 });
+    writeFileSync(join(h.dir, "links", "builder-999999999-1.sock"), "");
     const link = h.newLink().start();
     const up = await link.ready();
     assert.equal(up.transport, "forward", `the link stayed on the bridge: ${up.forwardError?.message}`);
@@ -102,7 +105,8 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
     const dir = join(h.dir, "links");
     assert.equal(statSync(dir).mode & 0o777, 0o700);
     const socks = socketsIn(dir);
-    assert.equal(socks.length, 1, `one forward socket: ${socks.join(", ")}`);
+    assert.equal(socks.length, 1, `one forward socket, the stale one swept: ${socks.join(", ")}`);
+    assert.match(socks[0]!, new RegExp(`-${process.pid}-\\d+\\.sock$`));
     assert.equal(statSync(join(dir, socks[0]!)).mode & 0o077, 0, "no access for group or others");
     assert.equal(waitingCats(h.sshd).length, 1, "the forward's session waits there (it makes sshd set TCP_NODELAY)");
     await link.close();
