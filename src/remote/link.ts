@@ -68,7 +68,7 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     return this._state === "up" ? this.current?.client : undefined;
   }
 
-  /** How the current connection's frames travel (tests and `machine list` read it). */
+  /** How the current connection's frames travel (tests and the remote benches read it). */
   get transport(): Attempt["transport"] | undefined {
     return this.current?.transport;
   }
