@@ -36,7 +36,13 @@ const SCRIPT: Script = {
   conversations: [
     { name: "cost", match: "MARK-COST", steps: steps("cost") },
     { name: "tokens", match: "MARK-TOKENS", steps: steps("tokens") },
-    { name: "turns", match: "MARK-TURNS", steps: steps("turns") },
+    // A turn cap of 1 is reached by the first message: the second is slow, so the stop lands while it is asked for
+    // (a fast second turn could be in the session before the daemon read the first: "2 spent", a CI run showed it).
+    {
+      name: "turns",
+      match: "MARK-TURNS",
+      steps: [write("turns-a.txt"), write("turns-b.txt", { delayMs: 3000 }), ...steps("turns").slice(2)],
+    },
     { name: "quick", match: "MARK-QUICK", steps: [{ text: "ok" }] },
   ],
 };
