@@ -7,12 +7,10 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, watch } from "no
 import { createConnection, type Socket } from "node:net";
 import { basename, join } from "node:path";
 import { Duplex } from "node:stream";
-import { execa, type ResultPromise } from "execa";
 import { clientOver } from "../client/index.js";
 import { DshError, isDshError } from "../core/errors.js";
 import { isForwardableSocketPath, sshErrorLine, sshForwardArgv, type MachineSpec } from "../core/machines.js";
-import { STDERR_CAP } from "./link-errors.js";
-import { OversizedReplies, type Attempt } from "./link-ssh.js";
+import { OversizedReplies, startSsh, type Attempt } from "./link-ssh.js";
 import type { LinkOptions } from "./link-types.js";
 
 /** A Unix socket path's limit (sun_path is 108 bytes with its NUL; some systems allow 104). */
@@ -49,29 +47,17 @@ export async function openForward(
   chmodSync(dir, 0o700); // the forward is the remote daemon for anyone who can connect to it: ours alone
   sweepOnce(dir);
   rmSync(local, { force: true }); // a file left by a crashed daemon of the same pid would look like ssh's
-  const ssh = execa(o.sshBin ?? "ssh", sshForwardArgv(spec, local, remoteSocket, o.ssh), {
-    stdin: "pipe", // never written: the session's `cat` ends when ssh does (see sshForwardArgv)
-    stdout: "ignore",
-    stderr: "pipe",
-    buffer: false,
-    reject: false,
-    env: o.env ?? process.env,
-    extendEnv: false,
-  });
-  let stderr = "";
-  ssh.stderr!.on("data", (c: Buffer) => {
-    if (stderr.length < STDERR_CAP) stderr += c.toString("utf8");
-  });
-  const exited = ssh.then((r) => r);
+  // stdin is never written: the session's `cat` ends when ssh does (see sshForwardArgv).
+  const { ssh, stderr, exited } = startSsh(o, sshForwardArgv(spec, local, remoteSocket, o.ssh), "ignore");
   void exited.then(() => rmSync(local, { force: true }));
   const fail = async (why: string): Promise<never> => {
     if (ssh.exitCode === null && ssh.signalCode === null) ssh.kill("SIGTERM");
     await exited;
-    const line = sshErrorLine(stderr);
+    const line = sshErrorLine(stderr());
     throw new DshError(
       "FORWARD_FAILED",
       `the forward to ${remoteSocket} on machine ${o.label} failed: ${line ?? why}; the link uses \`daemon connect\` instead`,
-      { label: o.label, refused: forwardRefused(stderr), ...(line !== undefined ? { sshError: line } : {}) },
+      { label: o.label, refused: forwardRefused(stderr()), ...(line !== undefined ? { sshError: line } : {}) },
     );
   };
 
@@ -96,7 +82,7 @@ export async function openForward(
       timeoutMs: Math.min(o.helloTimeoutMs ?? 60_000, FORWARD_HELLO_MS),
       pushes: {},
     });
-    return { client, ssh, stderr: () => stderr, transport: "forward" };
+    return { client, ssh, stderr, transport: "forward" };
   } catch (e) {
     stream.destroy();
     return fail(isDshError(e) && e.code === "TIMEOUT" ? "no hello over the forward in time" : (e as Error).message);

@@ -21,21 +21,7 @@ export interface Attempt {
 /** Ask `ssh` to run one connection's worth of `daemon connect`; resolves once the remote daemon said hello. */
 export async function openAttempt(o: LinkOptions): Promise<Attempt> {
   const spec = resolveSpec(o.machine, o.env ?? process.env);
-  const ssh = execa(o.sshBin ?? "ssh", sshArgv(spec, ["daemon", "connect"], o.ssh), {
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "pipe",
-    buffer: false,
-    reject: false,
-    env: o.env ?? process.env,
-    extendEnv: false,
-  });
-  let stderr = "";
-  ssh.stderr!.on("data", (c: Buffer) => {
-    if (stderr.length < STDERR_CAP) stderr += c.toString("utf8");
-  });
-  // Resolves once ssh exited and its pipes are drained (so stderr is whole).
-  const exited = ssh.then((r) => r);
+  const { ssh, stderr, exited } = startSsh(o, sshArgv(spec, ["daemon", "connect"], o.ssh), "pipe");
   ssh.stdin!.on("error", () => undefined); // EPIPE after ssh died: the exit handler reports it
   const stream = new Duplex({
     read() {},
@@ -68,18 +54,42 @@ export async function openAttempt(o: LinkOptions): Promise<Attempt> {
       timeoutMs: o.helloTimeoutMs ?? 60_000,
       pushes: {},
     });
-    return { client, ssh, stderr: () => stderr, transport: "bridge" };
+    return { client, ssh, stderr, transport: "bridge" };
   } catch (e) {
     stream.destroy();
     const r = await exited;
     throw unreachable(
       o.label,
       spec,
-      stderr,
+      stderr(),
       r.exitCode,
       isDshError(e) && e.code === "TIMEOUT" ? "no hello from the remote daemon in time" : undefined,
     );
   }
+}
+
+/** One ssh process of a link, with what it printed on stderr kept (capped) for the error that names its failure. */
+export function startSsh(
+  o: Pick<LinkOptions, "sshBin" | "env">,
+  argv: string[],
+  stdout: "pipe" | "ignore",
+): { ssh: ResultPromise; stderr(): string; exited: Promise<Awaited<ResultPromise>> } {
+  const ssh = execa(o.sshBin ?? "ssh", argv, {
+    stdin: "pipe",
+    stdout,
+    stderr: "pipe",
+    buffer: false,
+    reject: false,
+    env: o.env ?? process.env,
+    extendEnv: false,
+  });
+  let stderr = "";
+  ssh.stderr!.on("data", (c: Buffer) => {
+    if (stderr.length < STDERR_CAP) stderr += c.toString("utf8");
+  });
+  // Resolves once ssh exited and its pipes are drained (so stderr is whole).
+  const exited = ssh.then((r) => r);
+  return { ssh, stderr: () => stderr, exited };
 }
 
 /**

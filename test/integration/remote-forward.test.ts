@@ -6,27 +6,19 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MachineLink, type LinkDown, type LinkUp } from "../../src/remote/link.js";
+import { MachineLink } from "../../src/remote/link.js";
 import { sshdUnavailable, startSshd, uidOf, type TestSshd } from "../helpers/sshd.js";
+import { linkEvents } from "../helpers/link-events.js";
 import { waitFor } from "../helpers/tmux.js";
+import { packageVersion } from "../../src/cli/version.js";
 
 const skip = sshdUnavailable();
-const version = (
-  JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "..", "package.json"), "utf8")) as { version: string }
-).version;
+const version = packageVersion();
 
 interface Status {
   pid: number;
   home: string;
   socketPath: string;
-}
-
-function record(link: MachineLink) {
-  const ups: LinkUp[] = [];
-  const downs: LinkDown[] = [];
-  link.on("up", (u) => ups.push(u));
-  link.on("down", (d) => downs.push(d));
-  return { ups, downs };
 }
 
 /** The command lines of the user's processes that match (`daemon connect` bridges, the forward's waiting `cat`). */
@@ -116,7 +108,7 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
 
   test("the remote daemon SIGKILLed: the drop is reported, the reconnect restarts it and forwards again", async () => {
     const link = h.newLink().start();
-    const ev = record(link);
+    const ev = linkEvents(link);
     await link.ready();
     const before = await link.request<Status>("daemon.status");
     const forwardSsh = link.sshPid!;
@@ -136,7 +128,7 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
 
   test("killing the forward's ssh drops the link; it reconnects to the same daemon", async () => {
     const link = h.newLink().start();
-    const ev = record(link);
+    const ev = linkEvents(link);
     const first = await link.ready();
     const before = await link.request<Status>("daemon.status");
     process.kill(first.sshPid!, "SIGKILL");
@@ -158,7 +150,7 @@ describe("machine link to a server that refuses forwarding", { skip, timeout: 24
 
   test("stays on the bridge, says why with ssh's line, and does not ask again when it reconnects", async () => {
     const link = h.newLink().start();
-    const ev = record(link);
+    const ev = linkEvents(link);
     const up = await link.ready();
     assert.equal(up.transport, "bridge");
     assert.equal(up.forwardError?.code, "FORWARD_FAILED");

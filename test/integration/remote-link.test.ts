@@ -6,14 +6,14 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isDshError, type DshError } from "../../src/core/errors.js";
-import { connectMachine, MachineLink, type LinkDown, type LinkUp } from "../../src/remote/link.js";
+import { connectMachine, MachineLink } from "../../src/remote/link.js";
 import { freePort, sshdUnavailable, startSshd, uidOf, type TestSshd } from "../helpers/sshd.js";
+import { linkEvents } from "../helpers/link-events.js";
 import { waitFor } from "../helpers/tmux.js";
+import { packageVersion } from "../../src/cli/version.js";
 
 const skip = sshdUnavailable();
-const version = (
-  JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "..", "package.json"), "utf8")) as { version: string }
-).version;
+const version = packageVersion();
 
 interface Status {
   pid: number;
@@ -23,15 +23,6 @@ interface Status {
 }
 
 const alive = (pid: number) => uidOf(pid) !== undefined;
-
-/** Collects a link's events so a test can wait for "the next up after now". */
-function record(link: MachineLink) {
-  const ups: LinkUp[] = [];
-  const downs: LinkDown[] = [];
-  link.on("up", (u) => ups.push(u));
-  link.on("down", (d) => downs.push(d));
-  return { ups, downs };
-}
 
 describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
   let sshd: TestSshd;
@@ -87,7 +78,7 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
 
   test("killing the ssh process drops the link; it reconnects to the same daemon", async () => {
     const link = newLink().start();
-    const ev = record(link);
+    const ev = linkEvents(link);
     const first = await link.ready();
     const before = await link.request<Status>("daemon.status");
     assert.ok(first.sshPid !== undefined);
@@ -104,7 +95,7 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
 
   test("the remote daemon SIGKILLed: the link's reconnect restarts it through daemon connect", async () => {
     const link = newLink().start();
-    const ev = record(link);
+    const ev = linkEvents(link);
     await link.ready();
     const before = await link.request<Status>("daemon.status");
     process.kill(before.pid, "SIGKILL");
@@ -137,7 +128,7 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
       backoff: { baseMs: 50, maxMs: 400, factor: 2 },
       random: () => 0.999,
     });
-    const ev = record(link);
+    const ev = linkEvents(link);
     link.start();
     await assert.rejects(link.ready(), (e: DshError) => e.code === "MACHINE_UNREACHABLE");
     await waitFor("three failed attempts", async () => ev.downs.length >= 3, 30_000);
