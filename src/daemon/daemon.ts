@@ -1,4 +1,6 @@
 // The daemon process: lock, config, store, socket server, supervisor, start-up reconciliation, graceful stop.
+import { useGitLauncher } from "../git/launcher.js";
+import { gitEnv } from "../git/run.js";
 import { join } from "node:path";
 import type { Clock } from "../core/clock.js";
 import { DshError } from "../core/errors.js";
@@ -82,6 +84,8 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     throw e;
   }
   const store = await TaskStore.open(home);
+  // git runs from a launcher shell while the daemon runs (src/git/launcher.ts: node's fork held the event loop).
+  const releaseGitLauncher = useGitLauncher(() => gitEnv());
   // Inert unless DSH_HERDR_CRASH_AT is set (crash tests only; see crash-hook.ts).
   const crashHook = crashHookFromEnv();
   if (crashHook) {
@@ -220,6 +224,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       }
       await notify.idle(); // its records go through the commit log
       await store.close();
+      await releaseGitLauncher();
       await lock.release();
       log.info({}, "daemon stopped");
       logDest.close();

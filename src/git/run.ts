@@ -4,6 +4,7 @@ import { execFile, spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
+import { isLauncherLost, launchGit } from "./launcher.js";
 
 // Variables that would redirect git away from the cwd's repo, or change its output format.
 const STRIPPED = [
@@ -38,18 +39,73 @@ export function gitEnv(extra: Record<string, string> = {}): Record<string, strin
  * has not come yet, so on a loaded machine a probe could read "" and a fresh repo looked like no repo (NOT_A_REPO).
  */
 export function git(cwd: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
+  return runGit(cwd, args, extraEnv).then(({ code, stdout, stderr, spawnError }) => {
+    if (code === 0) return stdout;
+    const why = (stderr.trim() || spawnError || `exit ${code}`).trim();
+    throw dubiousOwnership(why) ?? new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${why}`);
+  });
+}
+
+/**
+ * One git call, buffered: through the daemon's launcher shell when one runs (launcher.ts: node's own spawn holds the
+ * event loop for the whole fork), else with execFile. A code of null is a spawn error (git missing, a bad cwd).
+ */
+function runGit(
+  cwd: string,
+  args: string[],
+  extraEnv: Record<string, string>,
+  stdinPath?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string; spawnError?: string }> {
+  const full = [...CONFIG_ARGS, ...args];
+  const env = gitEnv(extraEnv);
+  const launched = launchGit({
+    cwd,
+    args: full,
+    env,
+    ...(stdinPath !== undefined ? { stdinPath } : {}),
+    maxStdoutBytes: MAX_OUTPUT_BYTES,
+  });
+  if (launched) return launched;
+  if (stdinPath !== undefined) return spawnWithStdin(cwd, full, env, stdinPath);
+  return new Promise((resolve) => {
     execFile(
       "git",
-      [...CONFIG_ARGS, ...args],
-      { cwd, env: gitEnv(extraEnv), encoding: "utf8", maxBuffer: MAX_OUTPUT_BYTES, windowsHide: true },
+      full,
+      { cwd, env, encoding: "utf8", maxBuffer: MAX_OUTPUT_BYTES, windowsHide: true },
       (err, stdout, stderr) => {
-        if (err === null) return resolve(stdout);
-        const why = (stderr.trim() || err.message).trim();
-        reject(dubiousOwnership(why) ?? new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${why}`));
+        if (err === null) return resolve({ code: 0, stdout, stderr });
+        const code = (err as { code?: unknown }).code;
+        resolve(
+          typeof code === "number" ? { code, stdout, stderr } : { code: null, stdout, stderr, spawnError: err.message },
+        );
       },
     );
   });
+}
+
+/** git with a file as its stdin and node's own spawn (no launcher). */
+async function spawnWithStdin(
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+  stdinPath: string,
+): Promise<{ code: number | null; stdout: string; stderr: string; spawnError?: string }> {
+  const fh = await open(stdinPath, "r");
+  try {
+    return await new Promise((resolve) => {
+      const child = spawn("git", args, { cwd, env, stdio: [fh.fd, "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+      child.once("error", (e) => resolve({ code: null, stdout, stderr, spawnError: e.message }));
+      child.once("close", (code) =>
+        resolve(code === null ? { code, stdout, stderr, spawnError: "killed by a signal" } : { code, stdout, stderr }),
+      );
+    });
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Output of one git() call held in memory (status, ls-files of a big repo); diffs stream to a file instead. */
@@ -88,7 +144,7 @@ export async function gitProbe(cwd: string, args: string[]): Promise<string | un
   try {
     return await git(cwd, args);
   } catch (e) {
-    if (isDubiousOwnership(e)) throw e;
+    if (isDubiousOwnership(e) || isLauncherLost(e)) throw e;
     return undefined;
   }
 }
@@ -101,7 +157,8 @@ export async function gitMaybe(
 ): Promise<string | undefined> {
   try {
     return await git(cwd, args, extraEnv);
-  } catch {
+  } catch (e) {
+    if (isLauncherLost(e)) throw e; // not git's answer: the command may not have run
     return undefined;
   }
 }
@@ -114,10 +171,8 @@ export function splitZ(out: string): string[] {
 }
 
 /** Whether `git <args>` exits 0 (probes such as --is-ancestor, whose answer is the exit code). */
-export function gitSucceeds(cwd: string, args: string[]): Promise<boolean> {
-  return new Promise((resolve) => {
-    execFile("git", [...CONFIG_ARGS, ...args], { cwd, env: gitEnv() }, (err) => resolve(err === null));
-  });
+export async function gitSucceeds(cwd: string, args: string[]): Promise<boolean> {
+  return (await runGit(cwd, args, {})).code === 0;
 }
 
 /** Run git with a file as its stdin; GIT_FAILED with stderr on a non-zero exit. */
@@ -127,47 +182,21 @@ export async function gitStdinFile(
   stdinPath: string,
   extraEnv: Record<string, string> = {},
 ): Promise<void> {
-  const fh = await open(stdinPath, "r");
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn("git", [...CONFIG_ARGS, ...args], {
-        cwd,
-        env: gitEnv(extraEnv),
-        stdio: [fh.fd, "ignore", "pipe"],
-      });
-      let stderr = "";
-      child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.once("error", reject);
-      child.once("close", (code) =>
-        code === 0
-          ? resolve()
-          : reject(
-              new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd} (exit ${code}): ${stderr.trim()}`),
-            ),
-      );
-    });
-  } finally {
-    await fh.close();
-  }
+  const r = await runGit(cwd, args, extraEnv, stdinPath);
+  if (r.code !== 0)
+    throw new DshError(
+      "GIT_FAILED",
+      `git ${args.join(" ")} failed in ${cwd} (${r.code === null ? r.spawnError : `exit ${r.code}`}): ${r.stderr.trim()}`,
+    );
 }
 
 /** `git <args>` whose exit code is part of the answer (merge-tree: 1 = conflicts): code, stdout and stderr. */
-export function gitExit(
+export async function gitExit(
   cwd: string,
   args: string[],
   extraEnv: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      "git",
-      [...CONFIG_ARGS, ...args],
-      { cwd, env: gitEnv(extraEnv), encoding: "utf8", maxBuffer: MAX_OUTPUT_BYTES, windowsHide: true },
-      (err, stdout, stderr) => {
-        if (err === null) return resolve({ code: 0, stdout, stderr });
-        const code = (err as { code?: unknown }).code;
-        if (typeof code === "number") return resolve({ code, stdout, stderr });
-        reject(new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${err.message}`));
-      },
-    );
-  });
+  const r = await runGit(cwd, args, extraEnv);
+  if (r.code === null) throw new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd}: ${r.spawnError}`);
+  return { code: r.code, stdout: r.stdout, stderr: r.stderr };
 }

@@ -1,0 +1,219 @@
+// Git processes started by one long-lived /bin/sh beside the daemon instead of by node itself.
+//
+// Why: node's spawn forks the whole daemon and then waits, on the event loop, until the child has exec'd. On a
+// 2-CPU VM that held the daemon's loop 5-9 ms per git process (docs/performance.md), and a settle in a repository
+// runs git to harvest its diff: a burst of settles queued every owner push, socket reply and file event behind those
+// forks. A small shell forks in well under a millisecond, and its forks do not touch the daemon's memory.
+//
+// The protocol: each command is a script file in a private directory; its id goes down the shell's stdin; the shell
+// runs it in the background with stdout and stderr to files and writes back "<id> <exit code>". Files, not quoted
+// lines on the pipe, so arguments with newlines need no escaping scheme of their own.
+//
+// Only the daemon uses it (useGitLauncher, counted per daemon in the process); a CLI command keeps node's spawn, so
+// it leaves no shell behind it to reap.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { DshError } from "../core/errors.js";
+
+export interface LaunchRequest {
+  cwd: string;
+  /** git's arguments (without "git"). */
+  args: string[];
+  /** The whole environment git gets. */
+  env: Record<string, string>;
+  /** A file for git's stdin (else /dev/null). */
+  stdinPath?: string;
+  /** Over this many stdout bytes the command fails, as execFile's maxBuffer. */
+  maxStdoutBytes: number;
+}
+
+export interface LaunchResult {
+  /** null: git did not start (its cwd could not be entered, or no git on PATH); `spawnError` says why. */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  spawnError?: string;
+}
+
+/** The script's exit code when it could not enter the cwd; 127 is sh's own for a command not found. */
+const NOT_STARTED = 201;
+
+/**
+ * Every command runs in a background subshell, and its script in a subshell of that (which `exec`s git), so the
+ * exit code is written back whatever the script does. EOF on stdin (the daemon closed it, or died) ends the loop;
+ * the shell waits for what still runs and removes the directory.
+ */
+const LOOP =
+  'while IFS= read -r id; do ( ( . "$0/$id.sh" ) >"$0/$id.out" 2>"$0/$id.err" </dev/null; echo "$id $?" ) & done; wait; rm -rf "$0"';
+
+const SH_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A word for sh: single-quoted, with each ' written as '\'' (the only character single quotes cannot hold). */
+export function shQuote(s: string): string {
+  return `'${s.replace(/'/g, "'\\''")}'`;
+}
+
+class Launcher {
+  private readonly dir = mkdtempSync(join(tmpdir(), "dsh-herdr-git-"));
+  private readonly sh: ChildProcess;
+  private readonly base: Record<string, string>;
+  private readonly pending = new Map<string, { resolve(r: LaunchResult): void; reject(e: Error): void; max: number }>();
+  private seq = 0;
+  exited = false;
+  private readonly gone: Promise<void>;
+
+  constructor(env: Record<string, string>) {
+    this.base = { ...env };
+    this.sh = spawn("/bin/sh", ["-c", LOOP, this.dir], { env: this.base, stdio: ["pipe", "pipe", "ignore"] });
+    this.sh.stdin!.on("error", () => undefined); // EPIPE once the shell died: its exit handler answers the pending
+    createInterface({ input: this.sh.stdout! }).on("line", (line) => this.done(line));
+    this.gone = new Promise((resolve) => {
+      const end = () => {
+        if (this.exited) return;
+        this.exited = true;
+        const why = new DshError(
+          "GIT_FAILED",
+          `the shell that starts git for the daemon (/bin/sh, pid ${this.sh.pid ?? "none"}) exited; the git command may not have run; run it again`,
+          { reason: "launcher_lost" },
+        );
+        for (const p of this.pending.values()) p.reject(why);
+        this.pending.clear();
+        try {
+          rmSync(this.dir, { recursive: true, force: true, maxRetries: 3 });
+        } catch {
+          // a command the killed shell left running still writes there; the OS's tmp cleanup takes what remains
+        }
+        resolve();
+      };
+      this.sh.once("exit", end);
+      this.sh.once("error", end);
+    });
+    this.idle();
+  }
+
+  /** The env as lines that turn the shell's environment into `env`; undefined when sh cannot say it. */
+  private envScript(env: Record<string, string>): string | undefined {
+    const lines: string[] = [];
+    for (const [k, v] of Object.entries(env)) {
+      if (this.base[k] === v) continue;
+      if (!SH_NAME.test(k)) return undefined;
+      lines.push(`export ${k}=${shQuote(v)}`);
+    }
+    for (const k of Object.keys(this.base)) {
+      if (k in env) continue;
+      if (!SH_NAME.test(k)) return undefined;
+      lines.push(`unset ${k}`);
+    }
+    return lines.join("\n");
+  }
+
+  /** undefined when this request needs node's own spawn (an environment sh cannot express). */
+  run(req: LaunchRequest): Promise<LaunchResult> | undefined {
+    const env = this.envScript(req.env);
+    if (env === undefined) return undefined;
+    const id = String(++this.seq);
+    const stdin = req.stdinPath !== undefined ? ` <${shQuote(req.stdinPath)}` : "";
+    // `cd` failing prints sh's own words ("can't cd to ...") and the command does not run.
+    const script = `cd -- ${shQuote(req.cwd)} || exit ${NOT_STARTED}\n${env}\nexec git ${req.args.map(shQuote).join(" ")}${stdin}\n`;
+    writeFileSync(join(this.dir, `${id}.sh`), script);
+    const answer = new Promise<LaunchResult>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, max: req.maxStdoutBytes });
+    });
+    if (this.pending.size === 1) this.busy();
+    this.sh.stdin!.write(`${id}\n`);
+    return answer;
+  }
+
+  private done(line: string): void {
+    const [id = "", code = ""] = line.split(" ");
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.idle();
+    const file = (ext: string) => join(this.dir, `${id}.${ext}`);
+    try {
+      const size = statSync(file("out")).size;
+      const stderr = readFileSync(file("err"), "utf8");
+      if (size > p.max)
+        p.reject(new DshError("GIT_FAILED", `git printed ${size} bytes, over the ${p.max}-byte limit of one call`));
+      else if (Number(code) === NOT_STARTED || Number(code) === 127)
+        p.resolve({ code: null, stdout: "", stderr, spawnError: stderr.trim() || `exit ${code}` });
+      else p.resolve({ code: Number(code), stdout: readFileSync(file("out"), "utf8"), stderr });
+    } catch (e) {
+      p.reject(new DshError("GIT_FAILED", `git's output could not be read from ${this.dir}: ${(e as Error).message}`));
+    } finally {
+      for (const ext of ["sh", "out", "err"]) {
+        try {
+          unlinkSync(file(ext));
+        } catch {
+          // already gone
+        }
+      }
+    }
+  }
+
+  // Commands in flight keep the process alive; an idle shell does not.
+  private busy(): void {
+    (this.sh.stdout as unknown as { ref?(): void }).ref?.();
+    this.sh.ref();
+  }
+
+  private idle(): void {
+    (this.sh.stdout as unknown as { unref?(): void }).unref?.();
+    (this.sh.stdin as unknown as { unref?(): void }).unref?.();
+    this.sh.unref();
+  }
+
+  get pid(): number | undefined {
+    return this.sh.pid;
+  }
+
+  /** End the loop (the shell finishes what runs, then exits) and wait until it has. */
+  async close(): Promise<void> {
+    this.sh.ref(); // the process waits for the exit (and reaps the shell)
+    this.sh.stdin!.end();
+    await this.gone;
+  }
+}
+
+let users = 0;
+let current: Launcher | undefined;
+let baseEnv: (() => Record<string, string>) | undefined;
+
+/**
+ * From now until the returned release, git commands of this process start from the shell (a daemon calls it at
+ * start and releases at stop). `env` gives the environment the shell starts with (git's usual one).
+ */
+export function useGitLauncher(env: () => Record<string, string>): () => Promise<void> {
+  users++;
+  baseEnv = env;
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    if (--users > 0) return;
+    const l = current;
+    current = undefined;
+    await l?.close();
+  };
+}
+
+/** Run git through the shell when a daemon asked for it; undefined: run it with node's spawn. */
+export function launchGit(req: LaunchRequest): Promise<LaunchResult> | undefined {
+  if (users === 0 || !baseEnv) return undefined;
+  if (!current || current.exited) current = new Launcher(baseEnv());
+  return current.run(req);
+}
+
+/** The launcher's shell went away with the command in flight: no answer from git, so never read as "no". */
+export function isLauncherLost(e: unknown): boolean {
+  return e instanceof DshError && e.details?.["reason"] === "launcher_lost";
+}
+
+/** The shell's pid (tests). */
+export function gitLauncherPid(): number | undefined {
+  return current && !current.exited ? current.pid : undefined;
+}

@@ -1,0 +1,163 @@
+// The daemon's git launcher (src/git/launcher.ts): git started by one /bin/sh beside the process, not forked by node,
+// with the same answers as node's own spawn: output, exit codes, stdin, environment, awkward arguments, and a loud
+// failure when the shell goes away with a command in flight.
+import { after, afterEach, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { isDshError } from "../../src/core/errors.js";
+import { gitLauncherPid, isLauncherLost, useGitLauncher } from "../../src/git/launcher.js";
+import { git, gitEnv, gitExit, gitMaybe, gitStdinFile, gitSucceeds, splitZ } from "../../src/git/run.js";
+import { harvestDiff } from "../../src/git/diff.js";
+import { makeRepo, write } from "../helpers/git.js";
+import { until } from "../helpers/wait.js";
+
+/** The parent pid of a process, from /proc. */
+function ppidOf(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
+}
+
+/** git's parent and grandparent, read by a git alias while git runs (its shell's $PPID is git). */
+async function gitAncestry(cwd: string): Promise<{ parent: number; grandparent: number }> {
+  const alias = "!p=$(cut -d' ' -f4 /proc/$PPID/stat); echo $p $(cut -d' ' -f4 /proc/$p/stat)";
+  const [parent, grandparent] = (await git(cwd, ["-c", `alias.ancestry=${alias}`, "ancestry"])).trim().split(" ");
+  return { parent: Number(parent), grandparent: Number(grandparent) };
+}
+
+const alive = (pid: number) => {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.startsWith("Z");
+  } catch {
+    return false;
+  }
+};
+
+describe("git launcher", () => {
+  const repo = makeRepo({ "README.md": "hello\n" });
+  const releases: (() => Promise<void>)[] = [];
+  const use = () => {
+    const r = useGitLauncher(() => gitEnv());
+    releases.push(r);
+    return r;
+  };
+  afterEach(async () => {
+    for (const r of releases.splice(0)) await r();
+  });
+  after(() => repo.cleanup());
+
+  test("git is started by the launcher's shell, not forked by this process", async () => {
+    // Without a launcher: git's parent is this process.
+    assert.equal((await gitAncestry(repo.dir)).parent, process.pid);
+    use();
+    const { parent, grandparent } = await gitAncestry(repo.dir);
+    assert.notEqual(parent, process.pid, "git forked by node");
+    const sh = gitLauncherPid()!;
+    // git's parent is the command's subshell, whose parent is the launcher's shell, whose parent is this process.
+    assert.equal(grandparent, sh);
+    assert.equal(ppidOf(sh), process.pid);
+  });
+
+  test("the same answers as node's spawn: stdout, exit codes, stderr, stdin, awkward arguments", async () => {
+    const awkward = 'it\'s a "file" with\nnewline $HOME `x` \\ é.txt';
+    write(repo.dir, awkward, "content\n");
+    const direct = {
+      top: await git(repo.dir, ["rev-parse", "--show-toplevel"]),
+      others: await git(repo.dir, ["ls-files", "-z", "--others"]),
+      missing: await gitExit(repo.dir, ["cat-file", "-e", "0000000000000000000000000000000000000001"]),
+      bad: await git(repo.dir, ["no-such-command"]).catch((e: Error) => e.message),
+    };
+    use();
+    assert.equal(await git(repo.dir, ["rev-parse", "--show-toplevel"]), direct.top);
+    const others = await git(repo.dir, ["ls-files", "-z", "--others"]);
+    assert.equal(others, direct.others);
+    assert.deepEqual(splitZ(others), [awkward]);
+    const missing = await gitExit(repo.dir, ["cat-file", "-e", "0000000000000000000000000000000000000001"]);
+    assert.equal(missing.code, direct.missing.code);
+    assert.notEqual(missing.code, 0);
+    assert.equal(await git(repo.dir, ["no-such-command"]).catch((e: Error) => e.message), direct.bad);
+    assert.equal(await gitSucceeds(repo.dir, ["rev-parse", "--verify", "-q", "HEAD"]), true);
+    assert.equal(await gitSucceeds(repo.dir, ["rev-parse", "--verify", "-q", "nope"]), false);
+    assert.equal(await gitMaybe(repo.dir, ["rev-parse", "--verify", "nope"]), undefined);
+    // stdin from a file: hash-object reads it.
+    const input = join(repo.base, "stdin.txt");
+    writeFileSync(input, "from stdin\n");
+    await gitStdinFile(repo.dir, ["hash-object", "-w", "--stdin"], input);
+    // hash-object of the path names the id without writing it: the object is there only if stdin reached git.
+    const id = (await git(repo.dir, ["hash-object", input])).trim();
+    assert.equal(await git(repo.dir, ["cat-file", "-p", id]), "from stdin\n");
+  });
+
+  test("each call's environment is the one git gets: extras set, variables removed from the process unset", async () => {
+    use();
+    const ident = (extra: Record<string, string> = {}) =>
+      git(repo.dir, ["var", "GIT_AUTHOR_IDENT"], { GIT_AUTHOR_DATE: "1700000000 +0000", ...extra });
+    assert.match(await ident({ GIT_AUTHOR_NAME: "Ada O'Neil" }), /^Ada O'Neil </);
+    process.env.GIT_AUTHOR_NAME = "Set Later";
+    try {
+      assert.match(await ident(), /^Set Later </);
+    } finally {
+      delete process.env.GIT_AUTHOR_NAME;
+    }
+    // The launcher started before the variable existed and after it went: git must not see it now.
+    assert.doesNotMatch(await ident(), /^Set Later </);
+  });
+
+  test("a cwd that is not there fails by name, as node's spawn does", async () => {
+    use();
+    await assert.rejects(git(join(repo.base, "gone"), ["status"]), (e: unknown) => {
+      assert.ok(isDshError(e) && e.code === "GIT_FAILED", String(e));
+      assert.match((e as Error).message, /gone/);
+      return true;
+    });
+  });
+
+  test("the shell killed with a command in flight: that command fails loudly (never a probe's 'no'), the next works", async () => {
+    use();
+    await git(repo.dir, ["status"]);
+    const sh = gitLauncherPid()!;
+    const slow = gitMaybe(repo.dir, ["-c", "alias.nap=!sleep 2", "nap"]);
+    await until(
+      "the command's subshell under the launcher",
+      () => {
+        try {
+          return readFileSync(`/proc/${sh}/task/${sh}/children`, "utf8").trim() !== "";
+        } catch {
+          return false;
+        }
+      },
+      5000,
+      10,
+    );
+    process.kill(sh, "SIGKILL");
+    await assert.rejects(slow, (e: unknown) => {
+      assert.ok(isLauncherLost(e), String(e));
+      assert.match((e as Error).message, /may not have run/);
+      return true;
+    });
+    assert.equal((await git(repo.dir, ["rev-parse", "--is-inside-work-tree"])).trim(), "true");
+    assert.notEqual(gitLauncherPid(), sh);
+  });
+
+  test("the last release ends the shell and removes its directory; a harvest through it matches one without", async () => {
+    write(repo.dir, "README.md", "changed\n");
+    const head = (await git(repo.dir, ["rev-parse", "HEAD"])).trim();
+    const harvest = (name: string) =>
+      harvestDiff({ cwd: repo.dir, baselineHead: head, patchPath: join(repo.base, `${name}.patch`) });
+    const before = await harvest("direct");
+    const release = use();
+    const second = use();
+    const through = await harvest("launched");
+    assert.deepEqual({ ...through, patchPath: "" }, { ...before, patchPath: "" });
+    assert.equal(readFileSync(through.patchPath, "utf8"), readFileSync(before.patchPath, "utf8"));
+    const sh = gitLauncherPid()!;
+    const dir = readFileSync(`/proc/${sh}/cmdline`, "utf8").split("\0").filter(Boolean).pop()!;
+    assert.match(dir, /dsh-herdr-git-/);
+    assert.ok(existsSync(dir));
+    await release();
+    assert.ok(alive(sh), "one user left: the shell stays");
+    await second();
+    assert.equal(alive(sh), false, "no user left: the shell has exited and been reaped");
+    assert.equal(gitLauncherPid(), undefined);
+    assert.equal(existsSync(dir), false, "its directory removed");
+  });
+});
