@@ -154,11 +154,45 @@ const EMPTY_BLOB: Record<string, string> = {
   sha256: "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
 };
 
-/** The repo's top level, the user's index file and the empty blob id, in one git call. */
-async function locate(cwd: string): Promise<{ root: string; userIndex: string; emptyBlob: string }> {
+interface Located {
+  root: string;
+  userIndex: string;
+  emptyBlob: string;
+}
+
+/** Where each cwd's repo was found, with its git dir's identity then (a repo made again under the path has another). */
+const located = new Map<string, { at: Located; gitDir: string }>();
+/** Enough for every live task's workdir; the oldest is dropped first. */
+const LOCATED_MAX = 1024;
+
+/**
+ * The repo's top level, the user's index file and the empty blob id: one git call the first time per cwd, then one
+ * stat. Each git process costs the daemon's event loop 5-9 ms on a 2-CPU VM (node's fork waits for the child's
+ * exec), and a settle in a repo ran three: a burst of settles queued behind them (docs/performance.md).
+ */
+async function locate(cwd: string): Promise<Located> {
   const st = await stat(cwd).catch(() => undefined);
   if (st === undefined || !st.isDirectory())
     throw new DshError("BAD_PARAMS", `${cwd} is not a directory; pass the task's working directory.`);
+  const known = located.get(cwd);
+  if (known && (await gitDirIdentity(known.at)) === known.gitDir) return known.at;
+  const at = await locateByGit(cwd);
+  const gitDir = await gitDirIdentity(at);
+  if (gitDir !== undefined) {
+    located.delete(cwd);
+    if (located.size >= LOCATED_MAX) located.delete(located.keys().next().value!);
+    located.set(cwd, { at, gitDir });
+  }
+  return at;
+}
+
+/** The directory holding the index, as inode and birth time: another repo made under the same path differs. */
+async function gitDirIdentity(at: Located): Promise<string | undefined> {
+  const st = await stat(dirname(at.userIndex)).catch(() => undefined);
+  return st && `${st.ino}:${st.birthtimeMs}`;
+}
+
+async function locateByGit(cwd: string): Promise<Located> {
   let out: string;
   try {
     out = await git(cwd, ["rev-parse", "--show-toplevel", "--git-path", "index", "--show-object-format"]);

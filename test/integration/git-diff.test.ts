@@ -243,3 +243,52 @@ test("no changes gives an empty patch and a zero stat", async () => {
     r.cleanup();
   }
 });
+
+test("a cwd's repo is asked of git once across harvests, and found again when a repo is made anew under the path", async () => {
+  const r = makeRepo({ "a.txt": "a\n" });
+  // A git on PATH that logs each call before running the real one (the harvest finds git through PATH).
+  const bin = join(r.base, "bin");
+  const log = join(r.base, "git-calls.log");
+  mkdirSync(bin);
+  writeFileSync(join(bin, "git"), `#!/bin/sh\necho "$*" >> '${log}'\nexec ${gitPath()} "$@"\n`, { mode: 0o755 });
+  const path = process.env.PATH;
+  process.env.PATH = `${bin}:${path}`;
+  try {
+    const head = git(r.dir, "rev-parse", "HEAD").trim();
+    const harvest = (base: string | null) =>
+      harvestDiff({ cwd: r.dir, baselineHead: base, patchPath: join(r.base, "p.patch") });
+    write(r.dir, "a.txt", "a\nchanged\n");
+    await harvest(head);
+    await harvest(head);
+    const locates = () =>
+      readFileSync(log, "utf8")
+        .split("\n")
+        .filter((l) => l.includes("--git-path index"));
+    assert.equal(locates().length, 1, "the second harvest of the same cwd did not ask where the repo is");
+
+    // The same path, a new repository in another object format: its empty blob (for untracked files) differs.
+    rmSync(join(r.dir, ".git"), { recursive: true, force: true });
+    git(r.dir, "init", "-q", "--object-format=sha256");
+    commitAll(r.dir, "again");
+    write(r.dir, "new.txt", "untracked\n");
+    const d = await harvest(git(r.dir, "rev-parse", "HEAD").trim());
+    assert.deepEqual(d.untracked, ["new.txt"]);
+    assert.match(readFileSync(join(r.base, "p.patch"), "utf8"), /\+untracked/);
+    assert.equal(locates().length, 2, "the new repository was located again");
+  } finally {
+    process.env.PATH = path;
+    r.cleanup();
+  }
+});
+
+/** The real git's path (the wrapper must not find itself). */
+function gitPath(): string {
+  for (const dir of (process.env.PATH ?? "").split(":")) {
+    try {
+      if (statSync(join(dir, "git")).isFile()) return join(dir, "git");
+    } catch {
+      // not here
+    }
+  }
+  return "git";
+}
