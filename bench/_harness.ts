@@ -35,9 +35,16 @@ export async function startDaemon(
   const lines = createInterface({ input: proc.stdout! });
   const ready = await new Promise<{ pid: number }>((resolve, reject) => {
     proc.once("exit", (code) => reject(new Error(`bench daemon exited early (code ${code}); see its stderr above`)));
-    lines.once("line", (l) => resolve(JSON.parse(l) as { pid: number }));
+    lines.on("line", (l) => {
+      if (l.startsWith('{"ready"')) resolve(JSON.parse(l) as { pid: number });
+    });
   });
-  lines.close();
+  // BENCH_DAEMON_STDOUT=<file>: what the daemon prints after its ready line (V8's --trace-gc-nvp, through
+  // BENCH_DAEMON_ARGS), kept in a file; how the scavenges' phases in docs/performance.md were read.
+  if (process.env.BENCH_DAEMON_STDOUT) {
+    const out = (await import("node:fs")).createWriteStream(process.env.BENCH_DAEMON_STDOUT);
+    lines.on("line", (l) => out.write(l + "\n"));
+  } else lines.close();
   let exited = false;
   proc.once("exit", () => (exited = true));
   return {

@@ -4,6 +4,7 @@
 // Baseline: a 500 ms polling loop over the same files (claude-squad's tick), run alongside in the same process.
 // Two paths: "extension" (the child extension stays connected and sends agent_end after the last line, as
 // src/extensions/child.ts does) and "file" (no extension: the session watcher alone must see the settle).
+import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync, readFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
@@ -32,8 +33,12 @@ const TARGET_P99_MS = 10;
 const TARGET_WAIT_P99_MS = 25;
 /** pi writes the entries up to the first assistant message at once, then one line per message as it ends. */
 const FIRST_BURST = 5;
-/** [path, N, rounds] to measure; the target applies to the largest N. */
-const SIZED = sizes<{ PLAN: [Path, number, number][]; TARGET_N: number }>(
+/**
+ * [path, N, rounds, where] to measure; the target applies to the largest N in a plain directory. "repo": the tasks'
+ * cwd is a git repository, so each settle also harvests its diff (git processes); a figure without a target.
+ */
+type Planned = [Path, number, number, ("repo" | "dir")?];
+const SIZED = sizes<{ PLAN: Planned[]; TARGET_N: number }>(
   {
     PLAN: [
       ["extension", 1, 20],
@@ -41,6 +46,7 @@ const SIZED = sizes<{ PLAN: [Path, number, number][]; TARGET_N: number }>(
       ["extension", 100, 1],
       ["file", 1, 20],
       ["file", 100, 1],
+      ["file", 20, 2, "repo"],
     ],
     TARGET_N: 100,
   },
@@ -50,20 +56,28 @@ const SIZED = sizes<{ PLAN: [Path, number, number][]; TARGET_N: number }>(
       ["extension", 10, 1],
       ["file", 1, 2],
       ["file", 10, 1],
+      ["file", 5, 1, "repo"],
     ],
     TARGET_N: 10,
   },
 );
-/** BENCH_PLAN="extension:100:2,file:100:2" measures only those rounds (an A/B of one figure). */
-const PLAN: [Path, number, number][] = process.env.BENCH_PLAN
+/** BENCH_PLAN="extension:100:2,file:100:2,file:20:2:repo" measures only those rounds (an A/B of one figure). */
+const PLAN: Planned[] = process.env.BENCH_PLAN
   ? process.env.BENCH_PLAN.split(",").map((p) => {
-      const [path, n, rounds] = p.split(":");
-      if ((path !== "extension" && path !== "file") || !(Number(n) > 0) || !(Number(rounds) > 0))
-        throw new Error(`BENCH_PLAN: "${p}" is not path:N:rounds (path extension or file)`);
-      return [path, Number(n), Number(rounds)];
+      const [path, n, rounds, where] = p.split(":");
+      if (
+        (path !== "extension" && path !== "file") ||
+        !(Number(n) > 0) ||
+        !(Number(rounds) > 0) ||
+        (where !== undefined && where !== "repo")
+      )
+        throw new Error(`BENCH_PLAN: "${p}" is not path:N:rounds[:repo] (path extension or file)`);
+      return [path, Number(n), Number(rounds), where === "repo" ? "repo" : "dir"];
     })
   : SIZED.PLAN;
-const TARGET_N = process.env.BENCH_PLAN ? Math.max(...PLAN.map((p) => p[1])) : SIZED.TARGET_N;
+const TARGET_N = process.env.BENCH_PLAN
+  ? Math.max(...PLAN.filter((p) => p[3] !== "repo").map((p) => p[1]))
+  : SIZED.TARGET_N;
 
 const entries = fixtureEntries("crew-report");
 const TICK = clockTick();
@@ -218,6 +232,7 @@ async function round(
   listener: Listener,
   n: number,
   path: Path,
+  targeted: boolean,
   s: Samples,
 ): Promise<void> {
   const tasks: (BenchTask & { child?: DaemonClient })[] = [];
@@ -225,7 +240,7 @@ async function round(
   const { pushedAt, waited } = listener;
   for (const t of tasks) listener.wait(t.taskId);
   const poller = startPoller(tasks);
-  const probe = n === TARGET_N ? startFsyncProbe(join(home, "..")) : undefined;
+  const probe = targeted ? startFsyncProbe(join(home, "..")) : undefined;
   const spread = n === 1 ? 0 : 1000;
   const cpu0 = cpuSeconds(daemonPid, TICK);
   const burstFrom = epochMs();
@@ -235,7 +250,7 @@ async function round(
     tasks.every((t) => pushedAt.has(t.taskId) && waited.has(t.taskId) && poller.detected.has(t.taskId));
   while (!allSeen() && Date.now() < deadline) await sleep(20);
   s.cpu.seconds += cpuSeconds(daemonPid, TICK) - cpu0;
-  if (n === TARGET_N) s.bursts.push([burstFrom, epochMs()]);
+  if (targeted) s.bursts.push([burstFrom, epochMs()]);
   s.cpu.settles += n;
   poller.stop();
   if (probe) {
@@ -251,7 +266,7 @@ async function round(
       return;
     }
     s.push.push(pushed - at);
-    if (n === TARGET_N) s.spans.push([at + monoToEpoch, pushed + monoToEpoch]);
+    if (targeted) s.spans.push([at + monoToEpoch, pushed + monoToEpoch]);
     s.wait.push(waited.get(t.taskId)! - at);
   });
   // Closing also ends the waits of settles the daemon missed.
@@ -263,10 +278,10 @@ async function round(
   while (tasks.some((t) => !waited.has(t.taskId)) && Date.now() < end) await sleep(20);
 }
 
-function report(channel: string, path: Path, n: number, s: Samples): void {
+function report(channel: string, path: string, n: number, targeted: boolean, s: Samples): void {
   const total = s.push.length + s.lost;
   for (const p of [50, 99]) {
-    const isTarget = n === TARGET_N && p === 99;
+    const isTarget = targeted && p === 99;
     const pushMet = s.lost === 0 && percentile(s.push, 99) <= TARGET_P99_MS;
     const waitMet = s.lost === 0 && percentile(s.wait, 99) <= TARGET_WAIT_P99_MS;
     const base = {
@@ -292,7 +307,7 @@ function report(channel: string, path: Path, n: number, s: Samples): void {
     console.log(
       `status ${path} N=${n}: the disk during the burst (100-byte append + fdatasync every 5 ms, same run): p50 ${percentile(s.fsync, 50).toFixed(1)} ms, p99 ${percentile(s.fsync, 99).toFixed(1)} ms over ${s.fsync.length} fsyncs; a delivery is pushed once its outbox record is written, task.wait returns after the record's fsync`,
     );
-  if (n === TARGET_N && s.cpu.settles > 0)
+  if (targeted && s.cpu.settles > 0)
     console.log(
       `status ${path} N=${n}: daemon CPU (user + system, /proc) while the bursts ran: ${((1000 * s.cpu.seconds) / s.cpu.settles).toFixed(2)} ms per settled task (${s.cpu.seconds.toFixed(2)} s over ${s.cpu.settles}; each task ${entries.length} session lines, result.md${path === "extension" ? ", agent_end" : ""}); less daemon work per task leaves less to queue behind on a shared CPU`,
     );
@@ -345,6 +360,17 @@ async function main(): Promise<void> {
   const home = join(dir, "home");
   const cwd = join(dir, "work");
   mkdirSync(cwd);
+  // The cwd most tasks have: a repository, whose settle harvests the diff with git (no target: a figure to watch).
+  const repo = join(dir, "repo");
+  mkdirSync(repo);
+  for (const a of [
+    ["init", "-q"],
+    ["-c", "user.email=b@b.invalid", "-c", "user.name=b", "commit", "-q", "--allow-empty", "-m", "x"],
+  ])
+    execFileSync("git", a, {
+      cwd: repo,
+      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+    });
   const gcFile = join(dir, "gc.jsonl");
   const daemon = await startDaemon(home, { maxParallelAgents: 200, maxQueuedAgents: 200 }, { BENCH_GC: gcFile });
   const gcWindows: [string, [number, number][], [number, number][]][] = [];
@@ -355,7 +381,7 @@ async function main(): Promise<void> {
     console.log(
       `owner-side signal: ${owner.channel} push, received in its own thread (as a pi owner is its own process); driver: fixtures/sessions/crew-report.jsonl, one append per line`,
     );
-    for (const [path, n, rounds] of PLAN) {
+    for (const [path, n, rounds, where] of PLAN) {
       const s: Samples = {
         push: [],
         wait: [],
@@ -366,8 +392,11 @@ async function main(): Promise<void> {
         bursts: [],
         spans: [],
       };
-      for (let r = 0; r < rounds; r++) await round(daemon.pid, home, cwd, owner, listener, n, path, s);
-      report(owner.channel, path, n, s);
+      const inRepo = where === "repo";
+      const targeted = n === TARGET_N && !inRepo;
+      for (let r = 0; r < rounds; r++)
+        await round(daemon.pid, home, inRepo ? repo : cwd, owner, listener, n, path, targeted, s);
+      report(owner.channel, inRepo ? `${path} (cwd a git repo)` : path, n, targeted, s);
       if (s.bursts.length > 0) gcWindows.push([`${path} N=${n}`, s.bursts, s.spans]);
     }
     await listener.stop();
