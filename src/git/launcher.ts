@@ -12,10 +12,21 @@
 // Only the daemon uses it (useGitLauncher, counted per daemon in the process); a CLI command keeps node's spawn, so
 // it leaves no shell behind it to reap.
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { pidAlive } from "../client/liveness.js";
 import { DshError } from "../core/errors.js";
 
 export interface LaunchRequest {
@@ -51,6 +62,28 @@ const LOOP =
 
 const SH_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+const DIR_PREFIX = "dsh-herdr-git-";
+
+/**
+ * The scratch root, with the directories of this user's earlier launchers whose process is gone removed: a shell
+ * killed together with its daemon (a process group or a user's processes SIGKILLed) could not remove its own.
+ */
+function sweptScratchRoot(): string {
+  const root = scratchRoot();
+  const uid = process.getuid?.();
+  try {
+    for (const name of readdirSync(root)) {
+      const pid = Number(new RegExp(`^${DIR_PREFIX}(\\d+)-`).exec(name)?.[1] ?? Number.NaN);
+      if (!(pid > 0) || pid === process.pid || pidAlive(pid)) continue;
+      const path = join(root, name);
+      if (statSync(path).uid === uid) rmSync(path, { recursive: true, force: true });
+    }
+  } catch {
+    // best-effort: a leftover is an empty directory
+  }
+  return root;
+}
+
 /**
  * Where the command files go: /dev/shm (memory) when there is one, else the temp dir. Three small files a command
  * made and removed on a VM disk cost ~1 ms of the daemon's time each; in memory, microseconds.
@@ -71,7 +104,7 @@ export function shQuote(s: string): string {
 }
 
 class Launcher {
-  private readonly dir = mkdtempSync(join(scratchRoot(), "dsh-herdr-git-"));
+  private readonly dir = mkdtempSync(join(sweptScratchRoot(), `${DIR_PREFIX}${process.pid}-`));
   private readonly sh: ChildProcess;
   private readonly base: Record<string, string>;
   private readonly pending = new Map<string, { resolve(r: LaunchResult): void; reject(e: Error): void; max: number }>();

@@ -15,6 +15,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from "node:fs";
 import { createServer } from "node:net";
@@ -156,7 +157,29 @@ function removeUser(name: string, uid: number): void {
     killPids(pids);
     spawnSync("sleep", ["0.1"]);
   }
+  // What the user's daemon kept outside its home (its git launcher's directory, src/git/launcher.ts): killed with
+  // the user's processes, the shell could not remove it.
+  for (const dir of ["/dev/shm", tmpdir()])
+    for (const entry of safeReaddir(dir))
+      if (entry.startsWith("dsh-herdr-git-") && ownerOf(join(dir, entry)) === uid)
+        rmSync(join(dir, entry), { recursive: true, force: true });
   spawnSync("userdel", ["-r", "-f", name], { stdio: "ignore" });
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+function ownerOf(path: string): number | undefined {
+  try {
+    return statSync(path).uid;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Can `user` run `node bin/dsh-herdr --version` from `root` with `node`? */

@@ -3,7 +3,9 @@
 // failure when the shell goes away with a command in flight.
 import { after, afterEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDshError } from "../../src/core/errors.js";
 import { gitLauncherPid, isLauncherLost, useGitLauncher } from "../../src/git/launcher.js";
@@ -136,6 +138,24 @@ describe("git launcher", () => {
     });
     assert.equal((await git(repo.dir, ["rev-parse", "--is-inside-work-tree"])).trim(), "true");
     assert.notEqual(gitLauncherPid(), sh);
+  });
+
+  test("a directory left by a launcher whose process is gone is removed when a launcher starts; a live one's stays", async () => {
+    const root = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    const gone = spawnSync("true").pid!; // exited and reaped: its pid names no process
+    const living = spawn("sleep", ["30"], { stdio: "ignore" });
+    const stale = mkdtempSync(join(root, `dsh-herdr-git-${gone}-`));
+    const kept = mkdtempSync(join(root, `dsh-herdr-git-${living.pid}-`));
+    try {
+      use();
+      await git(repo.dir, ["status"]);
+      assert.equal(existsSync(stale), false, "the gone launcher's directory was swept");
+      assert.ok(existsSync(kept), "a live process's directory stays");
+    } finally {
+      living.kill("SIGKILL");
+      rmSync(stale, { recursive: true, force: true });
+      rmSync(kept, { recursive: true, force: true });
+    }
   });
 
   test("the last release ends the shell and removes its directory; a harvest through it matches one without", async () => {
