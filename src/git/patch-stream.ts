@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { open, type FileHandle } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
+import { launchGitStream } from "./launcher.js";
 
 export interface RawEntry {
   /** git's status letter: A, M, D, R, C, T, U. */
@@ -85,17 +86,7 @@ export async function streamDiff(
 ): Promise<StreamedDiff> {
   // Open first: between spawn and the read loop there must be no await, or node drains an unread stdout on exit.
   const fh = await open(file, "w", 0o600);
-  const child = spawn("git", args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-  let stderr = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (d: string) => {
-    if (stderr.length < 4096) stderr += d;
-  });
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.once("error", reject);
-    child.once("close", (code) => resolve(code));
-  });
-
+  const git = startGit(cwd, args, env);
   let head: Buffer | undefined = Buffer.alloc(0);
   let written = 0; // patch bytes in the file
   let carry = Buffer.from("\n"); // the patch's first header is at offset 0: pretend a newline precedes it
@@ -113,7 +104,7 @@ export async function streamDiff(
     await writeAll(fh, buf);
   };
   try {
-    for await (const raw of child.stdout as AsyncIterable<Buffer>) {
+    for await (const raw of git.stdout) {
       let chunk = raw;
       if (head !== undefined) {
         const buf: Buffer = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
@@ -155,10 +146,46 @@ export async function streamDiff(
   } finally {
     await fh.close();
   }
-  const code = await exited;
+  const { code, stderr, spawnError } = await git.exit;
+  if (code === null)
+    throw new DshError("GIT_FAILED", `git ${args.join(" ")} could not start in ${cwd}: ${spawnError ?? stderr.trim()}`);
   if (code !== 0)
     throw new DshError("GIT_FAILED", `git ${args.join(" ")} failed in ${cwd} (exit ${code}): ${stderr.trim()}`);
   return { entries, insertions: counter.insertions, deletions: counter.deletions, patchBytes: written, truncated };
+}
+
+interface StartedGit {
+  stdout: AsyncIterable<Buffer>;
+  /** code null: git did not start (`spawnError` says why); stderr is its first 4 KB. */
+  exit: Promise<{ code: number | null; stderr: string; spawnError?: string }>;
+}
+
+/**
+ * git with its stdout read as it comes: through the daemon's launcher shell when one runs (a FIFO; node's own spawn
+ * holds the event loop for the fork, launcher.ts), else spawned here.
+ */
+function startGit(cwd: string, args: string[], env: Record<string, string>): StartedGit {
+  const launched = launchGitStream({ cwd, args, env });
+  if (launched) {
+    const exit = launched.exit.then(({ code, stderr, spawnError }) => ({
+      code,
+      stderr: stderr.slice(0, 4096),
+      ...(spawnError !== undefined ? { spawnError } : {}),
+    }));
+    exit.catch(() => undefined); // the stream fails with the same error first
+    return { stdout: launched.stdout, exit };
+  }
+  const child = spawn("git", args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (d: string) => {
+    if (stderr.length < 4096) stderr += d;
+  });
+  const exit = new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stderr }));
+  });
+  return { stdout: child.stdout as AsyncIterable<Buffer>, exit };
 }
 
 /** write() may write less than asked (a nearly full disk); loop so a short write becomes the next call's error. */

@@ -4,7 +4,7 @@ import { execFile, spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
-import { isLauncherLost, launchGit } from "./launcher.js";
+import { isLauncherLost, type LaunchResult, launchGit } from "./launcher.js";
 
 // Variables that would redirect git away from the cwd's repo, or change its output format.
 const STRIPPED = [
@@ -55,7 +55,7 @@ function runGit(
   args: string[],
   extraEnv: Record<string, string>,
   stdinPath?: string,
-): Promise<{ code: number | null; stdout: string; stderr: string; spawnError?: string }> {
+): Promise<LaunchResult> {
   const full = [...CONFIG_ARGS, ...args];
   const env = gitEnv(extraEnv);
   const launched = launchGit({
@@ -89,7 +89,7 @@ async function spawnWithStdin(
   args: string[],
   env: Record<string, string>,
   stdinPath: string,
-): Promise<{ code: number | null; stdout: string; stderr: string; spawnError?: string }> {
+): Promise<LaunchResult> {
   const fh = await open(stdinPath, "r");
   try {
     return await new Promise((resolve) => {

@@ -4,13 +4,14 @@
 import { after, afterEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDshError } from "../../src/core/errors.js";
 import { gitLauncherPid, isLauncherLost, useGitLauncher } from "../../src/git/launcher.js";
 import { git, gitEnv, gitExit, gitMaybe, gitStdinFile, gitSucceeds, splitZ } from "../../src/git/run.js";
 import { harvestDiff } from "../../src/git/diff.js";
+import { streamDiff } from "../../src/git/patch-stream.js";
 import { makeRepo, write } from "../helpers/git.js";
 import { until } from "../helpers/wait.js";
 
@@ -179,5 +180,112 @@ describe("git launcher", () => {
     assert.equal(alive(sh), false, "no user left: the shell has exited and been reaped");
     assert.equal(gitLauncherPid(), undefined);
     assert.equal(existsSync(dir), false, "its directory removed");
+  });
+
+  test("a diff streams through the launcher: git's parent is the launcher's subshell, not this process", async () => {
+    // An alias that prints a raw block (one added file) and then, as its patch, its own parent and grandparent.
+    const alias =
+      "!printf ':000000 100644 0 0 A\\0f\\0\\0'; p=$(cut -d' ' -f4 /proc/$PPID/stat); echo $p $(cut -d' ' -f4 /proc/$p/stat)";
+    const ancestry = async (name: string) => {
+      const file = join(repo.base, `${name}.patch`);
+      const streamed = await streamDiff(
+        repo.dir,
+        ["-c", `alias.ancestry=${alias}`, "ancestry"],
+        gitEnv(),
+        file,
+        1 << 20,
+      );
+      assert.deepEqual(streamed.entries, [{ status: "A", path: "f" }]);
+      const [parent, grandparent] = readFileSync(file, "utf8").trim().split(" ").map(Number);
+      return { parent: parent!, grandparent: grandparent! };
+    };
+    assert.equal((await ancestry("direct")).parent, process.pid, "without a launcher node spawns it");
+    use();
+    const { parent, grandparent } = await ancestry("launched");
+    assert.notEqual(parent, process.pid, "git diff forked by node");
+    assert.equal(grandparent, gitLauncherPid());
+  });
+
+  test("streamed diffs larger than a pipe holds, capped or not, 20 at once, match node's spawn", async () => {
+    const big = makeRepo({ "a.txt": "a\n", "b.txt": "b\n" });
+    try {
+      // ~3 MB of patch: far over the 64 KB a pipe buffers, so git waits on this process's reads.
+      const lines = (tag: string) =>
+        Array.from({ length: 40_000 }, (_, i) => `${tag} line ${i} ${"x".repeat(30)}`).join("\n");
+      write(big.dir, "a.txt", `${lines("A")}\n`);
+      write(big.dir, "b.txt", `${lines("B")}\n`);
+      write(big.dir, "new.txt", "untracked\n");
+      const head = (await git(big.dir, ["rev-parse", "HEAD"])).trim();
+      // Each harvest in its own directory, as each task's: a harvest clears its directory's leftover work dirs.
+      const dirFor = (name: string) => {
+        mkdirSync(join(big.base, name));
+        return join(big.base, name);
+      };
+      const harvest = (name: string, capBytes?: number) =>
+        harvestDiff({
+          cwd: big.dir,
+          baselineHead: head,
+          patchPath: join(dirFor(name), "diff.patch"),
+          ...(capBytes !== undefined ? { capBytes } : {}),
+        });
+      const direct = { whole: await harvest("whole"), capped: await harvest("capped", 2_000_000) };
+      assert.equal(direct.whole.truncated, false);
+      assert.equal(direct.capped.truncated, true, "the cap cuts the second file's patch");
+      use();
+      const wholes = await Promise.all(Array.from({ length: 20 }, (_, i) => harvest(`whole-${i}`)));
+      for (const w of wholes) {
+        assert.deepEqual({ ...w, patchPath: "" }, { ...direct.whole, patchPath: "" });
+        assert.ok(readFileSync(w.patchPath).equals(readFileSync(direct.whole.patchPath)), "the same patch bytes");
+      }
+      const capped = await harvest("capped-launched", 2_000_000);
+      assert.deepEqual({ ...capped, patchPath: "" }, { ...direct.capped, patchPath: "" });
+      assert.ok(readFileSync(capped.patchPath).equals(readFileSync(direct.capped.patchPath)));
+    } finally {
+      big.cleanup();
+    }
+  });
+
+  test("a streamed diff's failures read as node's: git's own words, a cwd that is gone", async () => {
+    const bad = ["diff", "-z", "--raw", "-p", "0000000000000000000000000000000000000001"];
+    const fail = (cwd: string) =>
+      streamDiff(cwd, bad, gitEnv(), join(repo.base, "fail.patch"), 1 << 20).then(
+        () => assert.fail("resolved"),
+        (e: Error) => e,
+      );
+    const direct = await fail(repo.dir);
+    use();
+    const launched = await fail(repo.dir);
+    assert.ok(isDshError(launched) && launched.code === "GIT_FAILED", String(launched));
+    assert.equal(launched.message, direct.message);
+    assert.match(launched.message, /bad object|unknown revision/);
+    const gone = await fail(join(repo.base, "gone"));
+    assert.ok(isDshError(gone) && gone.code === "GIT_FAILED", String(gone));
+    assert.match(gone.message, /could not start in .*gone.*can't cd/);
+  });
+
+  test("the shell killed while a diff streams: the diff fails loudly, the next one works", async () => {
+    use();
+    await git(repo.dir, ["status"]);
+    const sh = gitLauncherPid()!;
+    const slow = streamDiff(
+      repo.dir,
+      ["-c", "alias.nap=!printf '\\0\\0diff --git a/f b/f\\n'; sleep 2", "nap"],
+      gitEnv(),
+      join(repo.base, "nap.patch"),
+      1 << 20,
+    );
+    // This shell has made the command's FIFO: the command is running under it, before or after this side opened it.
+    const dir = readFileSync(`/proc/${sh}/cmdline`, "utf8").split("\0").filter(Boolean).pop()!;
+    await until("the diff's FIFO", () => readdirSync(dir).some((f) => f.endsWith(".fifo")), 5000, 10);
+    process.kill(sh, "SIGKILL");
+    await assert.rejects(slow, (e: unknown) => {
+      assert.ok(isLauncherLost(e), String(e));
+      return true;
+    });
+    write(repo.dir, "README.md", "again\n");
+    const head = (await git(repo.dir, ["rev-parse", "HEAD"])).trim();
+    const d = await harvestDiff({ cwd: repo.dir, baselineHead: head, patchPath: join(repo.base, "after.patch") });
+    assert.ok(d.files.includes("README.md"), String(d.files));
+    assert.notEqual(gitLauncherPid(), sh);
   });
 });
