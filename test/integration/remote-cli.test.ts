@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { FrameReader } from "../../src/client/frames.js";
+import { readPid } from "../../src/daemon/lock.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
@@ -184,9 +185,15 @@ describe("machine commands over real ssh", { skip: sshdUnavailable(), timeout: 3
     const nocmd = rows.find((r) => r["label"] === "nocmd")!;
     assert.equal(nocmd["reachable"], false);
     assert.match(String(nocmd["error"]), /no-such-dsh-herdr: not found/);
-    // The listing started the remote daemon as the second user (daemon connect).
-    const daemonPids = sshd.userPids();
-    assert.ok(daemonPids.length > 0 && daemonPids.every((p) => uidOf(p) === sshd.user.uid));
+    // The listing started the remote daemon as the second user (daemon connect): its home's daemon.pid names a live
+    // process of that user. Not every process of the user's: the listing's sshd sessions exit while they are read.
+    const remoteDaemon = readPid(sshd.user.dshHome);
+    assert.ok(remoteDaemon !== undefined, `no daemon.pid in ${sshd.user.dshHome} after machine list`);
+    assert.equal(
+      uidOf(remoteDaemon),
+      sshd.user.uid,
+      `the daemon there (pid ${remoteDaemon}) runs as ${sshd.user.name}`,
+    );
 
     const text = await cli(["machine", "list"]);
     assert.equal(text.code, 0);
