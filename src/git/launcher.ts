@@ -119,15 +119,20 @@ function scratchRoot(): string {
  * open finds no FIFO and fails.
  */
 function releaseFifo(fifo: string): void {
-  let fd: number;
+  let pipe: Socket;
   try {
-    fd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    pipe = fifoReader(fifo);
   } catch {
     return; // not made yet (or gone): nothing waits on it
   }
-  const pipe = new Socket({ fd, readable: true, writable: false });
   pipe.on("error", () => undefined);
   pipe.resume();
+}
+
+/** A FIFO's read end, opened non-blocking and read on the event loop like a socket; throws when it cannot open. */
+function fifoReader(fifo: string): Socket {
+  const fd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  return new Socket({ fd, readable: true, writable: false });
 }
 
 /** A word for sh: single-quoted, with each ' written as '\'' (the only character single quotes cannot hold). */
@@ -250,9 +255,9 @@ class Launcher {
   /** "<id> fifo": the FIFO is there and git's side waits to open it; open the read end, which lets it. */
   private openFifo(p: Pending): void {
     const s = p.stream!;
-    let fd: number;
+    let pipe: Socket;
     try {
-      fd = openSync(s.fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+      pipe = fifoReader(s.fifo);
     } catch (e) {
       s.out.destroy(
         new DshError("GIT_FAILED", `git's output pipe ${s.fifo} could not be opened: ${(e as Error).message}`),
@@ -262,7 +267,6 @@ class Launcher {
       return;
     }
     s.opened = true;
-    const pipe = new Socket({ fd, readable: true, writable: false });
     pipe.on("error", (e) => s.out.destroy(e));
     s.out.once("close", () => pipe.destroy()); // a reader gone early: git gets EPIPE rather than a full pipe
     pipe.pipe(s.out);
@@ -287,18 +291,15 @@ class Launcher {
     if (this.pending.size === 0) this.idle();
     const file = (ext: string) => join(this.dir, `${id}.${ext}`);
     try {
-      const size = statSync(file("out")).size;
       const stderr = readFileSync(file("err"), "utf8");
-      if (p.stream) {
-        if (!p.stream.opened && !p.stream.out.destroyed) p.stream.out.end(); // git never started: no output
-        if (Number(code) === NOT_STARTED || Number(code) === 127)
-          p.resolve({ code: null, stdout: "", stderr, spawnError: stderr.trim() || `exit ${code}` });
-        else p.resolve({ code: Number(code), stdout: "", stderr });
-      } else if (size > p.max)
+      // A streamed command's stdout went to its FIFO: nothing in the file to measure or read.
+      if (p.stream && !p.stream.opened && !p.stream.out.destroyed) p.stream.out.end(); // git never started: no output
+      const size = p.stream ? 0 : statSync(file("out")).size;
+      if (size > p.max)
         p.reject(new DshError("GIT_FAILED", `git printed ${size} bytes, over the ${p.max}-byte limit of one call`));
       else if (Number(code) === NOT_STARTED || Number(code) === 127)
         p.resolve({ code: null, stdout: "", stderr, spawnError: stderr.trim() || `exit ${code}` });
-      else p.resolve({ code: Number(code), stdout: readFileSync(file("out"), "utf8"), stderr });
+      else p.resolve({ code: Number(code), stdout: p.stream ? "" : readFileSync(file("out"), "utf8"), stderr });
     } catch (e) {
       p.reject(new DshError("GIT_FAILED", `git's output could not be read from ${this.dir}: ${(e as Error).message}`));
     } finally {
