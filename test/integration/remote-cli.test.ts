@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { FrameReader } from "../../src/client/frames.js";
+import { pidAlive } from "../../src/client/liveness.js";
 import { readPid } from "../../src/daemon/lock.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
@@ -189,6 +190,7 @@ describe("machine commands over real ssh", { skip: sshdUnavailable(), timeout: 3
     // process of that user. Not every process of the user's: the listing's sshd sessions exit while they are read.
     const remoteDaemon = readPid(sshd.user.dshHome);
     assert.ok(remoteDaemon !== undefined, `no daemon.pid in ${sshd.user.dshHome} after machine list`);
+    assert.ok(pidAlive(remoteDaemon), `the daemon there (pid ${remoteDaemon}) is alive, not a zombie`);
     assert.equal(
       uidOf(remoteDaemon),
       sshd.user.uid,
