@@ -10,7 +10,7 @@ import { Duplex } from "node:stream";
 import { clientOver } from "../client/index.js";
 import { DshError, isDshError } from "../core/errors.js";
 import { isForwardableSocketPath, sshErrorLine, sshForwardArgv, type MachineSpec } from "../core/machines.js";
-import { OversizedReplies, startSsh, type Attempt } from "./link-ssh.js";
+import { startSsh, type Attempt } from "./link-ssh.js";
 import type { LinkOptions } from "./link-types.js";
 
 /** A Unix socket path's limit (sun_path is 108 bytes with its NUL; some systems allow 104). */
@@ -70,7 +70,7 @@ export async function openForward(
   }
   // The forwarded connection closing (the remote daemon went away) ends its ssh, whose session would keep it up:
   // the link waits for ssh's exit to report the drop.
-  const stream = overSocket(socket, o.label, () => {
+  const stream = overSocket(socket, () => {
     if (ssh.exitCode === null && ssh.signalCode === null) ssh.kill("SIGTERM");
   });
   void exited.then(() => stream.destroy());
@@ -102,9 +102,8 @@ function sweepOnce(dir: string): void {
     if (name.endsWith(".sock") && !name.includes(`-${process.pid}-`)) rmSync(join(dir, name), { force: true });
 }
 
-/** The link's stream over the forwarded socket, with the same watch for oversized replies as the bridge's. */
-function overSocket(socket: Socket, label: string, onDestroy: () => void): Duplex {
-  const oversize = new OversizedReplies(label);
+/** The link's stream over the forwarded socket (a reply over the frame limit is the client reader's, as on the bridge). */
+function overSocket(socket: Socket, onDestroy: () => void): Duplex {
   const stream = new Duplex({
     read() {
       socket.resume();
@@ -125,7 +124,6 @@ function overSocket(socket: Socket, label: string, onDestroy: () => void): Duple
   });
   socket.on("data", (c: Buffer) => {
     if (!stream.push(c)) socket.pause();
-    for (const frame of oversize.push(c)) stream.push(frame);
   });
   socket.on("error", () => undefined); // the close that follows ends the stream
   socket.on("close", () => stream.destroy());

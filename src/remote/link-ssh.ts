@@ -2,7 +2,7 @@
 // protocol, and the hello over it; a failure is MACHINE_UNREACHABLE with ssh's own error line.
 import { Duplex } from "node:stream";
 import { execa, type ResultPromise } from "execa";
-import { clientOver, MAX_FRAME_BYTES, type DaemonClient } from "../client/index.js";
+import { clientOver, type DaemonClient } from "../client/index.js";
 import { isDshError } from "../core/errors.js";
 import { sshArgv, type MachineSpec } from "../core/machines.js";
 import { expandHome } from "../store/home.js";
@@ -38,13 +38,11 @@ export async function openAttempt(o: LinkOptions): Promise<Attempt> {
       cb(err);
     },
   });
-  const oversize = new OversizedReplies(o.label);
-  ssh.stdout!.on("data", (c: Buffer) => {
-    stream.push(c);
-    // A reply over the frame limit is dropped by the reader (nothing would ever answer its request): a small
-    // FRAME_TOO_LARGE error for its id follows it, so the caller hears at once (and reads the result in pages).
-    for (const frame of oversize.push(c)) stream.push(frame);
-  });
+  // A reply over the frame limit needs nothing here: the client's reader refuses it at its first byte over the
+  // limit and rejects its request by the id in its head (FRAME_TOO_LARGE), so the caller reads it in pages. (A
+  // refusal frame pushed into this stream after the chunk that ended the big reply landed inside the next frame when
+  // that chunk also held its start, and broke it.)
+  ssh.stdout!.on("data", (c: Buffer) => stream.push(c));
   void exited.then(() => stream.destroy());
 
   try {
@@ -90,49 +88,6 @@ export function startSsh(
   // Resolves once ssh exited and its pipes are drained (so stderr is whole).
   const exited = ssh.then((r) => r);
   return { ssh, stderr: () => stderr, exited };
-}
-
-/**
- * Watches the frames coming over a link for replies longer than the frame limit, which the protocol reader drops
- * whole: for each, an error frame for the same request id (read from the reply's first bytes, `{"id":N,`).
- */
-export class OversizedReplies {
-  private size = 0;
-  private head = "";
-
-  constructor(
-    private readonly label: string,
-    private readonly max = MAX_FRAME_BYTES,
-  ) {}
-
-  push(chunk: Buffer): string[] {
-    const out: string[] = [];
-    let start = 0;
-    while (start < chunk.length) {
-      const nl = chunk.indexOf(10, start);
-      const end = nl === -1 ? chunk.length : nl;
-      if (this.head.length < 32) this.head += chunk.subarray(start, Math.min(end, start + 32)).toString("latin1");
-      this.size += end - start;
-      if (nl === -1) break;
-      if (this.size > this.max) {
-        const id = /^\{"id":(\d+),/.exec(this.head)?.[1];
-        if (id !== undefined)
-          out.push(
-            `${JSON.stringify({
-              id: Number(id),
-              error: {
-                code: "FRAME_TOO_LARGE",
-                message: `machine ${this.label} answered with a frame of ${this.size} bytes, over the ${this.max}-byte limit; read the result in pages (task.fetch)`,
-              },
-            })}\n`,
-          );
-      }
-      this.size = 0;
-      this.head = "";
-      start = nl + 1;
-    }
-    return out;
-  }
 }
 
 /** The entry with `~` in its key and known_hosts paths expanded (as ssh gets them). */

@@ -28,6 +28,12 @@ export interface FakeScenario {
   stealPath?: string;
   /** large: the size of its finalMessage. */
   largeBytes?: number;
+  /**
+   * A reply over the frame limit keeps its last bytes back; they leave in one write with the first half of the next
+   * frame, whose rest follows 100 ms later: the next frame starts in the same pipe chunk that ends the oversized one
+   * (as ssh may deliver them), and the chunk ends mid-frame.
+   */
+  tailWithNext?: boolean;
 }
 
 interface FakeTask {
@@ -48,7 +54,28 @@ function saveTasks(tasks: FakeTask[]): void {
   renameSync(`${stateFile}.tmp`, stateFile);
 }
 
-const send = (msg: unknown) => process.stdout.write(`${JSON.stringify(msg)}\n`);
+/** The end of an oversized reply held back (tailWithNext), and the writes queued behind a split frame. */
+let heldTail: string | undefined;
+let writes: Promise<void> = Promise.resolve();
+const send = (msg: unknown): void => {
+  const line = `${JSON.stringify(msg)}\n`;
+  writes = writes.then(async () => {
+    if (heldTail !== undefined) {
+      const half = Math.floor(line.length / 2);
+      process.stdout.write(heldTail + line.slice(0, half));
+      heldTail = undefined;
+      await new Promise((r) => setTimeout(r, 100));
+      process.stdout.write(line.slice(half));
+      return;
+    }
+    if (line.length > 1024 * 1024 && scenario().tailWithNext === true) {
+      process.stdout.write(line.slice(0, -16));
+      heldTail = line.slice(-16);
+      return;
+    }
+    process.stdout.write(line);
+  });
+};
 const OVERSIZED_BYTES = 40 * 1024 * 1024;
 
 function newId(): string {

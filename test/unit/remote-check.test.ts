@@ -1,9 +1,9 @@
-// What a remote result must be before the relay takes it (src/remote/remote-check.ts), and the link's watch for
-// replies over the frame limit (src/remote/link-ssh.ts OversizedReplies). The real-ssh cases are in
+// What a remote result must be before the relay takes it (src/remote/remote-check.ts), and how a link's client
+// reads a reply over the frame limit (src/client/frames.ts). The real-ssh cases are in
 // test/integration/remote-untrusted.test.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { OversizedReplies } from "../../src/remote/link-ssh.js";
+import { FrameReader, frameHead } from "../../src/client/frames.js";
 import { checkRemoteResult, checkSize, RemoteViolation } from "../../src/remote/remote-check.js";
 
 const ID = "tmx7abcdefgh";
@@ -84,20 +84,22 @@ test("sizes over the bound are refused by name", () => {
   assert.throws(() => checkSize("result", -1, 2048), RemoteViolation);
 });
 
-test("a reply over the frame limit is followed by a FRAME_TOO_LARGE error for its id; smaller frames add nothing", () => {
-  const w = new OversizedReplies("m", 100);
-  assert.deepEqual(w.push(Buffer.from('{"id":1,"result":{}}\n{"method":"x","params":{}}\n')), []);
+test("a reply over the frame limit is refused at once by its id; the frame that starts in the chunk that ends it is read whole", () => {
+  // What a link's client relies on (the link adds nothing): the refusal comes at the first byte over the limit,
+  // tied to the request by the reply's head, and the next reply, starting in the same pipe chunk, is intact.
+  const r = new FrameReader(100);
   const big = `{"id":7,"result":"${"y".repeat(300)}"}\n`;
-  // In pieces, as a pipe delivers it.
-  const out = [
-    ...w.push(Buffer.from(big.slice(0, 5))),
-    ...w.push(Buffer.from(big.slice(5, 200))),
-    ...w.push(Buffer.from(big.slice(200))),
+  const next = `{"id":8,"result":{"page":1}}\n`;
+  const events = [
+    ...r.push(Buffer.from(big.slice(0, 5))),
+    ...r.push(Buffer.from(big.slice(5, 200))),
+    ...r.push(Buffer.from(big.slice(200) + next.slice(0, 10))),
+    ...r.push(Buffer.from(next.slice(10))),
   ];
-  assert.equal(out.length, 1);
-  const err = JSON.parse(out[0]!) as { id: number; error: { code: string; message: string } };
-  assert.equal(err.id, 7);
-  assert.equal(err.error.code, "FRAME_TOO_LARGE");
-  // A push (no id) over the limit has no request to answer.
-  assert.deepEqual(w.push(Buffer.from(`{"method":"p","params":"${"z".repeat(300)}"}\n`)), []);
+  assert.equal(events.length, 2, JSON.stringify(events));
+  const [over, frame] = events;
+  assert.equal(over!.kind, "oversized");
+  assert.deepEqual(frameHead((over as { head: string }).head), { id: 7 });
+  assert.equal(frame!.kind, "frame");
+  assert.deepEqual(JSON.parse((frame as { text: string }).text), { id: 8, result: { page: 1 } });
 });
