@@ -8,6 +8,7 @@
 // longer knows its remote_lost (`gone`, REMOTE_LOST): verdicts of this daemon's, decided by the machine like any.
 // The per-task state (a settle under way) lives on the task's runner (RelayLive), not here.
 import { createHash } from "node:crypto";
+import type { TimerHandle } from "../core/clock.js";
 import { isDshError } from "../core/errors.js";
 import { isSettledStatus, nextActionFor } from "../core/derive.js";
 import { settleVerdict, type CycleEvent, type SettleReason } from "../core/task-cycle.js";
@@ -42,7 +43,14 @@ export const REFRESH_TIMEOUT_MS = 20_000;
 /** This daemon's own verdicts on a relayed task's running cycle (the machine decides them like any event). */
 export type VerdictEvent = Extract<CycleEvent, { type: "remote_invalid" | "remote_lost" | "launch_failed" }>;
 
+/** The pause before reading a task again after a failed read (doubling per failure, to 30 s). */
+const REREAD_FIRST_MS = 1000;
+const REREAD_MAX_MS = 30_000;
+
 export class RemoteFollow {
+  /** Tasks to read again after a failed read while their link stayed up: the timer, and the failures in a row. */
+  private readonly rereads = new WeakMap<RelayLive, { timer?: TimerHandle; failures: number }>();
+
   constructor(private readonly ctx: RelayContext) {}
 
   private get sup() {
@@ -97,6 +105,35 @@ export class RemoteFollow {
     }
   }
 
+  /** The task was read: no re-read pending, and the next failure pauses from the start. */
+  private wasRead(live: RelayLive): void {
+    const r = this.rereads.get(live);
+    if (r === undefined) return;
+    this.sup.deps.clock.clearTimer(r.timer);
+    this.rereads.delete(live);
+  }
+
+  /**
+   * A read failed while the link stayed up (a reply that came late, an error there): no push or reconnect need come
+   * that would read the task again, and a settle it missed would never reach the owner. Read it again after a pause
+   * (1 s, doubling to 30 s) while its cycle runs here; a dropped link is read again by the next "up" instead.
+   */
+  private rereadLater(live: RelayLive): void {
+    if (this.ctx.stopped || !this.open(live) || this.ctx.linkOf(live.rec.remote!.label)?.state !== "up") return;
+    const r = this.rereads.get(live) ?? { failures: 0 };
+    this.rereads.set(live, r);
+    if (r.timer !== undefined) return;
+    const delay = Math.min(REREAD_MAX_MS, REREAD_FIRST_MS * 2 ** Math.min(r.failures, 5));
+    r.failures++;
+    r.timer = this.sup.deps.clock.setTimer(delay, () => {
+      delete r.timer;
+      if (this.ctx.stopped) return;
+      this.refresh(live).catch((e: unknown) =>
+        this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote task not read again"),
+      );
+    });
+  }
+
   /** One piece of news about the task's current cycle: a live status, or its settled result. */
   private async take(live: RelayLive, n: News): Promise<void> {
     if (!this.open(live)) return; // settled here already (a repeat), closed, or not adopted yet
@@ -116,6 +153,7 @@ export class RemoteFollow {
         settled = f.settled;
       }
       const result = checkRemoteResult(raw, { remoteTaskId: live.rec.remote!.taskId, settled });
+      this.wasRead(live);
       if (settled) await this.settle(live, result);
       else await this.snapshot(live, result);
     } catch (e) {
@@ -129,8 +167,9 @@ export class RemoteFollow {
     if (isDshError(e) && e.code === "TASK_NOT_FOUND") return this.lost(live);
     this.sup.deps.log.warn(
       { taskId: live.rec.taskId, label: live.rec.remote!.label, err: String(e) },
-      `remote ${what} failed; the task keeps its last status`,
+      `remote ${what} failed; the task keeps its last status and is read again`,
     );
+    this.rereadLater(live);
   }
 
   /** A live (unsettled) status: kept in memory, pushed, written without fsync on a change. */

@@ -34,6 +34,8 @@ export interface FakeScenario {
    * (as ssh may deliver them), and the chunk ends mid-frame.
    */
   tailWithNext?: boolean;
+  /** The first this many reads (task.fetch) of a settled result fail with an INTERNAL error; the link stays up. */
+  fetchErrors?: number;
 }
 
 interface FakeTask {
@@ -75,6 +77,8 @@ const send = (msg: unknown): void => {
     }
     process.stdout.write(line);
   });
+  // A failed write must not stop every later one (the chain would stay rejected).
+  writes = writes.catch((e: unknown) => void process.stderr.write(`fake-remote: ${String(e)}\n`));
 };
 const OVERSIZED_BYTES = 40 * 1024 * 1024;
 
@@ -153,6 +157,7 @@ function current(t: FakeTask): { result: Record<string, unknown>; settled: boole
 }
 
 let following = false;
+let fetchesFailed = 0;
 let subscribed = false;
 const pushTimers = new Map<string, NodeJS.Timeout>();
 
@@ -249,6 +254,10 @@ async function handle(method: string, p: Params): Promise<unknown> {
     case "task.fetch": {
       const t = task(p.taskId);
       const c = current(t);
+      if (c.settled && fetchesFailed < (s.fetchErrors ?? 0)) {
+        fetchesFailed++;
+        throw Object.assign(new Error("the store is busy (a fake's error)"), { code: "INTERNAL" });
+      }
       const head = {
         taskId: t.taskId,
         part: p.part,

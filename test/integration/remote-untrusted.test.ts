@@ -7,7 +7,7 @@
 // not delay the local socket; a task the remote no longer knows settles `gone` with REMOTE_LOST and closes.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
@@ -42,7 +42,9 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     },
   });
   const scenario = (s: FakeScenario) => {
-    writeFileSync(join(fakeDir, "scenario.json"), JSON.stringify(s));
+    // Replaced whole (the fake re-reads it on every request: a read mid-write would see half a file).
+    writeFileSync(join(fakeDir, "scenario.json.tmp"), JSON.stringify(s));
+    renameSync(join(fakeDir, "scenario.json.tmp"), join(fakeDir, "scenario.json"));
     sshd.giveToUser(fakeDir);
   };
   const spawn = async () =>
@@ -192,6 +194,17 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     assert.ok(r.finalMessage!.length > 1_500_000);
     assert.equal(r.taskId, taskId);
     assert.equal(r.agent.machine, "fake");
+    await closeHere(taskId);
+  });
+
+  test("a read of the settled result that fails while the link stays up is tried again: the task settles here", async () => {
+    // The settle is pushed without its body (over 256 KiB): one task.fetch reads it. That read fails (an error
+    // there, the link stays up); nothing else would read the task again until a reconnect that need not come.
+    scenario({ mode: "normal", settle: "large", largeBytes: 400_000, fetchErrors: 1 });
+    const taskId = await spawn();
+    const r = await settledHere(taskId);
+    assert.equal(r.status, "completed", r.error?.message);
+    assert.ok(r.finalMessage?.endsWith(" END"), "whole");
     await closeHere(taskId);
   });
 
