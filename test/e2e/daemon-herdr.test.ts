@@ -68,7 +68,9 @@ function suite(protocol: HerdrProtocol): void {
       }
       const { tasks, external } = listing;
       assert.ok(tasks.length > 0);
-      assert.equal(external.length, 1, JSON.stringify(external));
+      // On a miss, what the fake Herdr holds says why (the pane forgotten, the agent released, or listed as ours).
+      const held = [...fake.core.model.panes.values()].map((p) => ({ id: p.id, agent: p.agent?.name ?? null }));
+      assert.equal(external.length, 1, JSON.stringify({ external, pane: handle.paneId, held }));
       assert.equal(external[0]!.name, "someone-else");
       assert.equal(external[0]!.paneId, handle.paneId);
       assert.ok(["idle", "running", "blocked"].includes(external[0]!.status));
