@@ -40,6 +40,8 @@ export interface PendingRequest {
   reject(e: DshError): void;
   /** A send under way. */
   sending?: Promise<void>;
+  /** The link came up (a reconcile) while a send ran: once it ends, the request goes again if still unanswered. */
+  again?: boolean;
   /** The next send, after a request the machine did not answer while its link stayed up. */
   retry?: TimerHandle;
   /** Send attempts that failed (link down, dropped, timed out), for the retry's backoff. */

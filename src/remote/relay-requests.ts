@@ -139,13 +139,25 @@ export class RelayRequests {
     }
   }
 
-  /** Send the pending request now unless a send runs. */
+  /**
+   * Send the pending request now; while a send runs, once it ends. A send that failed because the link was down
+   * (or dropped) waits for the next "up", and an "up" that came while it was still marking the request unanswered
+   * would otherwise be missed: the request never went again while the link stayed up.
+   */
   private kick(live: RelayLive): void {
     const p = live.remoteRequest;
-    if (!p || p.sending) return;
+    if (!p) return;
+    if (p.sending) {
+      p.again = true;
+      return;
+    }
     this.clock.clearTimer(p.retry);
     p.retry = undefined;
-    p.sending = this.send(live, p).finally(() => (p.sending = undefined));
+    p.again = false;
+    p.sending = this.send(live, p).finally(() => {
+      p.sending = undefined;
+      if (p.again && live.remoteRequest === p && !this.ctx.stopped) this.kick(live);
+    });
   }
 
   private async send(live: RelayLive, p: Pending): Promise<void> {
