@@ -135,15 +135,25 @@ export class Relay {
         );
       else this.sup.deps.log.info(log, "link up");
       // Follow the machine's tasks and read each open one again; send every request still waiting for its answer.
-      void this.followSide.onUp(label, timeout);
+      this.quietly(this.followSide.onUp(label, timeout), label, "link up");
       this.requests.reconcile(label);
     });
-    link.on("down", (d) => void this.followSide.onDown(label, d));
+    link.on("down", (d) => this.quietly(this.followSide.onDown(label, d), label, "link down"));
     link.on("push", (method, params) => {
-      if (method === "task.followed") void this.followSide.onFollowed(label, params);
+      if (method === "task.followed") this.quietly(this.followSide.onFollowed(label, params), label, method);
     });
     link.start();
     return link;
+  }
+
+  /**
+   * A link event's work, which nobody awaits: its failure (a store error while recording a verdict) is logged, not
+   * left unhandled (which would end the daemon).
+   */
+  private quietly(work: Promise<void>, label: string, what: string): void {
+    work.catch((e: unknown) =>
+      this.sup.deps.log.error({ label, err: String(e) }, `relayed tasks: handling ${what} failed`),
+    );
   }
 
   /**
