@@ -155,8 +155,12 @@ function socketListening(path: string, exited: Promise<unknown>, timeoutMs: numb
   });
 }
 
-/** Connect to the forward; ssh binds its socket a moment before it listens, so ECONNREFUSED is tried a few times. */
-function connectTo(path: string, triesLeft = 20): Promise<Socket> {
+/**
+ * Connect to the forward; ssh binds its socket a moment before it listens, so ECONNREFUSED is tried again (5 ms
+ * growing to 50 ms) until a deadline, not a count: on a loaded machine ssh can be descheduled between the two for
+ * longer than a hundred milliseconds of tries.
+ */
+function connectTo(path: string, deadline = Date.now() + 3000, pauseMs = 5): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = createConnection(path);
     s.once("connect", () => {
@@ -164,8 +168,11 @@ function connectTo(path: string, triesLeft = 20): Promise<Socket> {
       resolve(s);
     });
     s.once("error", (e: NodeJS.ErrnoException) => {
-      if (e.code === "ECONNREFUSED" && triesLeft > 0)
-        return void setTimeout(() => connectTo(path, triesLeft - 1).then(resolve, reject), 5);
+      if (e.code === "ECONNREFUSED" && Date.now() < deadline)
+        return void setTimeout(
+          () => connectTo(path, deadline, Math.min(50, pauseMs * 2)).then(resolve, reject),
+          pauseMs,
+        );
       reject(new Error(`cannot connect to ${path} (${e.code ?? e.message})`));
     });
   });
