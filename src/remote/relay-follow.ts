@@ -117,12 +117,14 @@ export class RemoteFollow {
    * A read failed while the link stayed up (a reply that came late, an error there): no push or reconnect need come
    * that would read the task again, and a settle it missed would never reach the owner. Read it again after a pause
    * (1 s, doubling to 30 s) while its cycle runs here; a dropped link is read again by the next "up" instead.
+   * Returns the pause when it scheduled one (0: one was due already), undefined when it will not read again.
    */
-  private rereadLater(live: RelayLive): void {
-    if (this.ctx.stopped || !this.open(live) || this.ctx.linkOf(live.rec.remote!.label)?.state !== "up") return;
+  private rereadLater(live: RelayLive): number | undefined {
+    if (this.ctx.stopped || !this.open(live) || this.ctx.linkOf(live.rec.remote!.label)?.state !== "up")
+      return undefined;
     const r = this.rereads.get(live) ?? { failures: 0 };
     this.rereads.set(live, r);
-    if (r.timer !== undefined) return;
+    if (r.timer !== undefined) return 0; // one is due already
     const delay = Math.min(REREAD_MAX_MS, REREAD_FIRST_MS * 2 ** Math.min(r.failures, 5));
     r.failures++;
     r.timer = this.sup.deps.clock.setTimer(delay, () => {
@@ -132,6 +134,7 @@ export class RemoteFollow {
         this.sup.deps.log.warn({ taskId: live.rec.taskId, err: String(e) }, "remote task not read again"),
       );
     });
+    return delay;
   }
 
   /** One piece of news about the task's current cycle: a live status, or its settled result. */
@@ -153,9 +156,10 @@ export class RemoteFollow {
         settled = f.settled;
       }
       const result = checkRemoteResult(raw, { remoteTaskId: live.rec.remote!.taskId, settled });
-      this.wasRead(live);
       if (settled) await this.settle(live, result);
       else await this.snapshot(live, result);
+      // Only now: a settle that fails after the read (its patch, the local copy) keeps backing off.
+      this.wasRead(live);
     } catch (e) {
       await this.failed(live, e, "task.fetch");
     }
@@ -165,11 +169,16 @@ export class RemoteFollow {
   private async failed(live: RelayLive, e: unknown, what: string): Promise<void> {
     if (isRemoteViolation(e)) return this.refuse(live, e);
     if (isDshError(e) && e.code === "TASK_NOT_FOUND") return this.lost(live);
+    const again = this.rereadLater(live);
     this.sup.deps.log.warn(
-      { taskId: live.rec.taskId, label: live.rec.remote!.label, err: String(e) },
-      `remote ${what} failed; the task keeps its last status and is read again`,
+      {
+        taskId: live.rec.taskId,
+        label: live.rec.remote!.label,
+        err: String(e),
+        ...(again ? { retryInMs: again } : {}),
+      },
+      `remote ${what} failed; the task keeps its last status${again !== undefined ? " and is read again" : ""}`,
     );
-    this.rereadLater(live);
   }
 
   /** A live (unsettled) status: kept in memory, pushed, written without fsync on a change. */

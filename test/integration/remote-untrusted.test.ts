@@ -200,7 +200,8 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
   test("a read of the settled result that fails while the link stays up is tried again: the task settles here", async () => {
     // The settle is pushed without its body (over 256 KiB): one task.fetch reads it. That read fails (an error
     // there, the link stays up); nothing else would read the task again until a reconnect that need not come.
-    scenario({ mode: "normal", settle: "large", largeBytes: 400_000, fetchErrors: 1 });
+    // Settling 1.5 s in: the spawn's own read (at adoption) comes before it, so the failing read is the settle's.
+    scenario({ mode: "normal", settle: "large", largeBytes: 400_000, fetchErrors: 1, settleDelayMs: 1500 });
     const taskId = await spawn();
     const r = await settledHere(taskId);
     assert.equal(r.status, "completed", r.error?.message);
