@@ -205,3 +205,22 @@ test("watcher: file events handled back to back do not starve a socket: a frame 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// The session's first line is kept for the task's life (to tell a file truncated and regrown on the same inode).
+// A copy from node's shared 8 KiB pool kept the whole pool slab alive with it: 8 MB at 1,000 live tasks.
+test("watcher: the kept first line of the session owns its memory, not a slab of node's buffer pool", async () => {
+  const { dir, files, cleanup } = setup();
+  const session = join(dir, "session.jsonl");
+  try {
+    files.start();
+    appendFileSync(session, fixture.slice(0, 3).join("\n") + "\n");
+    const size = readFileSync(session).length;
+    await until("the first lines", () => (files.sessionOffset === size ? true : undefined), 5000, 5);
+    const first = (files as unknown as { firstLine?: Buffer }).firstLine;
+    assert.ok(first, "the first line is kept");
+    assert.equal(first.toString(), fixture[0] + "\n");
+    assert.equal(first.buffer.byteLength, first.length, "its ArrayBuffer holds the line and nothing more");
+  } finally {
+    await cleanup();
+  }
+});
