@@ -177,6 +177,12 @@ export interface BackoffPolicy {
 export const DEFAULT_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({ baseMs: 250, maxMs: 30_000, factor: 2 });
 
 /**
+ * A relayed task's failed request or read, tried again while its link stays up: 1 s doubling to 30 s. Jittered like
+ * a reconnect, so the tasks of one busy machine do not all ask again in step.
+ */
+export const RELAY_RETRY_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({ baseMs: 1000, maxMs: 30_000, factor: 2 });
+
+/**
  * Delay before reconnect attempt `attempt` (0 = the first retry after a drop): base·factor^attempt capped at max,
  * with "equal jitter" (half fixed, half random) so many links dropped at once do not retry in step.
  * `random` is in [0, 1).

@@ -10,6 +10,7 @@
 import { createHash } from "node:crypto";
 import type { TimerHandle } from "../core/clock.js";
 import { isDshError } from "../core/errors.js";
+import { backoffDelay, RELAY_RETRY_BACKOFF } from "../core/machines.js";
 import { isSettledStatus, nextActionFor } from "../core/derive.js";
 import { settleVerdict, type CycleEvent, type SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
@@ -42,10 +43,6 @@ export const REFRESH_TIMEOUT_MS = 20_000;
 
 /** This daemon's own verdicts on a relayed task's running cycle (the machine decides them like any event). */
 export type VerdictEvent = Extract<CycleEvent, { type: "remote_invalid" | "remote_lost" | "launch_failed" }>;
-
-/** The pause before reading a task again after a failed read (doubling per failure, to 30 s). */
-const REREAD_FIRST_MS = 1000;
-const REREAD_MAX_MS = 30_000;
 
 export class RemoteFollow {
   /** Tasks to read again after a failed read while their link stayed up: the timer, and the failures in a row. */
@@ -116,7 +113,8 @@ export class RemoteFollow {
   /**
    * A read failed while the link stayed up (a reply that came late, an error there): no push or reconnect need come
    * that would read the task again, and a settle it missed would never reach the owner. Read it again after a pause
-   * (1 s, doubling to 30 s) while its cycle runs here; a dropped link is read again by the next "up" instead.
+   * (RELAY_RETRY_BACKOFF: about 1 s, doubling to 30 s, jittered) while its cycle runs here; a dropped link is read
+   * again by the next "up" instead.
    * Returns the pause when it scheduled one (0: one was due already), undefined when it will not read again.
    */
   private rereadLater(live: RelayLive): number | undefined {
@@ -125,7 +123,7 @@ export class RemoteFollow {
     const r = this.rereads.get(live) ?? { failures: 0 };
     this.rereads.set(live, r);
     if (r.timer !== undefined) return 0; // one is due already
-    const delay = Math.min(REREAD_MAX_MS, REREAD_FIRST_MS * 2 ** Math.min(r.failures, 5));
+    const delay = backoffDelay(r.failures, Math.random(), RELAY_RETRY_BACKOFF);
     r.failures++;
     r.timer = this.sup.deps.clock.setTimer(delay, () => {
       delete r.timer;

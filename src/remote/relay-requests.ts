@@ -13,6 +13,7 @@ import type { TimerHandle } from "../core/clock.js";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError, isDshError } from "../core/errors.js";
+import { backoffDelay, RELAY_RETRY_BACKOFF } from "../core/machines.js";
 import { writeAtomic } from "../store/fsio.js";
 import { RemoteViolation } from "./remote-check.js";
 import type { Answer, PendingRequest as Pending, RemoteRequest } from "./relay-request-state.js";
@@ -223,8 +224,9 @@ export class RelayRequests {
   private async failedAttempt(live: RelayLive, p: Pending, err: DshError, retryLater: boolean): Promise<void> {
     p.failures++;
     if (retryLater) {
-      // The link is up but the request went unanswered: again with the same id, backing off (1 s doubling to 30 s).
-      p.retry = this.clock.setTimer(Math.min(30_000, 1000 * 2 ** Math.min(p.failures - 1, 5)), () => {
+      // The link is up but the request went unanswered: again with the same id, backing off (RELAY_RETRY_BACKOFF:
+      // about 1 s doubling to 30 s, jittered).
+      p.retry = this.clock.setTimer(backoffDelay(p.failures - 1, Math.random(), RELAY_RETRY_BACKOFF), () => {
         p.retry = undefined;
         if (!this.ctx.stopped) this.kick(live);
       });
