@@ -2,6 +2,7 @@
 // a result of any size crosses the link in frames under the 1 MiB frame limit. Every page is checked (its task, its
 // size against the bound, the same version as the first page); a violation is a RemoteViolation naming the field.
 import { isSettledStatus } from "../core/derive.js";
+import { DshError } from "../core/errors.js";
 import type { AgentStatus } from "../core/types.js";
 import type { MachineLink } from "./link.js";
 import { checkSize, RemoteViolation } from "./remote-check.js";
@@ -53,7 +54,7 @@ function checkPage(raw: unknown, taskId: string, part: string, offset: number): 
 
 /**
  * The whole part, page by page, bounded by `maxBytes` (announced and actual size); started again (up to 3 times)
- * when its version changes meanwhile (a new harvest there). Link errors pass through as they are.
+ * when its version changes meanwhile (a new harvest there), then REMOTE_CHANGING. Link errors pass through as they are.
  */
 export async function fetchPart(
   link: MachineLink,
@@ -97,5 +98,10 @@ export async function fetchPart(
       bytes: Buffer.concat(chunks),
     };
   }
-  throw new RemoteViolation(`task.fetch.version`, `the ${field} kept changing while it was read`);
+  // Not a violation: a task that runs (or a follow-up under way) changes its result, and the machine said so by
+  // its version. Refusing would settle the cycle failed on the machine's honest word; the callers read it again.
+  throw new DshError(
+    "REMOTE_CHANGING",
+    `task ${taskId}'s ${field} changed there during each of 3 reads in pages; nothing of it was taken. It is read again; a command that reported this can be run again`,
+  );
 }
