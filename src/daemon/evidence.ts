@@ -13,11 +13,11 @@ export type { ChildEvent, ChildReport } from "./supervisor-types.js";
 export function childConnected(live: Runner, conn: Connection): void {
   live.child = conn;
   conn.onClose(() => {
+    // The push record names the connection only to tell a new one from it: holding it would keep the closed
+    // socket and its buffers for the task's life (also when a newer connection already took its place).
+    if (live.promptPushed?.child === conn) delete live.promptPushed;
     if (live.child !== conn) return;
     delete live.child;
-    // The push record names the connection only to tell a new one from it: holding it would keep the closed
-    // socket and its buffers for the task's life.
-    if (live.promptPushed?.child === conn) delete live.promptPushed;
     void live.dispatch({ type: "child_left" });
     // While the extension was connected its agent_end was awaited; its session may already show the cycle settled
     // (read before the close was seen). Without the extension the session alone decides: re-read and decide now.

@@ -25,7 +25,7 @@ const sessionText = (): string =>
 async function startWithChild() {
   const dir = mkdtempSync(join(tmpdir(), "dsh-childleft-"));
   const home = join(dir, "home");
-  const at: { child?: DaemonClient } = {};
+  const at: { child?: DaemonClient; spec?: { taskId: string; token: string } } = {};
   let taskDir = "";
   const d = await runDaemon(home, {
     logLevel: "silent",
@@ -50,6 +50,7 @@ async function startWithChild() {
               },
             });
             at.child = child;
+            at.spec = { taskId: spec.env.DSH_HERDR_TASK_ID!, token: spec.env.DSH_HERDR_TASK_TOKEN! };
             gotChild(child);
             return { runtime: "headless", pid: process.pid };
           },
@@ -145,6 +146,44 @@ test("a child that leaves after taking its prompt: the running task holds no ref
   } finally {
     owner.close();
     at.child?.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a child connection that a newer one replaced: its close lets it go too", async () => {
+  const { dir, home, d, owner, at } = await startWithChild();
+  let second: DaemonClient | undefined;
+  try {
+    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+      cwd: dir,
+      prompt: "p",
+      model: "m/x",
+      runtime: "headless",
+    });
+    await until(
+      "the prompt accepted",
+      async () =>
+        (await owner.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
+      20_000,
+    );
+    const runner = d.supervisor.tasks.get(taskId)!;
+    const first = runner.child;
+    assert.equal(runner.promptPushed?.child, first, "the prompt went to the first connection");
+    // The extension connects again (a reload of pi's extensions) before the first connection's close is seen.
+    second = await connect(home, { kind: "child", taskId: at.spec!.taskId, token: at.spec!.token });
+    await until("the newer connection taken", () => (runner.child !== first ? true : undefined), 20_000);
+    at.child!.close();
+    await until(
+      "the closed first connection let go",
+      () => (runner.promptPushed === undefined ? true : undefined),
+      5_000,
+    );
+    assert.notEqual(runner.child, undefined, "the newer connection stays the task's child");
+  } finally {
+    owner.close();
+    at.child?.close();
+    second?.close();
     await d.stop();
     rmSync(dir, { recursive: true, force: true });
   }
