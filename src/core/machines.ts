@@ -177,8 +177,8 @@ export interface BackoffPolicy {
 export const DEFAULT_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({ baseMs: 250, maxMs: 30_000, factor: 2 });
 
 /**
- * A relayed task's failed request or read, tried again while its link stays up: 1 s doubling to 30 s. Jittered like
- * a reconnect, so the tasks of one busy machine do not all ask again in step.
+ * A relayed task's failed request or read, tried again while its link stays up: 0.5-1 s, doubling to 15-30 s (the
+ * same equal jitter as a reconnect, so the tasks of one busy machine do not all ask again in step).
  */
 export const RELAY_RETRY_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({ baseMs: 1000, maxMs: 30_000, factor: 2 });
 

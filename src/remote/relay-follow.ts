@@ -113,7 +113,7 @@ export class RemoteFollow {
   /**
    * A read failed while the link stayed up (a reply that came late, an error there): no push or reconnect need come
    * that would read the task again, and a settle it missed would never reach the owner. Read it again after a pause
-   * (RELAY_RETRY_BACKOFF: about 1 s, doubling to 30 s, jittered) while its cycle runs here; a dropped link is read
+   * (RELAY_RETRY_BACKOFF: 0.5-1 s, doubling to 15-30 s) while its cycle runs here; a dropped link is read
    * again by the next "up" instead.
    * Returns the pause when it scheduled one (0: one was due already), undefined when it will not read again.
    */

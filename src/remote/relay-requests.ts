@@ -225,7 +225,7 @@ export class RelayRequests {
     p.failures++;
     if (retryLater) {
       // The link is up but the request went unanswered: again with the same id, backing off (RELAY_RETRY_BACKOFF:
-      // about 1 s doubling to 30 s, jittered).
+      // 0.5-1 s, doubling to 15-30 s).
       p.retry = this.clock.setTimer(backoffDelay(p.failures - 1, Math.random(), RELAY_RETRY_BACKOFF), () => {
         p.retry = undefined;
         if (!this.ctx.stopped) this.kick(live);
