@@ -99,9 +99,10 @@ export async function fetchPart(
     };
   }
   // Not a violation: a task that runs (or a follow-up under way) changes its result, and the machine said so by
-  // its version. Refusing would settle the cycle failed on the machine's honest word; the callers read it again.
+  // its version. Refusing would settle the cycle failed on the machine's honest word. The caller says what next:
+  // the relay reads a running task again later; a close fails and can be run again.
   throw new DshError(
     "REMOTE_CHANGING",
-    `task ${taskId}'s ${field} changed there during each of 3 reads in pages; nothing of it was taken. It is read again; a command that reported this can be run again`,
+    `task ${taskId}'s ${field} changed there during each of 3 reads in pages; nothing of it was taken`,
   );
 }

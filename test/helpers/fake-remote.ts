@@ -36,6 +36,11 @@ export interface FakeScenario {
   tailWithNext?: boolean;
   /** The first this many reads (task.fetch) of a settled result fail with an INTERNAL error; the link stays up. */
   fetchErrors?: number;
+  /**
+   * The first this many pages served of a settled result each name a version of their own, as a result that changes
+   * between every two pages would (a read of it in pages starts again); later pages all name one version.
+   */
+  churnPages?: number;
 }
 
 interface FakeTask {
@@ -55,6 +60,9 @@ function saveTasks(tasks: FakeTask[]): void {
   writeFileSync(`${stateFile}.tmp`, JSON.stringify(tasks));
   renameSync(`${stateFile}.tmp`, stateFile);
 }
+
+/** Pages of a settled result served with a version of their own so far (churnPages). */
+let pagesChurned = 0;
 
 /** The end of an oversized reply held back (tailWithNext), and the writes queued behind a split frame. */
 let heldTail: string | undefined;
@@ -276,7 +284,7 @@ async function handle(method: string, p: Params): Promise<unknown> {
         exists: true,
         size: bytes.length,
         data: bytes.subarray(off, off + lim).toString("base64"),
-        version: c.settled ? "settled" : "live",
+        version: !c.settled ? "live" : pagesChurned < (s.churnPages ?? 0) ? `settled-${++pagesChurned}` : "settled",
       };
     }
     case "task.patch":

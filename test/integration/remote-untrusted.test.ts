@@ -209,6 +209,24 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     await closeHere(taskId);
   });
 
+  test("a settled result that changes between its pages in each of 3 reads is read again later, not refused", async () => {
+    // Over 1 MiB, so it is read in 3 pages; the first 6 pages served each name a version of their own, so each of the
+    // first 3 reads starts over at its second page. The machine told the truth about a moving result: the cycle
+    // used to settle failed here (REMOTE_INVALID, task.fetch.version); now the read is tried again and settles.
+    scenario({ mode: "normal", settle: "large", largeBytes: 1_200_000, churnPages: 6, settleDelayMs: 1500 });
+    const taskId = await spawn();
+    const r = await settledHere(taskId);
+    assert.equal(r.status, "completed", r.error?.message);
+    assert.ok(r.finalMessage?.startsWith("LARGE-REPORT ") && r.finalMessage.endsWith(" END"), "whole");
+    assert.equal(r.finalMessage?.length, 1_200_000 + "LARGE-REPORT  END".length);
+    assert.deepEqual(
+      settleReasons(taskId).map((x) => x?.kind),
+      ["remote"],
+      "one settle record: the machine's own settle, no verdict of this daemon",
+    );
+    await closeHere(taskId);
+  });
+
   test("a task the remote no longer knows settles gone with REMOTE_LOST, and closes here", async () => {
     scenario({ mode: "normal" });
     const taskId = await spawn();

@@ -52,6 +52,6 @@ test("a result that changes during each of 3 reads is REMOTE_CHANGING (read agai
   );
   assert.equal(isRemoteViolation(err), false, `not a violation of the protocol: ${String(err)}`);
   assert.ok(isDshError(err) && err.code === "REMOTE_CHANGING", String(err));
-  assert.match((err as Error).message, /changed there during each of 3 reads/);
+  assert.match((err as Error).message, /changed there during each of 3 reads in pages; nothing of it was taken/);
   assert.equal(reads(), 6, "three reads of two pages each");
 });
