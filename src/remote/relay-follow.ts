@@ -139,7 +139,12 @@ export class RemoteFollow {
   private async take(live: RelayLive, n: News): Promise<void> {
     if (!this.open(live)) return; // settled here already (a repeat), closed, or not adopted yet
     // Another cycle's news: an older one, or a follow-up not reconciled here yet (relay-requests.ts adopts it).
-    if (n.cycle !== live.rec.cycle) return;
+    if (n.cycle !== live.rec.cycle) {
+      // A newer cycle while this one runs here and no request of this daemon's is under way: someone answered the
+      // task on that machine. This cycle ended there unread, and task.fetch serves only the current cycle.
+      if (n.cycle > live.rec.cycle && live.remoteRequest === undefined) await this.movedOn(live, n.cycle);
+      return;
+    }
     let raw = n.result;
     let settled = n.settled;
     try {
@@ -149,7 +154,10 @@ export class RemoteFollow {
         const link = this.ctx.linkOf(live.rec.remote!.label);
         if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads it
         const f = await fetchPart(link, live.rec.remote!.taskId, "result", REMOTE_RESULT_MAX_BYTES, REFRESH_TIMEOUT_MS);
-        if (f.cycle !== live.rec.cycle) return;
+        if (f.cycle !== live.rec.cycle) {
+          if (f.cycle > live.rec.cycle && live.remoteRequest === undefined) await this.movedOn(live, f.cycle);
+          return;
+        }
         raw = parse(f.bytes);
         settled = f.settled;
       }
@@ -318,6 +326,22 @@ export class RemoteFollow {
     const { label, taskId: remoteId } = live.rec.remote!;
     const message = `machine ${label} no longer knows task ${remoteId} (its home was wiped, or the task was removed there); its work is lost to this daemon: close it here (\`dsh-herdr close ${live.rec.taskId}\`) and spawn it again`;
     this.sup.deps.log.error({ taskId: live.rec.taskId, label, remoteTaskId: remoteId }, "REMOTE_LOST");
+    await this.settleHere(live, { type: "remote_lost", cycle: live.rec.cycle, message });
+  }
+
+  /**
+   * The machine moved the task on to a cycle started there, before this daemon read the settle of the cycle it runs:
+   * that result cannot be read any more, so the cycle settles `gone` (REMOTE_LOST, naming both cycles), not `running`
+   * until someone closes it.
+   */
+  private async movedOn(live: RelayLive, cycleThere: number): Promise<void> {
+    if (!this.open(live)) return;
+    const { label, taskId: remoteId } = live.rec.remote!;
+    const message = `machine ${label} moved task ${remoteId} on to cycle ${cycleThere}, started there and not from here, before this daemon read the result of cycle ${live.rec.cycle}; that result can no longer be read from here. Inspect the task there (\`dsh-herdr logs ${live.rec.taskId}\`), then close it here; answer a relayed task from the machine that spawned it`;
+    this.sup.deps.log.error(
+      { taskId: live.rec.taskId, label, remoteTaskId: remoteId, cycle: live.rec.cycle, cycleThere },
+      "REMOTE_LOST",
+    );
     await this.settleHere(live, { type: "remote_lost", cycle: live.rec.cycle, message });
   }
 

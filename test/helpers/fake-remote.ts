@@ -41,6 +41,11 @@ export interface FakeScenario {
    * between every two pages would (a read of it in pages starts again); later pages all name one version.
    */
   churnPages?: number;
+  /**
+   * Once a task's settle is due, the machine names this cycle for it (someone answered the task there, and the cycle
+   * it started settled), in the push and in task.fetch; before that, the task's own cycle.
+   */
+  cycleThere?: number;
 }
 
 interface FakeTask {
@@ -192,7 +197,7 @@ function schedulePush(t: FakeTask): void {
           method: "task.followed",
           params: {
             taskId: t.taskId,
-            cycle: t.cycle,
+            cycle: scenario().cycleThere ?? t.cycle,
             status: c.result.status,
             settled: true,
             bytes: c.bytes,
@@ -269,7 +274,7 @@ async function handle(method: string, p: Params): Promise<unknown> {
       const head = {
         taskId: t.taskId,
         part: p.part,
-        cycle: t.cycle,
+        cycle: c.settled ? (s.cycleThere ?? t.cycle) : t.cycle,
         status: c.result.status,
         settled: c.settled,
         offset: p.offset ?? 0,

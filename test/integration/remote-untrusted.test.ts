@@ -227,6 +227,29 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     await closeHere(taskId);
   });
 
+  test("a cycle started on the machine itself before this one's settle was read: this cycle settles gone, by name", async () => {
+    // Someone answered the task there: the machine settles cycle 2, which this daemon never asked for, and cycle 1's
+    // result can no longer be read (task.fetch serves the current cycle). Its news used to be dropped here: the task
+    // read `running` until closed, and its owner never heard an ending.
+    scenario({ mode: "normal", settle: "valid", cycleThere: 2, settleDelayMs: 1500 });
+    const taskId = await spawn();
+    const r = await settledHere(taskId);
+    assert.equal(r.status, "gone", JSON.stringify(r));
+    assert.equal(r.error?.code, "REMOTE_LOST");
+    assert.match(
+      r.error!.message,
+      /moved task t[0-9a-z]{11} on to cycle 2, started there and not from here, before this daemon read the result of cycle 1/,
+    );
+    assert.deepEqual(
+      settleReasons(taskId).map((x) => x?.kind),
+      ["remote_lost"],
+      "one settle record: this daemon's verdict",
+    );
+    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
+    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
+    await closeHere(taskId);
+  });
+
   test("a task the remote no longer knows settles gone with REMOTE_LOST, and closes here", async () => {
     scenario({ mode: "normal" });
     const taskId = await spawn();
