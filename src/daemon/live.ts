@@ -92,6 +92,8 @@ export interface Live {
   remoteSettling?: Promise<void>;
   /** A relayed task: its spawn or follow-up, journaled and not answered yet (src/remote/relay-requests.ts). */
   remoteRequest?: PendingRequest;
+  /** A relayed task's request the machine refused, while that refusal is being recorded and settled here. */
+  remoteRefusing?: boolean;
 }
 
 /** A status record that could not be written (a full or read-only home), and how often it was tried. */

@@ -67,6 +67,7 @@ export class TaskRunner implements Runner {
   statusJournaled?: number;
   remoteSettling?: Promise<void>;
   remoteRequest?: PendingRequest;
+  remoteRefusing?: boolean;
   settleDisk?: { cycle: number; note?: string };
   steering?: { reserved: number; waiters: Map<number, (fate: "taken" | "missed") => void> };
   setupRun?: { abort(): void; ended: Promise<unknown> };

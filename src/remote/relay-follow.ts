@@ -142,7 +142,7 @@ export class RemoteFollow {
     if (n.cycle !== live.rec.cycle) {
       // A newer cycle while this one runs here and no request of this daemon's is under way: someone answered the
       // task on that machine. This cycle ended there unread, and task.fetch serves only the current cycle.
-      if (n.cycle > live.rec.cycle && live.remoteRequest === undefined) await this.movedOn(live, n.cycle);
+      if (n.cycle > live.rec.cycle && !requestUnderWay(live)) await this.movedOn(live, n.cycle);
       return;
     }
     let raw = n.result;
@@ -155,7 +155,7 @@ export class RemoteFollow {
         if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads it
         const f = await fetchPart(link, live.rec.remote!.taskId, "result", REMOTE_RESULT_MAX_BYTES, REFRESH_TIMEOUT_MS);
         if (f.cycle !== live.rec.cycle) {
-          if (f.cycle > live.rec.cycle && live.remoteRequest === undefined) await this.movedOn(live, f.cycle);
+          if (f.cycle > live.rec.cycle && !requestUnderWay(live)) await this.movedOn(live, f.cycle);
           return;
         }
         raw = parse(f.bytes);
@@ -397,6 +397,11 @@ export class RemoteFollow {
 }
 
 const noop = () => undefined;
+
+/** A spawn or follow-up of this daemon's is unanswered, or its refusal is still being settled here. */
+function requestUnderWay(live: RelayLive): boolean {
+  return live.remoteRequest !== undefined || live.remoteRefusing === true;
+}
 
 function parse(bytes: Buffer): unknown {
   try {

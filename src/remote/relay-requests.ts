@@ -244,6 +244,9 @@ export class RelayRequests {
   private async settleRefused(live: RelayLive, p: Pending, err: DshError): Promise<void> {
     if (live.remoteRequest !== p) return;
     delete live.remoteRequest;
+    // Still this daemon's request until its refusal is settled here: news of the cycle it may have started there
+    // (a stored answer refused for its cycle) is not someone else's (relay-follow.ts movedOn).
+    live.remoteRefusing = true;
     await live
       .journal({ type: "remote_request_refused", requestId: p.req.requestId, code: err.code })
       .catch(() => undefined);
@@ -253,6 +256,7 @@ export class RelayRequests {
     try {
       await this.hooks.refused(live, p.req, err, p.waiters > 0);
     } finally {
+      delete live.remoteRefusing;
       p.reject(err);
     }
   }

@@ -56,6 +56,8 @@ export interface RelayLive {
   remoteSettling?: Promise<void>;
   /** The spawn or follow-up journaled and not answered yet (relay-requests.ts). */
   remoteRequest?: PendingRequest;
+  /** The machine refused that request, and the refusal is being recorded and settled here (relay-requests.ts). */
+  remoteRefusing?: boolean;
   /** What a reader of the record waits for (task.wait and task.get await it before they answer). */
   chain: Promise<void>;
   /** Durable when it resolves. */
