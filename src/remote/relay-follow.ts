@@ -138,13 +138,7 @@ export class RemoteFollow {
   /** One piece of news about the task's current cycle: a live status, or its settled result. */
   private async take(live: RelayLive, n: News): Promise<void> {
     if (!this.open(live)) return; // settled here already (a repeat), closed, or not adopted yet
-    // Another cycle's news: an older one, or a follow-up not reconciled here yet (relay-requests.ts adopts it).
-    if (n.cycle !== live.rec.cycle) {
-      // A newer cycle while this one runs here and no request of this daemon's is under way: someone answered the
-      // task on that machine. This cycle ended there unread, and task.fetch serves only the current cycle.
-      if (n.cycle > live.rec.cycle && !requestUnderWay(live)) await this.movedOn(live, n.cycle);
-      return;
-    }
+    if (n.cycle !== live.rec.cycle) return this.otherCycle(live, n.cycle);
     let raw = n.result;
     let settled = n.settled;
     try {
@@ -154,10 +148,7 @@ export class RemoteFollow {
         const link = this.ctx.linkOf(live.rec.remote!.label);
         if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads it
         const f = await fetchPart(link, live.rec.remote!.taskId, "result", REMOTE_RESULT_MAX_BYTES, REFRESH_TIMEOUT_MS);
-        if (f.cycle !== live.rec.cycle) {
-          if (f.cycle > live.rec.cycle && !requestUnderWay(live)) await this.movedOn(live, f.cycle);
-          return;
-        }
+        if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle); // its failure is caught below
         raw = parse(f.bytes);
         settled = f.settled;
       }
@@ -327,6 +318,15 @@ export class RemoteFollow {
     const message = `machine ${label} no longer knows task ${remoteId} (its home was wiped, or the task was removed there); its work is lost to this daemon: close it here (\`dsh-herdr close ${live.rec.taskId}\`) and spawn it again`;
     this.sup.deps.log.error({ taskId: live.rec.taskId, label, remoteTaskId: remoteId }, "REMOTE_LOST");
     await this.settleHere(live, { type: "remote_lost", cycle: live.rec.cycle, message });
+  }
+
+  /**
+   * News of another cycle than the one running here: an older one is dropped, as is a newer one this daemon asked
+   * for (a follow-up not reconciled here yet; relay-requests.ts adopts it). A newer one while no request of this
+   * daemon's is under way was started on that machine: this cycle ended there unread (movedOn).
+   */
+  private async otherCycle(live: RelayLive, cycle: number): Promise<void> {
+    if (cycle > live.rec.cycle && !requestUnderWay(live)) await this.movedOn(live, cycle);
   }
 
   /**
