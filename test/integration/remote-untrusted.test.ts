@@ -79,6 +79,19 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
       .map((l) => JSON.parse(l) as { type: string; reason?: { kind?: string; field?: string } })
       .filter((e) => e.type === "settle")
       .map((e) => e.reason);
+  /** The cycle settled gone here by this daemon's REMOTE_LOST verdict (one settle record), and verify agrees. */
+  const goneHere = (taskId: string, r: AgentResult, message: RegExp) => {
+    assert.equal(r.status, "gone", JSON.stringify(r));
+    assert.equal(r.error?.code, "REMOTE_LOST");
+    assert.match(r.error!.message, message);
+    assert.deepEqual(
+      settleReasons(taskId).map((x) => x?.kind),
+      ["remote_lost"],
+      "one settle record: this daemon's verdict",
+    );
+    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
+    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
+  };
   /** The real CLI against this home (async: the daemon it talks to runs in this process). */
   const dsh = (args: string[]) => runCli(args, { env: { ...process.env, DSH_HERDR_HOME: home } });
   /** The task closes here: through the relay (the closed result may be over the local socket's frame limit). */
@@ -234,19 +247,11 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     scenario({ mode: "normal", settle: "valid", cycleThere: 2, settleDelayMs: 1500 });
     const taskId = await spawn();
     const r = await settledHere(taskId);
-    assert.equal(r.status, "gone", JSON.stringify(r));
-    assert.equal(r.error?.code, "REMOTE_LOST");
-    assert.match(
-      r.error!.message,
+    goneHere(
+      taskId,
+      r,
       /moved task t[0-9a-z]{11} on to cycle 2, started there and not from here, before this daemon read the result of cycle 1/,
     );
-    assert.deepEqual(
-      settleReasons(taskId).map((x) => x?.kind),
-      ["remote_lost"],
-      "one settle record: this daemon's verdict",
-    );
-    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
-    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
     await closeHere(taskId);
   });
 
@@ -261,16 +266,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     const link = daemon.relay.linkOf("fake")!;
     process.kill(link.sshPid!, "SIGKILL");
     const r = await settledHere(taskId);
-    assert.equal(r.status, "gone", JSON.stringify(r));
-    assert.equal(r.error?.code, "REMOTE_LOST");
-    assert.match(r.error!.message, /no longer knows task t[0-9a-z]{11}/);
-    assert.deepEqual(
-      settleReasons(taskId).map((x) => x?.kind),
-      ["remote_lost"],
-      "one settle record: this daemon's verdict",
-    );
-    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
-    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
+    goneHere(taskId, r, /no longer knows task t[0-9a-z]{11}/);
     const got = await cli.request<AgentResult>("task.get", { taskId });
     assert.equal(got.status, "gone");
     const closed = await cli.request<AgentResult>("task.close", { taskId });

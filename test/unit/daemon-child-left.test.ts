@@ -64,24 +64,36 @@ async function startWithChild() {
     pushes: { "owner.delivery": (p: { taskId: string; card: { status: string } }) => void settled.push(p) },
   });
   await owner.request("owner.attach", {});
-  return { dir, home, d, owner, settled, at, taskDir: () => taskDir };
+  const stop = async () => {
+    owner.close();
+    at.child?.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { dir, home, d, owner, settled, at, taskDir: () => taskDir, stop };
+}
+
+/** Spawn a headless task and wait until its child took the prompt (the task reads running). */
+async function spawnRunning(owner: DaemonClient, dir: string): Promise<string> {
+  const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+    cwd: dir,
+    prompt: "p",
+    model: "m/x",
+    runtime: "headless",
+  });
+  await until(
+    "the prompt accepted",
+    async () =>
+      (await owner.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
+    20_000,
+  );
+  return taskId;
 }
 
 test("a child that leaves after its session settled the cycle (no agent_end) settles it from the session", async () => {
-  const { dir, d, owner, settled, at, taskDir: dirOf } = await startWithChild();
+  const { dir, owner, settled, at, taskDir: dirOf, stop } = await startWithChild();
   try {
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
-      cwd: dir,
-      prompt: "p",
-      model: "m/x",
-      runtime: "headless",
-    });
-    await until(
-      "the prompt accepted",
-      async () =>
-        (await owner.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
-      20_000,
-    );
+    const taskId = await spawnRunning(owner, dir);
     const taskDir = dirOf();
     const session = join(taskDir, "session.jsonl");
     writeFileSync(session, sessionText());
@@ -105,10 +117,7 @@ test("a child that leaves after its session settled the cycle (no agent_end) set
     assert.equal(settled[0]!.card.status, "completed");
     assert.equal((await owner.request<{ status: string }>("task.get", { taskId })).status, "completed");
   } finally {
-    owner.close();
-    at.child?.close();
-    await d.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
 });
 
@@ -116,20 +125,9 @@ test("a child that leaves after its session settled the cycle (no agent_end) set
 // child whose extension is gone): the daemon used to keep the closed connection, its socket and buffers for the
 // task's life, through the record of which connection the prompt went to. 1,000 such tasks held ~2.6 MB of heap.
 test("a child that leaves after taking its prompt: the running task holds no reference to its closed connection", async () => {
-  const { dir, d, owner, at } = await startWithChild();
+  const { dir, d, owner, at, stop } = await startWithChild();
   try {
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
-      cwd: dir,
-      prompt: "p",
-      model: "m/x",
-      runtime: "headless",
-    });
-    await until(
-      "the prompt accepted",
-      async () =>
-        (await owner.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
-      20_000,
-    );
+    const taskId = await spawnRunning(owner, dir);
     const runner = d.supervisor.tasks.get(taskId)!;
     const conn = runner.child;
     assert.ok(conn, "the child's connection is known while it is open");
@@ -144,29 +142,15 @@ test("a child that leaves after taking its prompt: the running task holds no ref
     );
     assert.equal((await owner.request<{ status: string }>("task.get", { taskId })).status, "running");
   } finally {
-    owner.close();
-    at.child?.close();
-    await d.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
 });
 
 test("a child connection that a newer one replaced: its close lets it go too", async () => {
-  const { dir, home, d, owner, at } = await startWithChild();
+  const { dir, home, d, owner, at, stop } = await startWithChild();
   let second: DaemonClient | undefined;
   try {
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
-      cwd: dir,
-      prompt: "p",
-      model: "m/x",
-      runtime: "headless",
-    });
-    await until(
-      "the prompt accepted",
-      async () =>
-        (await owner.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
-      20_000,
-    );
+    const taskId = await spawnRunning(owner, dir);
     const runner = d.supervisor.tasks.get(taskId)!;
     const first = runner.child;
     assert.equal(runner.promptPushed?.child, first, "the prompt went to the first connection");
@@ -181,10 +165,7 @@ test("a child connection that a newer one replaced: its close lets it go too", a
     );
     assert.notEqual(runner.child, undefined, "the newer connection stays the task's child");
   } finally {
-    owner.close();
-    at.child?.close();
     second?.close();
-    await d.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
 });

@@ -140,14 +140,19 @@ function fdsOn(path: string): number {
   return n;
 }
 
+/** Start watching, append the fixture's first three lines, and wait until they are read. */
+async function readFirstLines(files: TaskFiles, session: string): Promise<void> {
+  files.start();
+  appendFileSync(session, fixture.slice(0, 3).join("\n") + "\n");
+  const size = readFileSync(session).length;
+  await until("the first lines", () => (files.sessionOffset === size ? true : undefined), 5000, 5);
+}
+
 test("watcher: the session stays open while watched and is closed at stop; a file replaced under the name is read from 0", async () => {
   const { dir, files, cleanup } = setup();
   const session = join(dir, "session.jsonl");
   try {
-    files.start();
-    appendFileSync(session, fixture.slice(0, 3).join("\n") + "\n");
-    const size = readFileSync(session).length;
-    await until("the first lines", () => (files.sessionOffset === size ? true : undefined), 5000, 5);
+    await readFirstLines(files, session);
     assert.equal(fdsOn(session), 1, "one descriptor on the session while watched");
     // Another file under the name (a rename over it), shorter than what was read: read again from 0.
     writeFileSync(join(dir, "other.jsonl"), fixture[0] + "\n");
@@ -212,10 +217,7 @@ test("watcher: the kept first line of the session owns its memory, not a slab of
   const { dir, files, cleanup } = setup();
   const session = join(dir, "session.jsonl");
   try {
-    files.start();
-    appendFileSync(session, fixture.slice(0, 3).join("\n") + "\n");
-    const size = readFileSync(session).length;
-    await until("the first lines", () => (files.sessionOffset === size ? true : undefined), 5000, 5);
+    await readFirstLines(files, session);
     const first = (files as unknown as { firstLine?: Buffer }).firstLine;
     assert.ok(first, "the first line is kept");
     assert.equal(first.toString(), fixture[0] + "\n");
