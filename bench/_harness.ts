@@ -8,6 +8,7 @@ import { readFile, readdir } from "node:fs/promises";
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { DAEMON_NODE_FLAGS } from "../src/client/daemon-control.js";
 import { connect, type DaemonClient } from "../src/client/index.js";
 import { epochMs, repoRoot, until } from "./_util.js";
 
@@ -28,7 +29,7 @@ export async function startDaemon(
   // BENCH_DAEMON_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node flags for the daemon only (NODE_OPTIONS refuses
   // --cpu-prof, and would profile the driver too); how the burst's profile in docs/performance.md was taken.
   const nodeArgs = (process.env.BENCH_DAEMON_ARGS ?? "").split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, entry, home, JSON.stringify(config)], {
+  const proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...nodeArgs, entry, home, JSON.stringify(config)], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, HOME: join(home, ".."), DSH_HERDR_HOME: home, ...env },
   });

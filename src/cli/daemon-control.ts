@@ -2,7 +2,7 @@
 // `daemon run` execs the daemon's entry so the CLI never imports the daemon), and the demo's runtime choice.
 import { spawn } from "node:child_process";
 import { execa } from "execa";
-import { daemonMain, startDaemon, stopDaemon } from "../client/daemon-control.js";
+import { DAEMON_NODE_FLAGS, daemonMain, startDaemon, stopDaemon } from "../client/daemon-control.js";
 import { herdrPing } from "../runtime/herdr/client.js";
 
 export interface StartOutcome {
@@ -29,7 +29,10 @@ export function runDaemonForeground(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [daemonMain, "run", "--home", home], { stdio: "inherit", env });
+    const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, daemonMain, "run", "--home", home], {
+      stdio: "inherit",
+      env,
+    });
     const onAbort = () => child.kill("SIGTERM");
     signal.addEventListener("abort", onAbort, { once: true });
     child.once("error", reject);

@@ -10,6 +10,13 @@ import { pidAlive } from "./liveness.js";
 
 const packageRoot = join(import.meta.dirname, "..", "..", "..");
 export const daemonMain = join(packageRoot, "dist", "src", "daemon", "main.js");
+/**
+ * Node flags of every daemon process (detached, foreground, the systemd unit's through `daemon run`, the benches').
+ * V8's young generation otherwise grows to 3 × 16 MB: a daemon holding 1,000 open tasks read 121-126 MB RSS, with
+ * this cap 103-106 MB, and its scavenges, more of them but each shorter, did not lengthen the status or `task.wait`
+ * tail at N=100 (docs/performance.md, 2026-12-05).
+ */
+export const DAEMON_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=4"];
 
 export interface DaemonStatus {
   running: boolean;
@@ -51,7 +58,7 @@ export async function startDaemon(
   } catch (e) {
     throw fsError(e, `open ${logPath}`);
   }
-  const child = spawn(process.execPath, [daemonMain, "run", "--home", home], {
+  const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, daemonMain, "run", "--home", home], {
     detached: true,
     stdio: ["ignore", out, out],
     env: opts.env ?? process.env,

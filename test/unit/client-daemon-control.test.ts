@@ -5,7 +5,14 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { daemonStatus, ensureDaemon, startDaemon, stopDaemon } from "../../src/client/daemon-control.js";
+import {
+  DAEMON_NODE_FLAGS,
+  daemonStatus,
+  ensureDaemon,
+  startDaemon,
+  stopDaemon,
+} from "../../src/client/daemon-control.js";
+import { runDaemonForeground } from "../../src/cli/daemon-control.js";
 import { until } from "../helpers/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "dsh-ctl-"));
@@ -69,4 +76,32 @@ test("start, status, second start, stop, kill -9 recovery, ensureDaemon on deman
   client.close();
   await stopDaemon(home);
   await gone(client.hello.pid);
+});
+
+/** The node flags a running process was started with (its argv before the script). */
+const nodeFlagsOf = (pid: number) => {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  return argv.slice(
+    1,
+    argv.findIndex((a) => a.endsWith("main.js")),
+  );
+};
+
+test("the detached and the foreground daemon both run with the daemon's node flags (the young-generation cap)", async () => {
+  assert.ok(DAEMON_NODE_FLAGS.includes("--max-semi-space-size=4"));
+  const detachedHome = join(dir, "flags-detached");
+  const started = await startDaemon(detachedHome);
+  pids.push(started.pid);
+  assert.deepEqual(nodeFlagsOf(started.pid), [...DAEMON_NODE_FLAGS]);
+  await stopDaemon(detachedHome);
+  await gone(started.pid);
+
+  const fgHome = join(dir, "flags-foreground");
+  const ac = new AbortController();
+  const exited = runDaemonForeground(fgHome, ac.signal, { ...process.env, DSH_HERDR_HOME: fgHome });
+  const pid = await until("the foreground daemon to answer", async () => (await daemonStatus(fgHome)).pid, 10_000, 50);
+  pids.push(pid);
+  assert.deepEqual(nodeFlagsOf(pid), [...DAEMON_NODE_FLAGS]);
+  ac.abort();
+  assert.equal(await exited, 0);
 });
