@@ -220,6 +220,13 @@ export class RemoteFollow {
       const link = this.ctx.linkOf(live.rec.remote!.label);
       if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads the settle again
       const f = await fetchPart(link, live.rec.remote!.taskId, "patch", REMOTE_PATCH_MAX_BYTES, REFRESH_TIMEOUT_MS);
+      // The patch served is the machine's current cycle's: one answered there after the result's read is other work.
+      if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle);
+      if (!f.settled)
+        throw new RemoteViolation(
+          "task.fetch.settled",
+          `is false for the diff.patch of cycle ${f.cycle}, whose result was read settled`,
+        );
       // The local copy is what `dsh-herdr diff` reads (localize points diff.patchPath at it); none there, none here.
       const copy = store.taskPaths(live.rec.taskId).diffPatch;
       if (f.exists) {

@@ -17,7 +17,8 @@ export type FakeSettle =
   | "forged"
   | "running-settled"
   | "oversized"
-  | "path-stealing";
+  | "path-stealing"
+  | "with-diff";
 
 export interface FakeScenario {
   mode: "normal" | "mute" | "lost";
@@ -46,6 +47,13 @@ export interface FakeScenario {
    * it started settled), in the push and in task.fetch; before that, the task's own cycle.
    */
   cycleThere?: number;
+  /**
+   * with-diff: the cycle the machine names when the settled task's diff.patch is read (someone answered the task there
+   * between this daemon's read of the result and of its patch), and the patch it serves is that cycle's; absent: the
+   * cycle the result names. `patchUnsettled`: the patch's pages say the cycle is not settled.
+   */
+  patchCycleThere?: number;
+  patchUnsettled?: boolean;
 }
 
 interface FakeTask {
@@ -149,9 +157,28 @@ function settled(t: FakeTask, s: FakeScenario): Record<string, unknown> {
           dirtyAtStart: [],
         },
       };
+    case "with-diff":
+      return {
+        ...done,
+        diff: {
+          baselineHead: null,
+          stat: " a.txt | 1 +",
+          files: ["a.txt"],
+          untracked: [],
+          patchPath: `/home/fake/.dsh/herdr/tasks/${t.taskId}/diff.patch`,
+          patchBytes: Buffer.byteLength(patchOf(t.cycle)),
+          truncated: false,
+          dirtyAtStart: [],
+        },
+      };
     default:
       return done;
   }
+}
+
+/** The diff.patch a with-diff task's cycle leaves there. */
+function patchOf(cycle: number): string {
+  return `--- a/a.txt\n+++ b/a.txt\n@@ -0,0 +1 @@\n+the work of cycle ${cycle}\n`;
 }
 
 /** The task's result now: settled once its delay passed (the scenario has a settle), else working. */
@@ -279,7 +306,22 @@ async function handle(method: string, p: Params): Promise<unknown> {
         settled: c.settled,
         offset: p.offset ?? 0,
       };
-      if (p.part === "patch") return { ...head, exists: false, size: 0, data: "", version: "none" };
+      if (p.part === "patch") {
+        if (s.settle !== "with-diff" || !c.settled)
+          return { ...head, exists: false, size: 0, data: "", version: "none" };
+        const cycle = s.patchCycleThere ?? head.cycle;
+        const patch = Buffer.from(patchOf(cycle));
+        const off = Number(p.offset ?? 0);
+        return {
+          ...head,
+          cycle,
+          settled: s.patchUnsettled !== true,
+          exists: true,
+          size: patch.length,
+          data: patch.subarray(off, off + Number(p.limit ?? 512 * 1024)).toString("base64"),
+          version: `patch-${cycle}`,
+        };
+      }
       const bytes =
         c.bytes === OVERSIZED_BYTES ? Buffer.alloc(OVERSIZED_BYTES, 32) : Buffer.from(JSON.stringify(c.result));
       const off = Number(p.offset ?? 0);

@@ -7,7 +7,16 @@
 // not delay the local socket; a task the remote no longer knows settles `gone` with REMOTE_LOST and closes.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
@@ -252,6 +261,39 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
       r,
       /moved task t[0-9a-z]{11} on to cycle 2, started there and not from here, before this daemon read the result of cycle 1/,
     );
+    await closeHere(taskId);
+  });
+
+  test("a settled result with a diff settles here with the machine's diff.patch copied, pinned and verified", async () => {
+    scenario({ mode: "normal", settle: "with-diff", settleDelayMs: 1500 });
+    const taskId = await spawn();
+    const r = await settledHere(taskId);
+    assert.equal(r.status, "completed", r.error?.message);
+    const copy = join(home, "tasks", taskId, "diff.patch");
+    assert.equal(r.diff?.patchPath, copy);
+    assert.match(readFileSync(copy, "utf8"), /\+the work of cycle 1\n/);
+    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
+    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
+    await closeHere(taskId);
+  });
+
+  test("a diff.patch read after the machine moved on to another cycle is not taken as this cycle's: it settles gone", async () => {
+    // The settled result of cycle 1 is read; before its patch is, someone answers the task there, and the patch served
+    // is cycle 2's. It used to be copied and pinned as cycle 1's diff (a settled `completed` whose diff is other work).
+    scenario({ mode: "normal", settle: "with-diff", patchCycleThere: 2, settleDelayMs: 1500 });
+    const taskId = await spawn();
+    const r = await settledHere(taskId);
+    goneHere(taskId, r, /moved task t[0-9a-z]{11} on to cycle 2, .*before this daemon read the result of cycle 1/);
+    assert.equal(r.diff, undefined, "no diff of another cycle");
+    assert.equal(existsSync(join(home, "tasks", taskId, "diff.patch")), false, "cycle 2's patch not copied here");
+    await closeHere(taskId);
+  });
+
+  test("a diff.patch whose pages say its settled cycle is not settled is refused, naming the field", async () => {
+    scenario({ mode: "normal", settle: "with-diff", patchUnsettled: true, settleDelayMs: 1500 });
+    const taskId = await spawn();
+    const r = await refused(taskId, /task\.fetch\.settled: is false for the diff\.patch of cycle 1/);
+    assert.equal(r.diff, undefined, "nothing of the refused diff is kept");
     await closeHere(taskId);
   });
 
