@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, chownSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { DAEMON_NODE_FLAGS } from "../src/client/daemon-control.js";
 import { connect, type DaemonClient } from "../src/client/index.js";
 import { resultMdFor } from "../src/extensions/child-report.js";
 import type { TestSshd } from "../test/helpers/sshd.js";
@@ -108,6 +109,7 @@ export async function startRemoteDaemon(sshd: TestSshd, trace?: string): Promise
       "PATH=/usr/local/bin:/usr/bin:/bin",
       ...(trace ? [`BENCH_TRACE=${trace}`] : []),
       node,
+      ...DAEMON_NODE_FLAGS,
       join(sshd.appRoot, "dist", "bench", "_daemon.js"),
       u.dshHome,
       JSON.stringify({ maxParallelAgents: 200, maxQueuedAgents: 200 }),
