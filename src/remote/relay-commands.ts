@@ -71,6 +71,13 @@ export async function followUpUnanswered(ctx: RelayContext, live: RelayLive, req
   await startFollowUp(ctx, live, req.cycle);
 }
 
+/** The last result, read again as its next cycle's start: running, waited for, without the last cycle's error. */
+export function runningAgain(last: AgentResult): AgentResult {
+  const result: AgentResult = { ...last, status: "running", nextAction: "wait" };
+  delete result.error;
+  return result;
+}
+
 async function startFollowUp(ctx: RelayContext, live: RelayLive, cycle: number): Promise<void> {
   const p = live.state.phase;
   if (p.name === "closed" || p.cycle >= cycle) return; // started here already (or even settled)
@@ -79,8 +86,7 @@ async function startFollowUp(ctx: RelayContext, live: RelayLive, cycle: number):
   await live.journal({ type: "remote_cycle", cycle });
   await stepRemote(ctx, live, { type: "remote_started", cycle });
   if (live.result && live.state.phase.name === "running") {
-    const result: AgentResult = { ...live.result, status: "running", nextAction: "wait" };
-    delete result.error;
+    const result = runningAgain(live.result);
     live.result = result;
     live.rec.status = result.status;
     ctx.sup.notifyStatus(live, result, { settled: false });

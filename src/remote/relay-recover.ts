@@ -5,6 +5,7 @@
 import { isSettledStatus } from "../core/derive.js";
 import { lifecycleOf, type SettleReason } from "../core/task-cycle.js";
 import type { MachineLink } from "./link.js";
+import { runningAgain } from "./relay-commands.js";
 import type { RemoteFollow } from "./relay-follow.js";
 import { stepRemote } from "./relay-machine.js";
 import type { RelayRequests } from "./relay-requests.js";
@@ -28,9 +29,21 @@ export async function relayRecover(
   events: { type: string; [k: string]: unknown }[],
 ): Promise<void> {
   const { sup } = ctx;
+  // A follow-up's cycle is journaled (remote_cycle) before its record is rewritten, unsynced: after a power cut
+  // task.json and result.json can still be the cycle's before, while the machine runs the journaled one.
+  const journaled = Math.max(
+    0,
+    ...events.filter((e) => e.type === "remote_cycle" && Number.isSafeInteger(e.cycle)).map((e) => e.cycle as number),
+  );
+  const behind = journaled > rec.cycle;
+  if (behind) {
+    rec.cycle = journaled;
+    rec.status = "running";
+    delete rec.timing.settledAt;
+  }
   const live = sup.register(rec);
   const stored = await sup.deps.store.readResult(rec.taskId).catch(() => undefined);
-  if (stored) live.result = stored;
+  if (stored) live.result = behind ? runningAgain(stored) : stored;
   await requests.restore(live, events);
   if (awaitingSpawn(live)) {
     // The spawn was journaled, its answer never came: the reconcile sends it again (the phase stays queued).

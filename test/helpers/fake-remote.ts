@@ -346,9 +346,17 @@ async function handle(method: string, p: Params): Promise<unknown> {
     case "task.abort":
       task((p.taskIds as string[])[0]);
       return { aborted_ids: p.taskIds, missing_ids: [], foreign_ids: [] };
-    case "task.respond":
-      task(p.taskId);
-      return { taskId: p.taskId, subagent_id: p.taskId, cycle: 2 };
+    case "task.respond": {
+      // A follow-up: the next cycle starts there and works until its settle is due (settleDelayMs from now).
+      const t = task(p.taskId);
+      t.cycle++;
+      t.createdAt = Date.now();
+      saveTasks(tasks);
+      clearTimeout(pushTimers.get(t.taskId));
+      pushTimers.delete(t.taskId);
+      schedulePush(t);
+      return { taskId: t.taskId, subagent_id: t.taskId, cycle: t.cycle };
+    }
     default:
       throw Object.assign(new Error(`${method} is not served by this fake`), { code: "UNKNOWN_METHOD" });
   }

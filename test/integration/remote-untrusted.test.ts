@@ -297,6 +297,51 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     await closeHere(taskId);
   });
 
+  test("a power cut that lost a follow-up's record rewrite: recovery follows the journaled cycle, which settles", async () => {
+    scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
+    const taskId = await spawn();
+    assert.equal((await settledHere(taskId)).status, "completed");
+    const taskDir = join(home, "tasks", taskId);
+    // What a power cut right after the follow-up keeps of the record: cycle 1's (the rewrite for cycle 2 is not
+    // fsynced; the journal's records of the follow-up are).
+    const durable = ["task.json", "result.json"].map((f) => [f, readFileSync(join(taskDir, f))] as const);
+    scenario({ mode: "normal", settle: "valid", settleDelayMs: 600_000 });
+    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "once more" });
+    assert.equal(reply.cycle, 2);
+    await until(
+      "cycle 2 running here",
+      () => daemon.supervisor.tasks.get(taskId)?.state.phase.name === "running" || undefined,
+    );
+    cli.close();
+    await daemon.stop();
+    for (const [f, bytes] of durable) writeFileSync(join(taskDir, f), bytes);
+    daemon = await runDaemon(home, { config: config() });
+    cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
+    const live = daemon.supervisor.tasks.get(taskId)!;
+    // Before: the record's cycle 1 was taken, settled; cycle 2's news then read as another cycle, and its result
+    // never reached anyone.
+    assert.deepEqual([live.rec.cycle, live.state.phase.name], [2, "running"]);
+    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).status, "running");
+    scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
+    // A reconnect reads every open task again: cycle 2 has settled there.
+    const link = daemon.relay.linkOf("fake")!;
+    await until("the link up", () => (link.state === "up" && link.sshPid !== undefined) || undefined, 30_000);
+    process.kill(link.sshPid!, "SIGKILL");
+    const r = await until("cycle 2 settled here", () => {
+      const l = daemon.supervisor.tasks.get(taskId);
+      if (l?.state.phase.name !== "settled" || l.state.phase.cycle !== 2) return undefined;
+      const got = stored(taskId); // the record follows the phase
+      return ["starting", "working", "running"].includes(got.status) ? undefined : got;
+    });
+    assert.equal(r.status, "completed", JSON.stringify(r));
+    assert.deepEqual(
+      settleReasons(taskId).map((x) => x?.kind),
+      ["remote", "remote"],
+      "each cycle settled once, by the machine",
+    );
+    await closeHere(taskId);
+  });
+
   test("a task the remote no longer knows settles gone with REMOTE_LOST, and closes here", async () => {
     scenario({ mode: "normal" });
     const taskId = await spawn();
