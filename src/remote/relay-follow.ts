@@ -221,7 +221,7 @@ export class RemoteFollow {
       if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads the settle again
       const f = await fetchPart(link, live.rec.remote!.taskId, "patch", REMOTE_PATCH_MAX_BYTES, REFRESH_TIMEOUT_MS);
       // The patch served is the machine's current cycle's: one answered there after the result's read is other work.
-      if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle);
+      if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle, "the diff.patch of the result");
       if (!f.settled)
         throw new RemoteViolation(
           "task.fetch.settled",
@@ -332,8 +332,8 @@ export class RemoteFollow {
    * for (a follow-up not reconciled here yet; relay-requests.ts adopts it). A newer one while no request of this
    * daemon's is under way was started on that machine: this cycle ended there unread (movedOn).
    */
-  private async otherCycle(live: RelayLive, cycle: number): Promise<void> {
-    if (cycle > live.rec.cycle && !requestUnderWay(live)) await this.movedOn(live, cycle);
+  private async otherCycle(live: RelayLive, cycle: number, unread = "the result"): Promise<void> {
+    if (cycle > live.rec.cycle && !requestUnderWay(live)) await this.movedOn(live, cycle, unread);
   }
 
   /**
@@ -341,10 +341,10 @@ export class RemoteFollow {
    * that result cannot be read any more, so the cycle settles `gone` (REMOTE_LOST, naming both cycles), not `running`
    * until someone closes it.
    */
-  private async movedOn(live: RelayLive, cycleThere: number): Promise<void> {
+  private async movedOn(live: RelayLive, cycleThere: number, unread: string): Promise<void> {
     if (!this.open(live)) return;
     const { label, taskId: remoteId } = live.rec.remote!;
-    const message = `machine ${label} moved task ${remoteId} on to cycle ${cycleThere}, started there and not from here, before this daemon read the result of cycle ${live.rec.cycle}; that result can no longer be read from here. Inspect the task there (\`dsh-herdr logs ${live.rec.taskId}\`), then close it here; answer a relayed task from the machine that spawned it`;
+    const message = `machine ${label} moved task ${remoteId} on to cycle ${cycleThere}, started there and not from here, before this daemon read ${unread} of cycle ${live.rec.cycle}; that result can no longer be read from here. Inspect the task there (\`dsh-herdr logs ${live.rec.taskId}\`), then close it here; answer a relayed task from the machine that spawned it`;
     this.sup.deps.log.error(
       { taskId: live.rec.taskId, label, remoteTaskId: remoteId, cycle: live.rec.cycle, cycleThere },
       "REMOTE_LOST",

@@ -44,10 +44,20 @@ export async function relayRecover(
   const live = sup.register(rec);
   const stored = await sup.deps.store.readResult(rec.taskId).catch(() => undefined);
   if (stored) live.result = behind ? runningAgain(stored) : stored;
+  // The listing follows the record (start-up built the index from the task.json it read).
+  if (behind) await sup.deps.store.writeTask(rec, { sync: false });
   await requests.restore(live, events);
   if (awaitingSpawn(live)) {
     // The spawn was journaled, its answer never came: the reconcile sends it again (the phase stays queued).
-  } else if (journal.settled.has(rec.cycle) && stored && isSettledStatus(stored.status)) {
+  } else if (
+    !behind &&
+    journal.settled.has(rec.cycle) &&
+    stored &&
+    isSettledStatus(stored.status) &&
+    // A synced settle record whose rewrite a power cut lost leaves result.json of the cycle before; as for a local
+    // task (restoreResult), the record and the result must agree, or the settle is read from the machine again.
+    stored.status === rec.status
+  ) {
     const reason = journal.settleReasons.get(rec.cycle) ?? { kind: "remote", status: stored.status };
     await stepRemote(ctx, live, {
       type: "restored",
@@ -65,6 +75,19 @@ export async function relayRecover(
     const reason = journal.settling.has(rec.cycle) ? journal.settleReasons.get(rec.cycle) : undefined;
     if (reason && OWN_VERDICTS.has(reason.kind))
       await follow.settleHere(live, { type: "settle_recovered", reason, journaled: true });
+    // The machine refused the follow-up that started this cycle here, and the daemon stopped before that refusal's
+    // settle: nothing runs there for this cycle (the machine names the one before), so it settles with the refusal.
+    const refusal = journal.settling.has(rec.cycle) ? undefined : refusedFollowUp(events, rec.cycle);
+    if (refusal) {
+      const label = rec.remote!.label;
+      await follow.settleHere(live, {
+        type: "launch_failed",
+        code: refusal.code,
+        message:
+          refusal.message ??
+          `machine ${label} refused the follow-up that starts cycle ${rec.cycle} (${refusal.code}); read the task there (\`dsh-herdr logs ${rec.taskId}\`), then respond again`,
+      });
+    }
   }
   await live.journal({
     type: "recovered",
@@ -72,6 +95,21 @@ export async function relayRecover(
     label: rec.remote!.label,
     phase: live.state.phase.name,
   });
+}
+
+/** The refusal (journaled) of the follow-up request that starts `cycle`, if the machine refused it. */
+function refusedFollowUp(
+  events: { type: string; [k: string]: unknown }[],
+  cycle: number,
+): { code: string; message?: string } | undefined {
+  const req = events.findLast((e) => e.type === "remote_request" && e.method === "task.respond" && e.cycle === cycle);
+  if (!req) return undefined;
+  const refused = events.find((e) => e.type === "remote_request_refused" && e.requestId === req.requestId);
+  if (!refused) return undefined;
+  return {
+    code: typeof refused.code === "string" ? refused.code : "INTERNAL",
+    ...(typeof refused.message === "string" ? { message: refused.message } : {}),
+  };
 }
 
 /**

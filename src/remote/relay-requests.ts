@@ -248,7 +248,13 @@ export class RelayRequests {
     // (a stored answer refused for its cycle) is not someone else's (relay-follow.ts movedOn).
     live.remoteRefusing = true;
     await live
-      .journal({ type: "remote_request_refused", requestId: p.req.requestId, code: err.code })
+      // With the machine's words: a restart that finds this refusal unsettled settles the cycle with them.
+      .journal({
+        type: "remote_request_refused",
+        requestId: p.req.requestId,
+        code: err.code,
+        message: err.message.slice(0, 4000),
+      })
       .catch(() => undefined);
     await rm(join(this.ctx.sup.deps.store.taskPaths(live.rec.taskId).dir, REQUEST_FILE), { force: true }).catch(
       () => undefined,

@@ -283,7 +283,11 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     scenario({ mode: "normal", settle: "with-diff", patchCycleThere: 2, settleDelayMs: 1500 });
     const taskId = await spawn();
     const r = await settledHere(taskId);
-    goneHere(taskId, r, /moved task t[0-9a-z]{11} on to cycle 2, .*before this daemon read the result of cycle 1/);
+    goneHere(
+      taskId,
+      r,
+      /moved task t[0-9a-z]{11} on to cycle 2, .*before this daemon read the diff\.patch of the result of cycle 1/,
+    );
     assert.equal(r.diff, undefined, "no diff of another cycle");
     assert.equal(existsSync(join(home, "tasks", taskId, "diff.patch")), false, "cycle 2's patch not copied here");
     await closeHere(taskId);
@@ -296,6 +300,33 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     assert.equal(r.diff, undefined, "nothing of the refused diff is kept");
     await closeHere(taskId);
   });
+
+  /** Stop this daemon, put back what a power cut would have kept of the task's files, start a new one on the home. */
+  const powerCut = async (taskDir: string, durable: (readonly [string, Buffer])[]) => {
+    cli.close();
+    await daemon.stop();
+    for (const [f, bytes] of durable) writeFileSync(join(taskDir, f), bytes);
+    daemon = await runDaemon(home, { config: config() });
+    cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
+  };
+  /** The link to the fake machine, once it is up (the relay reattaches in the background after a start). */
+  const linkUp = () =>
+    until(
+      "the link up",
+      () => {
+        const link = daemon.relay.linkOf("fake");
+        return link?.state === "up" && link.sshPid !== undefined ? link : undefined;
+      },
+      30_000,
+    );
+  /** The task's cycle `cycle` settled here, its record written. */
+  const cycleSettledHere = (taskId: string, cycle: number, check: (r: AgentResult) => boolean = () => true) =>
+    until(`cycle ${cycle} of ${taskId} settled here`, () => {
+      const l = daemon.supervisor.tasks.get(taskId);
+      if (l?.state.phase.name !== "settled" || l.state.phase.cycle !== cycle) return undefined;
+      const got = stored(taskId); // the record follows the phase
+      return ["starting", "working", "running"].includes(got.status) || !check(got) ? undefined : got;
+    });
 
   test("a power cut that lost a follow-up's record rewrite: recovery follows the journaled cycle, which settles", async () => {
     scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
@@ -312,33 +343,80 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
       "cycle 2 running here",
       () => daemon.supervisor.tasks.get(taskId)?.state.phase.name === "running" || undefined,
     );
-    cli.close();
-    await daemon.stop();
-    for (const [f, bytes] of durable) writeFileSync(join(taskDir, f), bytes);
-    daemon = await runDaemon(home, { config: config() });
-    cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
+    await powerCut(taskDir, durable);
     const live = daemon.supervisor.tasks.get(taskId)!;
     // Before: the record's cycle 1 was taken, settled; cycle 2's news then read as another cycle, and its result
     // never reached anyone.
     assert.deepEqual([live.rec.cycle, live.state.phase.name], [2, "running"]);
-    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).status, "running");
+    // running, or working once the link is up and the machine's snapshot of cycle 2 is read
+    assert.ok(["running", "working"].includes((await cli.request<AgentResult>("task.get", { taskId })).status));
     scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
     // A reconnect reads every open task again: cycle 2 has settled there.
-    const link = daemon.relay.linkOf("fake")!;
-    await until("the link up", () => (link.state === "up" && link.sshPid !== undefined) || undefined, 30_000);
-    process.kill(link.sshPid!, "SIGKILL");
-    const r = await until("cycle 2 settled here", () => {
-      const l = daemon.supervisor.tasks.get(taskId);
-      if (l?.state.phase.name !== "settled" || l.state.phase.cycle !== 2) return undefined;
-      const got = stored(taskId); // the record follows the phase
-      return ["starting", "working", "running"].includes(got.status) ? undefined : got;
-    });
+    process.kill((await linkUp()).sshPid!, "SIGKILL");
+    const r = await cycleSettledHere(taskId, 2);
+    await linkUp(); // the read at link up may have come first, and the kill after it: closed over a link that is up
     assert.equal(r.status, "completed", JSON.stringify(r));
     assert.deepEqual(
       settleReasons(taskId).map((x) => x?.kind),
       ["remote", "remote"],
       "each cycle settled once, by the machine",
     );
+    await closeHere(taskId);
+  });
+
+  test("a power cut after a follow-up's cycle settled, its record's rewrite lost: the settle is read again", async () => {
+    scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
+    const taskId = await spawn();
+    const first = await settledHere(taskId);
+    const taskDir = join(home, "tasks", taskId);
+    const durable = ["task.json", "result.json"].map((f) => [f, readFileSync(join(taskDir, f))] as const);
+    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "once more" });
+    assert.equal(reply.cycle, 2);
+    const second = await cycleSettledHere(taskId, 2);
+    assert.notEqual(second.timing.createdAt, first.timing.createdAt, "the fake's cycles tell apart");
+    // Cycle 2's settle records are in the journal; its result.json and task.json rewrite did not reach the disk.
+    await powerCut(taskDir, durable);
+    // Before: start-up restored cycle 2 as settled with cycle 1's result.json (and delivered it as cycle 2's), so
+    // this waited in vain for cycle 2's own result.
+    const r = await cycleSettledHere(taskId, 2, (got) => got.timing.createdAt === second.timing.createdAt);
+    assert.equal(r.status, "completed");
+    assert.deepEqual(
+      settleReasons(taskId).map((x) => x?.kind),
+      ["remote", "remote"],
+      "each cycle settled once, by the machine",
+    );
+    await linkUp();
+    await closeHere(taskId);
+  });
+
+  test("a follow-up the machine refused, the daemon stopped before that refusal settled: start-up settles it", async () => {
+    scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
+    const taskId = await spawn();
+    await settledHere(taskId);
+    const taskDir = join(home, "tasks", taskId);
+    cli.close();
+    await daemon.stop();
+    // What the journal holds when the daemon stops between the refusal's record and its settle: the follow-up sent,
+    // unanswered at first (its cycle started here), then refused.
+    const line = (e: Record<string, unknown>) => `${JSON.stringify({ ts: Date.now(), ...e })}\n`;
+    appendFileSync(
+      join(taskDir, "events.jsonl"),
+      line({ type: "remote_request", requestId: "rREFUSED", method: "task.respond", cycle: 2 }) +
+        line({ type: "remote_cycle", cycle: 2 }) +
+        line({
+          type: "remote_request_refused",
+          requestId: "rREFUSED",
+          code: "BAD_STATE",
+          message: "task is closed there (the fake's refusal)",
+        }),
+    );
+    daemon = await runDaemon(home, { config: config() });
+    cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
+    // Before: cycle 2 read running for good (the machine names cycle 1, an older one, which is dropped).
+    const r = await cycleSettledHere(taskId, 2);
+    assert.equal(r.status, "failed", JSON.stringify(r));
+    assert.match(r.error?.message ?? "", /the fake's refusal/);
+    await linkUp();
     await closeHere(taskId);
   });
 
