@@ -309,13 +309,16 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     daemon = await runDaemon(home, { config: config() });
     cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
   };
-  /** The link to the fake machine, once it is up (the relay reattaches in the background after a start). */
-  const linkUp = () =>
+  /**
+   * The link to the fake machine, once it is up (the relay reattaches in the background after a start); `notPid`: its
+   * ssh is another than that one (a killed link reads "up" until its end is noticed).
+   */
+  const linkUp = (notPid?: number) =>
     until(
       "the link up",
       () => {
         const link = daemon.relay.linkOf("fake");
-        return link?.state === "up" && link.sshPid !== undefined ? link : undefined;
+        return link?.state === "up" && link.sshPid !== undefined && link.sshPid !== notPid ? link : undefined;
       },
       30_000,
     );
@@ -352,9 +355,11 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     assert.ok(["running", "working"].includes((await cli.request<AgentResult>("task.get", { taskId })).status));
     scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
     // A reconnect reads every open task again: cycle 2 has settled there.
-    process.kill((await linkUp()).sshPid!, "SIGKILL");
+    const killed = (await linkUp()).sshPid!;
+    process.kill(killed, "SIGKILL");
     const r = await cycleSettledHere(taskId, 2);
-    await linkUp(); // the read at link up may have come first, and the kill after it: closed over a link that is up
+    // The read at link up may have come before the kill: the close goes over the link made after it.
+    await linkUp(killed);
     assert.equal(r.status, "completed", JSON.stringify(r));
     assert.deepEqual(
       settleReasons(taskId).map((x) => x?.kind),
