@@ -2,7 +2,8 @@
 // connect` (the relay appends `daemon connect`; ignored). It speaks the daemon protocol on stdin/stdout as a
 // hostile or broken machine would: its spawns are answered, its tasks "work", and their settled result is whatever
 // the scenario says (a forged one, a schema-invalid one, an oversized one, one naming a local path as its patch, a
-// large valid one), or it says nothing at all after hello (mute), or it no longer knows its tasks (lost).
+// large valid one, one with a diff whose patch may name another cycle), or it says nothing at all after hello (mute),
+// or it no longer knows its tasks (lost). task.respond starts the task's next cycle there.
 // The scenario is a JSON file named by $DSH_FAKE_REMOTE (re-read on every request, so a test switches it between
 // connections); the tasks it spawned are kept next to it (state.json), so a reconnect knows them.
 // Speaks both the newer link methods (task.follow pushes, task.fetch pages) and the older ones (task.subscribe,
