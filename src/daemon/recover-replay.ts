@@ -15,7 +15,7 @@ export interface Replay {
   prompted: Map<number, number>;
   /** Cycles whose prompt the child confirmed (prompt_accepted), or that were typed into the runtime. */
   accepted: Set<number>;
-  /** Highest cycle the journal knows of (respond / prompt_sent). */
+  /** Highest cycle the journal knows of (respond / prompt_sent; a relayed task's remote_cycle). */
   cycle: number;
   /** Cycles whose settle was journaled (harvest may not have run). */
   settling: Set<number>;
@@ -95,6 +95,9 @@ export function replayJournal(events: TaskEvent[]): Replay {
     } else if (e.type === "prompt_accepted" && cycle !== undefined) r.accepted.add(cycle);
     else if (e.type === "respond" && cycle !== undefined) {
       // Journaled before the follow-up goes out: a respond without a prompt_sent never reached the child.
+      r.cycle = Math.max(r.cycle, cycle);
+    } else if (e.type === "remote_cycle" && cycle !== undefined) {
+      // A relayed follow-up's cycle started here, journaled before its record is rewritten (unsynced).
       r.cycle = Math.max(r.cycle, cycle);
     } else if (e.type === "parked") {
       delete r.handle;

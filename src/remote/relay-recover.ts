@@ -25,19 +25,15 @@ export async function relayRecover(
   requests: RelayRequests,
   follow: RemoteFollow,
   rec: RemoteRecord,
-  journal: { settled: Set<number>; settleReasons: Map<number, SettleReason>; settling: Set<number> },
+  journal: { cycle: number; settled: Set<number>; settleReasons: Map<number, SettleReason>; settling: Set<number> },
   events: { type: string; [k: string]: unknown }[],
 ): Promise<void> {
   const { sup } = ctx;
   // A follow-up's cycle is journaled (remote_cycle) before its record is rewritten, unsynced: after a power cut
   // task.json and result.json can still be the cycle's before, while the machine runs the journaled one.
-  const journaled = Math.max(
-    0,
-    ...events.filter((e) => e.type === "remote_cycle" && Number.isSafeInteger(e.cycle)).map((e) => e.cycle as number),
-  );
-  const behind = journaled > rec.cycle;
+  const behind = journal.cycle > rec.cycle;
   if (behind) {
-    rec.cycle = journaled;
+    rec.cycle = journal.cycle;
     rec.status = "running";
     delete rec.timing.settledAt;
   }

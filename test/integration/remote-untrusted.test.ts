@@ -67,17 +67,21 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     ).taskId;
   const stored = (taskId: string) =>
     JSON.parse(readFileSync(join(home, "tasks", taskId, "result.json"), "utf8")) as AgentResult;
-  /** The task's cycle settled here (read from the daemon and its result.json, not over a frame-limited socket). */
-  const settledHere = (taskId: string, timeoutMs = 60_000) =>
+  /**
+   * The task's cycle (`cycle`: that one) settled here, its record written and passing `check` (read from the daemon
+   * and its result.json, not over a frame-limited socket).
+   */
+  const settledHere = (taskId: string, o: { cycle?: number; check?: (r: AgentResult) => boolean } = {}) =>
     until(
-      `task ${taskId} settled here`,
+      `task ${taskId}${o.cycle !== undefined ? ` cycle ${o.cycle}` : ""} settled here`,
       () => {
         const live = daemon.supervisor.tasks.get(taskId);
         if (live?.state.phase.name !== "settled") return undefined;
+        if (o.cycle !== undefined && live.state.phase.cycle !== o.cycle) return undefined;
         const r = stored(taskId); // the record follows the phase
-        return ["starting", "working", "running"].includes(r.status) ? undefined : r;
+        return ["starting", "working", "running"].includes(r.status) || (o.check && !o.check(r)) ? undefined : r;
       },
-      timeoutMs,
+      60_000,
       50,
     );
   /** The task's settle records (events.jsonl): the verdicts its machine decided, with their reasons. */
@@ -322,15 +326,6 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
       },
       30_000,
     );
-  /** The task's cycle `cycle` settled here, its record written. */
-  const cycleSettledHere = (taskId: string, cycle: number, check: (r: AgentResult) => boolean = () => true) =>
-    until(`cycle ${cycle} of ${taskId} settled here`, () => {
-      const l = daemon.supervisor.tasks.get(taskId);
-      if (l?.state.phase.name !== "settled" || l.state.phase.cycle !== cycle) return undefined;
-      const got = stored(taskId); // the record follows the phase
-      return ["starting", "working", "running"].includes(got.status) || !check(got) ? undefined : got;
-    });
-
   test("a power cut that lost a follow-up's record rewrite: recovery follows the journaled cycle, which settles", async () => {
     scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
     const taskId = await spawn();
@@ -357,7 +352,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     // A reconnect reads every open task again: cycle 2 has settled there.
     const killed = (await linkUp()).sshPid!;
     process.kill(killed, "SIGKILL");
-    const r = await cycleSettledHere(taskId, 2);
+    const r = await settledHere(taskId, { cycle: 2 });
     // The read at link up may have come before the kill: the close goes over the link made after it.
     await linkUp(killed);
     assert.equal(r.status, "completed", JSON.stringify(r));
@@ -377,13 +372,13 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     const durable = ["task.json", "result.json"].map((f) => [f, readFileSync(join(taskDir, f))] as const);
     const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "once more" });
     assert.equal(reply.cycle, 2);
-    const second = await cycleSettledHere(taskId, 2);
+    const second = await settledHere(taskId, { cycle: 2 });
     assert.notEqual(second.timing.createdAt, first.timing.createdAt, "the fake's cycles tell apart");
     // Cycle 2's settle records are in the journal; its result.json and task.json rewrite did not reach the disk.
     await powerCut(taskDir, durable);
     // Before: start-up restored cycle 2 as settled with cycle 1's result.json (and delivered it as cycle 2's), so
     // this waited in vain for cycle 2's own result.
-    const r = await cycleSettledHere(taskId, 2, (got) => got.timing.createdAt === second.timing.createdAt);
+    const r = await settledHere(taskId, { cycle: 2, check: (got) => got.timing.createdAt === second.timing.createdAt });
     assert.equal(r.status, "completed");
     assert.deepEqual(
       settleReasons(taskId).map((x) => x?.kind),
@@ -418,7 +413,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     daemon = await runDaemon(home, { config: config() });
     cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
     // Before: cycle 2 read running for good (the machine names cycle 1, an older one, which is dropped).
-    const r = await cycleSettledHere(taskId, 2);
+    const r = await settledHere(taskId, { cycle: 2 });
     assert.equal(r.status, "failed", JSON.stringify(r));
     assert.match(r.error?.message ?? "", /the fake's refusal/);
     await linkUp();
