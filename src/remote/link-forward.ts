@@ -6,7 +6,6 @@
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, watch } from "node:fs";
 import { createConnection, type Socket } from "node:net";
 import { basename, join } from "node:path";
-import { Duplex } from "node:stream";
 import { clientOver } from "../client/index.js";
 import { DshError, isDshError } from "../core/errors.js";
 import { isForwardableSocketPath, sshErrorLine, sshForwardArgv, type MachineSpec } from "../core/machines.js";
@@ -68,12 +67,14 @@ export async function openForward(
   } catch (e) {
     return fail((e as Error).message);
   }
-  // The forwarded connection closing (the remote daemon went away) ends its ssh, whose session would keep it up:
-  // the link waits for ssh's exit to report the drop.
-  const stream = overSocket(socket, () => {
+  // The forwarded connection closing (the remote daemon went away, or the client closed it) ends its ssh, whose
+  // session would keep it up: the link waits for ssh's exit to report the drop. The client reads the socket itself:
+  // no stream in between, one hop less for every frame.
+  const stream = socket;
+  socket.once("close", () => {
     if (ssh.exitCode === null && ssh.signalCode === null) ssh.kill("SIGTERM");
   });
-  void exited.then(() => stream.destroy());
+  void exited.then(() => socket.destroy());
   try {
     const client = await clientOver(stream, {
       kind: "cli",
@@ -100,34 +101,6 @@ function sweepOnce(dir: string): void {
   swept.add(dir);
   for (const name of readdirSync(dir))
     if (name.endsWith(".sock") && !name.includes(`-${process.pid}-`)) rmSync(join(dir, name), { force: true });
-}
-
-/** The link's stream over the forwarded socket (a reply over the frame limit is the client reader's, as on the bridge). */
-function overSocket(socket: Socket, onDestroy: () => void): Duplex {
-  const stream = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk, _enc, cb) {
-      if (socket.destroyed) return cb(new Error("forwarded socket closed"));
-      socket.write(chunk, () => cb());
-    },
-    final(cb) {
-      socket.end();
-      cb();
-    },
-    destroy(err, cb) {
-      socket.destroy();
-      onDestroy();
-      cb(err);
-    },
-  });
-  socket.on("data", (c: Buffer) => {
-    if (!stream.push(c)) socket.pause();
-  });
-  socket.on("error", () => undefined); // the close that follows ends the stream
-  socket.on("close", () => stream.destroy());
-  return stream;
 }
 
 /** Resolves once ssh has bound the forward's socket; rejects when ssh exits first or the time runs out. */
