@@ -14,6 +14,7 @@ import { backoffDelay, RELAY_RETRY_BACKOFF } from "../core/machines.js";
 import { isSettledStatus, nextActionFor } from "../core/derive.js";
 import { settleVerdict, type CycleEvent, type SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
+import type { JournalEvent } from "../daemon/runner-types.js";
 import { writeAtomic } from "../store/fsio.js";
 import type { LinkDown, MachineLink } from "./link.js";
 import { fetchPart } from "./relay-fetch.js";
@@ -47,6 +48,8 @@ export type VerdictEvent = Extract<CycleEvent, { type: "remote_invalid" | "remot
 export class RemoteFollow {
   /** Tasks to read again after a failed read while their link stayed up: the timer, and the failures in a row. */
   private readonly rereads = new WeakMap<RelayLive, { timer?: TimerHandle; failures: number }>();
+  /** byRemoteId's cache: `<label>\0<remote task id>` → the task here. */
+  private readonly byRemote = new Map<string, RelayLive>();
 
   constructor(private readonly ctx: RelayContext) {}
 
@@ -58,9 +61,26 @@ export class RemoteFollow {
     return [...this.sup.tasks.values()].filter((l) => l.rec.remote?.label === label);
   }
 
+  /**
+   * The task relayed here as `remoteId` on machine `label`. Every push asks, so a found task is kept (checked against
+   * the task map on use) instead of scanning every task each time; a push of a task not relayed from here still scans.
+   */
   private byRemoteId(label: string, remoteId: string): RelayLive | undefined {
     if (remoteId === "") return undefined;
-    return this.remoteLives(label).find((l) => l.rec.remote!.taskId === remoteId);
+    const key = `${label}\0${remoteId}`;
+    const known = this.byRemote.get(key);
+    const r = known?.rec.remote;
+    if (known && this.sup.tasks.get(known.rec.taskId) === known && r?.label === label && r.taskId === remoteId)
+      return known;
+    this.byRemote.delete(key);
+    for (const l of this.sup.tasks.values()) {
+      const r = l.rec.remote;
+      if (r?.label !== label || r.taskId !== remoteId) continue;
+      if (this.byRemote.size > this.sup.tasks.size + 64) this.byRemote.clear(); // closed tasks' entries
+      this.byRemote.set(key, l);
+      return l;
+    }
+    return undefined;
   }
 
   /** A cycle runs there and nothing settled it here yet (a closed or settled phase is not running). */
@@ -263,7 +283,7 @@ export class RemoteFollow {
     const { store } = this.sup.deps;
     const cycle = live.rec.cycle;
     let settled: string | undefined;
-    await stepRemote(this.ctx, live, ev, async (reason) => {
+    await stepRemote(this.ctx, live, ev, async (reason, settleRecord) => {
       const result = build(reason);
       settled = result.status;
       live.result = result;
@@ -272,8 +292,10 @@ export class RemoteFollow {
       live.rec.timing = { ...result.timing };
       if (result.worktree) live.rec.worktree = result.worktree;
       if (result.sessionPath) live.rec.sessionPath = result.sessionPath;
+      // The settle record (when the machine left it to us) and the settled status record: one append.
+      const records: JournalEvent[] = settleRecord ? [settleRecord] : [];
       if (live.statusJournaled !== cycle)
-        await live.journalWritten({
+        records.push({
           type: "status",
           status: result.status,
           cycle,
@@ -281,6 +303,7 @@ export class RemoteFollow {
           remote: true,
           ...(diffSha256 ? { pin: { remote: true, diffSha256 } } : {}),
         });
+      if (records.length > 0) await live.journalWritten(...(records as [JournalEvent, ...JournalEvent[]]));
       // The owner hears it first (its outbox record goes to the commit log ahead of these writes, as for a local
       // settle); the record's write goes on the task's chain in the same tick, so task.wait and task.get answer
       // after it (a caller may read result.json next).
