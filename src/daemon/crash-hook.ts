@@ -32,15 +32,19 @@ export function crashHookFromEnv(env: NodeJS.ProcessEnv = process.env): CrashPoi
   return hook;
 }
 
-/** Wrap an append function so the hook runs once it resolves (durable for appendEvent, written for a settle's). */
-export function withCrashHook<A extends unknown[], E extends { type: string }, R>(
+/**
+ * Wrap an append function so the hook runs once it resolves (durable for appendEvent, written for a settle's), for
+ * its record or, for an append of several (appendEventsWritten), for each of them in order once all are written.
+ */
+export function withCrashHook<A extends unknown[], L extends { type: string } | { type: string }[], R>(
   hook: CrashPoint | undefined,
-  append: (...args: [...A, E]) => Promise<R>,
-): (...args: [...A, E]) => Promise<R> {
+  append: (...args: [...A, L]) => Promise<R>,
+): (...args: [...A, L]) => Promise<R> {
   if (!hook) return append;
   return async (...args) => {
     const r = await append(...args);
-    hook(args[args.length - 1] as E & { [k: string]: unknown });
+    const last = args[args.length - 1] as { type: string } | { type: string }[];
+    for (const e of Array.isArray(last) ? last : [last]) hook(e as { type: string; [k: string]: unknown });
     return r;
   };
 }

@@ -62,7 +62,7 @@ export interface Runner extends Live {
   notify(result: AgentResult, info?: StatusInfo): void;
   journal(event: JournalEvent): Promise<void>;
   /** Awaited until the record is in the journal (a daemon crash keeps it); made durable in the commit log behind. */
-  journalWritten(event: JournalEvent): Promise<void>;
+  journalWritten(...events: [JournalEvent, ...JournalEvent[]]): Promise<void>;
   /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
   reportOf(): CrewReport | undefined;
   sendPrompt(): void;
@@ -91,7 +91,7 @@ export interface Runner extends Live {
   /** A recovered cycle that cannot finish: the child is gone. */
   markGone(): Promise<void>;
   /** A relayed task's event: only the journal and the settled record mean something here (src/remote). */
-  dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void>;
+  dispatchRemote(ev: CycleEvent, onSettled?: RemoteSettled): Promise<void>;
   /** `fn` after each change of the task's phase (the worktree setup ends its command on a close or abort); returns its off. */
   onPhase(fn: () => void): () => void;
   /** The machine's timers armed now. */
@@ -110,6 +110,13 @@ export interface Runner extends Live {
 }
 
 export type JournalEvent = { type: string; [k: string]: unknown };
+
+/**
+ * A relayed task's settled cycle recorded (src/remote/relay-follow.ts settleWith). `settleRecord`: the cycle's settle
+ * record, not written yet, when nothing comes between it and the settled record: the callback writes it first, in
+ * the same append as its settled status record.
+ */
+export type RemoteSettled = (reason: SettleReason, settleRecord?: JournalEvent) => Promise<void>;
 
 export type ChildEvent = {
   type: string;

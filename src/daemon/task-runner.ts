@@ -30,7 +30,7 @@ import { childConnected, childEvent, childReport, onFiles, onRuntime } from "./e
 import type { Live, UnsavedStatus } from "./live.js";
 import { diagnoseStart, launch, runPipeline } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
-import type { JournalEvent, Runner, StatusInfo, TaskPorts } from "./runner-types.js";
+import type { JournalEvent, RemoteSettled, Runner, StatusInfo, TaskPorts } from "./runner-types.js";
 import type { Connection } from "./server-types.js";
 import { refresh, reportOf, settleDiskNote, settleHarvest } from "./settle.js";
 import { pushSteer, steersMissed } from "./steer.js";
@@ -106,14 +106,20 @@ export class TaskRunner implements Runner {
    * A relayed task (src/remote/relay-machine.ts): the same machine, whose effects mean only this here: the journal
    * (marked remote) and the settled record (`onSettled`). Timers, the slot and the child are the other daemon's.
    */
-  async dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void> {
-    for (const e of this.apply(ev).effects) {
+  async dispatchRemote(ev: CycleEvent, onSettled?: RemoteSettled): Promise<void> {
+    const effects = this.apply(ev).effects;
+    let held: JournalEvent | undefined;
+    for (const [i, e] of effects.entries()) {
       // A settle's record is awaited until written: the commit log makes it durable behind us, before the settled
-      // status record and the owner's outbox record that follow it (as for a local settle).
-      if (e.type === "journal" && e.entry.type === "settle")
-        await this.journalWritten({ ...journalRecord(e.entry), remote: true });
-      else if (e.type === "journal") await this.journal({ ...journalRecord(e.entry), remote: true });
-      else if (e.type === "harvest_settled") await onSettled?.(e.reason);
+      // status record and the owner's outbox record that follow it (as for a local settle). When the settled record
+      // comes next, onSettled writes the two in one append: one write on the way to the owner's push, not two.
+      if (e.type === "journal" && e.entry.type === "settle") {
+        const record = { ...journalRecord(e.entry), remote: true };
+        const next = effects.slice(i + 1).find((x) => x.type === "journal" || x.type === "harvest_settled");
+        if (onSettled && next?.type === "harvest_settled") held = record;
+        else await this.journalWritten(record);
+      } else if (e.type === "journal") await this.journal({ ...journalRecord(e.entry), remote: true });
+      else if (e.type === "harvest_settled") await onSettled?.(e.reason, held);
     }
   }
 
@@ -252,9 +258,13 @@ export class TaskRunner implements Runner {
    * The owner's outbox record goes through the same log after both, so it is never durable without them (a power cut
    * keeps a prefix of the log), and neither the push nor `task.wait` waits for an fsync of its own for them.
    */
-  async journalWritten(event: JournalEvent): Promise<void> {
+  async journalWritten(...events: [JournalEvent, ...JournalEvent[]]): Promise<void> {
+    const { store } = this.ports;
     try {
-      const { durable } = await this.ports.store.appendEventWritten(this.rec.taskId, event);
+      const { durable } =
+        events.length === 1
+          ? await store.appendEventWritten(this.rec.taskId, events[0])
+          : await store.appendEventsWritten(this.rec.taskId, events);
       durable.catch((e: unknown) => this.journalFailed(e));
     } catch (e) {
       this.journalFailed(e);

@@ -2,19 +2,20 @@
 // it the remote's events (remote_started, remote_settled, close, restored) and carries out the effects that mean
 // something here (journal first, then the settled record). Timers, slots, the child and its
 // prompt are the other machine's daemon's, so those effects have nothing to do here.
-import type { CycleEvent, SettleReason } from "../core/task-cycle.js";
+import type { CycleEvent } from "../core/task-cycle.js";
+import type { RemoteSettled } from "../daemon/runner-types.js";
 import type { RelayContext, RelayLive } from "./relay-types.js";
 
 /**
  * Feed one event; `onSettled` records the settled result (the machine asks for it once per cycle, after the settle
- * record is journaled). The phase changes at once (in the task's runner, its one writer); the promise ends with the
- * effects.
+ * record is journaled, or with the record to journal first: RemoteSettled). The phase changes at once (in the task's
+ * runner, its one writer); the promise ends with the effects.
  */
 export async function stepRemote(
   _ctx: RelayContext,
   live: RelayLive,
   ev: CycleEvent,
-  onSettled?: (reason: SettleReason) => Promise<void>,
+  onSettled?: RemoteSettled,
 ): Promise<void> {
   await live.dispatchRemote(ev, onSettled);
 }

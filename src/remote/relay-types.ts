@@ -3,8 +3,9 @@
 import type { Clock } from "../core/clock.js";
 import type { AgentResult, AgentStatus, Role, RuntimeKind } from "../core/types.js";
 import type { BackoffPolicy } from "../core/machines.js";
-import type { CycleEvent, SettleReason, TaskState } from "../core/task-cycle.js";
+import type { CycleEvent, TaskState } from "../core/task-cycle.js";
 import type { TaskRecord } from "../daemon/record.js";
+import type { JournalEvent, RemoteSettled } from "../daemon/runner-types.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { MachineLink } from "./link.js";
@@ -63,9 +64,12 @@ export interface RelayLive {
   /** Durable when it resolves. */
   journal(event: { type: string; [k: string]: unknown }): Promise<void>;
   /** Written when it resolves, durable through the commit log behind the caller (before any later outbox record). */
-  journalWritten(event: { type: string; [k: string]: unknown }): Promise<void>;
-  /** Feed the machine one of the remote's events; `onSettled` records a settled cycle (after its settle record). */
-  dispatchRemote(ev: CycleEvent, onSettled?: (reason: SettleReason) => Promise<void>): Promise<void>;
+  journalWritten(...events: [JournalEvent, ...JournalEvent[]]): Promise<void>;
+  /**
+   * Feed the machine one of the remote's events; `onSettled` records a settled cycle (after its settle record, or
+   * with it: src/daemon/runner-types.ts RemoteSettled).
+   */
+  dispatchRemote(ev: CycleEvent, onSettled?: RemoteSettled): Promise<void>;
 }
 
 export interface RelayLogger {

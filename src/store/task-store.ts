@@ -204,7 +204,7 @@ export class TaskStore {
    * Either way the line is in the task's journal before this resolves, so a daemon crash loses nothing.
    */
   async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
-    await (await this.writeEvent(taskId, event)).durable;
+    await (await this.writeEvents(taskId, [event])).durable;
   }
 
   /**
@@ -213,20 +213,29 @@ export class TaskStore {
    * harvest and the owner's outbox write go on; the owner's push waits for both.
    */
   appendEventWritten(taskId: unknown, event: TaskEvent): Promise<{ durable: Promise<void> }> {
-    return this.writeEvent(taskId, event);
+    return this.writeEvents(taskId, [event]);
   }
 
-  // Both appends in one place; kept apart from the public two so a crash hook wraps each record exactly once.
-  private async writeEvent(taskId: unknown, event: TaskEvent): Promise<{ durable: Promise<void> }> {
+  /**
+   * appendEventWritten of several records in one append (one write: a crash keeps all of them or a prefix, as with
+   * one after another): a relayed settle's record and its settled status record, which nothing comes between.
+   */
+  appendEventsWritten(taskId: unknown, events: TaskEvent[]): Promise<{ durable: Promise<void> }> {
+    return this.writeEvents(taskId, events);
+  }
+
+  // Every append in one place; kept apart from the public ones so a crash hook wraps each record exactly once.
+  private async writeEvents(taskId: unknown, events: TaskEvent[]): Promise<{ durable: Promise<void> }> {
     const p = await this.knownTask(taskId);
-    const durable = (event as { [UNSYNCED]?: boolean })[UNSYNCED] !== true;
-    const line = { ts: Date.now(), ...event };
+    const durable = events.every((e) => (e as { [UNSYNCED]?: boolean })[UNSYNCED] !== true);
+    const ts = Date.now();
+    const lines = events.map((event) => ({ ts, ...event }));
     const written = this.appends.run(p.events, () =>
       this.inTask(taskId, async () => {
         // The daemon is the journal's only writer: after its first append here it knows where the file ends.
         const known = this.journalEnds.get(p.events);
         try {
-          const r = await appendJsonLinesAt(p.events, [line], {
+          const r = await appendJsonLinesAt(p.events, lines, {
             sync: durable && !this.log,
             ...(known !== undefined ? { knownSize: known } : {}),
           });

@@ -117,6 +117,41 @@ test("without group commit nothing goes through the log (records are fsynced in 
   }
 });
 
+test("a relayed settle's two records are one append: both in the journal, one commit-log record, both back after a power cut", async () => {
+  const t = tempHome();
+  try {
+    const store = await TaskStore.open(t.home);
+    const a = await newTask(store);
+    const journalCut = statSync(store.taskPaths(a.taskId).events).size;
+    const before = store.commitStats!.records;
+    const { durable } = await store.appendEventsWritten(a.taskId, [
+      { type: "settle", why: "remote", cycle: 1, remote: true },
+      { type: "status", status: "completed", cycle: 1, settled: true, remote: true },
+    ]);
+    const written = await store.readEvents(a.taskId);
+    assert.deepEqual(
+      written.map((e) => e.type),
+      ["created", "settle", "status"],
+      "both records are in the journal once the append resolves, before it is durable",
+    );
+    assert.equal(written[1]!.ts, written[2]!.ts, "one append: one time for both");
+    await durable;
+    assert.equal(store.commitStats!.records - before, 1, "one commit-log record carries both lines");
+
+    truncateSync(store.taskPaths(a.taskId).events, journalCut);
+    const reopened = await TaskStore.open(t.home);
+    assert.deepEqual(
+      (await reopened.readEvents(a.taskId)).slice(1).map((e) => [e.type, e.status]),
+      [
+        ["settle", undefined],
+        ["status", "completed"],
+      ],
+    );
+  } finally {
+    t.done();
+  }
+});
+
 test("a settle record and the outbox record after it share the log: a power cut that loses both files' tails gets both back", async () => {
   const t = tempHome();
   try {
