@@ -74,8 +74,8 @@ export class RemoteFollow {
       return known;
     this.byRemote.delete(key);
     for (const l of this.sup.tasks.values()) {
-      const r = l.rec.remote;
-      if (r?.label !== label || r.taskId !== remoteId) continue;
+      const there = l.rec.remote;
+      if (there?.label !== label || there.taskId !== remoteId) continue;
       if (this.byRemote.size > this.sup.tasks.size + 64) this.byRemote.clear(); // closed tasks' entries
       this.byRemote.set(key, l);
       return l;
