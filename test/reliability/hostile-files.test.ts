@@ -108,7 +108,7 @@ test("session lines that are not JSON, truncated or huge are counted and skipped
     );
     await files.readSession();
     const f = files.facts()!;
-    assert.equal(f.invalidLines, 2); // the 8 MiB line (valid JSON, read across 1 MiB chunks) counts as an entry
+    assert.equal(f.invalidLines, 2); // the 8 MiB line (valid JSON, read across 256 KiB chunks) counts as an entry
     assert.equal(f.lastStopReason, "stop");
     assert.match(JSON.stringify(f), /final words/);
   });
