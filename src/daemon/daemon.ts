@@ -91,7 +91,6 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   if (crashHook) {
     // After a durable record is durable; after a settle's record is written (its fsync runs alongside the harvest).
     store.appendEvent = withCrashHook(crashHook, store.appendEvent.bind(store));
-    store.appendEventWritten = withCrashHook(crashHook, store.appendEventWritten.bind(store));
     store.appendEventsWritten = withCrashHook(crashHook, store.appendEventsWritten.bind(store));
   }
   const runtimes = createRuntimes(() => config, {

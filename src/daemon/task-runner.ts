@@ -259,12 +259,8 @@ export class TaskRunner implements Runner {
    * keeps a prefix of the log), and neither the push nor `task.wait` waits for an fsync of its own for them.
    */
   async journalWritten(...events: [JournalEvent, ...JournalEvent[]]): Promise<void> {
-    const { store } = this.ports;
     try {
-      const { durable } =
-        events.length === 1
-          ? await store.appendEventWritten(this.rec.taskId, events[0])
-          : await store.appendEventsWritten(this.rec.taskId, events);
+      const { durable } = await this.ports.store.appendEventsWritten(this.rec.taskId, events);
       durable.catch((e: unknown) => this.journalFailed(e));
     } catch (e) {
       this.journalFailed(e);

@@ -70,13 +70,12 @@ export async function openForward(
   // The forwarded connection closing (the remote daemon went away, or the client closed it) ends its ssh, whose
   // session would keep it up: the link waits for ssh's exit to report the drop. The client reads the socket itself:
   // no stream in between, one hop less for every frame.
-  const stream = socket;
   socket.once("close", () => {
     if (ssh.exitCode === null && ssh.signalCode === null) ssh.kill("SIGTERM");
   });
   void exited.then(() => socket.destroy());
   try {
-    const client = await clientOver(stream, {
+    const client = await clientOver(socket, {
       kind: "cli",
       ...(o.version !== undefined ? { version: o.version } : {}),
       // The daemon there just answered over the bridge: a forward that stays silent longer is not worth waiting for.
@@ -85,7 +84,7 @@ export async function openForward(
     });
     return { client, ssh, stderr, transport: "forward" };
   } catch (e) {
-    stream.destroy();
+    socket.destroy();
     return fail(isDshError(e) && e.code === "TIMEOUT" ? "no hello over the forward in time" : (e as Error).message);
   }
 }

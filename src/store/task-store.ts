@@ -208,17 +208,11 @@ export class TaskStore {
   }
 
   /**
-   * appendEvent in two steps: resolves once the line is in the task's journal (a daemon crash keeps it), with
-   * `durable` resolving once a power cut cannot lose it either. A settle uses it to make its record durable while the
-   * harvest and the owner's outbox write go on; the owner's push waits for both.
-   */
-  appendEventWritten(taskId: unknown, event: TaskEvent): Promise<{ durable: Promise<void> }> {
-    return this.writeEvents(taskId, [event]);
-  }
-
-  /**
-   * appendEventWritten of several records in one append (one write: a crash keeps all of them or a prefix, as with
-   * one after another): a relayed settle's record and its settled status record, which nothing comes between.
+   * appendEvent in two steps, for one record or several in one append (one write: a crash keeps all of them or a
+   * prefix, as one after another would): resolves once the lines are in the task's journal (a daemon crash keeps
+   * them), with `durable` resolving once a power cut cannot lose them either. A settle uses it to make its record
+   * durable while the harvest and the owner's outbox write go on; the owner's push waits for both. A relayed settle
+   * writes its settle record and its settled status record together, as nothing comes between them.
    */
   appendEventsWritten(taskId: unknown, events: TaskEvent[]): Promise<{ durable: Promise<void> }> {
     return this.writeEvents(taskId, events);

@@ -165,7 +165,7 @@ test("a settle record and the outbox record after it share the log: a power cut 
     const outboxCut = statSync(outboxPath(t.home, owner)).size;
     const before = store.commitStats!.writes;
     // The settle is written but its durability is not awaited; the outbox append waits for the log, after it.
-    const { durable } = await store.appendEventWritten(a.taskId, { type: "settle", why: "report", cycle: 2 });
+    const { durable } = await store.appendEventsWritten(a.taskId, [{ type: "settle", why: "report", cycle: 2 }]);
     await appendOutboxMany(
       t.home,
       owner,
