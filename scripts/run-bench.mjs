@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs every compiled benchmark in dist/bench (or the ones named) one after another; each prints its own figures
 // as ratios against a baseline measured in the same run.
-import { readdirSync, existsSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { reportLeftovers, newRunId, RUN_MARKER } from "./leftovers.mjs";
@@ -23,11 +24,49 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(" ")} (1, 5, 15 min), node ${process.version}`,
 );
+/**
+ * What creating a file costs in the temp dir right now (where every bench keeps its homes), said before each script
+ * like the load. On an ext4 without a journal (this VM's root) the kernel will not reuse an inode freed in the last
+ * 60 s (360 s while its inode table block is unwritten) and steps over each such inode, one buffer lookup apiece,
+ * whenever it looks for a free one: after a script that removed thousands of files a create costs ten or more times
+ * what it does on a quiet disk, and every atomic write of a task's record is a create (docs/performance.md). The
+ * probe's own files stay until the run ends, so probing frees no inodes of its own.
+ */
+const probeDir = mkdtempSync(join(tmpdir(), "dsh-bench-fsprobe-"));
+let probed = 0;
+function createCostUs(files = 200) {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < files; i++) closeSync(openSync(join(probeDir, `f${probed++}`), "wx", 0o600));
+  return Number(process.hrtime.bigint() - t0) / files / 1000;
+}
+/**
+ * Before each script the runner waits until the disk is quiet again: until a create costs at most twice the least
+ * seen in this run (and at least 80 µs is allowed), probing every 10 s for at most 180 s, so no script's figures
+ * carry the inodes the script before it freed or the writeback of its teardown. The wait is printed beside the
+ * load. BENCH_QUIET_FS=0 (and BENCH_QUICK) runs the scripts back to back.
+ */
+const quiet = process.env.BENCH_QUIET_FS !== "0" && !process.env.BENCH_QUICK;
+let leastUs = Number.POSITIVE_INFINITY;
+function fsNow() {
+  const t0 = Date.now();
+  let us = createCostUs();
+  leastUs = Math.min(leastUs, us);
+  const bound = () => Math.max(80, 2 * leastUs);
+  while (quiet && us > bound() && Date.now() - t0 < 180_000) {
+    spawnSync("sleep", ["10"]);
+    us = createCostUs();
+    leastUs = Math.min(leastUs, us);
+  }
+  const waited = quiet ? `; waited ${Math.round((Date.now() - t0) / 1000)} s for ≤ ${bound().toFixed(0)} µs` : "";
+  return `a file create in ${tmpdir()} costs ${us.toFixed(0)} µs now${waited}`;
+}
 const failed = [];
 // Everything the benches start inherits this run's marker, so the sweep at the end ends only this run's processes.
 const runId = newRunId();
 for (const b of benches) {
   console.log(`\n## ${b.replace(/\.js$/, "")}`);
+  const fs = fsNow();
+  console.log(`run-bench: load ${loadavg()[0].toFixed(2)}; ${fs}`);
   const r = spawnSync(process.execPath, ["--expose-gc", join(dir, b)], {
     stdio: "inherit",
     env: { ...process.env, [RUN_MARKER]: runId },
@@ -39,5 +78,6 @@ if (failed.length)
   console.error(
     `\nrun-bench: ${failed.length} script(s) failed: ${failed.join(", ")} (their figures above are incomplete)`,
   );
+rmSync(probeDir, { recursive: true, force: true });
 const leaked = reportLeftovers(join(import.meta.dirname, ".."), "run-bench", runId);
 process.exit(failed.length || leaked ? 1 : 0);
