@@ -168,6 +168,7 @@ export class RemoteFollow {
         const link = this.ctx.linkOf(live.rec.remote!.label);
         if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads it
         const f = await fetchPart(link, live.rec.remote!.taskId, "result", REMOTE_RESULT_MAX_BYTES, REFRESH_TIMEOUT_MS);
+        if (f.cycle < live.rec.cycle) throw wentBack(f.cycle, "result", live.rec.cycle, "announced");
         if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle); // its failure is caught below
         raw = parse(f.bytes);
         settled = f.settled;
@@ -175,8 +176,9 @@ export class RemoteFollow {
       const result = checkRemoteResult(raw, { remoteTaskId: live.rec.remote!.taskId, settled });
       if (settled) await this.settle(live, result);
       else await this.snapshot(live, result);
-      // Only now: a settle that fails after the read (its patch, the local copy) keeps backing off.
-      this.wasRead(live);
+      // Only now, and only when taken: a settle that fails after the read (its patch, the local copy), or returns
+      // without settling (the link dropped meanwhile), keeps the re-read it has.
+      if (!settled || !this.open(live)) this.wasRead(live);
     } catch (e) {
       await this.failed(live, e, "task.fetch");
     }
@@ -240,7 +242,9 @@ export class RemoteFollow {
       const link = this.ctx.linkOf(live.rec.remote!.label);
       if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads the settle again
       const f = await fetchPart(link, live.rec.remote!.taskId, "patch", REMOTE_PATCH_MAX_BYTES, REFRESH_TIMEOUT_MS);
-      // The patch served is the machine's current cycle's: one answered there after the result's read is other work.
+      // The patch served is the machine's current cycle's: one answered there after the result's read is other work,
+      // and an older one than the result's cannot be (a machine's cycle never goes back).
+      if (f.cycle < live.rec.cycle) throw wentBack(f.cycle, "diff.patch", live.rec.cycle, "read");
       if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle, "the diff.patch of the result");
       if (!f.settled)
         throw new RemoteViolation(
@@ -439,6 +443,18 @@ function parse(bytes: Buffer): unknown {
   } catch {
     throw new RemoteViolation("result", "is not JSON");
   }
+}
+
+/**
+ * task.fetch served `part` of an older cycle than the one whose settled result was `how` (announced in a push, or
+ * read): the machine's cycle went back, which no honest machine does. Dropping it as another cycle's news would
+ * leave the cycle running here with nothing to read it again; refused instead (REMOTE_INVALID).
+ */
+function wentBack(cycle: number, part: string, settledCycle: number, how: string): RemoteViolation {
+  return new RemoteViolation(
+    "task.fetch.cycle",
+    `is ${cycle} for the ${part} of a result ${how} settled in cycle ${settledCycle}; a machine's cycle never goes back`,
+  );
 }
 
 function hadOutage(live: RelayLive): boolean {

@@ -305,6 +305,31 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     await closeHere(taskId);
   });
 
+  test("a diff.patch that names an older cycle than its settled result's is refused, naming the field; the owner hears it", async () => {
+    // Cycle 1 settles; the follow-up's cycle 2 settles there, and its patch is served as cycle 1's. The machine's
+    // cycle cannot go back, so that is not news of another cycle to wait out: it used to be dropped, and with nothing
+    // left to read the task again, cycle 2 read `working` here until someone closed it, its owner never told.
+    scenario({ mode: "normal", settle: "with-diff", settleDelayMs: 300 });
+    const taskId = await spawn();
+    assert.equal((await settledHere(taskId)).status, "completed");
+    scenario({ mode: "normal", settle: "with-diff", patchCycleThere: 1, settleDelayMs: 300 });
+    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "once more" });
+    assert.equal(reply.cycle, 2);
+    const r = await settledHere(taskId, { cycle: 2 });
+    assert.equal(r.status, "failed", JSON.stringify(r));
+    assert.equal(r.error?.code, "REMOTE_INVALID");
+    assert.match(r.error!.message, /task\.fetch\.cycle: is 1 for the diff\.patch of a result read settled in cycle 2/);
+    assert.equal(r.diff, undefined, "nothing of the older cycle's patch is kept as cycle 2's");
+    assert.deepEqual(
+      settleReasons(taskId).map((x) => x?.kind),
+      ["remote", "remote_invalid"],
+      "cycle 1 settled by the machine, cycle 2 by this daemon's verdict",
+    );
+    const v = verifyTaskDir(join(home, "tasks", taskId), taskId);
+    assert.deepEqual(v.differences.map(describeDifference), [], "verify agrees");
+    await closeHere(taskId);
+  });
+
   /** Stop this daemon, put back what a power cut would have kept of the task's files, start a new one on the home. */
   const powerCut = async (taskDir: string, durable: (readonly [string, Buffer])[]) => {
     cli.close();
