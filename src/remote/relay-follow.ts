@@ -168,7 +168,8 @@ export class RemoteFollow {
         const link = this.ctx.linkOf(live.rec.remote!.label);
         if (link?.state !== "up") return; // dropped meanwhile: the next "up" reads it
         const f = await fetchPart(link, live.rec.remote!.taskId, "result", REMOTE_RESULT_MAX_BYTES, REFRESH_TIMEOUT_MS);
-        if (f.cycle < live.rec.cycle) throw wentBack(f.cycle, "result", live.rec.cycle, "announced");
+        if (f.cycle < live.rec.cycle)
+          throw wentBack(f.cycle, `the result announced settled in cycle ${live.rec.cycle}`);
         if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle); // its failure is caught below
         raw = parse(f.bytes);
         settled = f.settled;
@@ -244,7 +245,8 @@ export class RemoteFollow {
       const f = await fetchPart(link, live.rec.remote!.taskId, "patch", REMOTE_PATCH_MAX_BYTES, REFRESH_TIMEOUT_MS);
       // The patch served is the machine's current cycle's: one answered there after the result's read is other work,
       // and an older one than the result's cannot be (a machine's cycle never goes back).
-      if (f.cycle < live.rec.cycle) throw wentBack(f.cycle, "diff.patch", live.rec.cycle, "read");
+      if (f.cycle < live.rec.cycle)
+        throw wentBack(f.cycle, `the diff.patch of a result read settled in cycle ${live.rec.cycle}`);
       if (f.cycle !== live.rec.cycle) return await this.otherCycle(live, f.cycle, "the diff.patch of the result");
       if (!f.settled)
         throw new RemoteViolation(
@@ -446,15 +448,12 @@ function parse(bytes: Buffer): unknown {
 }
 
 /**
- * task.fetch served `part` of an older cycle than the one whose settled result was `how` (announced in a push, or
- * read): the machine's cycle went back, which no honest machine does. Dropping it as another cycle's news would
- * leave the cycle running here with nothing to read it again; refused instead (REMOTE_INVALID).
+ * task.fetch served `what` (a part of the settled result of a later cycle) as `cycle`'s: the machine's cycle went
+ * back, which no honest machine does. Dropping it as another cycle's news would leave the cycle running here with
+ * nothing to read it again; refused instead (REMOTE_INVALID).
  */
-function wentBack(cycle: number, part: string, settledCycle: number, how: string): RemoteViolation {
-  return new RemoteViolation(
-    "task.fetch.cycle",
-    `is ${cycle} for the ${part} of a result ${how} settled in cycle ${settledCycle}; a machine's cycle never goes back`,
-  );
+function wentBack(cycle: number, what: string): RemoteViolation {
+  return new RemoteViolation("task.fetch.cycle", `is ${cycle} for ${what}; a machine's cycle never goes back`);
 }
 
 function hadOutage(live: RelayLive): boolean {
