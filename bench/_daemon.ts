@@ -41,26 +41,22 @@ export function stubRuntime(kind: RuntimeKind): Runtime {
  * `task.followed` push arrives over its link. Listeners only: nothing on the measured path changes.
  */
 function traceStages(d: Awaited<ReturnType<typeof runDaemon>>, file: string): void {
-  // Kept in memory and written at exit: no file write on the measured path.
-  const lines: string[] = [];
-  const line = (o: Record<string, unknown>) => lines.push(JSON.stringify({ ...o, at: epochMs() }));
+  // Kept in memory as bare tuples and serialized at exit: no file write, no object or JSON built on the measured
+  // path. A relayed settle passes three stamps (the machine's `settled`, `link.push`, this daemon's `settled`) where
+  // a local one passes one, so a costly stamp would weigh on the remote side of remote / local alone.
+  const stamps: [stage: string, taskId: string | undefined, remoteTaskId: string | undefined, at: number][] = [];
   const flush = () =>
     appendFileSync(
       file,
-      lines
+      stamps
         .splice(0)
-        .map((l) => `${l}\n`)
+        .map(([stage, taskId, remoteTaskId, at]) => `${JSON.stringify({ stage, taskId, remoteTaskId, at })}\n`)
         .join(""),
     );
   process.once("SIGTERM", flush);
   process.once("exit", flush);
   d.supervisor.onStatus((live, _result, info) => {
-    if (info.settled)
-      line({
-        stage: "settled",
-        taskId: live.rec.taskId,
-        ...(live.rec.remote ? { remoteTaskId: live.rec.remote.taskId } : {}),
-      });
+    if (info.settled) stamps.push(["settled", live.rec.taskId, live.rec.remote?.taskId, epochMs()]);
   });
   // Links are made on first use: listen to each one once it exists (a driver-side poll, off the measured path).
   const seen = new Set<string>();
@@ -71,7 +67,7 @@ function traceStages(d: Awaited<ReturnType<typeof runDaemon>>, file: string): vo
       seen.add(label);
       link.on("push", (method, p) => {
         const q = p as { taskId?: string; settled?: boolean };
-        if (method === "task.followed" && q.settled) line({ stage: "link.push", remoteTaskId: q.taskId });
+        if (method === "task.followed" && q.settled) stamps.push(["link.push", undefined, q.taskId, epochMs()]);
       });
     }
   }, 20);
