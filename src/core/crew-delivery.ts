@@ -1,6 +1,9 @@
 // Owner-bound deliveries (pi-crew Result Protocol "Owner Delivery"): the model-bound JSON, the TUI card data,
 // the delivery id that makes injection idempotent, and the 24 h expiry of queued deliveries.
-import type { AgentResult, AgentStatus } from "./types.js";
+import { formatUsd } from "./budget.js";
+import { cardCheckOf, type CardCheck } from "./check-lines.js";
+import { SIBLING_PREFIX } from "./sibling-warning.js";
+import type { AgentResult, AgentStatus, CapName, CapReached } from "./types.js";
 
 export type CrewStatus = "running" | "completed" | "needs_input" | "error" | "aborted" | "closed";
 
@@ -11,18 +14,41 @@ export interface CrewReport {
   needs?: string;
 }
 
-/** Model context for completed/needs_input, or for an error; aborts never reach the model. */
+/**
+ * This project's extension of the pi-crew delivery, declared once: each field only when there is something to say.
+ * `checks`/`verified`: the daemon's check receipts of the cycle. `work`: where an isolated task's work is (its branch)
+ * and whether it is landed. `warnings`: only those the owner can act on (ownerWarnings), never our bookkeeping.
+ */
+export interface DeliveryExtras {
+  checks?: ModelCheck[];
+  verified?: boolean;
+  work?: WorkPlace;
+  warnings?: string[];
+}
+
+/** The names of DeliveryExtras, for the schema and the docs to be checked against. */
+export const DELIVERY_EXTRAS = [
+  "checks",
+  "verified",
+  "work",
+  "warnings",
+] as const satisfies readonly (keyof DeliveryExtras)[];
+
+/** Where an isolated task's work is: its branch, and whether `land` put it on the branch it started from. */
+export interface WorkPlace {
+  branch: string;
+  landed: boolean;
+  /** The branch it landed on, once landed. */
+  landedOn?: string;
+}
+
+/**
+ * Model context: the child's validated report exactly as it made it, or an error-shaped delivery (`status:"error"`,
+ * or `status:"blocked"` for a cycle the daemon paused at a spend cap, which a person lifts). Aborts never reach the model.
+ */
 export type ModelDelivery =
-  | {
-      subagent_id: string;
-      brief: string;
-      result: CrewReport;
-      checks?: ModelCheck[];
-      verified?: boolean;
-      /** Additive: the result's warnings (a conflicting sibling, an unisolated checkout, a diff not harvested...). */
-      warnings?: string[];
-    }
-  | { subagent_id: string; brief: string; status: "error"; error: string };
+  | ({ subagent_id: string; brief: string; result: CrewReport } & DeliveryExtras)
+  | ({ subagent_id: string; brief: string; status: "error" | "blocked"; error: string } & DeliveryExtras);
 
 /**
  * A check receipt as the owner's model sees it (additive to the pi-crew delivery): what ran and how it ended, and
@@ -35,7 +61,7 @@ export interface ModelCheck {
   outputTail?: string;
 }
 
-function modelChecks(result: AgentResult): { checks?: ModelCheck[]; verified?: boolean } {
+function modelChecks(result: AgentResult): Pick<DeliveryExtras, "checks" | "verified"> {
   if (!result.checks?.length) return {};
   const checks = result.checks.map((c): ModelCheck => {
     const failed = c.exitCode !== 0 || c.cutOff !== undefined;
@@ -51,13 +77,18 @@ function modelChecks(result: AgentResult): { checks?: ModelCheck[]; verified?: b
 
 /** What a TUI card is rendered from (message details, never model-bound). */
 export interface CardData {
-  status: "completed" | "needs_input" | "error" | "aborted";
+  /** `blocked`: paused at a spend cap, waiting for a person. */
+  status: "completed" | "needs_input" | "blocked" | "error" | "aborted";
   subagent_id: string;
   brief: string;
   report?: string;
   needs?: string;
   error?: string;
   reason?: string;
+  /** Each check the daemon ran on the cycle, as the card lists it. */
+  checks?: CardCheck[];
+  /** Where an isolated task's work is. */
+  work?: WorkPlace;
 }
 
 export interface DeliveryPayload {
@@ -98,7 +129,7 @@ export const awaitsOwner = (s: CrewStatus): boolean => s === "completed" || s ==
  * One id per task, cycle and outcome: a redelivery after a crash or reconnect carries the same id, so it is never
  * injected twice, while an abort after a completed cycle is still its own delivery.
  */
-export function deliveryIdFor(taskId: string, cycle: number, status: CrewStatus): string {
+export function deliveryIdFor(taskId: string, cycle: number, status: CrewStatus | "blocked"): string {
   return `${taskId}-c${cycle}-${status}`;
 }
 
@@ -109,60 +140,101 @@ export function deliveryCycleOf(deliveryId: string): string {
 }
 
 /**
- * The report of a settled cycle without a crew_report (result.md written by hand, a child without our extension):
- * result.md's body, else the final message, verbatim. Nothing is made up: with neither there is no report.
+ * Warnings an owner's model can act on: a sibling task whose work conflicts (land one, respond to the other) and a
+ * reviewer that edited files. The rest (empty harvest, stale session, not isolated, a diff not harvested...) is our
+ * bookkeeping: it stays in the AgentResult for a person.
  */
-export function fallbackReport(result: AgentResult): CrewReport | undefined {
-  const body = result.result?.text.replace(/^---[\s\S]*?\n---\s*\n?/, "").trim();
-  const report = body || result.finalMessage?.trim();
-  if (!report) return undefined;
-  if (result.status === "blocked")
-    return { outcome: "needs_input", report, needs: result.result?.meta.summary?.trim() || report };
-  return { outcome: "completed", report };
+const OWNER_WARNINGS = [SIBLING_PREFIX, "reviewer changed files"];
+export function ownerWarnings(warnings: readonly string[] | undefined): string[] {
+  return (warnings ?? []).filter((w) => OWNER_WARNINGS.some((p) => w.startsWith(p)));
+}
+
+/** Where an isolated task's work is; undefined for a task that ran in the checkout it was spawned in. */
+export function workPlaceOf(result: AgentResult): WorkPlace | undefined {
+  if (!result.worktree) return undefined;
+  const landedOn = result.landing?.landedAs ? result.landing.baseBranch : undefined;
+  return { branch: result.worktree.branch, landed: landedOn !== undefined, ...(landedOn ? { landedOn } : {}) };
+}
+
+function extrasOf(result: AgentResult): DeliveryExtras {
+  const work = workPlaceOf(result);
+  const warnings = ownerWarnings(result.warnings);
+  return {
+    ...modelChecks(result),
+    ...(work ? { work } : {}),
+    ...(warnings.length > 0 ? { warnings } : {}),
+  };
+}
+
+function cardChecks(result: AgentResult): CardCheck[] | undefined {
+  if (!result.checks?.length) return undefined;
+  return result.checks.map(cardCheckOf);
+}
+
+const CAP_FLAG: Record<CapName, string> = {
+  cost: "--max-cost",
+  outputTokens: "--max-output-tokens",
+  turns: "--max-turns",
+};
+const CAP_WORDS: Record<CapName, string> = { cost: "cost", outputTokens: "output-token", turns: "turn" };
+
+/** The command a person runs to let a task paused at `cap` go on with another `step` of it. */
+export function capRaiseCommand(taskId: string, cap: Pick<CapReached, "cap" | "step">): string {
+  return `dsh-herdr respond ${taskId} ${CAP_FLAG[cap.cap]} ${cap.step} "go on"`;
 }
 
 /**
- * A cycle the daemon paused at a spend cap: the owner is asked (needs: the cap and the spend, from the summary), and
- * the report says what happened, with the child's last words when it had any. Nothing is made up: no completion.
+ * A cycle the daemon paused at a spend cap, in words for the owner's model: the cap, the spend, and that a person
+ * (not the model the cap limits) raises it, with the exact command.
  */
-function capReport(result: AgentResult): CrewReport {
-  const last = result.finalMessage?.trim();
-  const report = `The daemon paused this subagent at its ${result.cap!.cap === "cost" ? "cost" : result.cap!.cap === "outputTokens" ? "output-token" : "turn"} cap before it finished; its work so far is in its session and worktree.${last ? `\n\nIts last message:\n\n${last}` : " It had not reported yet."}`;
-  return { outcome: "needs_input", report, needs: result.summary };
+export function capPauseText(taskId: string, cap: CapReached): string {
+  const amount = (n: number) => (cap.cap === "cost" ? formatUsd(n) : String(n));
+  return `${CAP_WORDS[cap.cap]} cap ${amount(cap.limit)} reached (${amount(cap.spent)} spent): the daemon paused this subagent, its session and work kept. A spend cap is raised by a person, not by the model it limits: do not crew_respond to it; ask the user to raise it by running \`${capRaiseCommand(taskId, cap)}\` (another ${amount(cap.step)} on top of what was spent), or to close it.`;
 }
 
-/** The delivery for a settled cycle, or null when the status owes the owner nothing (running, closed). */
+/**
+ * The delivery for a settled cycle, or null when the status owes the owner nothing (running, closed). Never built
+ * from a status: the child's validated crew_report exactly as it made it (whatever Herdr said), else an error that
+ * carries the failure in pi's own words.
+ */
 export function deliveryFor(result: AgentResult, cycle: number, report?: CrewReport): DeliveryPayload | null {
   const status = crewStatusOf(result.status);
   const subagent_id = result.taskId;
   const brief = result.brief ?? "";
-  const base = (s: CrewStatus) => ({ deliveryId: deliveryIdFor(subagent_id, cycle, s), taskId: subagent_id, cycle });
-  const errorDelivery = (error: string): DeliveryPayload => ({
-    ...base("error"),
-    model: { subagent_id, brief, status: "error", error },
-    card: { status: "error", subagent_id, brief, error },
+  const base = (s: CrewStatus | "blocked") => ({
+    deliveryId: deliveryIdFor(subagent_id, cycle, s),
+    taskId: subagent_id,
+    cycle,
   });
-  if (status === "completed" || status === "needs_input") {
-    const r =
-      result.cap && status === "needs_input"
-        ? capReport(result)
-        : report && report.outcome === status
-          ? report
-          : fallbackReport(result);
-    if (!r) {
-      return errorDelivery(
-        `NO_REPORT: the subagent ended its cycle without a report (no crew_report, no result.md, no final message); inspect its session${result.sessionPath ? ` (${result.sessionPath})` : ""}, then respond or spawn again`,
-      );
+  const extras = extrasOf(result);
+  const checks = cardChecks(result);
+  const cardExtras = { ...(checks ? { checks } : {}), ...(extras.work ? { work: extras.work } : {}) };
+  const errorDelivery = (error: string, as: "error" | "blocked" = "error"): DeliveryPayload => ({
+    ...base(as),
+    model: { subagent_id, brief, status: as, error, ...extras },
+    card: { status: as, subagent_id, brief, error, ...cardExtras },
+  });
+  if (status === "completed" || status === "needs_input" || result.status === "gone") {
+    // A spend cap stopped the turn: nothing the child said, and a person's call, not the model's.
+    if (result.cap && result.status === "blocked")
+      return errorDelivery(`CAP_REACHED: ${capPauseText(subagent_id, result.cap)}`, "blocked");
+    if (report) {
+      const card: CardData = {
+        status: report.outcome,
+        subagent_id,
+        brief,
+        report: report.report,
+        ...(report.needs !== undefined ? { needs: report.needs } : {}),
+        ...cardExtras,
+      };
+      return { ...base(report.outcome), model: { subagent_id, brief, result: report, ...extras }, card };
     }
-    const card: CardData = {
-      status,
-      subagent_id,
-      brief,
-      report: r.report,
-      ...(r.needs !== undefined ? { needs: r.needs } : {}),
-    };
-    const warnings = result.warnings?.length ? { warnings: [...result.warnings] } : {};
-    return { ...base(status), model: { subagent_id, brief, result: r, ...modelChecks(result), ...warnings }, card };
+  }
+  if (status === "completed" || status === "needs_input") {
+    const last = result.finalMessage?.trim();
+    return errorDelivery(
+      `NO_REPORT: the subagent ended its cycle without a crew_report${last ? `; its last message:\n\n${last}\n\n` : " and without a final message; "}inspect its session${result.sessionPath ? ` (${result.sessionPath})` : ""}, then respond to ask for its report, or spawn again`,
+    );
   }
   if (status === "error") {
     return errorDelivery(

@@ -64,6 +64,8 @@ export const ERROR_CODES = [
   "SETUP_FAILED",
   // spend limits (src/core/budget.ts)
   "BUDGET_EXCEEDED",
+  "CAP_REACHED",
+  "CAP_NEEDS_PERSON",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

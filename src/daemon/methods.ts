@@ -7,6 +7,7 @@ import type { AgentResult } from "../core/types.js";
 import { respondAs } from "../core/task-cycle.js";
 import { spawnTask, type SpawnParams } from "./spawn-method.js";
 import { steerTask, type SteerReply } from "./steer.js";
+import { assertMayRaiseCaps } from "./cap-consent.js";
 import { createLandHandlers } from "./land-methods.js";
 import { createLinkHandlers } from "./link-methods.js";
 import { respondOnce } from "./request-memo.js";
@@ -121,6 +122,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     ) => {
       const live = owned(conn, p.taskId);
       await live.chain;
+      assertMayRaiseCaps(cfg(), conn, live, p);
       // `steer`: a cycle in flight takes the message into its running turn (src/daemon/steer.ts). Without it a
       // running task is refused, as the pi-crew protocol has it for crew_respond.
       if (p.steer && respondAs(live.state.phase, sup.statusOf(live)) === "steer")

@@ -1,20 +1,49 @@
 // TUI cards for crew deliveries: rendered from the message's structured details (never from model-bound JSON).
 // The component is a plain object implementing pi-tui's Component shape, so nothing is imported from pi at runtime.
-import type { CardData } from "../core/crew-delivery.js";
+import { checkLine, failedChecksLine } from "../core/check-lines.js";
+import type { CardData, WorkPlace } from "../core/crew-delivery.js";
 
 export const CARD_ICONS: Record<CardData["status"], string> = {
   completed: "✅",
   needs_input: "❓",
+  blocked: "⏸",
   error: "❌",
   aborted: "⏹",
 };
 
-/** Markdown: icon, subagent id and brief, then Needs (first) and the unchanged report, or the error/abort reason. */
+/** Where an isolated task's work is, in one line: its branch and how it lands, or where it landed. */
+export function workLine(id: string, w: WorkPlace): string {
+  return w.landed
+    ? `Work: landed on ${w.landedOn ?? "its base branch"} (from branch ${w.branch})`
+    : `Work: on branch ${w.branch}, not in your checkout yet; land it with \`dsh-herdr land ${id}\``;
+}
+
+/** What the card says before its body: a failed check first, then each check, then where the work is. */
+function cardTop(card: CardData): { failed?: string; checks: string[]; work?: string } {
+  const failed = failedChecksLine(card.checks);
+  return {
+    ...(failed ? { failed } : {}),
+    checks: (card.checks ?? []).map(checkLine),
+    ...(card.work ? { work: workLine(card.subagent_id, card.work) } : {}),
+  };
+}
+
+/**
+ * Markdown: icon, subagent id and brief; a failed check first, the checks and where the work is; then Needs (first)
+ * and the unchanged report, or the error/abort reason.
+ */
 export function cardMarkdown(card: CardData): string {
   const head = `**${CARD_ICONS[card.status]} ${card.subagent_id}**${card.brief ? ` · ${card.brief}` : ""}`;
   if (card.status === "aborted") return `${head} · aborted${card.reason ? `: ${card.reason}` : ""}`;
-  if (card.status === "error") return `${head}\n\n**Error**\n\n${card.error ?? "unknown error"}`;
+  const top = cardTop(card);
   const parts = [head];
+  if (top.failed) parts.push(`**${top.failed}**`);
+  if (top.checks.length > 0) parts.push(top.checks.map((l) => `- ${l}`).join("\n"));
+  if (top.work) parts.push(top.work);
+  if (card.status === "error" || card.status === "blocked") {
+    parts.push(`**${card.status === "blocked" ? "Paused at a spend cap" : "Error"}**`, card.error ?? "unknown error");
+    return parts.join("\n\n");
+  }
   if (card.status === "needs_input") parts.push(`**Needs**\n\n${card.needs ?? ""}`);
   parts.push(card.report ?? "");
   return parts.join("\n\n");
@@ -113,9 +142,15 @@ function cardLines(card: CardData): CardLine[] {
   const para = (text: string): CardLine[] => text.split("\n").map((t) => ({ text: t }));
   if (card.status === "aborted")
     return [{ ...head, text: `${head.text} · aborted${card.reason ? `: ${card.reason}` : ""}` }];
-  if (card.status === "error")
-    return [head, { text: "" }, { text: "Error", bold: true }, { text: "" }, ...para(card.error ?? "unknown error")];
+  const top = cardTop(card);
   const lines = [head];
+  if (top.failed) lines.push({ text: "" }, { text: top.failed, bold: true });
+  if (top.checks.length > 0) lines.push({ text: "" }, ...top.checks.map((t) => ({ text: t })));
+  if (top.work) lines.push({ text: "" }, { text: top.work });
+  if (card.status === "error" || card.status === "blocked") {
+    const label = card.status === "blocked" ? "Paused at a spend cap" : "Error";
+    return [...lines, { text: "" }, { text: label, bold: true }, { text: "" }, ...para(card.error ?? "unknown error")];
+  }
   if (card.status === "needs_input")
     lines.push({ text: "" }, { text: "Needs", bold: true }, { text: "" }, ...para(card.needs ?? ""));
   lines.push({ text: "" }, ...para(card.report ?? ""));

@@ -66,6 +66,8 @@ function daemonError(e: unknown, id?: string): ToolError {
     );
   // Named, so the model can tell a wrong label from a machine that is down (the message carries ssh's own line).
   if (code === "MACHINE_UNKNOWN" || code === "MACHINE_UNREACHABLE") return new ToolError(`${code}: ${msg}`);
+  // Refused by name: a spend cap is the person's to raise, and the message tells the model what to ask them.
+  if (code === "CAP_NEEDS_PERSON") return new ToolError(`${code}: ${msg}`);
   if (code === "DAEMON_UNAVAILABLE")
     return new ToolError(`the dsh-herdr daemon is not reachable (${msg}); start it with \`dsh-herdr daemon start\`.`);
   return new ToolError(msg);

@@ -39,8 +39,11 @@ export interface Config {
   /** A settled task's idle child is ended after this long without a follow-up (0: never); respond relaunches it. */
   idleChildMs: number;
   deliveryTtlMs: number;
-  /** What an owner pi session may do beyond delegating: `mayLand` gives it crew_land (task.land for its own tasks). */
-  owner?: { mayLand?: boolean };
+  /**
+   * What an owner pi session may do beyond delegating: `mayLand` gives it crew_land (task.land for its own tasks);
+   * `mayRaiseCaps` lets its respond raise a spend cap (else only a person does, with the CLI).
+   */
+  owner?: { mayLand?: boolean; mayRaiseCaps?: boolean };
   /** Settings per repository root (absolute, `~` expanded): a .dsh-herdr.json's keys, overriding that file's. */
   repos?: Record<string, RepoSettings>;
   /** Webhooks and commands told of every settled cycle (src/notify); absent: none. */
@@ -203,7 +206,7 @@ export async function setConfigValue(home: string, key: string, value: unknown):
       .join(", ");
     throw new DshError(
       "CONFIG_INVALID",
-      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, budget.perDay, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, owner.mayRaiseCaps, budget.perDay, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
     );
   }
   const node = sub === undefined ? props[top] : top === "modelAliases" ? { type: "string" } : subProps![sub];

@@ -371,7 +371,7 @@ test("a cap's settle reason reads back from the journal; a malformed one does no
   assert.equal(parseSettleReason({ kind: "cap", cap: "cost", limit: 5 }), undefined);
 });
 
-test("the owner's model gets a needs_input delivery naming the cap and the spend, never a made-up completion", () => {
+test("the owner's model gets a blocked error naming the cap, the spend and the person's command, never a result", () => {
   const paused = {
     schemaVersion: 1,
     taskId: "tabc123456789",
@@ -387,13 +387,13 @@ test("the owner's model gets a needs_input delivery naming the cap and the spend
   } as unknown as AgentResult;
   for (const r of [paused, { ...paused, finalMessage: "Writing the second file now." }]) {
     const d = deliveryFor(r, 1)!;
-    assert.equal(d.card.status, "needs_input");
-    const m = d.model as { result: { outcome: string; report: string; needs?: string } };
-    assert.equal(m.result.outcome, "needs_input");
-    assert.equal(m.result.needs, "cost cap 5.00 $ reached (7.00 $ spent); respond to continue with another 5.00 $");
-    assert.match(m.result.report, /paused/);
-    if (r.finalMessage) assert.ok(m.result.report.includes("Writing the second file now."));
-    assert.equal(d.deliveryId, "tabc123456789-c1-needs_input");
+    assert.equal(d.card.status, "blocked");
+    const m = d.model as { status: string; error: string; result?: unknown };
+    assert.equal(m.result, undefined);
+    assert.equal(m.status, "blocked");
+    assert.match(m.error, /^CAP_REACHED: cost cap 5\.00 \$ reached \(7\.00 \$ spent\)/);
+    assert.ok(m.error.includes('dsh-herdr respond tabc123456789 --max-cost 5 "go on"'), m.error);
+    assert.equal(d.deliveryId, "tabc123456789-c1-blocked");
   }
 });
 
