@@ -1,6 +1,8 @@
-// A spend cap seen from a real owner pi (issue 26): a subagent definition's maxCost reaches task.spawn through
-// crew_spawn; when the child's spend reaches it, the owner's model is asked (a needs_input delivery naming the cap and
-// the spend), never told of a completion; its crew_respond continues the same subagent with another amount.
+// A spend cap seen from a real owner pi: a subagent definition's maxCost reaches task.spawn through crew_spawn; when
+// the child's spend reaches it, the owner's model hears an error-shaped delivery ({status:"blocked", error}) naming
+// the cap, the spend and the command a person runs, never a report the child did not make. The model's crew_respond
+// is refused by name (CAP_NEEDS_PERSON) and the task stays paused: a spend cap is lifted by a person (the CLI's
+// respond), not by the model it limits.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -20,7 +22,7 @@ const write = (path: string, extra: object = {}) => ({
   ...extra,
 });
 const respondArgs: Record<string, unknown> = { subagent_id: "", message: "go on" };
-const NEEDS = "cost cap 1.50 $ reached (2.00 $ spent); respond to continue with another 1.50 $";
+const SUMMARY = "cost cap 1.50 $ reached (2.00 $ spent); respond to continue with another 1.50 $";
 const SCRIPT: Script = {
   conversations: [
     {
@@ -109,7 +111,7 @@ const prompt = async (message: string) => {
   assert.equal(r.success, true, `pi refused the prompt: ${r.error}`);
 };
 
-test("a definition's maxCost pauses the subagent; the owner's model is asked with the cap and the spend, and its crew_respond continues it", async () => {
+test("a definition's maxCost pauses the subagent; the owner's model hears a blocked error naming the person's command; its crew_respond is refused and only a person's respond continues it", async () => {
   await prompt("OWNER-CAP: delegate on a budget");
   const task = await until("the capped subagent's task", async () => {
     const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
@@ -122,20 +124,44 @@ test("a definition's maxCost pauses the subagent; the owner's model is asked wit
   assert.deepEqual(taskJson().caps, { cost: { limit: 1.5, step: 1.5 } }, "the definition's cap");
   const paused = await h.wait(task.taskId);
   assert.equal(paused.status, "blocked");
-  assert.equal(paused.summary, NEEDS);
-  // The owner's model got it as a question: needs_input with the cap and the spend, no completion.
-  const asked = await until("the needs_input delivery in the owner model's context", () =>
+  assert.equal(paused.summary, SUMMARY);
+  // The owner's model got an error-shaped delivery: status blocked, the cap, the spend and the person's command.
+  type Heard = { subagent_id: string; brief: string; status?: string; error?: string; result?: unknown };
+  const heard = await until("the blocked delivery in the owner model's context", () =>
     ownerTexts()
       .filter((t) => t.startsWith('{"subagent_id"'))
-      .map((t) => JSON.parse(t) as { subagent_id: string; result?: { outcome: string; needs?: string } })
-      .find((d) => d.subagent_id === task.taskId && d.result?.outcome === "needs_input"),
+      .map((t) => JSON.parse(t) as Heard)
+      // The delivery, not crew_spawn's `{subagent_id}` acknowledgement.
+      .find((d) => d.subagent_id === task.taskId && d.brief !== undefined),
   );
-  assert.equal(asked.result!.needs, NEEDS);
-  assert.ok(!ownerTexts().some((t) => t.includes(task.taskId) && t.includes('"outcome":"completed"')));
+  assert.equal(heard.result, undefined, `no report the child did not make: ${JSON.stringify(heard)}`);
+  assert.equal(heard.status, "blocked");
+  assert.equal(heard.brief, "capped");
+  assert.match(heard.error!, /^CAP_REACHED: cost cap 1\.50 \$ reached \(2\.00 \$ spent\)/);
+  assert.ok(heard.error!.includes(`dsh-herdr respond ${task.taskId} --max-cost 1.5 "go on"`), heard.error);
+  assert.ok(!ownerTexts().some((t) => t.includes(task.taskId) && t.includes('"outcome"')));
 
-  // The owner model answers with crew_respond: the same subagent goes on, with another 1.50 $.
+  // The owner model answers with crew_respond anyway: refused by name, telling it to ask the person; nothing moves.
   respondArgs.subagent_id = task.taskId;
   await prompt("DO-RESPOND now");
+  const refused = (await owner.waitFor(
+    (e) => e.type === "tool_execution_end" && e.toolName === "crew_respond",
+    30_000,
+  )) as { isError: boolean; result: { content: { text: string }[] } };
+  assert.equal(refused.isError, true);
+  const said = refused.result.content[0]!.text;
+  assert.match(said, /CAP_NEEDS_PERSON/);
+  assert.match(said, /ask the user/i);
+  assert.ok(said.includes(`dsh-herdr respond ${task.taskId} --max-cost 1.5`), said);
+  await untilQuiet(owner);
+  const still = await h.cli.request<AgentResult>("task.get", { taskId: task.taskId });
+  assert.equal(still.status, "blocked");
+  assert.deepEqual(taskJson().caps, { cost: { limit: 1.5, step: 1.5 } }, "the cap is not raised");
+  const journal = readFileSync(join(h.home, "tasks", task.taskId, "events.jsonl"), "utf8");
+  assert.ok(!journal.includes('"type":"respond"'), "no follow-up cycle started");
+
+  // The person raises it (the CLI's respond): the same subagent goes on, with another 1.50 $.
+  await h.cli.request("task.respond", { taskId: task.taskId, message: "go on", steer: true, maxCost: 1.5 });
   const done = await until(
     "the continued cycle completed",
     async () => {
