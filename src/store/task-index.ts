@@ -15,7 +15,7 @@ export type TaskRow = Pick<
   AgentResult,
   "schemaVersion" | "taskId" | "status" | "role" | "agent" | "herdrStatus" | "summary" | "timing" | "nextAction"
 > &
-  Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error" | "usage">>;
+  Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error" | "usage" | "verified">>;
 
 export function rowOf(r: AgentResult): TaskRow {
   const row: TaskRow = {
@@ -35,6 +35,8 @@ export function rowOf(r: AgentResult): TaskRow {
   if (r.worktree !== undefined) row.worktree = r.worktree;
   if (r.error !== undefined) row.error = r.error;
   if (r.usage !== undefined) row.usage = r.usage;
+  // The checks' verdict, so `list` and `watch` can say a check failed without reading the result.
+  if (r.verified !== undefined) row.verified = r.verified;
   return row;
 }
 

@@ -1,7 +1,7 @@
 // Caps that pause and ask (issue 26), end to end with real pi against the scripted model priced in its models.json:
 // --max-cost and --max-output-tokens stop the child's turn (pi's abort; the child and its session stay) and settle
-// the cycle blocked with the cap and the spend named; the owner's model is asked (needs_input), never told of a
-// completion; respond continues the conversation with the cap raised; budget.perDay refuses a spawn by name.
+// the cycle blocked with the cap and the spend named; the owner's model hears it as an error-shaped delivery
+// (status "blocked", naming the command a person runs), never a report or a completion; respond continues the conversation with the cap raised; budget.perDay refuses a spawn by name.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
@@ -88,14 +88,15 @@ test("--max-cost stops the turn and asks: blocked naming the cap and the spend; 
   // The settle record is the verdict, with the cap as its reason.
   const settle = readJournal(h, taskId).find((e) => e.type === "settle")!;
   assert.deepEqual(settle.reason, { kind: "cap", cap: "cost", limit: 1.5, spent: 2, step: 1.5 });
-  // The owner's model is asked, with the cap and the spend as what it needs.
+  // The owner's model hears the pause as a blocked error naming the cap, the spend and the person's command.
   const d = await until("the owner's delivery", async () =>
-    (await readOutbox(h.home, owner)).find((x) => x.deliveryId === `${taskId}-c1-needs_input`),
+    (await readOutbox(h.home, owner)).find((x) => x.deliveryId === `${taskId}-c1-blocked`),
   );
-  const model = (d.payload as { model: { result: { outcome: string; needs: string; report: string } } }).model;
-  assert.equal(model.result.outcome, "needs_input");
-  assert.equal(model.result.needs, needs);
-  assert.match(model.result.report, /paused this subagent at its cost cap/);
+  const model = (d.payload as { model: { status: string; error: string; result?: unknown } }).model;
+  assert.equal(model.result, undefined);
+  assert.equal(model.status, "blocked");
+  assert.match(model.error, /^CAP_REACHED: cost cap 1\.50 \$ reached \(2\.00 \$ spent\)/);
+  assert.ok(model.error.includes(`dsh-herdr respond ${taskId} --max-cost 1.5 "go on"`), model.error);
   assert.equal(
     (await readOutbox(h.home, owner)).some((x) => x.deliveryId.endsWith("-completed")),
     false,

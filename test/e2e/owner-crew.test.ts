@@ -210,11 +210,22 @@ test("two crew_spawn calls → {subagent_id} each; both results arrive as JSON c
   });
   assert.deepEqual(
     seen.find((d) => d.subagent_id === idA),
-    { subagent_id: idA, brief: "first", result: { outcome: "completed", report: "Report A\n\nwith *markdown*" } },
+    {
+      subagent_id: idA,
+      brief: "first",
+      result: { outcome: "completed", report: "Report A\n\nwith *markdown*" },
+      // Where the isolated worker's work is: its branch, not landed (this project's additive field).
+      work: { branch: `dsh/${idA}`, landed: false },
+    },
   );
   assert.deepEqual(
     seen.find((d) => d.subagent_id === idB),
-    { subagent_id: idB, brief: "second", result: { outcome: "completed", report: "Report B" } },
+    {
+      subagent_id: idB,
+      brief: "second",
+      result: { outcome: "completed", report: "Report B" },
+      work: { branch: `dsh/${idB}`, landed: false },
+    },
   );
   await until(
     "the owner idle again",
@@ -256,6 +267,7 @@ test("needs_input → crew_respond → completed → crew_done; crew_abort repor
       subagent_id: askTask.taskId,
       brief: "ask",
       result: { outcome: "needs_input", report: "Half way.", needs: "Which color?" },
+      work: { branch: `dsh/${askTask.taskId}`, landed: false },
     },
   );
   await idle();
@@ -344,6 +356,7 @@ test('a reportless child gets one finalization follow-up; twice → contract err
       subagent_id: lazy.taskId,
       brief: "lazy",
       result: { outcome: "completed", report: "Finalized after the reminder" },
+      work: { branch: `dsh/${lazy.taskId}`, landed: false },
     },
   );
   const err = deliveriesSeen().find((d) => d.subagent_id === never.taskId)!;

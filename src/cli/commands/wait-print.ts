@@ -1,7 +1,7 @@
 // Waiting for tasks to settle and printing their AgentResults (spawn --wait, wait): Ctrl+C stops the wait only.
 import type { AgentResult } from "../../core/types.js";
 import type { CliContext } from "../context.js";
-import { exitCodeForStatus, EXIT } from "../exit-codes.js";
+import { exitCodeForResults, EXIT } from "../exit-codes.js";
 import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
 import { printJson } from "../io.js";
@@ -65,5 +65,5 @@ export async function waitAndPrint(
       );
   }
   const settled = res.results.filter((r) => !["starting", "working", "running"].includes(r.status));
-  ctx.exitCode = res.timedOut ? EXIT.timeout : Math.max(EXIT.ok, ...settled.map((r) => exitCodeForStatus(r.status)));
+  ctx.exitCode = res.timedOut ? EXIT.timeout : exitCodeForResults(settled);
 }

@@ -1,5 +1,6 @@
 // The AgentResult card: the layout of the original plugin's result card (shared/reference/dsh.md §5.3).
 import { formatUsd } from "../../core/budget.js";
+import { cardCheckOf, checkLine, failedChecksLine } from "../../core/check-lines.js";
 import type { AgentResult, Usage } from "../../core/types.js";
 import { formatDuration } from "../duration.js";
 import { painter, statusStyle } from "./color.js";
@@ -66,9 +67,11 @@ export function renderCard(
   const st = statusStyle(r.status);
   const sh = (p: string) => shortenHome(p, home);
   const runtime = a.runtime ?? "herdr";
-  const lines = [
-    `[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${st ? paint(st, r.status) : r.status}`,
-  ];
+  const checks = (r.checks ?? []).map(cardCheckOf);
+  // A failed check is the first thing the card says: the status alone would read `completed`.
+  const failed = failedChecksLine(checks);
+  const lines = failed ? [paint("red", `✗ ${failed}`)] : [];
+  lines.push(`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${st ? paint(st, r.status) : r.status}`);
   const place = placeOf(r);
   lines.push(`agent: ${a.name} · task ${r.taskId}${place ? ` · ${place}` : ""}`);
   if (r.brief) lines.push(`brief: ${r.brief}`);
@@ -84,6 +87,10 @@ export function renderCard(
     else lines.push(`worktree: ${sh(r.worktree.path)} (branch ${r.worktree.branch})`);
   }
   if (r.tests) lines.push(`tests: ${r.tests}`);
+  if (checks.length > 0) {
+    lines.push("checks:");
+    for (const c of checks) lines.push(`  ${c.ok ? checkLine(c) : paint("red", checkLine(c))}`);
+  }
   if (r.sessionPath) lines.push(`session: ${sh(r.sessionPath)}`);
   const t = r.timing;
   const elapsed = t.elapsedMs ?? (t.settledAt !== undefined ? t.settledAt - t.createdAt : undefined);

@@ -43,13 +43,18 @@ export function spendCells(t: TaskRow): [string, string] {
   ];
 }
 
+/** After the status: ` ✗check` when a check failed or was cut off, ` ✓check` when every one passed. */
+function checkMark(t: TaskRow): string {
+  return t.verified === false ? " ✗check" : t.verified === true ? " ✓check" : "";
+}
+
 export function rowCells(row: TaskRow, now: number, home?: string, wide = false): string[] {
   const t = neutraliseResult(row); // a child's or a remote's strings, escaped (safe.ts)
   const cells = [
     t.taskId,
     t.agent.name,
     t.role,
-    t.external ? `${t.status} (external)` : t.status,
+    t.external ? `${t.status} (external)` : `${t.status}${checkMark(t)}`,
     formatAge(t.timing.createdAt, now),
     t.agent.runtime ?? "-",
     truncate((t.brief ?? "").replace(/\s+/g, " ").trim(), BRIEF_MAX) || "-",
@@ -74,7 +79,8 @@ export function renderTable(
     width,
     style: (r, c, cell) => {
       if (r === 0) return paint("bold", cell);
-      const st = c === STATUS_COL ? statusStyle(cell) : undefined;
+      // A failed check paints the status red: it is what the person must see first.
+      const st = c === STATUS_COL ? (cell.includes("✗check") ? "red" : statusStyle(cell)) : undefined;
       return st ? paint(st, cell) : cell;
     },
   });
