@@ -140,6 +140,25 @@ export function deliveryCycleOf(deliveryId: string): string {
 }
 
 /**
+ * The validated crew_report of a task relayed to another machine, read back from the result.md that machine's child
+ * extension wrote for it (`resultMdFor`: status completed or blocked; a needs_input's question after `## Needs`).
+ * Only for relayed tasks: there the other daemon validated the report (its child never settles completed or blocked
+ * without one), and this daemon has no session to read it from. Undefined when the result holds no such file.
+ */
+export function relayedReport(result: AgentResult): CrewReport | undefined {
+  const status = result.result?.meta.status;
+  const body = result.result?.text.replace(/^---[\s\S]*?\n---\s*\n?/, "").trim();
+  if (!body) return undefined;
+  if (status === "completed") return { outcome: "completed", report: body };
+  if (status !== "blocked") return undefined;
+  const at = body.lastIndexOf("\n\n## Needs\n\n");
+  if (at < 0) return undefined;
+  const report = body.slice(0, at).trim();
+  const needs = body.slice(at + "\n\n## Needs\n\n".length).trim();
+  return report && needs ? { outcome: "needs_input", report, needs } : undefined;
+}
+
+/**
  * Warnings an owner's model can act on: a sibling task whose work conflicts (land one, respond to the other) and a
  * reviewer that edited files. The rest (empty harvest, stale session, not isolated, a diff not harvested...) is our
  * bookkeeping: it stays in the AgentResult for a person.

@@ -6,6 +6,7 @@ import {
   deliveryFor,
   isExpired,
   pushedDelivery,
+  relayedReport,
   type CrewReport,
   type DeliveryPayload,
 } from "../core/crew-delivery.js";
@@ -80,7 +81,9 @@ export class DeliveryService {
     return source.onStatus((live, result, info) => {
       // Exactly one outcome per settled cycle: its settled harvest. Live snapshots and closes owe the owner nothing.
       if (!info.settled || !deliversTo(live.rec.owner)) return;
-      const payload = deliveryFor(result, live.rec.cycle, this.opts.reportOf?.(live));
+      // A relayed task's report was validated on its machine: read back from the result.md written for it there.
+      const report = this.opts.reportOf?.(live) ?? (live.rec.remote ? relayedReport(result) : undefined);
+      const payload = deliveryFor(result, live.rec.cycle, report);
       if (!payload) return;
       // The delivery's time is its settle's: the 24 h bound counts from there, whenever it is queued or moved.
       const at = result.timing?.settledAt;

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import {
+  relayedReport,
   DELIVERY_EXTRAS,
   DELIVERY_TTL_MS,
   crewStatusOf,
@@ -307,4 +308,27 @@ test("an isolated task's delivery says where the work is: its branch, and whethe
   });
   assert.match(card, /dsh\/t1/);
   assert.match(card, /dsh-herdr land t1/);
+});
+
+test("a relayed task's report is read back from the result.md its machine's child extension wrote for it", () => {
+  const md = (status: string, body: string) => ({
+    path: "/r.md",
+    text: `---\nstatus: ${status}\nsummary: x\n---\n\n${body}\n`,
+    meta: { status },
+  });
+  assert.deepEqual(relayedReport(result("completed", { result: md("completed", "All done.\n\nDetails.") })), {
+    outcome: "completed",
+    report: "All done.\n\nDetails.",
+  });
+  assert.deepEqual(
+    relayedReport(result("blocked", { result: md("blocked", "Half way.\n\n## Needs\n\nWhich color?") })),
+    {
+      outcome: "needs_input",
+      report: "Half way.",
+      needs: "Which color?",
+    },
+  );
+  assert.equal(relayedReport(result("completed")), undefined);
+  assert.equal(relayedReport(result("blocked", { result: md("blocked", "no question here") })), undefined);
+  assert.equal(relayedReport(result("failed", { result: md("failed", "broke") })), undefined);
 });
