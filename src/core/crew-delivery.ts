@@ -40,6 +40,8 @@ export interface WorkPlace {
   landed: boolean;
   /** The branch it landed on, once landed. */
   landedOn?: string;
+  /** A task relayed to another machine: the branch is there (landed there, not in this checkout). */
+  machine?: string;
 }
 
 /**
@@ -172,7 +174,12 @@ export function ownerWarnings(warnings: readonly string[] | undefined): string[]
 export function workPlaceOf(result: AgentResult): WorkPlace | undefined {
   if (!result.worktree) return undefined;
   const landedOn = result.landing?.landedAs ? result.landing.baseBranch : undefined;
-  return { branch: result.worktree.branch, landed: landedOn !== undefined, ...(landedOn ? { landedOn } : {}) };
+  return {
+    branch: result.worktree.branch,
+    landed: landedOn !== undefined,
+    ...(landedOn ? { landedOn } : {}),
+    ...(result.agent.machine ? { machine: result.agent.machine } : {}),
+  };
 }
 
 function extrasOf(result: AgentResult): DeliveryExtras {

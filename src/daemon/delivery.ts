@@ -82,7 +82,8 @@ export class DeliveryService {
       // Exactly one outcome per settled cycle: its settled harvest. Live snapshots and closes owe the owner nothing.
       if (!info.settled || !deliversTo(live.rec.owner)) return;
       // A relayed task's report was validated on its machine: read back from the result.md written for it there.
-      const report = this.opts.reportOf?.(live) ?? (live.rec.remote ? relayedReport(result) : undefined);
+      const relayed = live.rec.remote && (result.status === "completed" || result.status === "blocked");
+      const report = this.opts.reportOf?.(live) ?? (relayed ? relayedReport(result) : undefined);
       const payload = deliveryFor(result, live.rec.cycle, report);
       if (!payload) return;
       // The delivery's time is its settle's: the 24 h bound counts from there, whenever it is queued or moved.

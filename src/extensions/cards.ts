@@ -13,8 +13,10 @@ export const CARD_ICONS: Record<CardData["status"], string> = {
 
 /** Where an isolated task's work is, in one line: its branch and how it lands, or where it landed. */
 export function workLine(id: string, w: WorkPlace): string {
-  return w.landed
-    ? `Work: landed on ${w.landedOn ?? "its base branch"} (from branch ${w.branch})`
+  const there = w.machine ? ` on machine ${w.machine}` : "";
+  if (w.landed) return `Work: landed on ${w.landedOn ?? "its base branch"}${there} (from branch ${w.branch})`;
+  return w.machine
+    ? `Work: on branch ${w.branch}${there}, not in this checkout; land it there with \`dsh-herdr land\``
     : `Work: on branch ${w.branch}, not in your checkout yet; land it with \`dsh-herdr land ${id}\``;
 }
 

@@ -237,7 +237,15 @@ describe("crew_spawn {machine} from a real owner pi (real ssh, real pi on both s
     const seen = await until("the delivery in the owner's model context", () =>
       deliveriesSeen().find((d) => d.subagent_id === taskId),
     );
-    assert.deepEqual(seen, { subagent_id: taskId, brief, result: { outcome: "completed", report: reportText } });
+    // An isolated one's work is on its branch on that machine (this project's additive `work`).
+    const r = await cli.request<AgentResult>("task.get", { taskId });
+    const work = r.worktree ? { work: { branch: r.worktree.branch, landed: false, machine: "builder" } } : {};
+    assert.deepEqual(seen, {
+      subagent_id: taskId,
+      brief,
+      result: { outcome: "completed", report: reportText },
+      ...work,
+    });
     await until("the crew-result in the owner's session", () => sessionResults(taskId).length > 0);
     const ownerId = daemon.supervisor.tasks.get(taskId)!.rec.owner;
     const id = `${taskId}-c1-completed`;
