@@ -271,7 +271,7 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
     name: "crew_respond",
     label: "Crew respond",
     description:
-      "Send a follow-up to a completed or needs_input subagent: only new information or the answer it asked for. Returns at once.",
+      "Send a follow-up to a completed or needs_input subagent: only new information or the answer it asked for. Returns at once. A subagent paused at a spend cap (delivered as status blocked) is the user's to raise: ask them.",
     parameters: CREW_TOOL_PARAMETERS.crew_respond,
     async execute(_id: string, params: unknown) {
       const checked = unwrap(checkRespondArgs(params));
