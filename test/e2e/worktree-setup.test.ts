@@ -15,6 +15,7 @@ import { worktreePathFor } from "../../src/git/worktree.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import { connect } from "../../src/client/index.js";
 import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
+import { runCli } from "../helpers/cli.js";
 
 const SCRIPT = {
   conversations: [
@@ -244,6 +245,9 @@ test("the repository's settings: .dsh-herdr.json and config.json repos.<root>, j
       checks: ["test -f .env"],
     }),
   );
+  // The file's commands apply once the person trusts its content (repo-consent.test.ts: not before).
+  const trusted = await runCli(["repo", "trust", h.repo], { env: { ...process.env, DSH_HERDR_HOME: h.home } });
+  assert.equal(trusted.code, 0, trusted.err);
   // config.json's entry for the repository overrides the file's setup and adds a check.
   writeFileSync(
     join(h.home, "config.json"),
