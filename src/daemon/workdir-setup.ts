@@ -81,6 +81,8 @@ export async function prepareWorkdir(live: Runner, repoRoot: string | undefined)
   let included: Included = { copied: [], linked: [], unmatched: [] };
   if (include.length) {
     included = await includeInto(repoRoot, wt.path, include);
+    if (included.copied.length || included.linked.length)
+      rec.included = { copied: included.copied, linked: included.linked };
     for (const p of included.unmatched)
       warn(rec, `include pattern ${JSON.stringify(p)} matched no untracked or ignored file in ${repoRoot}`);
   }
