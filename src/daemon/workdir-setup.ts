@@ -152,6 +152,7 @@ async function runSetup(live: Runner, command: string, timeoutMs: number, repoRo
       DSH_HERDR_WORKTREE: rec.worktree!.path,
     },
     signal: ac.signal,
+    scopeName: `setup-${rec.taskId}`,
     // A daemon killed outright cannot end it: the next one finds what is left by this group (recover-setup.ts).
     onSpawn: (pgid) => void live.journal(unsynced({ type: "setup_started", pgid })),
   });
