@@ -1,7 +1,8 @@
 // The task's working directory made ready before its child starts (pipeline.ts prepare calls prepareWorkdir once the
 // baseline and the worktree exist): the repository's settings (.dsh-herdr.json once trusted, config.json
-// repos.<root>) joined to the spawn's own, then for an isolated worktree the included files and the setup command (run like a check: its own
-// process group, a timeout, an output cap, its output in the task dir's setup.log). What setup changed that git sees
+// repos.<root>) joined to the spawn's own, then for an isolated worktree the included files and the setup command
+// (run like a check: its own process group and scope, a timeout, an output cap, its output in the task dir's
+// setup.log). What setup changed that git sees
 // becomes the task's baseline commit (src/git/worktree-setup.ts), so it is never blamed on the child. A setup that
 // fails throws SETUP_FAILED with its last lines: the pipeline's start failure settles the task `failed` through the
 // lifecycle machine (launch_failed), and the child is never started.
@@ -48,7 +49,8 @@ function lastLines(tail: string): string {
 }
 
 function warn(rec: TaskRecord, w: string): void {
-  rec.warnings = [...(rec.warnings ?? []), w];
+  // Once: a task started again (after a daemon stop during its setup) is prepared again.
+  if (!rec.warnings?.includes(w)) rec.warnings = [...(rec.warnings ?? []), w];
 }
 
 /**

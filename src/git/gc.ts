@@ -72,6 +72,8 @@ export interface GcOptions {
 
 export const ARCHIVE_PREFIX = "refs/dsh/archive/";
 const SHOWN_IGNORED = 5;
+/** An included copy larger than this is not compared with its source. */
+const COMPARE_MAX_BYTES = 64 * 1024 * 1024;
 
 const PREFIX = "refs/heads/dsh/";
 
@@ -308,7 +310,8 @@ async function isIncludedCopy(worktree: string, repo: string, rel: string, inclu
     const [a, b] = await Promise.all([lstat(here), lstat(there)]);
     if (a.isSymbolicLink() || b.isSymbolicLink())
       return a.isSymbolicLink() && b.isSymbolicLink() && (await readlink(here)) === (await readlink(there));
-    if (!a.isFile() || !b.isFile() || a.size !== b.size) return false;
+    // Past the bound it is not compared (kept, named as an ignored file): an include names small files.
+    if (!a.isFile() || !b.isFile() || a.size !== b.size || a.size > COMPARE_MAX_BYTES) return false;
     const [x, y] = await Promise.all([readFile(here), readFile(there)]);
     return x.equals(y);
   } catch {
