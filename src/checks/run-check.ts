@@ -1,9 +1,12 @@
 // One check (a shell command such as `npm test`) run in a directory the daemon's way: in its own process group, its
 // output (stdout and stderr as they come) into a log file up to a cap, with a timeout. A check that hangs or floods
-// is ended, the whole group, and its receipt says so by name; nothing it does can stall the caller.
+// is ended, the whole group, and its receipt says so by name; nothing it does can stall the caller. Where the machine
+// allows it, the command also runs in a cgroup scope of its own (scope.ts): what it started outside its group
+// (`setsid`, a double fork) ends with it too.
 import { spawn } from "node:child_process";
 import { open } from "node:fs/promises";
 import type { CheckReceipt, CheckTree } from "../core/types.js";
+import { endScope, openScope, scopedArgv } from "./scope.js";
 
 export interface CheckLimits {
   /** Ended (SIGTERM to its group, SIGKILL 2 s later) after this long. */
@@ -26,6 +29,8 @@ export interface RunCheckOptions extends CheckLimits {
   signal?: AbortSignal;
   /** Told the command's process group id (its shell's pid) once it started. */
   onSpawn?: (pgid: number) => void;
+  /** Names its cgroup scope (e.g. `setup-<taskId>`), for whoever reads the cgroup tree. */
+  scopeName?: string;
 }
 
 /** How much of the output's end the receipt carries. */
@@ -60,7 +65,9 @@ export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
   let tail = Buffer.alloc(0);
   let cutOff: CheckReceipt["cutOff"];
   let writes = Promise.resolve();
-  const child = spawn("/bin/sh", ["-c", opts.command], {
+  // Everything the command starts, whatever group or session it makes, stays in this scope and ends with it.
+  const scope = openScope(opts.scopeName ?? "check");
+  const child = spawn("/bin/sh", scopedArgv(opts.command, scope), {
     cwd: opts.cwd,
     env: checkEnv(opts.env),
     detached: true, // its own process group: a timeout ends what it started too
@@ -130,6 +137,7 @@ export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
   child.stdout.destroy();
   child.stderr.destroy();
   if (cutOff === undefined) killGroup("SIGKILL"); // what it left running in its group goes with it
+  if (scope) await endScope(scope); // and what it started outside its group
   if (killTimer) clearTimeout(killTimer);
   if (ended.error) {
     const note = Buffer.from(`dsh-herdr: could not run the check: ${ended.error.message}\n`);

@@ -2,7 +2,7 @@
 // receipt each, the logs under tasks/<taskId>/checks/. The next check runs even when one fails, so every receipt says
 // what it saw.
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { CheckReceipt, CheckTree } from "../core/types.js";
 import { type CheckLimits, DEFAULT_CHECK_LIMITS, runCheck } from "./run-check.js";
 
@@ -37,6 +37,7 @@ export async function runTaskChecks(opts: TaskChecksOptions): Promise<CheckRecei
         cwd: opts.cwd,
         logPath: join(dir, `${opts.runTag}-${i}.log`),
         ...limits,
+        scopeName: `check-${basename(opts.taskDir)}`,
         ...(opts.on !== undefined ? { on: opts.on } : {}),
         ...(opts.env !== undefined ? { env: opts.env } : {}),
       }),

@@ -14,6 +14,7 @@ import { registerAdminCommands } from "./commands/admin.js";
 import { registerDoctorCommand } from "./commands/doctor.js";
 import { registerGcCommand } from "./commands/gc.js";
 import { registerMachineCommands } from "./commands/machines.js";
+import { registerRepoCommands } from "./commands/repo-trust.js";
 import { registerDemoCommand } from "./demo.js";
 import { registerCompletionCommand } from "./commands/completion.js";
 import { registerNotifyCommands } from "./commands/notify.js";
@@ -115,6 +116,7 @@ Examples:
   registerAdminCommands(program, ctx);
   registerGcCommand(program, ctx);
   registerMachineCommands(program, ctx);
+  registerRepoCommands(program, ctx);
   registerNotifyCommands(program, ctx);
   registerDoctorCommand(program, ctx);
   registerDemoCommand(program, ctx);

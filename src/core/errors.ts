@@ -62,6 +62,7 @@ export const ERROR_CODES = [
   "LAND_CONFLICT",
   "CHECK_FAILED",
   "SETUP_FAILED",
+  "WORKTREE_GONE",
   // spend limits (src/core/budget.ts)
   "BUDGET_EXCEEDED",
   "CAP_REACHED",

@@ -86,6 +86,8 @@ export interface TaskRecord extends TaskRecordBase {
   include?: string[];
   setup?: string;
   setupTimeoutMs?: number;
+  /** What the includes brought into the worktree: gc treats an unchanged copy as the checkout's, not the task's work. */
+  included?: { copied: string[]; linked: string[] };
   /** What setup changed that git sees, committed on the task branch (the baseline), and its parent: never landed. */
   setupCommit?: { from: string; commit: string };
   /** Spend caps (spawn --max-cost ...; config budget): the limit now and what a respond adds (src/daemon/budget.ts). */

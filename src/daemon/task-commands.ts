@@ -1,6 +1,7 @@
 // The owner's commands on a task: abort, respond (the next cycle) and close. Each asks the machine whether it is
 // allowed (commandAllowed, src/core/task-cycle.ts) and is a lifecycle event; the files a command needs (a follow-up's
 // text) are durable before the event is fed.
+import { existsSync } from "node:fs";
 import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { CapLimits } from "../core/budget.js";
@@ -41,6 +42,14 @@ export async function respond(
       `task ${rec.taskId} is ${what}; respond needs a completed or blocked task (wait for it, or spawn a new task)`,
     );
   }
+  // A next cycle in a deleted directory would run and settle as if nothing were wrong: refused by name.
+  const wt = rec.worktree;
+  if (wt && rec.remote === undefined && !existsSync(wt.path))
+    throw new DshError(
+      "WORKTREE_GONE",
+      `task ${rec.taskId}'s worktree ${wt.path} no longer exists (removed by hand or by gc), so a follow-up has nowhere to work; spawn a new task for it, and close this one (dsh-herdr done ${rec.taskId})`,
+      { taskId: rec.taskId, path: wt.path },
+    );
   const cycle = phase.cycle + 1;
   raiseForRespond(r, caps); // a cap reached: that much again on top of the spend (before the next turn can spend)
   rec.cycle = cycle;

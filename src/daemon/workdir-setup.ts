@@ -1,7 +1,8 @@
 // The task's working directory made ready before its child starts (pipeline.ts prepare calls prepareWorkdir once the
-// baseline and the worktree exist): the repository's settings (.dsh-herdr.json, config.json repos.<root>) joined to
-// the spawn's own, then for an isolated worktree the included files and the setup command (run like a check: its own
-// process group, a timeout, an output cap, its output in the task dir's setup.log). What setup changed that git sees
+// baseline and the worktree exist): the repository's settings (.dsh-herdr.json once trusted, config.json
+// repos.<root>) joined to the spawn's own, then for an isolated worktree the included files and the setup command
+// (run like a check: its own process group and scope, a timeout, an output cap, its output in the task dir's
+// setup.log). What setup changed that git sees
 // becomes the task's baseline commit (src/git/worktree-setup.ts), so it is never blamed on the child. A setup that
 // fails throws SETUP_FAILED with its last lines: the pipeline's start failure settles the task `failed` through the
 // lifecycle machine (launch_failed), and the child is never started.
@@ -11,7 +12,7 @@ import { DEFAULT_CHECK_LIMITS, runCheck } from "../checks/run-check.js";
 import { lifecycleOf } from "../core/task-cycle.js";
 import type { CheckReceipt } from "../core/types.js";
 import { checkIncludePattern, commitSetup, includeInto, type Included } from "../git/worktree-setup.js";
-import { joinLists, repoSettingsOf } from "../store/repo-settings.js";
+import { consentedRepoSettings, joinLists, untrustedLine } from "../store/repo-settings.js";
 import { unsynced } from "../store/task-store.js";
 import type { TaskRecord } from "./record.js";
 import type { Runner } from "./runner-types.js";
@@ -48,7 +49,8 @@ function lastLines(tail: string): string {
 }
 
 function warn(rec: TaskRecord, w: string): void {
-  rec.warnings = [...(rec.warnings ?? []), w];
+  // Once: a task started again (after a daemon stop during its setup) is prepared again.
+  if (!rec.warnings?.includes(w)) rec.warnings = [...(rec.warnings ?? []), w];
 }
 
 /**
@@ -62,7 +64,10 @@ export async function prepareWorkdir(live: Runner, repoRoot: string | undefined)
     if (asked) warn(rec, `include and setup were not applied: ${rec.cwd} is not in a git repository with a commit`);
     return;
   }
-  const repo = repoSettingsOf(repoRoot, live.ports.config());
+  // A .dsh-herdr.json the person has not trusted (as it is now) adds nothing: no setup, check or include of it runs.
+  const consented = consentedRepoSettings(repoRoot, live.ports.config(), live.ports.env.home);
+  if (consented.untrusted) warn(rec, untrustedLine(repoRoot, consented.untrusted));
+  const repo = consented.settings;
   const checks = joinLists(repo.checks, rec.checks);
   if (checks.length) rec.checks = checks;
   if (rec.checkTimeoutMs === undefined && repo.checkTimeoutMs !== undefined) rec.checkTimeoutMs = repo.checkTimeoutMs;
@@ -78,6 +83,8 @@ export async function prepareWorkdir(live: Runner, repoRoot: string | undefined)
   let included: Included = { copied: [], linked: [], unmatched: [] };
   if (include.length) {
     included = await includeInto(repoRoot, wt.path, include);
+    if (included.copied.length || included.linked.length)
+      rec.included = { copied: included.copied, linked: included.linked };
     for (const p of included.unmatched)
       warn(rec, `include pattern ${JSON.stringify(p)} matched no untracked or ignored file in ${repoRoot}`);
   }
@@ -147,6 +154,7 @@ async function runSetup(live: Runner, command: string, timeoutMs: number, repoRo
       DSH_HERDR_WORKTREE: rec.worktree!.path,
     },
     signal: ac.signal,
+    scopeName: `setup-${rec.taskId}`,
     // A daemon killed outright cannot end it: the next one finds what is left by this group (recover-setup.ts).
     onSpawn: (pgid) => void live.journal(unsynced({ type: "setup_started", pgid })),
   });

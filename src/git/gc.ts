@@ -5,7 +5,7 @@
 // (and --yes deletes only ignored files a dry run named, passed back in as `announced`).
 import { randomBytes } from "node:crypto";
 import { realpathSync } from "node:fs";
-import { lstat, readFile, rm, stat } from "node:fs/promises";
+import { lstat, readFile, readlink, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isValidTaskId } from "../core/ids.js";
@@ -23,8 +23,14 @@ export interface GcTask {
   diff?: { baselineHead: string | null; patchPath: string; truncated: boolean };
   /** `dsh-herdr land` landed it (AgentResult.landing): removable once its base holds the landed commit. */
   landing?: { baseBranch: string; landedAs?: string; workHead?: string };
-  /** Its last cycle settled (no child at work in the worktree): with a landing, it need not be closed first. */
-  settled?: boolean;
+  /** What `--include` brought into the worktree (task.json `included`): a copy still equal to its source is no work. */
+  included?: Included;
+}
+
+/** Paths relative to the worktree: files copied from the checkout, directories linked to it. */
+export interface Included {
+  copied: string[];
+  linked: string[];
 }
 
 export interface GcPlanItem {
@@ -66,6 +72,8 @@ export interface GcOptions {
 
 export const ARCHIVE_PREFIX = "refs/dsh/archive/";
 const SHOWN_IGNORED = 5;
+/** An included copy larger than this is not compared with its source. */
+const COMPARE_MAX_BYTES = 64 * 1024 * 1024;
 
 const PREFIX = "refs/heads/dsh/";
 
@@ -121,7 +129,8 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
       if (!seen.has(ref)) plan.push(await judge(repo, ref.slice(PREFIX.length), null, byId, opts.capBytes));
     }
   }
-  for (const item of plan) if (item.action === "remove" && item.path !== null) await noteIgnored(item);
+  for (const item of plan)
+    if (item.action === "remove" && item.path !== null) await noteIgnored(item, byId.get(item.taskId)?.included);
   if (opts.yes === true) {
     for (const item of plan) {
       if (item.action === "remove" && item.ignored && !announcedAll(item.ignored, opts.announced?.[item.path!])) {
@@ -129,7 +138,7 @@ export async function gc(opts: GcOptions): Promise<GcPlanItem[]> {
         item.reason = `${item.ignored.count} ignored file(s) (${item.ignored.first.join(", ")}${item.ignored.count > item.ignored.first.length ? ", ..." : ""}) would be deleted that no dry run named; run \`dsh-herdr gc\` to see them, then \`gc --yes\``;
       }
     }
-    for (const item of plan) if (item.action === "remove") await removeItem(item);
+    for (const item of plan) if (item.action === "remove") await removeItem(item, byId.get(item.taskId)?.included);
     for (const repo of repos) await withWorktreeLock(repo, () => gitMaybe(repo, ["worktree", "prune"]));
   }
   return plan;
@@ -186,7 +195,8 @@ async function judgeLanded(
   const l = task.landing;
   if (l?.landedAs === undefined) return undefined;
   const short = l.landedAs.slice(0, 12);
-  if (task.open && task.settled !== true) return undefined; // a child at work: the open-task rule keeps it
+  // Open, landed or not: its child may still work there (a follow-up, a steer); the open-task rule keeps it.
+  if (task.open) return undefined;
   const base = `refs/heads/${l.baseBranch}`;
   if (!(await gitSucceeds(repo, ["merge-base", "--is-ancestor", l.landedAs, base])))
     return { action: "keep", reason: `landed as ${short}, which ${l.baseBranch} no longer holds; inspect it` };
@@ -197,7 +207,7 @@ async function judgeLanded(
       reason: `${branch} has commits made after it landed as ${short}; land it again or inspect it`,
     };
   if (path !== null && (await stat(path).catch(() => undefined)) !== undefined) {
-    const dirty = (await git(path, ["status", "--porcelain", "-z", "--untracked-files=all"])) !== "";
+    const dirty = await dirtyBeyondIncluded(path, repo, task.included);
     if (dirty)
       return {
         action: "keep",
@@ -240,7 +250,7 @@ async function judgeWork(
       ? item("remove", `branch merged into ${base}`)
       : item("keep", `branch has commits not merged into ${base}, and no worktree to compare with the saved patch`);
   }
-  const dirty = (await git(path, ["status", "--porcelain", "-z", "--untracked-files=all"])) !== "";
+  const dirty = await dirtyBeyondIncluded(path, repo, task.included);
   if (merged && !dirty) return item("remove", `branch merged into ${base} and the worktree is clean`);
   if (task.diff === undefined)
     return item("keep", "no diff was harvested for this task; harvest it or inspect the worktree");
@@ -283,10 +293,53 @@ function samePath(recorded: string, listed: string): boolean {
   }
 }
 
-/** Gitignored files of a worktree: the removal deletes them and no patch holds them, so the plan names them. */
-async function listIgnored(path: string): Promise<IgnoredFiles | undefined> {
+/**
+ * Whether `rel` in the worktree is what `--include` put there, unchanged: a copy byte for byte equal to the
+ * checkout's file (or the same link), or the link to the checkout's directory. Removing it loses nothing.
+ */
+async function isIncludedCopy(worktree: string, repo: string, rel: string, included?: Included): Promise<boolean> {
+  if (included === undefined) return false;
+  const here = join(worktree, rel);
+  const there = join(repo, rel);
+  try {
+    if (included.linked.includes(rel)) {
+      const st = await lstat(here);
+      return st.isSymbolicLink() && (await readlink(here)) === there;
+    }
+    if (!included.copied.includes(rel)) return false;
+    const [a, b] = await Promise.all([lstat(here), lstat(there)]);
+    if (a.isSymbolicLink() || b.isSymbolicLink())
+      return a.isSymbolicLink() && b.isSymbolicLink() && (await readlink(here)) === (await readlink(there));
+    // Past the bound it is not compared (kept, named as an ignored file): an include names small files.
+    if (!a.isFile() || !b.isFile() || a.size !== b.size || a.size > COMPARE_MAX_BYTES) return false;
+    const [x, y] = await Promise.all([readFile(here), readFile(there)]);
+    return x.equals(y);
+  } catch {
+    return false;
+  }
+}
+
+/** `git status` has entries other than untracked included copies equal to their source. */
+async function dirtyBeyondIncluded(path: string, repo: string, included?: Included): Promise<boolean> {
+  const entries = splitZ(await git(path, ["status", "--porcelain", "-z", "--untracked-files=all"])).filter(
+    (e) => e !== "",
+  );
+  for (const e of entries) {
+    if (!e.startsWith("?? ")) return true;
+    if (!(await isIncludedCopy(path, repo, e.slice(3), included))) return true;
+  }
+  return false;
+}
+
+/**
+ * Gitignored files of a worktree: the removal deletes them and no patch holds them, so the plan names them. An
+ * included copy equal to its source is left out: the checkout still has it.
+ */
+async function listIgnored(path: string, repo?: string, included?: Included): Promise<IgnoredFiles | undefined> {
   const out = await gitMaybe(path, ["ls-files", "-z", "--others", "--ignored", "--exclude-standard"]);
-  const files = splitZ(out ?? "").filter((f) => f !== "" && !f.endsWith("/"));
+  const listed = splitZ(out ?? "").filter((f) => f !== "" && !f.endsWith("/"));
+  const files: string[] = [];
+  for (const f of listed) if (repo === undefined || !(await isIncludedCopy(path, repo, f, included))) files.push(f);
   if (files.length === 0) return undefined;
   const all: Record<string, number> = {};
   let bytes = 0;
@@ -298,8 +351,8 @@ async function listIgnored(path: string): Promise<IgnoredFiles | undefined> {
   return { count: files.length, bytes, first: files.slice(0, SHOWN_IGNORED), all };
 }
 
-async function noteIgnored(item: GcPlanItem): Promise<void> {
-  const ignored = await listIgnored(item.path!);
+async function noteIgnored(item: GcPlanItem, included?: Included): Promise<void> {
+  const ignored = await listIgnored(item.path!, item.repo, included);
   if (ignored === undefined) return;
   item.ignored = ignored;
   const more = ignored.count > ignored.first.length ? `, +${ignored.count - ignored.first.length} more` : "";
@@ -315,11 +368,11 @@ function formatBytes(n: number): string {
   return n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-async function removeItem(item: GcPlanItem): Promise<void> {
+async function removeItem(item: GcPlanItem, included?: Included): Promise<void> {
   try {
     // What was named is what goes: an ignored file that appeared since the plan keeps the worktree.
     if (item.path !== null && (await stat(item.path).catch(() => undefined)) !== undefined) {
-      const now = await listIgnored(item.path);
+      const now = await listIgnored(item.path, item.repo, included);
       if (now !== undefined && !announcedAll(now, item.ignored?.all)) {
         item.done = false;
         item.error = "ignored files appeared since the plan was made; run `dsh-herdr gc` again";

@@ -150,8 +150,9 @@ test("land after the base moved: a merge commit, --check on the merged tree; gc 
   assert.equal(git(h.repo, "log", "-1", "--format=%P").trim().split(" ")[0], moved);
   assert.equal(resultOf(b.taskId).verified, true, "the merged tree's receipt replaced the failing one");
 
-  // gc: the landed tasks' worktrees and branches go (the base holds what they landed as), a closed one too.
-  const done = await h.cli(["done", a.taskId]);
+  // gc: the landed tasks' worktrees and branches go once they are closed (the base holds what they landed as); an
+  // open one keeps its worktree, its child may still work there (gc-open-tasks.test.ts).
+  const done = await h.cli(["done", a.taskId, b.taskId]);
   assert.equal(done.code, 0, done.err);
   const plan = await h.cli(["gc", "--json"]);
   const rows = (JSON.parse(plan.out) as { plan: { taskId: string; action: string; reason: string }[] }).plan;

@@ -15,6 +15,8 @@ import { worktreePathFor } from "../../src/git/worktree.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import { connect } from "../../src/client/index.js";
 import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
+import { runCli } from "../helpers/cli.js";
+import { noScope } from "../helpers/cgroup.js";
 
 const SCRIPT = {
   conversations: [
@@ -225,6 +227,61 @@ test("a daemon stopped while a setup runs ends the setup's processes and records
   assert.deepEqual(r.diff!.files, ["seen.txt"], "what setup made is the baseline, not the child's work");
 });
 
+/** Alive and running (a zombie runs nothing). */
+const running = (pid: number): boolean => {
+  try {
+    return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+};
+const pidIn = (file: string) =>
+  until("the grandchild's pid", () => {
+    const t = existsSync(file) ? readFileSync(file, "utf8").trim() : "";
+    return t ? Number(t) : undefined;
+  });
+const SCOPE_SKIP = noScope();
+
+test("a setup's grandchild that left its group and environment (env -i setsid) ends with the setup, and with a daemon stop during it", {
+  skip: SCOPE_SKIP ? `no scope possible here: ${SCOPE_SKIP}` : false,
+}, async () => {
+  // Ends with the setup: gone before the child even runs, so close, gc and a daemon stop find nothing of it.
+  const done = join(h.dir, "escaped-done.pid");
+  const { taskId } = await h.spawn({
+    prompt: "MARK-SETUP-RESTART go on",
+    isolated: true,
+    setup: `env -i setsid sleep 1000 & echo $! > ${done}; echo generated > gen.txt`,
+  });
+  const r = await h.wait(taskId);
+  assert.equal(r.status, "completed", JSON.stringify(r));
+  const pid = await pidIn(done);
+  const ended = !running(pid);
+  if (!ended) process.kill(pid, "SIGKILL");
+  assert.ok(ended, `the setup's setsid grandchild ${pid} outlived the setup`);
+  await h.cli.request("task.close", { taskId });
+
+  // A daemon stop during the setup ends it too (the setup runs again in the next daemon, and finishes then).
+  const during = join(h.dir, "escaped-during.pid");
+  const mayFinish = join(h.dir, "escaped-may-finish");
+  const setup = `env -i setsid sleep 1000 & echo $! > ${during}; echo generated > gen.txt; if [ -f ${mayFinish} ]; then exit 0; fi; sleep 600 & wait`;
+  const second = await h.spawn({ prompt: "MARK-SETUP-RESTART go on", isolated: true, setup });
+  const pid2 = await pidIn(during);
+  h.cli.close();
+  await h.daemon.stop();
+  const ended2 = !running(pid2);
+  if (!ended2) process.kill(pid2, "SIGKILL");
+  writeFileSync(mayFinish, "");
+  h.daemon = await runDaemon(h.home, {
+    childEnv: h.childEnv,
+    config: { readinessTimeoutMs: 60_000, runtime: "headless" },
+  });
+  h.cli = await connect(h.home, { kind: "cli", timeoutMs: 120_000 });
+  assert.ok(ended2, `the setup's setsid grandchild ${pid2} outlived the daemon stop`);
+  const r2 = await h.wait(second.taskId);
+  assert.equal(r2.status, "completed", JSON.stringify(r2));
+  await h.cli.request("task.close", { taskId: second.taskId });
+});
+
 test("include and setup without a worktree are refused by name; a bad pattern too", async () => {
   await assert.rejects(
     () => h.spawn({ prompt: "MARK-NEVER-STARTS x", setup: "true" }),
@@ -244,6 +301,9 @@ test("the repository's settings: .dsh-herdr.json and config.json repos.<root>, j
       checks: ["test -f .env"],
     }),
   );
+  // The file's commands apply once the person trusts its content (repo-consent.test.ts: not before).
+  const trusted = await runCli(["repo", "trust", h.repo], { env: { ...process.env, DSH_HERDR_HOME: h.home } });
+  assert.equal(trusted.code, 0, trusted.err);
   // config.json's entry for the repository overrides the file's setup and adds a check.
   writeFileSync(
     join(h.home, "config.json"),

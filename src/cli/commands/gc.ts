@@ -52,13 +52,32 @@ export function relayMachines(home: string): { local: Set<string>; machines: Set
   return { local: relayed, machines };
 }
 
-/** task.json's `landing` once `land` landed the task (src/daemon/land-methods.ts keeps it in the record). */
-function recordedLanding(home: string, taskId: string): GcTask["landing"] | undefined {
+interface RecordFacts {
+  landing?: { baseBranch?: unknown; landedAs?: unknown; workHead?: unknown };
+  included?: { copied?: unknown; linked?: unknown };
+}
+
+function readRecord(home: string, taskId: string): RecordFacts | undefined {
   try {
-    const rec = JSON.parse(readFileSync(join(taskDir(home, taskId), "task.json"), "utf8")) as {
-      landing?: { baseBranch?: unknown; landedAs?: unknown; workHead?: unknown };
-    };
-    const l = rec.landing;
+    return JSON.parse(readFileSync(join(taskDir(home, taskId), "task.json"), "utf8")) as RecordFacts;
+  } catch {
+    return undefined;
+  }
+}
+
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+
+/** task.json's `included`: what --include copied and linked into the worktree (src/daemon/workdir-setup.ts). */
+function recordedIncluded(rec: RecordFacts | undefined): GcTask["included"] | undefined {
+  const i = rec?.included;
+  if (i === undefined || typeof i !== "object" || i === null) return undefined;
+  return { copied: strings(i.copied), linked: strings(i.linked) };
+}
+
+/** task.json's `landing` once `land` landed the task (src/daemon/land-methods.ts keeps it in the record). */
+function recordedLanding(rec: RecordFacts | undefined): GcTask["landing"] | undefined {
+  try {
+    const l = rec?.landing;
     if (typeof l?.baseBranch !== "string" || typeof l.landedAs !== "string") return undefined;
     return {
       baseBranch: l.baseBranch,
@@ -69,9 +88,6 @@ function recordedLanding(home: string, taskId: string): GcTask["landing"] | unde
     return undefined;
   }
 }
-
-/** Statuses of a cycle that ended: no child works in the worktree (a landed task's is then removable). */
-const SETTLED = new Set(["completed", "failed", "interrupted", "gone", "closed"]);
 
 export function gcTasks(home: string, relayed: Set<string> = new Set()): GcTask[] {
   // A relayed task's worktree path is the other machine's: never judged (or removed) here.
@@ -87,11 +103,11 @@ export function gcTasks(home: string, relayed: Set<string> = new Set()): GcTask[
       if (r.diff)
         t.diff = { baselineHead: r.diff.baselineHead, patchPath: r.diff.patchPath, truncated: r.diff.truncated };
       // The landing from result.json, else from task.json (a result rebuilt since, e.g. at close, may not carry it).
-      const landing = r.landing?.landedAs !== undefined ? r.landing : recordedLanding(home, taskId);
-      if (landing) {
-        t.landing = landing;
-        t.settled = SETTLED.has(r.status);
-      }
+      const rec = readRecord(home, taskId);
+      const landing = r.landing?.landedAs !== undefined ? r.landing : recordedLanding(rec);
+      if (landing) t.landing = landing;
+      const included = recordedIncluded(rec);
+      if (included) t.included = included;
       return t;
     });
 }

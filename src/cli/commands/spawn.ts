@@ -6,6 +6,7 @@ import { loadConfig } from "../../store/config.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { printJson } from "../io.js";
+import { untrustedNote } from "./repo-trust.js";
 import { capOptions, capParams, choice, examples, jsonOption, readStdin, usage } from "./shared.js";
 import { waitAndPrint } from "./wait-print.js";
 
@@ -160,6 +161,11 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
       "task.spawn",
       params,
     );
+    // The repository's own commands left out for want of consent: one line, here as in the result's warnings.
+    if (o.machine === undefined) {
+      const note = await untrustedNote(ctx.home, String(params["cwd"]));
+      if (note !== undefined) ctx.io.err(`dsh-herdr: ${note}\n`);
+    }
     if (o.wait) return waitAndPrint(ctx, [res.taskId], "all", undefined, o.json === true);
     if (o.json) printJson(ctx.io, res);
     else ctx.io.out(res.taskId + "\n");
