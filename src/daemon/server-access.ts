@@ -119,7 +119,11 @@ async function ownTasksOnly(
   taskOwner: NonNullable<SocketServerOptions["taskOwner"]>,
 ): Promise<unknown> {
   const me = conn.ownerId!;
-  const params = (typeof p === "object" && p !== null ? p : {}) as { owner?: unknown; taskId?: unknown; taskIds?: unknown };
+  const params = (typeof p === "object" && p !== null ? p : {}) as {
+    owner?: unknown;
+    taskId?: unknown;
+    taskIds?: unknown;
+  };
   if (method === "task.list") {
     if (params.owner !== undefined && params.owner !== me && params.owner !== ownerLabel(me))
       throw new DshError(

@@ -9,13 +9,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "
 import { join } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
 import type { AgentResult } from "../core/types.js";
-import {
-  checkTask,
-  journalVerdict,
-  type Difference,
-  type JournalRecord,
-  type VerifyRecord,
-} from "../core/verify.js";
+import { checkTask, journalVerdict, type Difference, type JournalRecord, type VerifyRecord } from "../core/verify.js";
 
 /** The largest file verify reads (the journal, result.json, task.json, a pinned result.md): larger is "too large". */
 export const VERIFY_MAX_FILE_BYTES = 256 * 1024 * 1024;
@@ -53,17 +47,14 @@ export function verifyTaskDir(
   }
 }
 
-function verifyOrRefuse(
-  dir: string,
-  taskId: string,
-  given: AgentResult | undefined,
-  max: number,
-): TaskVerification {
+function verifyOrRefuse(dir: string, taskId: string, given: AgentResult | undefined, max: number): TaskVerification {
   const skip = (why: string): TaskVerification => ({ taskId, ok: true, skipped: why, differences: [] });
   const st = lstatOrUndefined(dir);
   if (!st) return skip("no task dir");
   if (st.isSymbolicLink())
-    throw new Refusal(`the task dir ${dir} is a symlink; verify reads only task dirs inside the home, not through links`);
+    throw new Refusal(
+      `the task dir ${dir} is a symlink; verify reads only task dirs inside the home, not through links`,
+    );
   if (!st.isDirectory()) throw new Refusal(`${dir} is not a directory`);
   const files = new TaskFiles(dir, max);
   let result = given;
@@ -114,10 +105,7 @@ function verifyOrRefuse(
  * A stored result as it may be shown: itself when its task dir agrees (or cannot say), else without the fields a
  * rewrite could forge into a pass (`verified`) and with a warning naming the first difference. `tampered` is set then.
  */
-export function tamperedView(
-  dir: string,
-  result: AgentResult,
-): { result: AgentResult; tampered?: string } {
+export function tamperedView(dir: string, result: AgentResult): { result: AgentResult; tampered?: string } {
   const v = verifyTaskDir(dir, result.taskId, { result });
   if (v.ok || v.refused !== undefined || v.differences.length === 0) return { result };
   const fields = [...new Set(v.differences.map((d) => d.field))].join(", ");

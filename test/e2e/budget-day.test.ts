@@ -5,7 +5,6 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import type { DshError } from "../../src/core/errors.js";
 import { runCli } from "../helpers/cli.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
@@ -51,12 +50,17 @@ test("budget.perDay 0.50 $ and six spawns at once: one is admitted (it reserves 
     Array.from({ length: 6 }, (_, k) => h.spawn({ prompt: `MARK-SIX ${k}`, owner })),
   );
   const admitted = tries.filter((t) => t.status === "fulfilled") as PromiseFulfilledResult<{ taskId: string }>[];
-  const refused = tries.filter((t) => t.status === "rejected").map((t) => (t as PromiseRejectedResult).reason as DshError);
+  const refused = tries
+    .filter((t) => t.status === "rejected")
+    .map((t) => (t as PromiseRejectedResult).reason as DshError);
   assert.equal(admitted.length, 1, `admitted ${admitted.length} of 6`);
   assert.equal(refused.length, 5);
   for (const e of refused) {
     assert.equal(e.code, "BUDGET_EXCEEDED", e.message);
-    assert.match(e.message, /owner sess-day-six has spent 0\.00 \$ today and reserves 1\.00 \$ for 1 task\(s\) queued or running/);
+    assert.match(
+      e.message,
+      /owner sess-day-six has spent 0\.00 \$ today and reserves 1\.00 \$ for 1 task\(s\) queued or running/,
+    );
     assert.match(e.message, /budget\.reservePerTask/);
   }
   const r = await h.wait(admitted[0]!.value.taskId);

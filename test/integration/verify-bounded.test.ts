@@ -126,7 +126,10 @@ test("show: a result.json rewritten after its settle (a failed check turned veri
 
   const card = runCliSync(["show", taskId], { env });
   assert.equal(card.code, 1, card.err);
-  assert.match(card.out, /warning: tampered: result\.json disagrees with its task dir \(checks, verified, warnings\): it was changed after the daemon wrote it/);
+  assert.match(
+    card.out,
+    /warning: tampered: result\.json disagrees with its task dir \(checks, verified, warnings\): it was changed after the daemon wrote it/,
+  );
   assert.match(card.out, new RegExp(`dsh-herdr verify ${taskId}`));
   const json = runCliSync(["show", taskId, "--json"], { env });
   assert.equal(json.code, 1, json.err);

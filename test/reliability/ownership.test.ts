@@ -178,7 +178,9 @@ test("owner B neither reads nor checks owner A's tasks, open or closed (get, pat
     for (const r of w.results) assert.equal(r.verified, false, JSON.stringify(r));
     await a.request("task.close", { taskId: closedA });
     const receipts = (id: string) =>
-      JSON.stringify((JSON.parse(readFileSync(join(home, "tasks", id, "task.json"), "utf8")) as { checkRun?: unknown }).checkRun);
+      JSON.stringify(
+        (JSON.parse(readFileSync(join(home, "tasks", id, "task.json"), "utf8")) as { checkRun?: unknown }).checkRun,
+      );
     const before = { [closedA]: receipts(closedA), [openA]: receipts(openA) };
 
     for (const taskId of [closedA, openA]) {
