@@ -137,4 +137,9 @@ test("show: a result.json rewritten after its settle (a failed check turned veri
   assert.equal(shown.verified, undefined, "a forged verified is not shown");
   assert.ok(shown.warnings?.some((w) => w.startsWith("tampered: ")));
   assert.match(json.err, /tampered/);
+  // `result` prints the file as it is on disk, and says what it is.
+  const raw = runCliSync(["result", taskId], { env });
+  assert.equal(raw.code, 1, raw.err);
+  assert.match(raw.out, /"verified": true/);
+  assert.match(raw.err, /tampered/);
 });

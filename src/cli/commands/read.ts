@@ -44,8 +44,9 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
   result.action((id: string) => {
     const taskId = resolveId(ctx.home, id);
     const text = readResultText(ctx.home, taskId);
-    checkedResult(ctx, taskId); // the bytes as they are on disk; a rewrite is named on stderr and in the exit code
-    ctx.io.out(text);
+    ctx.io.out(text); // the bytes as they are on disk, even when they are not JSON
+    // A rewrite after the daemon wrote it is named on stderr and in the exit code; a file that is not JSON is shown.
+    if (isJson(text)) checkedResult(ctx, taskId);
   });
 
   const diff = program
@@ -87,4 +88,13 @@ function checkedResult(ctx: CliContext, taskId: string): { result: AgentResult; 
     ctx.exitCode = EXIT.failed;
   }
   return view;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
