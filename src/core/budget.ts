@@ -179,3 +179,42 @@ export function raiseCaps(
   }
   return Object.keys(next).length > 0 ? next : undefined;
 }
+
+// ---- budget.perDay: spent and reserved ----
+
+/** What a task queued or running reserves of budget.perDay when it has no cost cap and config gives no estimate. */
+export const DEFAULT_RESERVE_PER_TASK = 1;
+
+/** A task's reservation against budget.perDay while its cycle is queued or running: its cost cap, else the estimate. */
+export function dayReservation(caps: TaskCaps | undefined, estimate: number): number {
+  return caps?.cost?.limit ?? estimate;
+}
+
+/** One task's part of an owner's day: what it spent, and while queued or running the rest of its reservation. */
+export interface DayShare {
+  spent: number;
+  /** The reservation when the task is queued or running; undefined once its cycle settled (then only its spend counts). */
+  reserved?: number;
+}
+
+/** An owner's day: the spend, the reservations not yet spent, and how many tasks hold one. */
+export interface DayUse {
+  spent: number;
+  reserved: number;
+  holders: number;
+}
+
+/** The day's use over the owner's tasks: a task counts the larger of its spend and its reservation while it runs. */
+export function dayUse(shares: Iterable<DayShare>): DayUse {
+  const use: DayUse = { spent: 0, reserved: 0, holders: 0 };
+  for (const s of shares) {
+    use.spent = addUsd(use.spent, s.spent);
+    if (s.reserved === undefined) continue;
+    use.holders++;
+    if (s.reserved > s.spent) use.reserved = addUsd(use.reserved, s.reserved - s.spent);
+  }
+  return use;
+}
+
+/** The day's budget is used up: what is spent and reserved reaches perDay, so no further task may be started. */
+export const dayExhausted = (use: DayUse, perDay: number): boolean => addUsd(use.spent, use.reserved) >= perDay;

@@ -16,6 +16,7 @@ import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
 import { crashHookFromEnv, withCrashHook } from "./crash-hook.js";
 import { createHandlers } from "./methods.js";
+import { taskOwnerOf } from "./owner-view.js";
 import { DeliveryService } from "./delivery.js";
 import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
@@ -172,6 +173,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     authenticateChild: (taskId, token) => sup.authenticate(taskId, token),
     authenticateOwner: (conn, ownerId, secret) => ownerAuth.hello(conn, ownerId, secret),
     onChildConnected: (conn) => sup.childConnected(conn),
+    taskOwner: (taskId) => taskOwnerOf(sup, taskId),
     handlers: Object.assign(
       createOwnerHandlers(sup, delivery),
       createHandlers({

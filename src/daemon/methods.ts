@@ -1,6 +1,8 @@
 // Socket method handlers: params are already schema-checked; here live the domain rules (ownership, states).
 import type { CapLimits } from "../core/budget.js";
+import { statSync } from "node:fs";
 import { open } from "node:fs/promises";
+import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
@@ -18,11 +20,44 @@ import type { ChildEvent, ChildReport, Runner } from "./runner-types.js";
 import type { RequestMethod } from "./protocol.js";
 import type { MethodContext } from "./method-context.js";
 import { knownOwners, resolveOwner, shownOwner, viewOf } from "./owner-view.js";
+import { tamperedView } from "../store/task-verify.js";
 
 export type { MethodContext } from "./method-context.js";
 
 /** task.patch answers at most this much of a diff.patch, so the reply fits one frame. */
 const PATCH_REPLY_CAP = 512 * 1024;
+
+/** Stored results already checked against their task dir, by the identity (size, mtime, inode) of the files read. */
+const checkedResults = new Map<string, { key: string; result: AgentResult }>();
+const CHECKED_MAX = 512;
+
+/**
+ * A result read back from disk (a closed task's) as it may be served: checked against its task dir as `verify` does,
+ * so a result.json a leftover child process rewrote is named tampered instead of served with a forged `verified`.
+ */
+function checkedStored(dir: string, stored: AgentResult): AgentResult {
+  const ids = ["result.json", "task.json", "events.jsonl"].map((f) => {
+    const st = statSyncOrUndefined(join(dir, f));
+    return st ? `${st.size}-${st.mtimeMs}-${st.ino}` : "";
+  });
+  const key = ids[0] ? ids.join("/") : "";
+  const hit = checkedResults.get(stored.taskId);
+  if (hit && key && hit.key === key) return hit.result;
+  const { result } = tamperedView(dir, stored);
+  if (key) {
+    if (checkedResults.size >= CHECKED_MAX) checkedResults.delete(checkedResults.keys().next().value!);
+    checkedResults.set(stored.taskId, { key, result });
+  }
+  return result;
+}
+
+function statSyncOrUndefined(path: string) {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
+}
 
 /** An owner connection may act only on its own tasks; the CLI (a person) may act on any. */
 function mayAct(conn: Connection, live: Live): boolean {
@@ -46,7 +81,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     }
     const stored = await sup.deps.store.readResult(taskId).catch(() => undefined);
     if (!stored) throw new DshError("TASK_NOT_FOUND", `no task ${taskId}; list tasks with \`dsh-herdr list\``);
-    return stored;
+    return checkedStored(sup.deps.store.taskPaths(taskId).dir, stored);
   };
   const owned = (conn: Connection, taskId: string): Runner => {
     const live = liveOf(taskId);

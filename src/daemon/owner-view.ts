@@ -1,17 +1,14 @@
 // What a connection is shown of owners: a pi session's id is what a hello as that owner names, so only that owner's
 // own connections see it; everyone else (the CLI, other owners) sees a label, `pi-` and 12 hex of the id's sha256,
 // which names the owner in listings and filters (`--owner pi-…`) and proves nothing. "cli" is shown as is.
-import { createHash } from "node:crypto";
 import type { AgentResult } from "../core/types.js";
+import { ownerLabel } from "./owner-label.js";
 import type { Connection } from "./server-types.js";
 import type { Supervisor } from "./supervisor-types.js";
 
 const LABEL = /^pi-[0-9a-f]{12}$/;
 
-/** The non-secret label of a pi owner (stable: the same id always gives the same label). */
-export function ownerLabel(ownerId: string): string {
-  return `pi-${createHash("sha256").update(ownerId, "utf8").digest("hex").slice(0, 12)}`;
-}
+export { ownerLabel };
 
 /** How `owner` is shown on this connection: itself to that owner and for "cli", else its label. */
 export function shownOwner(conn: Connection | undefined, owner: string): string {
@@ -41,4 +38,17 @@ export function knownOwners(sup: Supervisor): Set<string> {
   for (const live of sup.tasks.values()) out.add(live.rec.owner);
   for (const t of sup.deps.store.listTasks()) if (t.owner) out.add(t.owner);
   return out;
+}
+
+/** A task's owner: the open task's, else the task index's, else its task.json's; undefined when there is no such task. */
+export async function taskOwnerOf(sup: Supervisor, taskId: string): Promise<string | undefined> {
+  const live = sup.tasks.get(taskId);
+  if (live) return live.rec.owner;
+  try {
+    const indexed = sup.deps.store.getSummary(taskId)?.owner;
+    if (indexed !== undefined) return indexed;
+    return (await sup.deps.store.readTask(taskId)).owner;
+  } catch {
+    return undefined; // not a task id, or no task dir: the handler says so by name
+  }
 }

@@ -8,6 +8,7 @@ import { launchWanted } from "../core/task-cycle.js";
 import type { CreatedWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
 import { unsynced } from "../store/task-store.js";
+import { assertDayBudgetAtStart } from "./budget.js";
 import { crashPoint } from "./crash-hook.js";
 import type { GitPort } from "./git-port.js";
 import { buildPrompt } from "./prompt.js";
@@ -59,6 +60,9 @@ export async function runPipeline(r: Runner, slot: Promise<{ queuedMs: number }>
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
     // a power cut can only lose a task that never started). The launch itself is journaled durably.
     await r.journal(unsynced({ type: "admitted", queuedMs }));
+    // budget.perDay again at the start: a task that waited in the queue may find its owner's day spent meanwhile.
+    const { config, store, clock } = r.ports;
+    assertDayBudgetAtStart({ config, store, tasks: r.ports.tasks(), now: clock.now() }, rec.owner, rec.taskId);
     await prepare(r);
     await launchOnce(r, 1);
   } catch (e) {

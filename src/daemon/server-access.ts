@@ -1,6 +1,8 @@
 // Who a connection is and what it may call: the hello handshake (a child proves its task token) and the access
-// rules per method (child.* for children only, owner.* for owners only), then the method's handler.
+// rules per method (child.* for children only, owner.* for owners only, an owner's per-task requests for its own
+// tasks only), then the method's handler.
 import { DshError } from "../core/errors.js";
+import { ownerLabel } from "./owner-label.js";
 import { PROTOCOL_VERSION, type RequestMethod } from "./protocol.js";
 import type { Connection, SocketServerOptions } from "./server-types.js";
 
@@ -10,6 +12,21 @@ export type HelloParams =
   | { kind: "child"; taskId: string; token: string };
 
 const CHILD_METHODS = new Set<string>(["child.event", "child.report"]);
+/**
+ * The tasks a per-task request names: an owner connection may name only its own (open or closed). task.abort reports
+ * another owner's ids as foreign_ids, task.subscribe and task.follow push only the owner's own statuses, and
+ * task.list is narrowed to the owner's own tasks; task.land has its own rule (owner.mayLand first, then ownership).
+ */
+const TASKS_NAMED: Partial<Record<string, (p: { taskId?: unknown; taskIds?: unknown }) => unknown[]>> = {
+  "task.get": (p) => [p.taskId],
+  "task.patch": (p) => [p.taskId],
+  "task.check": (p) => [p.taskId],
+  "task.respond": (p) => [p.taskId],
+  "task.close": (p) => [p.taskId],
+  "task.fetch": (p) => [p.taskId],
+  "task.wait": (p) => (Array.isArray(p.taskIds) ? p.taskIds : []),
+};
+
 /** Methods of the connection itself, open to every kind once it said hello. */
 const CONNECTION_METHODS = new Set<string>(["daemon.status", "frame.page"]);
 
@@ -80,6 +97,7 @@ export async function dispatch(
       `${method} is for owner connections only; say hello {kind:"owner", ownerId:<pi session id>} first`,
     );
   }
+  if (conn.kind === "owner" && opts.taskOwner) p = await ownTasksOnly(method, p, conn, opts.taskOwner);
   if (method === "frame.page") {
     if (!conn.page) throw new DshError("UNKNOWN_METHOD", "frame.page is not served on this connection");
     return conn.page(p as { ref: string; offset: number });
@@ -87,4 +105,42 @@ export async function dispatch(
   const h = opts.handlers[method];
   if (!h) throw new DshError("UNKNOWN_METHOD", `${method} is not served by this daemon; upgrade dsh-herdr`);
   return await h(p, conn);
+}
+
+/**
+ * An owner connection acts on and reads only its own tasks: a per-task request naming another owner's task is
+ * NOT_OWNER before its handler runs (an unknown id is left to the handler: TASK_NOT_FOUND), and task.list lists the
+ * owner's own tasks. The CLI (a person) sees and acts on every task.
+ */
+async function ownTasksOnly(
+  method: string,
+  p: unknown,
+  conn: Connection,
+  taskOwner: NonNullable<SocketServerOptions["taskOwner"]>,
+): Promise<unknown> {
+  const me = conn.ownerId!;
+  const params = (typeof p === "object" && p !== null ? p : {}) as {
+    owner?: unknown;
+    taskId?: unknown;
+    taskIds?: unknown;
+  };
+  if (method === "task.list") {
+    if (params.owner !== undefined && params.owner !== me && params.owner !== ownerLabel(me))
+      throw new DshError(
+        "NOT_OWNER",
+        `an owner connection lists only its own tasks; drop params.owner (another owner's tasks are listed to the CLI: dsh-herdr list --owner ${String(params.owner)})`,
+      );
+    return { ...params, owner: me };
+  }
+  const named = TASKS_NAMED[method]?.(params) ?? [];
+  for (const id of named) {
+    if (typeof id !== "string") continue;
+    const owner = await taskOwner(id);
+    if (owner !== undefined && owner !== me)
+      throw new DshError(
+        "NOT_OWNER",
+        `task ${id} belongs to owner ${owner === "cli" ? "cli" : ownerLabel(owner)}; only its owner (or the CLI: dsh-herdr show ${id}) may read it or act on it`,
+      );
+  }
+  return p;
 }

@@ -41,6 +41,11 @@ export interface SocketServerOptions {
    */
   authenticateOwner?(conn: Connection, ownerId: string, secret: string | undefined): Promise<{ secret?: string }>;
   onChildConnected?(conn: Connection): void;
+  /**
+   * The owner of a task (undefined: no such task here). With it an owner connection's per-task requests name only its
+   * own tasks (NOT_OWNER otherwise) and its task.list lists only its own (src/daemon/server-access.ts).
+   */
+  taskOwner?(taskId: string): string | undefined | Promise<string | undefined>;
   version: string;
   log: Logger;
   limits?: Partial<ConnectionLimits>;

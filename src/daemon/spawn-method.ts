@@ -13,7 +13,7 @@ import type { MethodContext } from "./method-context.js";
 import { knownOwners, resolveOwner } from "./owner-view.js";
 import { dropStartedWorktree, startWorktree } from "./pipeline.js";
 import { checkSetupParams } from "./workdir-setup.js";
-import { assertDayBudget } from "./budget.js";
+import { assertDayBudget, holdDayBudget } from "./budget.js";
 import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Runner } from "./runner-types.js";
@@ -114,9 +114,17 @@ async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection) 
   const repo =
     p.isolated === true ? await requireRepo(cwd) : p.isolated === "auto" ? await committedRepo(cwd) : undefined;
   const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
-  // Reserve-then-record: the slot (or queue place) is taken synchronously, so concurrent spawns cannot overshoot.
+  // Reserve-then-record: the day's budget (checked again, with this spawn's reservation held until its task counts as
+  // open) and the slot (or queue place) are taken synchronously, so concurrent spawns cannot overshoot either.
+  const releaseDay = holdDayBudget(sup, owner, capsFor(p, c.budget)?.cost?.limit);
   const slotKey = `pending-${Math.random().toString(36).slice(2)}`;
-  const slot = sup.admission.acquire(slotKey);
+  let slot: ReturnType<typeof sup.admission.acquire>;
+  try {
+    slot = sup.admission.acquire(slotKey);
+  } catch (e) {
+    releaseDay(); // CONCURRENCY_LIMIT: nothing was admitted
+    throw e;
+  }
   const queued = !sup.admission.holds(slotKey);
   const createdAt = sup.deps.clock.now();
   let live: Runner;
@@ -160,13 +168,15 @@ async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection) 
     );
     live = sup.register(rec);
   } catch (e) {
+    releaseDay();
     if (repo && worktree) dropStartedWorktree(sup.deps.git, sup.deps.log, repo.root, worktree);
     sup.admission.cancel(slotKey, e as Error);
     sup.admission.release(slotKey);
     slot.catch(() => undefined);
     throw e;
   }
-  // The reservation (slot or queue place) now belongs to the task id.
+  // The reservation (slot or queue place) now belongs to the task id; the open task counts against the day itself.
+  releaseDay();
   sup.admission.rekey(slotKey, live.rec.taskId);
   await live.refresh();
   if (repo) live.knownRepo = worktree ? { ...repo, worktree } : repo;

@@ -49,7 +49,11 @@ export interface Config {
   /** Webhooks and commands told of every settled cycle (src/notify); absent: none. */
   notify?: NotifyConfig;
   /** Spend limits: USD per owner per local day, and each task's default caps (absent: none). */
-  budget?: CapLimits & { perDay?: number };
+  /**
+   * perDay: USD per owner per local day; reservePerTask: USD a task without a cost cap reserves of perDay while it is
+   * queued or running (default 1); the caps: each task's when its spawn gives none.
+   */
+  budget?: CapLimits & { perDay?: number; reservePerTask?: number };
 }
 
 /** A repository's settings: .dsh-herdr.json at its root, or config.json repos.<path> (schema: $defs.repoSettings). */
@@ -206,7 +210,7 @@ export async function setConfigValue(home: string, key: string, value: unknown):
       .join(", ");
     throw new DshError(
       "CONFIG_INVALID",
-      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, owner.mayRaiseCaps, budget.perDay, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, owner.mayRaiseCaps, budget.perDay, budget.reservePerTask, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
     );
   }
   const node = sub === undefined ? props[top] : top === "modelAliases" ? { type: "string" } : subProps![sub];

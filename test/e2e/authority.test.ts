@@ -239,3 +239,38 @@ test("dsh-herdr verify rebuilds the result: a hand-edited summary and a hand-edi
     rmSync(old, { recursive: true, force: true });
   }
 });
+
+test("a result.json rewritten after the task closed (a failed check turned verified) is served and shown as tampered, never as verified", async () => {
+  const env = { ...process.env, DSH_HERDR_HOME: h.home, NO_COLOR: "1" };
+  const { taskId } = await h.spawn({ prompt: "MARK-WORK then a failing check", isolated: true, checks: ["exit 3"] });
+  const r = await h.wait(taskId);
+  assert.equal(r.verified, false);
+  await h.cli.request("task.close", { taskId });
+  const file = join(h.home, "tasks", taskId, "result.json");
+  const original = readFileSync(file, "utf8");
+  const closed = JSON.parse(original) as AgentResult;
+  // What a process the child left running wrote once the task was closed: the check passed, no warning.
+  const forged = { ...closed, verified: true, checks: closed.checks!.map((c) => ({ ...c, exitCode: 0 })) };
+  delete (forged as { warnings?: string[] }).warnings;
+  writeFileSync(file, JSON.stringify(forged, null, 2) + "\n");
+  try {
+    // The daemon's answers (task.get, task.wait, and so `dsh-herdr wait` and the owner's card) name it.
+    const got = await h.cli.request<AgentResult>("task.get", { taskId });
+    assert.equal(got.verified, undefined, "the forged verified is not served");
+    assert.ok(
+      got.warnings?.some((w) => /^tampered: result\.json disagrees with its task dir \(.*verified/.test(w)),
+      JSON.stringify(got.warnings),
+    );
+    const waited = await runCli(["wait", taskId], { env });
+    assert.match(waited.out, /warning: tampered: result\.json disagrees with its task dir/);
+    const shown = await runCli(["show", taskId, "--json"], { env });
+    assert.equal(shown.code, 1, shown.err);
+    assert.equal((JSON.parse(shown.out) as AgentResult).verified, undefined);
+    assert.match(shown.err, /tampered/);
+  } finally {
+    writeFileSync(file, original); // teardown verifies every task dir
+  }
+  const back = await h.cli.request<AgentResult>("task.get", { taskId });
+  assert.equal(back.verified, false);
+  assert.ok(!(back.warnings ?? []).some((w) => w.startsWith("tampered")));
+});

@@ -25,6 +25,15 @@ const SCRIPT: Script = {
       ],
     },
     {
+      name: "quick",
+      match: "MARK-OWNER-QUICK",
+      steps: [
+        { toolCalls: [{ name: "write", arguments: { path: "q.txt", content: "q\n" } }] },
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "quick done" } }] },
+        { text: "quick finished" },
+      ],
+    },
+    {
       name: "b",
       match: "MARK-OWNER-B",
       steps: [{ text: "B waits", delayMs: 120_000 }],
@@ -129,6 +138,69 @@ test("owner B is refused on owner A's running task (respond, close, abort, spawn
     const closed = await a.request<AgentResult>("task.close", { taskId, closePane: true });
     assert.equal(closed.status, "closed");
     await b.request("task.close", { taskId: taskB, closePane: true });
+    await until("every child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
+  } finally {
+    for (const c of clients) c.close();
+    d.proc.kill("SIGTERM");
+    await d.exited;
+    killUnder(home);
+  }
+});
+
+test("owner B neither reads nor checks owner A's tasks, open or closed (get, patch, wait, fetch, check, list); the CLI sees all", async () => {
+  const dir = join(shared.dir, "r");
+  const repo = makeRepo(dir);
+  const home = join(dir, "home");
+  const d = await startDaemonProc(home, shared.childEnv);
+  const idA = "a11ce000aaaa-reader";
+  const idB = "b0b00000bbbb-reader";
+  const clients: DaemonClient[] = [];
+  try {
+    const a = await connect(home, { kind: "owner", ownerId: idA, timeoutMs: 120_000 });
+    const b = await connect(home, { kind: "owner", ownerId: idB, timeoutMs: 120_000 });
+    const cli = await cliClient(home);
+    clients.push(a, b, cli);
+    const spawnA = (prompt: string) =>
+      a.request<{ taskId: string }>("task.spawn", {
+        model: shared.modelName,
+        cwd: repo,
+        prompt,
+        isolated: true,
+        checks: ["exit 3"],
+      });
+    const closedA = (await spawnA("MARK-OWNER-QUICK one")).taskId;
+    const openA = (await spawnA("MARK-OWNER-QUICK two")).taskId;
+    const w = await cli.request<{ results: AgentResult[] }>(
+      "task.wait",
+      { taskIds: [closedA, openA], timeoutMs: 90_000 },
+      { timeoutMs: 95_000 },
+    );
+    for (const r of w.results) assert.equal(r.verified, false, JSON.stringify(r));
+    await a.request("task.close", { taskId: closedA });
+    const receipts = (id: string) =>
+      JSON.stringify(
+        (JSON.parse(readFileSync(join(home, "tasks", id, "task.json"), "utf8")) as { checkRun?: unknown }).checkRun,
+      );
+    const before = { [closedA]: receipts(closedA), [openA]: receipts(openA) };
+
+    for (const taskId of [closedA, openA]) {
+      await assert.rejects(b.request("task.get", { taskId }), code("NOT_OWNER"), `task.get ${taskId}`);
+      await assert.rejects(b.request("task.patch", { taskId }), code("NOT_OWNER"), `task.patch ${taskId}`);
+      await assert.rejects(b.request("task.check", { taskId }), code("NOT_OWNER"), `task.check ${taskId}`);
+      await assert.rejects(b.request("task.wait", { taskIds: [taskId], timeoutMs: 1000 }), code("NOT_OWNER"));
+      await assert.rejects(b.request("task.fetch", { taskId, part: "result" }), code("NOT_OWNER"));
+      assert.equal(receipts(taskId), before[taskId], "A's check receipts were not rewritten");
+    }
+    await assert.rejects(b.request("task.list", { owner: idA }), code("NOT_OWNER"));
+    const listedB = await b.request<{ tasks: AgentResult[] }>("task.list", {});
+    assert.deepEqual(listedB.tasks, [], "B lists only its own tasks (none)");
+    // A reads and checks its own; the CLI sees everyone's.
+    assert.equal((await a.request<AgentResult>("task.get", { taskId: closedA })).taskId, closedA);
+    assert.ok((await a.request<{ patch: string | null }>("task.patch", { taskId: openA })).patch?.includes("q.txt"));
+    assert.equal((await a.request<{ tasks: AgentResult[] }>("task.list", {})).tasks.length, 2);
+    assert.equal((await cli.request<{ tasks: AgentResult[] }>("task.list", {})).tasks.length, 2);
+    assert.equal((await cli.request<AgentResult>("task.get", { taskId: openA })).taskId, openA);
+    await a.request("task.close", { taskId: openA, closePane: true });
     await until("every child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
   } finally {
     for (const c of clients) c.close();

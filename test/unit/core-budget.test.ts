@@ -5,6 +5,9 @@ import {
   capCrossed,
   capNeeds,
   capsFor,
+  dayExhausted,
+  dayReservation,
+  dayUse,
   formatUsd,
   givenCaps,
   raiseCaps,
@@ -82,4 +85,20 @@ test("givenCaps keeps only the caps a request gave (a relayed respond forwards t
   const params = { taskId: "t", message: "go on", maxTurns: 3, maxCost: 0.5 };
   assert.deepEqual(givenCaps(params), { maxCost: 0.5, maxTurns: 3 });
   assert.deepEqual(givenCaps({}), {});
+});
+
+test("the day's use: spend plus what queued or running tasks reserve beyond their spend; settled tasks count their spend only", () => {
+  const caps = capsFor({ maxCost: 2 });
+  assert.equal(dayReservation(caps, 1), 2, "a cost cap is the reservation");
+  assert.equal(dayReservation(capsFor({ maxTurns: 3 }), 0.25), 0.25, "no cost cap: the estimate");
+  const use = dayUse([
+    { spent: 0.3 }, // settled
+    { spent: 0.2, reserved: 1 }, // running: 0.80 more reserved
+    { spent: 1.5, reserved: 1 }, // running past its reservation: its spend counts
+    { spent: 0, reserved: 2 }, // queued
+  ]);
+  assert.deepEqual(use, { spent: 2, reserved: 2.8, holders: 3 });
+  assert.equal(dayExhausted(use, 4.8), true);
+  assert.equal(dayExhausted(use, 4.81), false);
+  assert.equal(dayExhausted(dayUse([]), 0.5), false);
 });

@@ -2,7 +2,10 @@
 import type { Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
+import type { AgentResult } from "../../core/types.js";
+import { tamperedView } from "../../store/task-verify.js";
 import type { CliContext } from "../context.js";
+import { EXIT } from "../exit-codes.js";
 import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
 import { printJson } from "../io.js";
@@ -19,8 +22,11 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
   examples(show, ["dsh-herdr show tmg3", "dsh-herdr show tmg3k2a1b2c3 --json"]);
   show.action((id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
-    if (o.json) return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
-    const r = readResult(ctx.home, taskId);
+    const { result: r, tampered } = checkedResult(ctx, taskId);
+    if (o.json) {
+      if (tampered) return printJson(ctx.io, r);
+      return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
+    }
     ctx.io.out(
       renderCard(r, undefined, {
         color: colorEnabled(ctx.io.env, ctx.io.isTTY),
@@ -36,7 +42,11 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
   jsonOption(result);
   examples(result, ["dsh-herdr result tmg3 --json | jq .summary"]);
   result.action((id: string) => {
-    ctx.io.out(readResultText(ctx.home, resolveId(ctx.home, id)));
+    const taskId = resolveId(ctx.home, id);
+    const text = readResultText(ctx.home, taskId);
+    ctx.io.out(text); // the bytes as they are on disk, even when they are not JSON
+    // A rewrite after the daemon wrote it is named on stderr and in the exit code; a file that is not JSON is shown.
+    if (isJson(text)) checkedResult(ctx, taskId);
   });
 
   const diff = program
@@ -64,4 +74,27 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
       );
     await pageText(ctx.io, patch);
   });
+}
+
+/**
+ * The stored result checked against its task dir (the digests and the journal `verify` rebuilds it from): a
+ * result.json rewritten after the daemon wrote it is named tampered on stderr and in the exit code, and shown without
+ * its forged `verified` (src/store/task-verify.ts).
+ */
+function checkedResult(ctx: CliContext, taskId: string): { result: AgentResult; tampered?: string } {
+  const view = tamperedView(taskDir(ctx.home, taskId), readResult(ctx.home, taskId));
+  if (view.tampered) {
+    ctx.io.err(`dsh-herdr: ${view.tampered}\n`);
+    ctx.exitCode = EXIT.failed;
+  }
+  return view;
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
