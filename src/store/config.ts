@@ -41,6 +41,8 @@ export interface Config {
   deliveryTtlMs: number;
   /** What an owner pi session may do beyond delegating: `mayLand` gives it crew_land (task.land for its own tasks). */
   owner?: { mayLand?: boolean };
+  /** land: each git process (and hook) a landing starts ends, with its process group, after `timeoutMs`. */
+  land?: { timeoutMs?: number };
   /** Settings per repository root (absolute, `~` expanded): a .dsh-herdr.json's keys, overriding that file's. */
   repos?: Record<string, RepoSettings>;
   /** Webhooks and commands told of every settled cycle (src/notify); absent: none. */
