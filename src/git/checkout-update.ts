@@ -73,7 +73,7 @@ export async function checkoutInTheWay(repo: string, from: string, to: string): 
     }
     // A directory where the landing puts a file: wholly untracked, it is named itself; else what in it is untracked.
     if (!trackedDirs.has(p)) found.set(p, "directory");
-    else for (const u of await untrackedUnder(repo, p, tracked)) found.set(u.path, u.what);
+    else for (const u of await untrackedUnder(repo, p, tracked, trackedDirs)) found.set(u.path, u.what);
   }
   if (found.size === 0) return [];
   const paths = [...found.keys()].sort();
@@ -99,12 +99,10 @@ async function untrackedUnder(
   repo: string,
   dir: string,
   tracked: Set<string>,
+  trackedDirs: Set<string>,
 ): Promise<{ path: string; what: "file" | "directory" }[]> {
   const out: { path: string; what: "file" | "directory" }[] = [];
-  const prefixOfTracked = (d: string) => {
-    for (const t of tracked) if (t.startsWith(`${d}/`)) return true;
-    return false;
-  };
+  const prefixOfTracked = (d: string) => trackedDirs.has(d);
   const walk = async (rel: string): Promise<void> => {
     for (const e of await readdir(join(repo, rel), { withFileTypes: true })) {
       const p = `${rel}/${e.name}`;
@@ -164,8 +162,10 @@ export async function moveCheckout(m: CheckoutMove): Promise<void> {
   const undo = async (why: string, code: "GIT_FAILED" | "TIMEOUT" | "LAND_CANCELLED" = "GIT_FAILED") => {
     await rm(copy, { force: true });
     await rm(`${copy}.lock`, { force: true });
-    await restoreOrSay(m.repo, m.from, m.to, `${why}; nothing was landed`, code);
+    await restoreOrSay(m.repo, m.from, m.to, `${why}; nothing was landed`, code, absent);
   };
+  const absent = new Set<string>();
+  for (const p of await addedPaths(m.repo, m.from, m.to)) if (!(await exists(join(m.repo, p)))) absent.add(p);
   try {
     // Stat information refreshed first (as `git merge` does): a file touched but unchanged is not "not uptodate".
     await gitExitAny(m.repo, ["update-index", "-q", "--refresh"], { GIT_INDEX_FILE: copy });
@@ -209,9 +209,10 @@ async function restoreOrSay(
   to: string,
   why: string,
   code: DshError["code"],
+  absent: ReadonlySet<string>,
 ): Promise<never> {
   try {
-    await restoreCheckout(repo, from, to);
+    await restoreCheckout(repo, from, to, { absent });
   } catch (e) {
     const changed = await changedPaths(repo, from, to).catch(() => [] as string[]);
     const added = await addedPaths(repo, from, to).catch(() => [] as string[]);
@@ -238,20 +239,38 @@ async function addedPaths(repo: string, from: string, to: string): Promise<strin
   return out;
 }
 
+/** Which of the landing's paths the put-back may touch. */
+export interface RestoreScope {
+  /**
+   * Added paths found absent just before the update: whatever they hold now the update wrote. (One that was there
+   * is the user's, made since the in-the-way check: git refused to overwrite it, and it is left alone.)
+   */
+  absent?: ReadonlySet<string>;
+  /**
+   * After a crash, with no record of what the update wrote: only a path holding the landing's own content (or, for a
+   * path the landing deletes, missing) is put back; anything else there is the user's since, and left.
+   */
+  onlyOurs?: boolean;
+}
+
 /**
  * The checkout's files back to `from` on the paths a landing from `from` to `to` changes: what it added removed (with
  * the directories it made, once empty), the rest checked out from the index, which still holds `from`.
  */
-export async function restoreCheckout(repo: string, from: string, to: string): Promise<void> {
+export async function restoreCheckout(repo: string, from: string, to: string, scope: RestoreScope = {}): Promise<void> {
   await withoutCancel(async () => {
     const added = await addedPaths(repo, from, to);
-    const inFrom = (await changedPaths(repo, from, to)).filter((p) => !added.includes(p));
+    const addedSet = new Set(added);
+    let inFrom = (await changedPaths(repo, from, to)).filter((p) => !addedSet.has(p));
+    const ours = scope.onlyOurs ? await holdsLanded(repo, to, [...added, ...inFrom]) : undefined;
     // Removals first: they free the room the put-back needs on a full disk.
     for (const p of added) {
+      if (scope.absent && !scope.absent.has(p)) continue;
+      if (ours && !ours.has(p)) continue;
       const abs = join(repo, p);
       const st = await exists(abs);
-      if (st && !st.isDirectory()) await unlink(abs);
-      else if (st) await rm(abs, { recursive: true, force: true }); // a half-made directory of the landing's
+      if (!st || st.isDirectory()) continue; // never a directory: the landing's paths are files
+      await unlink(abs);
       for (let d = p.lastIndexOf("/"); d > 0; d = p.lastIndexOf("/", d - 1)) {
         try {
           await rmdir(join(repo, p.slice(0, d)));
@@ -260,6 +279,7 @@ export async function restoreCheckout(repo: string, from: string, to: string): P
         }
       }
     }
+    if (ours) inFrom = inFrom.filter((p) => ours.has(p));
     if (inFrom.length === 0) return;
     const dir = await mkdtemp(join(tmpdir(), `dsh-land-${process.pid}-`));
     try {
@@ -270,4 +290,37 @@ export async function restoreCheckout(repo: string, from: string, to: string): P
       await rm(dir, { recursive: true, force: true });
     }
   });
+}
+
+/**
+ * Of `paths`, those the checkout holds as the landing left them: the file's content is the landed blob, or the path
+ * is missing where the landing deletes it.
+ */
+async function holdsLanded(repo: string, to: string, paths: string[]): Promise<Set<string>> {
+  const blobs = new Map<string, string>();
+  for (const line of splitZ(await git(repo, ["ls-tree", "-r", "-z", to]))) {
+    const tab = line.indexOf("\t");
+    blobs.set(line.slice(tab + 1), line.slice(0, tab).split(" ")[2] ?? "");
+  }
+  const out = new Set<string>();
+  const present: string[] = [];
+  for (const p of paths) {
+    const st = await exists(join(repo, p));
+    if (!st) {
+      if (!blobs.has(p)) out.add(p); // deleted by the landing, and missing
+    } else if (st.isFile() && blobs.has(p) && !p.includes("\n")) present.push(p);
+  }
+  if (present.length === 0) return out;
+  const dir = await mkdtemp(join(tmpdir(), `dsh-land-${process.pid}-`));
+  try {
+    const list = join(dir, "paths");
+    await writeFile(list, `${present.join("\n")}\n`);
+    const hashes = (await gitStdinFileOut(repo, ["hash-object", "--stdin-paths"], list, [0])).trim().split("\n");
+    present.forEach((p, i) => {
+      if (hashes[i] === blobs.get(p)) out.add(p);
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return out;
 }

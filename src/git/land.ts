@@ -440,7 +440,7 @@ export async function resolveIntent(
       return { landed: true, landing, said: `landed on ${i.baseBranch} as ${short(i.newHead)}: ${i.said}` };
     }
     // Not landed: what the checkout update may have written goes back (only while the checkout is where it was).
-    if (tip === i.oldHead && onBranch) await restoreCheckout(repo, i.oldHead, i.newHead);
+    if (tip === i.oldHead && onBranch) await restoreCheckout(repo, i.oldHead, i.newHead, { onlyOurs: true });
     await rm(copy, { force: true });
     await rm(`${copy}.lock`, { force: true });
     return {
