@@ -6,10 +6,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { DshError } from "../../src/core/errors.js";
-import { dryLand, landTask } from "../../src/git/land.js";
+import { dryLand, type LandIntent, landTask, resolveIntent } from "../../src/git/land.js";
 import { childIdentity } from "../../src/git/landability.js";
 import { createWorktree, type CreatedWorktree } from "../../src/git/worktree.js";
 import { commitAll, git, makeRepo, write, type TempRepo } from "../helpers/git.js";
@@ -241,6 +241,75 @@ test("a full disk (3 MiB tmpfs) during the checkout update: the checkout is exac
         /* already gone */
       }
     }
+    r.cleanup();
+  }
+});
+
+// --- an interrupted landing, decided from git ---
+
+/** A landing stopped dead at `step` (as a SIGKILL would: no clean-up runs); returns its intent record. */
+async function stoppedAt(wt: CreatedWorktree, step: "intent" | "checkout_updated" | "branch_moved") {
+  let intent: LandIntent | undefined;
+  await assert.rejects(
+    landTask({
+      taskId: ID,
+      worktree: wt,
+      author,
+      message: "m",
+      onIntent: async (i) => {
+        intent = i;
+      },
+      progress: (s) => {
+        if (s === step) throw new Error(`stopped at ${s}`);
+      },
+    }),
+    /stopped at/,
+  );
+  return intent!;
+}
+
+test("an interrupted landing: files written, branch not moved → put back, and a file the user changed since is left", async () => {
+  const { r, wt } = await setup();
+  try {
+    write(wt.path, "tracked.txt", "tracked\nthe child's\n");
+    write(wt.path, "README.md", "hello\nthe child's too\n");
+    write(wt.path, "fresh.txt", "fresh\n");
+    const head = git(r.dir, "rev-parse", "HEAD");
+    const files = userFiles(r.dir);
+    const intent = await stoppedAt(wt, "checkout_updated");
+    assert.equal(readFileSync(join(r.dir, "fresh.txt"), "utf8"), "fresh\n", "the update had written the files");
+    write(r.dir, "README.md", "hello\nthe user's edit after the crash\n");
+    const out = await resolveIntent(intent);
+    assert.equal(out.landed, false, out.said);
+    assert.equal(git(r.dir, "rev-parse", "HEAD"), head);
+    assert.equal(readFileSync(join(r.dir, "tracked.txt"), "utf8"), "tracked\n", "the landing's edit put back");
+    assert.ok(!existsSync(join(r.dir, "fresh.txt")), "the landing's new file removed");
+    assert.equal(readFileSync(join(r.dir, "README.md"), "utf8"), "hello\nthe user's edit after the crash\n");
+    assert.equal(git(r.dir, "status", "--porcelain=v1", "--untracked-files=all"), " M README.md\n");
+    assert.deepEqual(userFiles(r.dir), new Map([...files]), "the user's ignored files, byte for byte");
+  } finally {
+    r.cleanup();
+  }
+});
+
+test("an interrupted landing: branch moved, index not replaced → landed, the index finished, the task branch too", async () => {
+  const { r, wt } = await setup();
+  try {
+    write(wt.path, "fresh.txt", "fresh\n");
+    const files = userFiles(r.dir);
+    const intent = await stoppedAt(wt, "branch_moved");
+    assert.equal(git(r.dir, "rev-parse", "HEAD").trim(), intent.newHead);
+    assert.notEqual(git(r.dir, "status", "--porcelain=v1"), "", "the index still holds the old tree");
+    const out = await resolveIntent(intent);
+    assert.equal(out.landed, true, out.said);
+    assert.equal(out.landing?.landedAs, intent.newHead);
+    assert.equal(git(r.dir, "status", "--porcelain=v1", "--untracked-files=all"), "");
+    assert.equal(git(wt.path, "rev-parse", "HEAD").trim(), intent.workHead, "the task branch holds the work");
+    assert.deepEqual(userFiles(r.dir), files, "the user's ignored files, byte for byte");
+    // A repeat: already landed, nothing changes.
+    const again = await landTask({ taskId: ID, worktree: wt, author, message: "m", previous: out.landing! });
+    assert.equal(again.already, true, again.said);
+  } finally {
     r.cleanup();
   }
 });
