@@ -304,6 +304,24 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
           `task ${taskId} has no checks for --check; spawn with --check CMD, or land without --check`,
         );
       let checks: CheckReceipt[] | undefined;
+      let intended = false;
+      // A failure after the intent record: git says whether the landing happened (it is then recorded and answered
+      // as done) or not (the checkout's landing paths are as they were; the intent goes).
+      const afterIntent = async (e: unknown): Promise<LandOutcome> => {
+        if (!intended) throw e;
+        let landed: LandOutcome | undefined;
+        await settleIntent(
+          store,
+          taskId,
+          (landedAs) => rec.landing?.landedAs === landedAs,
+          async (landing) => {
+            landed = { taskId, already: false, landing, said: `landed as ${landing.landedAs?.slice(0, 12)}` };
+          },
+          timeoutMs,
+        ).catch(() => undefined); // undecided: the intent stays for the next try or the next daemon
+        if (landed) return landed;
+        throw e;
+      };
       const out = await landTask({
         taskId,
         worktree: wt,
@@ -313,7 +331,10 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
         ...bounds,
         ...(p.strategy ? { strategy: p.strategy } : {}),
         ...(rec.landing ? { previous: rec.landing } : {}),
-        onIntent: (i) => writeIntent(store, i),
+        onIntent: async (i) => {
+          await writeIntent(store, i);
+          intended = true;
+        },
         progress: (step) => crashPoint(`land_${step}`),
         ...(p.check
           ? {
@@ -349,7 +370,9 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
               },
             }
           : {}),
-      }).catch(recordRefusal);
+      })
+        .catch(afterIntent)
+        .catch(recordRefusal);
       if (!out.already) {
         rec.landing = out.landing;
         if (checks) rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };

@@ -189,7 +189,8 @@ async function landBounded(opts: LandOptions): Promise<LandOutcome> {
     });
     // The child's uncommitted work now lives on its branch (the worktree's index takes the snapshot's, so the
     // worktree reads clean), and the branch is kept until gc sees the base holding the landed commit.
-    if (snap.changed) await withoutCancel(() => adoptSnapshot(wt, snap.tip, snap.commit));
+    // Landed now, whatever follows: a task branch that moved meanwhile keeps its tip (the work is in landedAs).
+    if (snap.changed) await withoutCancel(() => adoptSnapshot(wt, snap.tip, snap.commit)).catch(() => undefined);
     const landing: Landing = {
       baseBranch,
       baseHead,

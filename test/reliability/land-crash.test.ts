@@ -274,6 +274,7 @@ test("hooks: a hung post-merge hook holds nothing; a hung reference-transaction 
     );
     assert.deepEqual(checkout(repo), before, "the checkout and branch as before");
     assert.ok(!existsSync(join(repo, ".git", "refs", "heads", "main.lock")), "no lock left on main");
+    assert.ok(!existsSync(join(home, "tasks", b, "land-intent.json")), "the failed landing's intent is settled");
     // Long after: the abandoned landing never ran.
     await sleep(3000);
     assert.deepEqual(checkout(repo), before);
