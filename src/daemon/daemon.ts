@@ -211,7 +211,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     stopping ??= (async () => {
       log.info({}, "daemon stopping; open tasks keep running in their runtimes");
       sup.stopped = true;
-      abandonLandings(); // each ends its git processes and puts the checkout back
+      await abandonLandings(); // each ends its git processes and puts the checkout back
       configWatch.close();
       delivery.stop();
       notify.stop();

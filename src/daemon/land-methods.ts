@@ -134,11 +134,18 @@ interface Target {
 }
 
 /** The landings being run, each with its requester's cancel: the daemon's stop abandons them. */
-const inFlight = new Set<AbortController>();
+const inFlight = new Map<AbortController, Promise<unknown>>();
 
-/** Abandon every landing in flight (the daemon stops): each ends its git processes and puts the checkout back. */
-export function abandonLandings(): void {
-  for (const c of inFlight) c.abort(new Error("the daemon is stopping"));
+/**
+ * Abandon every landing in flight (the daemon stops): each ends its git processes and puts the checkout back; the
+ * stop waits for that (a landing past its branch move finishes), up to `waitMs`.
+ */
+export async function abandonLandings(waitMs = 8000): Promise<void> {
+  for (const c of inFlight.keys()) c.abort(new Error("the daemon is stopping"));
+  const all = Promise.allSettled([...inFlight.values()]);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([all, new Promise((r) => (timer = setTimeout(r, waitMs)))]);
+  clearTimeout(timer);
 }
 
 /** Closed tasks have no chain: their on-demand work is serialized here, per task. */
@@ -445,9 +452,10 @@ export function createLandHandlers(ctx: MethodContext): Record<"task.check" | "t
       const gone = () => requester.abort(new Error("its requester's connection closed"));
       if (conn.closed) gone();
       else conn.onClose(gone);
-      inFlight.add(requester);
+      const run = landTasks(sup, p, requester.signal);
+      inFlight.set(requester, run);
       try {
-        return await landTasks(sup, p, requester.signal);
+        return await run;
       } finally {
         inFlight.delete(requester);
       }

@@ -8,6 +8,7 @@
 // away is never performed.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { chmodSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +17,7 @@ import type { DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { describeDifference } from "../../src/core/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
+import { dshBin } from "../helpers/cli.js";
 import { git, write } from "../helpers/git.js";
 import {
   cliClient,
@@ -280,6 +282,34 @@ test("hooks: a hung post-merge hook holds nothing; a hung reference-transaction 
     assert.deepEqual(checkout(repo), before);
     assert.equal(landedEvents(home, c).length, 0, "the abandoned landing of c never happened");
     assert.equal((await dm.cli.request<AgentResult>("task.get", { taskId: c })).landing?.landedAs, undefined);
+    // Ctrl+C on `dsh-herdr land` while the hook hangs: the CLI ends at once, the daemon ends git with its hook.
+    const cli = spawn(process.execPath, [dshBin, "land", c], {
+      cwd: repo,
+      env: { ...process.env, DSH_HERDR_HOME: home },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let err = "";
+    cli.stderr!.on("data", (d) => (err += d));
+    const exited = new Promise<number | null>((resolve) => cli.on("exit", (code) => resolve(code)));
+    await until(
+      "the hook hangs again",
+      () => (processesMentioning("sleep\x00599").length > 0 ? true : undefined),
+      30_000,
+    );
+    const hungAt = Date.now();
+    cli.kill("SIGINT");
+    const code = await exited;
+    assert.notEqual(code, 0);
+    assert.match(err, /LAND_CANCELLED: interrupted/);
+    await until(
+      "the hook ended by the cancel",
+      () => (processesMentioning("sleep\x00599").length === 0 ? true : undefined),
+      10_000,
+    );
+    assert.ok(Date.now() - hungAt < 3500, `ended ${Date.now() - hungAt} ms after Ctrl+C, before land.timeoutMs`);
+    await sleep(1000);
+    assert.deepEqual(checkout(repo), before, "the interrupted landing changed nothing");
+    assert.equal(landedEvents(home, c).length, 0);
     assert.deepEqual(ignoredFiles(repo), ignored, "the user's ignored files, byte for byte");
     for (const id of [a, b, c]) verified(home, id);
   } finally {
