@@ -72,7 +72,8 @@ export function registerLandCommand(program: Command, ctx: CliContext): void {
     let onAbort: () => void = () => undefined;
     const interrupted = new Promise<never>((_, reject) => {
       onAbort = () => {
-        conn.close();
+        // Said first, so the closed connection's own error does not win the race.
+        queueMicrotask(() => conn.close());
         reject(
           new DshError(
             "LAND_CANCELLED",
