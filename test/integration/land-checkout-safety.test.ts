@@ -59,7 +59,8 @@ async function refusedInTheWay(r: TempRepo, wt: CreatedWorktree, paths: string[]
   const files = userFiles(r.dir);
   const check = (e: DshError) => {
     assert.equal(e.code, "CHECKOUT_IN_THE_WAY", e.message);
-    assert.deepEqual(((e.details ?? {})["paths"] as { path: string }[]).map((p) => p.path).sort(), [...paths].sort());
+    const named = (e.details as { paths: { path: string }[] } | undefined)?.paths ?? [];
+    assert.deepEqual(named.map((p) => p.path).sort(), [...paths].sort());
     for (const p of paths) assert.ok(e.message.includes(p), `${p} named in: ${e.message}`);
     assert.match(e.message, /nothing was changed/);
     return true;
