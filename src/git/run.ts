@@ -149,10 +149,10 @@ async function runBounded(
         done();
         resolve({ code: null, stdout: "", stderr: "", spawnError: e.message });
       });
+      // The group may outlive git (a hook's background child holding the output pipes): it ends with git.
+      child.once("exit", () => killGroup("SIGKILL"));
       child.once("close", (code) => {
         done();
-        // The group may outlive git (a hook's background child): it ends with git.
-        killGroup("SIGKILL");
         if (killTimer) clearTimeout(killTimer);
         const what = `git ${args.slice(CONFIG_ARGS.length).join(" ")}`;
         if (ended === "timeout")

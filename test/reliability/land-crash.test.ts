@@ -106,7 +106,12 @@ class Daemon {
     });
     this.cli = await cliClient(this.home);
   }
+  /** The tasks spawned: closed at the end, so no child outlives the test. */
+  readonly tasks: string[] = [];
   async stop(): Promise<void> {
+    if (this.d && this.d.proc.exitCode === null && this.d.proc.signalCode === null)
+      for (const taskId of this.tasks)
+        await this.cli?.request("task.close", { taskId, closePane: true }).catch(() => undefined);
     this.cli?.close();
     if (this.d && this.d.proc.exitCode === null && this.d.proc.signalCode === null) {
       this.d.proc.kill("SIGTERM");
@@ -123,6 +128,7 @@ async function spawnDone(dm: Daemon, repo: string, tag: string, checks?: string[
     isolated: true,
     ...(checks ? { checks } : {}),
   });
+  dm.tasks.push(taskId);
   await dm.cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
   const r = await dm.cli.request<AgentResult>("task.get", { taskId });
   assert.equal(r.status, "completed", JSON.stringify(r));
