@@ -317,6 +317,23 @@ test("hooks: a hung post-merge hook holds nothing; a hung reference-transaction 
     assert.deepEqual(checkout(repo), before, "the interrupted landing changed nothing");
     assert.equal(landedEvents(home, c).length, 0);
     assert.deepEqual(ignoredFiles(repo), ignored, "the user's ignored files, byte for byte");
+    // The daemon stopped (SIGTERM) while a landing hangs in its hook: the hook ends, nothing lands, nothing is left.
+    const ld = dm.cli.request("task.land", { taskIds: [c] }, { timeoutMs: 60_000 }).catch((e: Error) => e);
+    await until(
+      "the hook hangs once more",
+      () => (processesMentioning("sleep\x00599").length > 0 ? true : undefined),
+      30_000,
+    );
+    dm.d.proc.kill("SIGTERM");
+    assert.equal(await dm.d.exited, "0", dm.d.stderr());
+    await ld;
+    assert.deepEqual(processesMentioning("sleep\x00599"), [], "the hook ended with the daemon's stop");
+    assert.deepEqual(checkout(repo), before, "the landing abandoned at the stop changed nothing");
+    assert.ok(!existsSync(join(home, "tasks", c, "land-intent.json")), "its intent settled before the daemon exited");
+    await dm.start();
+    await sleep(1000);
+    assert.deepEqual(checkout(repo), before, "nor after the next start");
+    assert.equal(landedEvents(home, c).length, 0);
     for (const id of [a, b, c]) verified(home, id);
   } finally {
     await dm.stop().catch(() => undefined);
