@@ -16,6 +16,10 @@ export interface TaskChecksOptions {
   limits?: Partial<CheckLimits>;
   on?: CheckTree;
   env?: NodeJS.ProcessEnv;
+  /** Aborted: the running check's process group is ended and no further check starts. */
+  signal?: AbortSignal;
+  /** Told each check's process group id as it starts. */
+  onSpawn?: (pgid: number) => void;
 }
 
 /** Whitespace-only or empty commands are refused before anything runs. */
@@ -30,6 +34,7 @@ export async function runTaskChecks(opts: TaskChecksOptions): Promise<CheckRecei
   const receipts: CheckReceipt[] = [];
   let i = 0;
   for (const command of opts.commands) {
+    if (opts.signal?.aborted) break;
     i++;
     receipts.push(
       await runCheck({
@@ -40,6 +45,8 @@ export async function runTaskChecks(opts: TaskChecksOptions): Promise<CheckRecei
         scopeName: `check-${basename(opts.taskDir)}`,
         ...(opts.on !== undefined ? { on: opts.on } : {}),
         ...(opts.env !== undefined ? { env: opts.env } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        ...(opts.onSpawn ? { onSpawn: opts.onSpawn } : {}),
       }),
     );
   }

@@ -59,6 +59,8 @@ export const ERROR_CODES = [
   // landing the work (src/git/land.ts, src/checks)
   "CHECKOUT_DIRTY",
   "CHECKOUT_ELSEWHERE",
+  "CHECKOUT_IN_THE_WAY",
+  "LAND_CANCELLED",
   "LAND_CONFLICT",
   "CHECK_FAILED",
   "SETUP_FAILED",

@@ -21,6 +21,8 @@ import { DeliveryService } from "./delivery.js";
 import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
 import { recoverTasks } from "./recover.js";
+import { recoverLandings } from "./land-intent.js";
+import { abandonLandings } from "./land-methods.js";
 import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
 import { startSocketServer, type ConnectionLimits } from "./server.js";
 import { flushSnapshot } from "./persist.js";
@@ -146,6 +148,8 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   notify.watch(sup);
   // Tasks on other machines go through their links (src/remote/relay.ts).
   const relay = new Relay(sup, { version, forwardDir: paths.links });
+  // A landing a killed daemon left between its intent record and its record of the result: decided from git first.
+  await recoverLandings(store, homePaths(home).tasks, log, config.land?.timeoutMs);
   // Reconcile every open task before the socket is served (remote ones: reattached to their machines).
   await recoverTasks(sup, runtimes, relay);
   await collectOwnerDirs(ownerGc);
@@ -209,6 +213,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     stopping ??= (async () => {
       log.info({}, "daemon stopping; open tasks keep running in their runtimes");
       sup.stopped = true;
+      await abandonLandings(); // each ends its git processes and puts the checkout back
       configWatch.close();
       delivery.stop();
       notify.stop();

@@ -8,8 +8,13 @@ import { KeyedQueue } from "../core/keyed-queue.js";
 import type { AgentResult, CheckReceipt, Landing } from "../core/types.js";
 import { DEFAULT_CHECK_LIMITS } from "../checks/run-check.js";
 import { runTaskChecks } from "../checks/task-checks.js";
-import { landTask, type LandOutcome, type LandStrategy } from "../git/land.js";
+import { dirname, join } from "node:path";
+import { appendFile } from "node:fs/promises";
+import { dryLand, landTask, type LandOutcome, type LandStrategy } from "../git/land.js";
+import { CHECK_PGIDS } from "../git/land-scratch.js";
 import { childIdentity, landabilityOf } from "../git/landability.js";
+import { crashPoint } from "./crash-hook.js";
+import { clearIntent, landedEvent, settleIntent, writeIntent } from "./land-intent.js";
 import { validateAgentResult } from "./harvest.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { Runner } from "./runner-types.js";
@@ -43,9 +48,11 @@ function runChecksOf(
   rec: TaskRecord,
   dir: string,
   on: CheckReceipt["on"],
+  run: { signal?: AbortSignal; onSpawn?: (pgid: number) => void } = {},
 ): Promise<CheckReceipt[]> {
   const at = Date.now();
   return runTaskChecks({
+    ...run,
     commands: rec.checks ?? [],
     cwd: dir,
     taskDir: store.taskPaths(rec.taskId).dir,
@@ -63,7 +70,11 @@ async function measureLanding(rec: TaskRecord): Promise<Landing | undefined> {
     author: childIdentity(rec.name, rec.taskId),
     ...(rec.setupCommit ? { setup: rec.setupCommit } : {}),
   });
-  const prev = rec.landing;
+  return withLanded(now, rec.landing);
+}
+
+/** A fresh measurement, keeping what an earlier landing recorded (landedAs and its fields). */
+function withLanded(now: Landing, prev: Landing | undefined): Landing {
   return prev?.landedAs !== undefined
     ? {
         ...now,
@@ -120,6 +131,21 @@ interface Target {
   rec: TaskRecord;
   result: AgentResult;
   live?: Runner;
+}
+
+/** The landings being run, each with its requester's cancel: the daemon's stop abandons them. */
+const inFlight = new Map<AbortController, Promise<unknown>>();
+
+/**
+ * Abandon every landing in flight (the daemon stops): each ends its git processes and puts the checkout back; the
+ * stop waits for that (a landing past its branch move finishes), up to `waitMs`.
+ */
+export async function abandonLandings(waitMs = 8000): Promise<void> {
+  for (const c of inFlight.keys()) c.abort(new Error("the daemon is stopping"));
+  const all = Promise.allSettled([...inFlight.values()]);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([all, new Promise((r) => (timer = setTimeout(r, waitMs)))]);
+  clearTimeout(timer);
 }
 
 /** Closed tasks have no chain: their on-demand work is serialized here, per task. */
@@ -234,43 +260,107 @@ export interface LandParams {
 
 type LandReply = Omit<LandOutcome, "committed"> & { committed?: string; dryRun?: boolean; checks?: CheckReceipt[] };
 
-async function landOne(sup: Supervisor, taskId: string, p: LandParams): Promise<LandReply> {
+async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: AbortSignal): Promise<LandReply> {
   return withTarget(sup, taskId, async (t) => {
     const { rec } = t;
     const wt = needsWorktree(rec);
     const author = childIdentity(rec.name, rec.taskId);
-    if (p.dryRun) {
-      rec.landing = (await measureLanding(rec))!;
-      await save(sup.deps.store, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
-      const l = rec.landing;
-      const said = l.clean
-        ? `lands cleanly on ${l.baseBranch} (${l.baseHead.slice(0, 12)})`
-        : `conflicts with ${l.baseBranch} (${l.baseHead.slice(0, 12)}) in: ${l.conflicts.join(", ")}`;
-      return { taskId, already: false, dryRun: true, landing: l, said };
-    }
-    if (p.check && !rec.checks?.length)
-      throw new DshError(
-        "BAD_STATE",
-        `task ${taskId} has no checks for --check; spawn with --check CMD, or land without --check`,
+    const store = sup.deps.store;
+    const timeoutMs = sup.deps.config().land?.timeoutMs;
+    const bounds = { ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(signal ? { signal } : {}) };
+    const setup = rec.setupCommit ? { setup: rec.setupCommit } : {};
+    return repoQueue.run(wt.repo, async () => {
+      // Behind another landing in the same repository: a requester gone meanwhile abandons this one, never later.
+      if (signal?.aborted)
+        throw new DshError(
+          "LAND_CANCELLED",
+          `the landing of task ${taskId} was abandoned before it started (its requester went away); nothing was landed`,
+        );
+      // A landing the daemon died in: decided from git first (landedAs recorded once, never a second merge).
+      await settleIntent(
+        store,
+        taskId,
+        (landedAs) => rec.landing?.landedAs === landedAs,
+        async (landing, committed) => {
+          rec.landing = landing;
+          await save(store, t, landedEvent(rec, landing, committed, true));
+        },
+        timeoutMs,
       );
-    let checks: CheckReceipt[] | undefined;
-    const out = await repoQueue.run(wt.repo, () =>
-      landTask({
+      // A refusal that measured the landing (conflicts, a failed check, paths in the way) leaves the record saying it.
+      const recordRefusal = async (e: unknown) => {
+        const found = e instanceof DshError ? (e.details?.["landing"] as Landing | undefined) : undefined;
+        if (found) {
+          rec.landing = withLanded(found, rec.landing);
+          await save(store, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
+        }
+        throw e;
+      };
+      if (p.dryRun) {
+        const l = await dryLand({ taskId, worktree: wt, author, ...setup, ...bounds }).catch(recordRefusal);
+        rec.landing = withLanded(l, rec.landing);
+        await save(store, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
+        const said = l.clean
+          ? `lands cleanly on ${l.baseBranch} (${l.baseHead.slice(0, 12)})`
+          : `conflicts with ${l.baseBranch} (${l.baseHead.slice(0, 12)}) in: ${l.conflicts.join(", ")}`;
+        return { taskId, already: false, dryRun: true, landing: rec.landing, said };
+      }
+      if (p.check && !rec.checks?.length)
+        throw new DshError(
+          "BAD_STATE",
+          `task ${taskId} has no checks for --check; spawn with --check CMD, or land without --check`,
+        );
+      let checks: CheckReceipt[] | undefined;
+      let intended = false;
+      // A failure after the intent record: git says whether the landing happened (it is then recorded and answered
+      // as done) or not (the checkout's landing paths are as they were; the intent goes).
+      const afterIntent = async (e: unknown): Promise<LandOutcome> => {
+        if (!intended) throw e;
+        let landed: LandOutcome | undefined;
+        await settleIntent(
+          store,
+          taskId,
+          (landedAs) => rec.landing?.landedAs === landedAs,
+          async (landing) => {
+            landed = { taskId, already: false, landing, said: `landed as ${landing.landedAs?.slice(0, 12)}` };
+          },
+          timeoutMs,
+        ).catch(() => undefined); // undecided: the intent stays for the next try or the next daemon
+        if (landed) return landed;
+        throw e;
+      };
+      const out = await landTask({
         taskId,
         worktree: wt,
         author,
         message: messageOf(t.result),
-        ...(rec.setupCommit ? { setup: rec.setupCommit } : {}),
+        ...setup,
+        ...bounds,
         ...(p.strategy ? { strategy: p.strategy } : {}),
         ...(rec.landing ? { previous: rec.landing } : {}),
+        onIntent: async (i) => {
+          await writeIntent(store, i);
+          intended = true;
+        },
+        progress: (step) => crashPoint(`land_${step}`),
         ...(p.check
           ? {
               check: async (dir: string) => {
-                checks = await runChecksOf(sup.deps.store, rec, dir, "merged");
+                checks = await runChecksOf(store, rec, dir, "merged", {
+                  ...(signal ? { signal } : {}),
+                  // Beside the scratch tree: a later daemon ends a check a killed one left running (land-scratch.ts).
+                  onSpawn: (pgid) =>
+                    void appendFile(join(dirname(dir), CHECK_PGIDS), `${pgid}\n`).then(() => crashPoint("land_check")),
+                });
+                if (signal?.aborted)
+                  throw new DshError(
+                    "LAND_CANCELLED",
+                    `the landing of task ${taskId} was abandoned during its checks (its requester went away); nothing was landed`,
+                  );
                 const bad = checks.find((c) => c.exitCode !== 0 || c.cutOff !== undefined);
                 if (bad) {
                   rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
-                  await save(sup.deps.store, t, {
+                  await save(store, t, {
                     type: "checks",
                     cycle: rec.cycle,
                     on: "merged",
@@ -287,22 +377,17 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams): Promise<
               },
             }
           : {}),
-      }),
-    );
-    if (!out.already) {
-      rec.landing = out.landing;
-      if (checks) rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
-      await save(sup.deps.store, t, {
-        type: "landed",
-        cycle: rec.cycle,
-        commit: out.landing.landedAs,
-        strategy: out.landing.strategy,
-        baseBranch: out.landing.baseBranch,
-        workHead: out.landing.workHead,
-        ...(out.committed ? { committed: out.committed } : {}),
-      });
-    }
-    return { ...out, ...(checks ? { checks } : {}) };
+      })
+        .catch(afterIntent)
+        .catch(recordRefusal);
+      if (!out.already) {
+        rec.landing = out.landing;
+        if (checks) rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
+        await save(store, t, landedEvent(rec, out.landing, out.committed));
+        await clearIntent(store, taskId);
+      }
+      return { ...out, ...(checks ? { checks } : {}) };
+    });
   });
 }
 
@@ -312,11 +397,11 @@ function messageOf(result: AgentResult): string {
   return `${subject}\n\ndsh-herdr task ${result.taskId} (${result.agent.name}, ${result.agent.model})`;
 }
 
-export async function landTasks(sup: Supervisor, p: LandParams) {
+export async function landTasks(sup: Supervisor, p: LandParams, signal?: AbortSignal) {
   const results: LandReply[] = [];
   for (const taskId of p.taskIds) {
     try {
-      results.push(await landOne(sup, taskId, p));
+      results.push(await landOne(sup, taskId, p, signal));
     } catch (e) {
       if (results.length === 0 || !(e instanceof DshError)) throw e;
       // Tasks before it stay landed: say so in the refusal.
@@ -361,7 +446,19 @@ export function createLandHandlers(ctx: MethodContext): Record<"task.check" | "t
       if (conn.kind === "owner") await mayOwnerLand(sup, p.taskIds, conn.ownerId!);
       else if (conn.kind !== "cli")
         throw new DshError("FORBIDDEN", "task.land is for the CLI (a person): `dsh-herdr land ID`");
-      return landTasks(sup, p);
+      // Owned by its requester: the connection closing (Ctrl+C, a killed CLI, the daemon stopping) abandons the
+      // landing, with its git processes and checks; one that was queued never runs.
+      const requester = new AbortController();
+      const gone = () => requester.abort(new Error("its requester's connection closed"));
+      if (conn.closed) gone();
+      else conn.onClose(gone);
+      const run = landTasks(sup, p, requester.signal);
+      inFlight.set(requester, run);
+      try {
+        return await run;
+      } finally {
+        inFlight.delete(requester);
+      }
     },
   };
 }

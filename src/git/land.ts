@@ -1,8 +1,11 @@
 // Landing a task's work on its base branch in the user's checkout. Everything that can refuse is decided before
 // anything changes: the landed commit is built as objects first (the child's uncommitted work as a commit of its
-// own, by the child), then the checkout moves to it with `git merge --ff-only`, which changes nothing when it
-// cannot; only then does the task branch take the child's commit. Refusals carry a code and name what is wrong.
-import { mkdtemp, rm } from "node:fs/promises";
+// own, by the child), what is untracked or ignored in the checkout on the landing's paths refuses it by name, then an
+// intent record is written (the caller's: the task, the branch, its old head and the commit about to be its head),
+// then the checkout and branch move together, all or nothing (checkout-update.ts); only then does the task branch
+// take the child's commit. A crash after the intent record is resolved from git (resolveIntent): the branch holds
+// the landed commit → landed, once; else the checkout is put back. Refusals carry a code and name what is wrong.
+import { mkdtemp, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
@@ -16,9 +19,11 @@ import {
   type SetupCommit,
   snapshotWork,
   type Identity,
+  measureWork,
   workWithoutSetup,
 } from "./landability.js";
-import { git, gitExit, gitMaybe, splitZ } from "./run.js";
+import { indexPaths, moveCheckout, refuseIfInTheWay, restoreCheckout } from "./checkout-update.js";
+import { git, gitExit, gitMaybe, splitZ, withGitBounds, withoutCancel } from "./run.js";
 import { withWorktreeLock } from "./worktree.js";
 
 export type LandStrategy = "auto" | "merge" | "squash" | "rebase";
@@ -40,7 +45,37 @@ export interface LandOptions {
    * The directory is removed afterwards.
    */
   check?: (dir: string, commit: string) => Promise<void>;
+  /**
+   * Written before the checkout or the branch changes (durably, by the caller): what resolveIntent needs to tell
+   * after a crash whether the landing happened. A throw stops the landing, nothing changed.
+   */
+  onIntent?: (intent: LandIntent) => Promise<void>;
+  /** Told as the landing passes its steps (the crash tests' kill points). */
+  progress?: (step: "intent" | "checkout_updated" | "branch_moved") => void;
+  /** Aborted: the landing stops before it changes anything (its requester went away). */
+  signal?: AbortSignal;
+  /** Each git process the landing starts ends (with its process group) after this long; default 5 minutes. */
+  timeoutMs?: number;
   now?: number;
+}
+
+/** A landing about to happen, recorded before anything changes. */
+export interface LandIntent {
+  taskId: string;
+  repo: string;
+  baseBranch: string;
+  /** The base branch's head before, and the commit about to become its head. */
+  oldHead: string;
+  newHead: string;
+  strategy: NonNullable<Landing["strategy"]>;
+  said: string;
+  /** The task's work as one commit (the snapshot), and whether it is new (the child's uncommitted work). */
+  workHead: string;
+  committed?: string;
+  /** The task branch's tip when the snapshot was made: it takes workHead only from there. */
+  taskTip: string;
+  worktree: WorktreeInfo;
+  at: number;
 }
 
 export interface LandOutcome {
@@ -61,8 +96,17 @@ function named(paths: string[]): string {
   return paths.slice(0, SHOWN).join(", ") + more;
 }
 
-/** Land one task. Throws CHECKOUT_ELSEWHERE, CHECKOUT_DIRTY, LAND_CONFLICT or CHECK_FAILED having changed nothing. */
-export async function landTask(opts: LandOptions): Promise<LandOutcome> {
+/**
+ * Land one task. Throws CHECKOUT_ELSEWHERE, CHECKOUT_DIRTY, CHECKOUT_IN_THE_WAY, LAND_CONFLICT, CHECK_FAILED or
+ * LAND_CANCELLED having changed nothing; a failure of the checkout update (GIT_FAILED, TIMEOUT) with the checkout put
+ * back, or naming what was left and the command that restores it.
+ */
+export function landTask(opts: LandOptions): Promise<LandOutcome> {
+  return bounded(opts, () => landBounded(opts));
+}
+
+async function landBounded(opts: LandOptions): Promise<LandOutcome> {
+  if (opts.signal?.aborted) throw cancelled(opts.taskId, opts.signal);
   const wt = opts.worktree;
   const repo = wt.repo;
   const now = opts.now ?? Date.now();
@@ -89,40 +133,64 @@ export async function landTask(opts: LandOptions): Promise<LandOutcome> {
     }
     await refuseUnlessOnBase(repo, baseBranch);
     await refuseIfDirty(repo, baseBranch);
+    const measured = (clean: boolean, conflicts: string[]): Landing => ({
+      baseBranch,
+      baseHead,
+      clean,
+      conflicts,
+      checkedAt: now,
+    });
     if (work.conflicts.length)
       throw new DshError(
         "LAND_CONFLICT",
         `task ${opts.taskId}'s work changes what its worktree setup changed, in ${work.conflicts.length} path(s): ${named(work.conflicts)}; the two cannot be told apart, so nothing was changed; merge ${wt.branch} by hand (its first commit is setup's)`,
-        { conflicts: work.conflicts },
+        { conflicts: work.conflicts, landing: measured(false, work.conflicts) },
       );
     const merged = await mergeTree(repo, baseHead, work.commit);
     if (!merged.clean)
       throw new DshError(
         "LAND_CONFLICT",
         `task ${opts.taskId}'s work conflicts with ${baseBranch} (${short(baseHead)}) in ${merged.conflicts.length} path(s): ${named(merged.conflicts)}; nothing was changed; merge ${wt.branch} by hand, or respond to the child to rebase its work onto ${baseBranch}`,
-        { conflicts: merged.conflicts },
+        { conflicts: merged.conflicts, landing: measured(false, merged.conflicts) },
       );
+    // What the checkout holds untracked or ignored on the landing's paths (the merged tree is the landed tree).
+    await refuseIfInTheWay(repo, opts.taskId, baseHead, merged.tree).catch(withLanding(measured(true, [])));
     const moved = !(await isAncestor(repo, baseHead, work.commit));
-    const built = await buildLanded(opts, repo, baseHead, work.commit, merged.tree, moved, baseBranch);
-    if (opts.check) await onMergedTree(repo, built.commit, opts.check);
-    // The one change to the user's checkout: a fast-forward to the built commit (git refuses, changing nothing, when
-    // a file in the way is untracked or the branch moved meanwhile).
-    const ff = await gitExit(repo, ["merge", "--ff-only", "--no-edit", "-q", built.commit]);
-    if (ff.code !== 0) {
-      const why = ff.stderr.trim() || ff.stdout.trim();
-      if (/untracked working tree files would be overwritten|local changes/i.test(why))
-        throw new DshError(
-          "CHECKOUT_DIRTY",
-          `the checkout ${repo} has files in the way of task ${opts.taskId}'s work: ${why.replace(/\s+/g, " ")}; move them, then land again`,
-        );
-      throw new DshError(
-        "GIT_FAILED",
-        `could not move ${baseBranch} in ${repo} to ${short(built.commit)}: ${why}; nothing was landed; land again`,
-      );
-    }
+    // With a setup commit the work is a new commit (work.commit is not the task's): never a fast-forward of its branch.
+    const recreated = work.commit !== snap.commit;
+    const built = await buildLanded(opts, repo, baseHead, work.commit, merged.tree, moved, baseBranch, recreated);
+    if (opts.check) await onMergedTree(repo, built.commit, opts.check).catch(withLanding(measured(true, [])));
+    if (opts.signal?.aborted) throw cancelled(opts.taskId, opts.signal);
+    const intent: LandIntent = {
+      taskId: opts.taskId,
+      repo,
+      baseBranch,
+      oldHead: baseHead,
+      newHead: built.commit,
+      strategy: built.strategy,
+      said: built.said,
+      workHead: snap.commit,
+      ...(snap.changed ? { committed: snap.commit } : {}),
+      taskTip: snap.tip,
+      worktree: wt,
+      at: now,
+    };
+    await opts.onIntent?.(intent);
+    opts.progress?.("intent");
+    // The one change to the user's checkout, all or nothing (checkout-update.ts).
+    await moveCheckout({
+      repo,
+      taskId: opts.taskId,
+      branch: baseBranch,
+      from: baseHead,
+      to: built.commit,
+      message: `dsh-herdr land: task ${opts.taskId} (${built.strategy})`,
+      ...(opts.progress ? { progress: opts.progress } : {}),
+    });
     // The child's uncommitted work now lives on its branch (the worktree's index takes the snapshot's, so the
     // worktree reads clean), and the branch is kept until gc sees the base holding the landed commit.
-    if (snap.changed) await adoptSnapshot(wt, snap.tip, snap.commit);
+    // Landed now, whatever follows: a task branch that moved meanwhile keeps its tip (the work is in landedAs).
+    if (snap.changed) await withoutCancel(() => adoptSnapshot(wt, snap.tip, snap.commit)).catch(() => undefined);
     const landing: Landing = {
       baseBranch,
       baseHead,
@@ -147,6 +215,15 @@ export async function landTask(opts: LandOptions): Promise<LandOutcome> {
 }
 
 const short = (sha: string) => sha.slice(0, 12);
+
+/** A refusal made after the landing was measured carries the measurement, for the task's record. */
+function withLanding(landing: Landing): (e: unknown) => never {
+  return (e) => {
+    if (e instanceof DshError && e.details?.["landing"] === undefined)
+      throw new DshError(e.code, e.message, { ...e.details, landing });
+    throw e;
+  };
+}
 
 async function refuseUnlessOnBase(repo: string, baseBranch: string): Promise<void> {
   const head = (await gitMaybe(repo, ["symbolic-ref", "-q", "HEAD"]))?.trim();
@@ -184,6 +261,7 @@ async function buildLanded(
   mergedTree: string,
   moved: boolean,
   baseBranch: string,
+  recreated: boolean,
 ): Promise<{ commit: string; strategy: NonNullable<Landing["strategy"]>; said: string }> {
   const strategy = opts.strategy ?? "auto";
   const env = identityEnv(opts.author);
@@ -192,6 +270,13 @@ async function buildLanded(
     const commit = (await git(repo, ["commit-tree", mergedTree, "-p", baseHead, "-m", opts.message], env)).trim();
     return { commit, strategy: "squash", said: `squashed into one commit on ${baseBranch}` };
   }
+  if (strategy === "auto" && !moved && recreated)
+    // The work without the task's setup commit is one new commit on the base: what lands is a squash of the work.
+    return {
+      commit: work,
+      strategy: "squash",
+      said: `one new commit of the work on ${baseBranch} (the task branch's worktree-setup commit left out)`,
+    };
   if (strategy === "merge" || (strategy === "auto" && moved)) {
     const msg = `Merge ${branch} into ${baseBranch}\n\n${opts.message}`;
     const commit = (await git(repo, ["commit-tree", mergedTree, "-p", baseHead, "-p", work, "-m", msg], env)).trim();
@@ -237,16 +322,22 @@ async function onMergedTree(
 }
 
 async function inScratch<T>(repo: string, at: string, op: (dir: string) => Promise<T>): Promise<T> {
-  const parent = await mkdtemp(join(tmpdir(), "dsh-land-tree-"));
+  // The daemon's pid in the name and the repository in a file beside the tree: a later daemon's recovery removes
+  // (and unregisters) what a killed one left (land-scratch.ts).
+  const parent = await mkdtemp(join(tmpdir(), `dsh-land-tree-${process.pid}-`));
   const dir = join(parent, "tree");
+  await writeFile(join(parent, "repo"), repo);
   await withWorktreeLock(repo, () => git(repo, ["worktree", "add", "--detach", "-q", dir, at]));
   try {
     return await op(dir);
   } finally {
-    await withWorktreeLock(repo, async () => {
-      await gitMaybe(repo, ["worktree", "remove", "--force", dir]);
-      await gitMaybe(repo, ["worktree", "prune"]);
-    });
+    // Removed even when the land was cancelled (within the timeout).
+    await withoutCancel(() =>
+      withWorktreeLock(repo, async () => {
+        await gitMaybe(repo, ["worktree", "remove", "--force", dir]).catch(() => undefined);
+        await gitMaybe(repo, ["worktree", "prune"]).catch(() => undefined);
+      }),
+    );
     await rm(parent, { recursive: true, force: true });
   }
 }
@@ -257,4 +348,105 @@ async function adoptSnapshot(wt: WorktreeInfo, tip: string, commit: string): Pro
   await git(wt.path, ["update-ref", "-m", "dsh-herdr land: the child's uncommitted work", ref, commit, tip]);
   // A mixed reset: the index now matches the new tip; the files (already that content) are not touched.
   await git(wt.path, ["reset", "-q"]);
+}
+
+/**
+ * `land --dry-run`: the landability (landabilityOf) and, when the work merges cleanly, the same refusal `land` would
+ * give for what is untracked or ignored in the checkout on the landing's paths (CHECKOUT_IN_THE_WAY). Changes nothing.
+ */
+export async function dryLand(opts: {
+  taskId: string;
+  worktree: WorktreeInfo;
+  author: Identity;
+  setup?: SetupCommit;
+  now?: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}): Promise<Landing> {
+  return bounded(opts, async () => {
+    const m = await measureWork(opts);
+    if (m.tree)
+      await refuseIfInTheWay(opts.worktree.repo, opts.taskId, m.landing.baseHead, m.tree).catch(withLanding(m.landing));
+    return m.landing;
+  });
+}
+
+/** Each git process a landing starts, bounded: land.timeoutMs (config) or this default. */
+export const DEFAULT_LAND_TIMEOUT_MS = 5 * 60_000;
+
+function bounded<T>(opts: { timeoutMs?: number; signal?: AbortSignal }, op: () => Promise<T>): Promise<T> {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_LAND_TIMEOUT_MS;
+  return withGitBounds(
+    { timeoutMs, timeoutName: `land.timeoutMs (${timeoutMs} ms)`, ...(opts.signal ? { signal: opts.signal } : {}) },
+    op,
+  );
+}
+
+function cancelled(taskId: string, signal: AbortSignal): DshError {
+  const r: unknown = signal.reason;
+  const why = r instanceof Error ? r.message : "its requester went away";
+  return new DshError("LAND_CANCELLED", `the landing of task ${taskId} was abandoned (${why}); nothing was landed`, {
+    reason: "cancelled",
+  });
+}
+
+/**
+ * A landing recorded as intended and not recorded as done (the daemon died in between): decided from git. The base
+ * branch holds the intended commit → it landed (the index and the task branch are finished); else the checkout is
+ * put back on the landing's paths and nothing landed.
+ */
+export async function resolveIntent(
+  i: LandIntent,
+  opts: { timeoutMs?: number; now?: number } = {},
+): Promise<{ landed: boolean; landing?: Landing; said: string }> {
+  return bounded(opts, async () => {
+    const repo = i.repo;
+    const tip = (await gitMaybe(repo, ["rev-parse", "--verify", "-q", `refs/heads/${i.baseBranch}^{commit}`]))?.trim();
+    const head = (await gitMaybe(repo, ["symbolic-ref", "-q", "HEAD"]))?.trim();
+    const onBranch = head === `refs/heads/${i.baseBranch}`;
+    const { index, copy } = await indexPaths(repo, i.taskId);
+    const copied = await stat(copy).then(
+      () => true,
+      () => false,
+    );
+    const landed = tip !== undefined && (tip === i.newHead || (await isAncestor(repo, i.newHead, tip)));
+    if (landed) {
+      // The files were written before the branch moved; the index copy may not have replaced the index yet.
+      if (copied && onBranch && tip === i.newHead) await rename(copy, index);
+      await rm(copy, { force: true });
+      await rm(`${copy}.lock`, { force: true });
+      if (i.committed !== undefined) {
+        const ref = `refs/heads/${i.worktree.branch}`;
+        const moved = await gitMaybe(repo, [
+          "update-ref",
+          "-m",
+          "dsh-herdr land: the child's uncommitted work",
+          ref,
+          i.workHead,
+          i.taskTip,
+        ]);
+        if (moved !== undefined) await gitMaybe(i.worktree.path, ["reset", "-q"]).catch(() => undefined);
+      }
+      const landing: Landing = {
+        baseBranch: i.baseBranch,
+        baseHead: i.oldHead,
+        clean: true,
+        conflicts: [],
+        checkedAt: opts.now ?? Date.now(),
+        landedAs: i.newHead,
+        strategy: i.strategy,
+        workHead: i.workHead,
+        landedAt: i.at,
+      };
+      return { landed: true, landing, said: `landed on ${i.baseBranch} as ${short(i.newHead)}: ${i.said}` };
+    }
+    // Not landed: what the checkout update may have written goes back (only while the checkout is where it was).
+    if (tip === i.oldHead && onBranch) await restoreCheckout(repo, i.oldHead, i.newHead, { onlyOurs: true });
+    await rm(copy, { force: true });
+    await rm(`${copy}.lock`, { force: true });
+    return {
+      landed: false,
+      said: `not landed: ${i.baseBranch} is ${tip === i.oldHead ? "where it was" : `at ${tip ? short(tip) : "nothing"}`}; the checkout's landing paths were put back`,
+    };
+  });
 }

@@ -47,7 +47,8 @@ export interface WorkSnapshot {
 export async function snapshotWork(worktreePath: string, author: Identity, message: string): Promise<WorkSnapshot> {
   const out = await git(worktreePath, ["rev-parse", "--git-path", "index", "HEAD"]);
   const [indexRel = "", tip = ""] = out.trim().split("\n");
-  const work = await mkdtemp(join(tmpdir(), "dsh-land-"));
+  // The pid in the name: a daemon's recovery removes what a killed one left (land-scratch.ts).
+  const work = await mkdtemp(join(tmpdir(), `dsh-land-${process.pid}-`));
   const dispose = () => rm(work, { recursive: true, force: true });
   try {
     const index = join(work, "index");
@@ -160,6 +161,14 @@ export interface LandabilityOptions {
 
 /** The task's work (branch + uncommitted changes) against the current tip of its base branch. */
 export async function landabilityOf(opts: LandabilityOptions): Promise<Landing> {
+  return (await measureWork(opts)).landing;
+}
+
+/**
+ * landabilityOf, with the tree the landing would give the base branch when it merges cleanly (what `land` would put
+ * in the checkout: the dry run names what is in its way from it).
+ */
+export async function measureWork(opts: LandabilityOptions): Promise<{ landing: Landing; tree?: string }> {
   const wt = opts.worktree;
   const baseBranch = await baseBranchOf(wt);
   const baseHead = await branchTip(wt.repo, baseBranch);
@@ -169,15 +178,16 @@ export async function landabilityOf(opts: LandabilityOptions): Promise<Landing> 
       ? await workWithoutSetup(wt.repo, snap.commit, opts.setup, opts.author, "dsh-herdr: landability snapshot")
       : { commit: snap.commit, conflicts: [] };
     const m = work.conflicts.length
-      ? { clean: false, conflicts: work.conflicts }
+      ? { clean: false, conflicts: work.conflicts, tree: undefined }
       : await mergeTree(wt.repo, baseHead, work.commit);
-    return {
+    const landing: Landing = {
       baseBranch,
       baseHead,
       clean: m.clean,
       conflicts: m.conflicts,
       checkedAt: opts.now ?? Date.now(),
     };
+    return m.clean && m.tree ? { landing, tree: m.tree } : { landing };
   } finally {
     await snap.dispose();
   }

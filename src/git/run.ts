@@ -1,5 +1,6 @@
 // Running git: one place for the environment and the flags every call needs (exact, unquoted path names;
 // no optional locks on the user's repo; nothing inherited that could point git at another repo or index).
+import { AsyncLocalStorage } from "node:async_hooks";
 import { execFile, spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -47,6 +48,156 @@ export function git(cwd: string, args: string[], extraEnv: Record<string, string
 }
 
 /**
+ * Bounds for the git processes started inside one operation on the user's repository (land, land --check): each
+ * one is ended with its whole process group (git and any hook it runs) after `timeoutMs`, or when `signal` aborts
+ * (the requester went away, the daemon stops). SIGTERM first, so git removes its lock files; SIGKILL after a grace.
+ */
+export interface GitBounds {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Says what ended a bounded process (for the message): e.g. `land.timeoutMs (20000 ms)`. */
+  timeoutName?: string;
+}
+
+const bounds = new AsyncLocalStorage<GitBounds>();
+
+/**
+ * Run `op` with every git process it starts (however deep in its helpers) bounded. An AsyncLocalStorage, not an
+ * argument threaded through every helper: a git call somebody adds later is bounded too.
+ */
+export function withGitBounds<T>(b: GitBounds, op: () => Promise<T>): Promise<T> {
+  return bounds.run(b, op);
+}
+
+/** The bounds in force here, if any (a check run inside land takes its abort signal from them). */
+export function gitBounds(): GitBounds | undefined {
+  return bounds.getStore();
+}
+
+/**
+ * Run `op` with the bounds in force minus their cancel: what undoes a cancelled operation (putting the checkout back,
+ * reading where the branch is) must still run, within the same timeout.
+ */
+export function withoutCancel<T>(op: () => Promise<T>): Promise<T> {
+  const b = bounds.getStore();
+  if (!b) return op();
+  const { signal: _cancel, ...rest } = b;
+  return bounds.run(rest, op);
+}
+
+const KILL_GRACE_MS = 2000;
+
+/**
+ * git in a process group of its own (detached), ended as a group on timeout or abort. Not through the launcher
+ * shell: its commands share the shell's group, so a hook's children could not be told apart from the shell's.
+ */
+async function runBounded(
+  cwd: string,
+  args: string[],
+  env: Record<string, string>,
+  stdinPath: string | undefined,
+  b: GitBounds,
+): Promise<LaunchResult> {
+  if (b.signal?.aborted)
+    throw new DshError(
+      "LAND_CANCELLED",
+      `git ${args.slice(CONFIG_ARGS.length).join(" ")} not started: ${reasonOf(b.signal)}`,
+      {
+        reason: "cancelled",
+      },
+    );
+  const fh = stdinPath !== undefined ? await open(stdinPath, "r") : undefined;
+  try {
+    return await new Promise((resolve, reject) => {
+      const child = spawn("git", args, {
+        cwd,
+        env,
+        detached: true,
+        stdio: [fh ? fh.fd : "ignore", "pipe", "pipe"],
+      });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let size = 0;
+      let ended: "timeout" | "cancelled" | undefined;
+      let killTimer: NodeJS.Timeout | undefined;
+      const killGroup = (sig: NodeJS.Signals) => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, sig);
+        } catch {
+          // gone already
+        }
+      };
+      const end = (why: "timeout" | "cancelled") => {
+        if (ended) return;
+        ended = why;
+        killGroup("SIGTERM");
+        killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);
+      };
+      child.stdout!.on("data", (d: Buffer) => {
+        size += d.length;
+        if (size <= MAX_OUTPUT_BYTES) out.push(d);
+      });
+      child.stderr!.on("data", (d: Buffer) => err.push(d));
+      const timer = setTimeout(() => end("timeout"), b.timeoutMs);
+      const onAbort = () => end("cancelled");
+      b.signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        b.signal?.removeEventListener("abort", onAbort);
+      };
+      child.once("error", (e) => {
+        done();
+        resolve({ code: null, stdout: "", stderr: "", spawnError: e.message });
+      });
+      // The group may outlive git (a hook's background child holding the output pipes): it ends with git.
+      child.once("exit", () => killGroup("SIGKILL"));
+      child.once("close", (code) => {
+        done();
+        if (killTimer) clearTimeout(killTimer);
+        const what = `git ${args.slice(CONFIG_ARGS.length).join(" ")}`;
+        if (ended === "timeout")
+          return reject(
+            new DshError(
+              "TIMEOUT",
+              `${what} in ${cwd} (and any hook it ran) did not end within ${b.timeoutName ?? `${b.timeoutMs} ms`}; it was ended with its process group`,
+              { reason: "git_timeout" },
+            ),
+          );
+        if (ended === "cancelled")
+          return reject(
+            new DshError("LAND_CANCELLED", `${what} in ${cwd} was ended: ${reasonOf(b.signal)}`, {
+              reason: "cancelled",
+            }),
+          );
+        const stdout = Buffer.concat(out).toString("utf8");
+        const stderr = Buffer.concat(err).toString("utf8");
+        if (size > MAX_OUTPUT_BYTES)
+          return reject(
+            new DshError(
+              "GIT_FAILED",
+              `git printed ${size} bytes, over the ${MAX_OUTPUT_BYTES}-byte limit of one call`,
+            ),
+          );
+        resolve(code === null ? { code, stdout, stderr, spawnError: "killed by a signal" } : { code, stdout, stderr });
+      });
+    });
+  } finally {
+    await fh?.close();
+  }
+}
+
+/** A bounded git process ended by its timeout or a cancel: no answer from git, never read as "no". */
+export function isBoundEnded(e: unknown): boolean {
+  const reason = e instanceof DshError ? e.details?.["reason"] : undefined;
+  return reason === "git_timeout" || reason === "cancelled";
+}
+
+function reasonOf(signal: AbortSignal | undefined): string {
+  const r: unknown = signal?.reason;
+  return r instanceof Error ? r.message : typeof r === "string" ? r : "its requester went away";
+}
+
+/**
  * One git call, buffered: through the daemon's launcher shell when one runs (launcher.ts: node's own spawn holds the
  * event loop for the whole fork), else with execFile. A code of null is a spawn error (git missing, a bad cwd).
  */
@@ -58,6 +209,8 @@ function runGit(
 ): Promise<LaunchResult> {
   const full = [...CONFIG_ARGS, ...args];
   const env = gitEnv(extraEnv);
+  const b = bounds.getStore();
+  if (b) return runBounded(cwd, full, env, stdinPath, b);
   const launched = launchGit({
     cwd,
     args: full,
@@ -144,7 +297,7 @@ export async function gitProbe(cwd: string, args: string[]): Promise<string | un
   try {
     return await git(cwd, args);
   } catch (e) {
-    if (isDubiousOwnership(e) || isLauncherLost(e)) throw e;
+    if (isDubiousOwnership(e) || isLauncherLost(e) || isBoundEnded(e)) throw e;
     return undefined;
   }
 }
@@ -158,7 +311,7 @@ export async function gitMaybe(
   try {
     return await git(cwd, args, extraEnv);
   } catch (e) {
-    if (isLauncherLost(e)) throw e; // not git's answer: the command may not have run
+    if (isLauncherLost(e) || isBoundEnded(e)) throw e; // not git's answer: the command may not have run
     return undefined;
   }
 }
@@ -188,6 +341,22 @@ export async function gitStdinFile(
       "GIT_FAILED",
       `git ${args.join(" ")} failed in ${cwd} (${r.code === null ? r.spawnError : `exit ${r.code}`}): ${r.stderr.trim()}`,
     );
+}
+
+/** Run git with a file as its stdin and return its stdout; GIT_FAILED with stderr on an exit other than 0 and `ok`. */
+export async function gitStdinFileOut(
+  cwd: string,
+  args: string[],
+  stdinPath: string,
+  ok: number[] = [0, 1],
+): Promise<string> {
+  const r = await runGit(cwd, args, {}, stdinPath);
+  if (r.code === null || !ok.includes(r.code))
+    throw new DshError(
+      "GIT_FAILED",
+      `git ${args.join(" ")} failed in ${cwd} (${r.code === null ? r.spawnError : `exit ${r.code}`}): ${r.stderr.trim()}`,
+    );
+  return r.stdout;
 }
 
 /** `git <args>` whose exit code is part of the answer (merge-tree: 1 = conflicts): code, stdout and stderr. */

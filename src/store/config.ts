@@ -44,6 +44,8 @@ export interface Config {
    * `mayRaiseCaps` lets its respond raise a spend cap (else only a person does, with the CLI).
    */
   owner?: { mayLand?: boolean; mayRaiseCaps?: boolean };
+  /** land: each git process (and hook) a landing starts ends, with its process group, after `timeoutMs`. */
+  land?: { timeoutMs?: number };
   /** Settings per repository root (absolute, `~` expanded): a .dsh-herdr.json's keys, overriding that file's. */
   repos?: Record<string, RepoSettings>;
   /** Webhooks and commands told of every settled cycle (src/notify); absent: none. */

@@ -26,6 +26,7 @@ const script = {
     writes("t-c", "README.md", "# the child's readme\n"),
     writes("t-d", "d.txt", "from d\n"),
     writes("t-e", "e.txt", "from e\n"),
+    writes("t-f", ".env", "CHILD=placeholder\n"),
   ],
 };
 
@@ -176,6 +177,11 @@ test("refusals change nothing: a conflict names the path; --check failing on the
   assert.equal(conflict.code, 1);
   assert.match(conflict.err, /LAND_CONFLICT: .*README\.md/);
   assert.deepEqual(repoState(), before);
+  // The refusal leaves the record saying what it found, not the settle's `clean: true` until a dry run.
+  const recorded = resultOf(c.taskId).landing;
+  assert.equal(recorded?.clean, false, JSON.stringify(recorded));
+  assert.deepEqual(recorded?.conflicts, ["README.md"]);
+  assert.equal(recorded?.baseHead, git(h.repo, "rev-parse", "HEAD").trim());
   const dry = JSON.parse((await h.cli(["land", c.taskId, "--dry-run", "--json"])).out) as {
     results: { landing: { clean: boolean; conflicts: string[] } }[];
   };
@@ -233,4 +239,22 @@ test("--check refuses a merged tree whose tests fail though the task's own workt
   const l = await h.cli(["land", e.taskId]);
   assert.equal(l.code, 0, l.err);
   assert.ok(existsSync(join(h.repo, "e.txt")));
+});
+
+test("land and its dry run refuse, naming it, a path the user's checkout holds ignored (.env); the secret stays", async () => {
+  const f = await spawnWait("t-f", []);
+  // The user ignores .env and keeps a secret there; the child's work (its worktree predates the rule) holds one too.
+  writeFileSync(join(h.repo, ".gitignore"), ".env\n");
+  git(h.repo, "add", ".gitignore");
+  git(h.repo, "commit", "-q", "-m", "ignore .env");
+  writeFileSync(join(h.repo, ".env"), "OPENAI_API_KEY=sk-user-real-secret\n");
+  const before = [...repoState(), git(h.repo, "status", "--porcelain=v1", "--ignored")];
+  for (const args of [["--dry-run"], []]) {
+    const r = await h.cli(["land", f.taskId, ...args]);
+    assert.equal(r.code, 1, r.out);
+    assert.match(r.err, /CHECKOUT_IN_THE_WAY: .*\.env \(ignored file\).*nothing was changed/);
+    assert.deepEqual([...repoState(), git(h.repo, "status", "--porcelain=v1", "--ignored")], before);
+    assert.equal(readFileSync(join(h.repo, ".env"), "utf8"), "OPENAI_API_KEY=sk-user-real-secret\n");
+  }
+  assert.equal(resultOf(f.taskId).landing?.landedAs, undefined);
 });

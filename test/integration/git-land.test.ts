@@ -187,10 +187,10 @@ test("land refuses, changing nothing: a conflict (paths named), a dirty checkout
     assert.deepEqual(state(r, wt), before);
     git(r.dir, "checkout", "-q", "--", "b.txt");
 
-    // An untracked file of the user's in the way of the child's new file: git refuses, nothing changes.
+    // An untracked file of the user's in the way of the child's new file: refused by name, nothing changes.
     write(r.dir, "z.txt", "the user's own z\n");
     before = state(r, wt);
-    await assert.rejects(landTask({ taskId: ID, worktree: wt, author, message: "m" }), { code: "CHECKOUT_DIRTY" });
+    await assert.rejects(landTask({ taskId: ID, worktree: wt, author, message: "m" }), { code: "CHECKOUT_IN_THE_WAY" });
     assert.deepEqual(state(r, wt), before);
     assert.equal(readFileSync(join(r.dir, "z.txt"), "utf8"), "the user's own z\n");
     git(r.dir, "clean", "-fq");

@@ -135,7 +135,10 @@ test("landing with a setup commit: the child's work lands, setup's changes do no
     const land = await landabilityOf({ worktree: wt, author, setup });
     assert.equal(land.clean, true, JSON.stringify(land));
     const out = await landTask({ taskId: ID, worktree: wt, author, message: "the child's work", setup });
-    assert.equal(out.landing.strategy, "fast-forward");
+    // The work is re-created without setup's commit: one new commit, reported as what it is, not a fast-forward.
+    assert.equal(out.landing.strategy, "squash");
+    assert.match(out.said, /one new commit .*setup commit left out/);
+    assert.notEqual(out.landing.landedAs, out.landing.workHead, "landedAs is a new commit, not the task's");
     assert.equal(git(r.dir, "rev-parse", "HEAD").trim(), out.landing.landedAs);
     assert.equal(
       git(r.dir, "rev-parse", "HEAD^").trim(),

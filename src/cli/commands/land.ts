@@ -1,6 +1,7 @@
 // land: bring isolated tasks' work onto their base branches in the user's checkout (src/git/land.ts, in the daemon),
 // in the order given; --dry-run only says whether each would land cleanly.
 import type { Command } from "commander";
+import { DshError } from "../../core/errors.js";
 import type { CheckReceipt, Landing } from "../../core/types.js";
 import { usage } from "./shared.js";
 import type { CliContext } from "../context.js";
@@ -66,11 +67,31 @@ export function registerLandCommand(program: Command, ctx: CliContext): void {
     const strategy = strategyOf(o);
     const taskIds = ids.map((id) => resolveId(ctx.home, id));
     const conn = await ctx.connect({ start: true });
-    const res = await conn.request<{ results: LandReply[] }>(
-      "task.land",
-      { taskIds, strategy, ...(o.check ? { check: true } : {}), ...(o.dryRun ? { dryRun: true } : {}) },
-      { timeoutMs: LAND_REPLY_MS },
-    );
+    // Ctrl+C (or SIGTERM) closes the connection: the daemon abandons the landing, ending its git processes and
+    // putting the checkout back; one not started yet never runs.
+    let onAbort: () => void = () => undefined;
+    const interrupted = new Promise<never>((_, reject) => {
+      onAbort = () => {
+        // Said first, so the closed connection's own error does not win the race.
+        queueMicrotask(() => conn.close());
+        reject(
+          new DshError(
+            "LAND_CANCELLED",
+            "interrupted: the daemon abandons the landing (a landing already done stays done); `dsh-herdr show ID` says which",
+          ),
+        );
+      };
+      if (ctx.signal.aborted) onAbort();
+      else ctx.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    const res = await Promise.race([
+      conn.request<{ results: LandReply[] }>(
+        "task.land",
+        { taskIds, strategy, ...(o.check ? { check: true } : {}), ...(o.dryRun ? { dryRun: true } : {}) },
+        { timeoutMs: LAND_REPLY_MS },
+      ),
+      interrupted,
+    ]).finally(() => ctx.signal.removeEventListener("abort", onAbort));
     if (o.json) return printJson(ctx.io, res);
     for (const r of res.results) ctx.io.out(landLine(r));
   });
