@@ -6,22 +6,54 @@ import { EXIT, exitCodeForError } from "./exit-codes.js";
 import { cliHome } from "./home.js";
 import { packageVersion } from "./version.js";
 import { type CliIo, processIo } from "./io.js";
-import { registerTaskCommands } from "./commands/tasks.js";
-import { registerControlCommands } from "./commands/control.js";
-import { registerWatchCommand } from "./commands/watch.js";
-import { registerPaneCommands } from "./commands/panes.js";
-import { registerAdminCommands } from "./commands/admin.js";
-import { registerDoctorCommand } from "./commands/doctor.js";
-import { registerGcCommand } from "./commands/gc.js";
-import { registerMachineCommands } from "./commands/machines.js";
-import { registerDemoCommand } from "./demo.js";
-import { registerCompletionCommand } from "./commands/completion.js";
-import { registerNotifyCommands } from "./commands/notify.js";
-import { connectDaemon } from "./connect.js";
 import { fsError } from "../store/fsio.js";
 import { safeText } from "./format/safe.js";
 
 export { packageVersion };
+
+type Register = (program: Command, ctx: CliContext) => void;
+
+/**
+ * Each command group's module, loaded only when its command runs: `--version`, `list` or `show` never load execa,
+ * ajv or the runtimes (a CLI call at rest costs a bare node's start-up, not the whole tree's; bench/cli-startup.ts).
+ * The order is the help's order.
+ */
+const COMMAND_GROUPS: ReadonlyArray<{ names: readonly string[]; load: () => Promise<Register> }> = [
+  { names: ["spawn"], load: async () => (await import("./commands/spawn.js")).registerSpawnCommand },
+  { names: ["list", "ls"], load: async () => (await import("./commands/list.js")).registerListCommand },
+  { names: ["show", "result", "diff"], load: async () => (await import("./commands/read.js")).registerReadCommands },
+  { names: ["verify"], load: async () => (await import("./commands/verify.js")).registerVerifyCommand },
+  { names: ["check"], load: async () => (await import("./commands/check.js")).registerCheckCommand },
+  { names: ["land"], load: async () => (await import("./commands/land.js")).registerLandCommand },
+  { names: ["usage"], load: async () => (await import("./commands/usage.js")).registerUsageCommand },
+  {
+    names: ["wait", "respond", "abort", "close", "done"],
+    load: async () => (await import("./commands/control.js")).registerControlCommands,
+  },
+  { names: ["logs", "open"], load: async () => (await import("./commands/panes.js")).registerPaneCommands },
+  { names: ["watch"], load: async () => (await import("./commands/watch.js")).registerWatchCommand },
+  {
+    names: ["schema", "config", "daemon"],
+    load: async () => (await import("./commands/admin.js")).registerAdminCommands,
+  },
+  { names: ["gc"], load: async () => (await import("./commands/gc.js")).registerGcCommand },
+  { names: ["machine"], load: async () => (await import("./commands/machines.js")).registerMachineCommands },
+  { names: ["notify"], load: async () => (await import("./commands/notify.js")).registerNotifyCommands },
+  { names: ["doctor"], load: async () => (await import("./commands/doctor.js")).registerDoctorCommand },
+  { names: ["demo"], load: async () => (await import("./demo.js")).registerDemoCommand },
+  { names: ["completion"], load: async () => (await import("./commands/completion.js")).registerCompletionCommand },
+];
+
+/**
+ * The groups a command line needs: none for a bare `--version`, the one group of a known command, every group
+ * otherwise (help, a typo to suggest a command for, completion).
+ */
+export async function commandsFor(args: readonly string[]): Promise<Register[]> {
+  const first = args.find((a) => !a.startsWith("-"));
+  if (first === undefined && args.some((a) => a === "-V" || a === "--version")) return [];
+  const group = first === undefined ? undefined : COMMAND_GROUPS.find((g) => g.names.includes(first));
+  return Promise.all((group ? [group] : COMMAND_GROUPS).map((g) => g.load()));
+}
 
 export interface RunOptions {
   io?: CliIo;
@@ -83,7 +115,10 @@ function usageErrorJson(text: string): string {
   return JSON.stringify({ error: { code: "BAD_PARAMS", message } }) + "\n";
 }
 
-export function buildProgram(ctx: CliContext, opts: { json?: boolean } = {}): Command {
+export async function buildProgram(
+  ctx: CliContext,
+  opts: { json?: boolean; args?: readonly string[] } = {},
+): Promise<Command> {
   const program = new Command("dsh-herdr")
     .description(
       "Supervisor daemon for pi coding agents: delegate tasks to child pi agents and collect one AgentResult each",
@@ -108,17 +143,7 @@ Examples:
   $ dsh-herdr watch
   $ dsh-herdr doctor`,
     );
-  registerTaskCommands(program, ctx);
-  registerControlCommands(program, ctx);
-  registerPaneCommands(program, ctx);
-  registerWatchCommand(program, ctx);
-  registerAdminCommands(program, ctx);
-  registerGcCommand(program, ctx);
-  registerMachineCommands(program, ctx);
-  registerNotifyCommands(program, ctx);
-  registerDoctorCommand(program, ctx);
-  registerDemoCommand(program, ctx);
-  registerCompletionCommand(program, ctx);
+  for (const register of await commandsFor(opts.args ?? ["help"])) register(program, ctx);
   return program;
 }
 
@@ -139,7 +164,7 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
     process.on("SIGTERM", onSigint);
   } else opts.signal.addEventListener("abort", onSigint, { once: true });
   const home = cliHome(io.env);
-  const connect = opts.connect ?? connectDaemon;
+  const connect = opts.connect ?? (async (h, o) => (await import("./connect.js")).connectDaemon(h, o));
   const opened: DaemonConnection[] = [];
   const ctx: CliContext = {
     io,
@@ -154,7 +179,7 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
   };
   const wantsJson = argv.includes("--json");
   try {
-    await buildProgram(ctx, { json: wantsJson }).parseAsync(argv);
+    await (await buildProgram(ctx, { json: wantsJson, args: argv.slice(2) })).parseAsync(argv);
     return ctx.exitCode;
   } catch (e) {
     if (e instanceof CommanderError) return commanderExit(e);

@@ -11,7 +11,7 @@ import { resolveId } from "../task-files.js";
 import type { TaskRow } from "../format/table.js";
 import { closeEach, confirmPicked, pickTasks, printCloseOutcomes, type Pick } from "./bulk.js";
 import { capOptions, capParams, examples, jsonOption, readStdin, usage } from "./shared.js";
-import { waitAndPrint } from "./tasks.js";
+import { waitAndPrint } from "./wait-print.js";
 
 export function registerControlCommands(program: Command, ctx: CliContext): void {
   const wait = program
