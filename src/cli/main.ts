@@ -135,7 +135,7 @@ export async function buildProgram(
       "after",
       `
 Exit codes: 0 ok, 1 failed task or error, 2 usage, 3 timeout.
-Home: $DSH_HERDR_HOME or ~/.dsh/herdr. Every command takes --json for machine output. See docs/cli.md.
+Home: $DSH_HERDR_HOME or ~/.dsh/herdr. Commands take --json for machine output (not completion). See docs/cli.md.
 
 Examples:
   $ dsh-herdr demo                               # hermetic demo: real pi against a scripted model
