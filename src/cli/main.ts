@@ -44,6 +44,12 @@ const COMMAND_GROUPS: ReadonlyArray<{ names: readonly string[]; load: () => Prom
   { names: ["completion"], load: async () => (await import("./commands/completion.js")).registerCompletionCommand },
 ];
 
+/** The command a command line names, when it is one of ours. */
+function commandOf(args: readonly string[]): string | undefined {
+  const first = args.find((a) => !a.startsWith("-"));
+  return COMMAND_GROUPS.some((g) => first !== undefined && g.names.includes(first)) ? first : undefined;
+}
+
 /**
  * The groups a command line needs: none for a bare `--version`, the one group of a known command, every group
  * otherwise (help, a typo to suggest a command for, completion).
@@ -106,13 +112,23 @@ export function homeErrorWords(e: unknown, home: string): unknown {
   return err.code === "HOME_UNWRITABLE" ? err : e;
 }
 
-/** Commander's own usage errors (`error: unknown option '--x'`) as the JSON error --json promises. */
-function usageErrorJson(text: string): string {
-  const message = text
+/** Commander's own usage error text (`error: unknown option '--x'\n(Did you mean --y?)`) as one message. */
+function usageMessage(text: string): string {
+  return text
     .replace(/^error: /, "")
     .trim()
     .replace(/\s*\n\s*/g, " ");
-  return JSON.stringify({ error: { code: "BAD_PARAMS", message } }) + "\n";
+}
+
+/** Commander's own usage errors as the JSON error --json promises. */
+function usageErrorJson(text: string): string {
+  return JSON.stringify({ error: { code: "BAD_PARAMS", message: usageMessage(text) } }) + "\n";
+}
+
+/** Commander's own usage errors in the CLI's one error format, `dsh-herdr: CODE: message`, naming the help. */
+function usageErrorLine(text: string, command: string | undefined): string {
+  const help = command ? `dsh-herdr ${command} --help` : "dsh-herdr --help";
+  return `dsh-herdr: BAD_PARAMS: ${usageMessage(text)}; see \`${help}\`\n`;
 }
 
 export async function buildProgram(
@@ -128,7 +144,7 @@ export async function buildProgram(
     .configureOutput({
       writeOut: (s) => ctx.io.out(s),
       writeErr: (s) => ctx.io.err(s),
-      outputError: (s, write) => write(opts.json ? usageErrorJson(s) : s),
+      outputError: (s, write) => write(opts.json ? usageErrorJson(s) : usageErrorLine(s, commandOf(opts.args ?? []))),
     })
     .showSuggestionAfterError(true)
     .addHelpText(
