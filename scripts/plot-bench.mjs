@@ -38,6 +38,7 @@ const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replac
 const parts = [];
 parts.push(
   `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
+  "<title>dsh-herdr benchmark figures over their targets</title>",
   `<rect width="${W}" height="${H}" fill="white"/>`,
   `<text x="${left}" y="18" font-size="13">Benchmark figures over their targets (below 1.0: met), from bench/history.jsonl</text>`,
 );
