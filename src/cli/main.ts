@@ -41,7 +41,10 @@ const COMMAND_GROUPS: ReadonlyArray<{ names: readonly string[]; load: () => Prom
   { names: ["notify"], load: async () => (await import("./commands/notify.js")).registerNotifyCommands },
   { names: ["doctor"], load: async () => (await import("./commands/doctor.js")).registerDoctorCommand },
   { names: ["demo"], load: async () => (await import("./demo.js")).registerDemoCommand },
-  { names: ["completion"], load: async () => (await import("./commands/completion.js")).registerCompletionCommand },
+  {
+    names: ["completion", "__complete"],
+    load: async () => (await import("./commands/completion.js")).registerCompletionCommand,
+  },
 ];
 
 /** The command a command line names, when it is one of ours. */
@@ -52,12 +55,14 @@ function commandOf(args: readonly string[]): string | undefined {
 
 /**
  * The groups a command line needs: none for a bare `--version`, the one group of a known command, every group
- * otherwise (help, a typo to suggest a command for, completion).
+ * otherwise (help, a typo to suggest a command for, `completion`'s script of them all).
  */
 export async function commandsFor(args: readonly string[]): Promise<Register[]> {
   const first = args.find((a) => !a.startsWith("-"));
   if (first === undefined && args.some((a) => a === "-V" || a === "--version")) return [];
-  const group = first === undefined ? undefined : COMMAND_GROUPS.find((g) => g.names.includes(first));
+  // `completion` writes a script of the whole command tree, so it needs every group.
+  const group =
+    first === undefined || first === "completion" ? undefined : COMMAND_GROUPS.find((g) => g.names.includes(first));
   return Promise.all((group ? [group] : COMMAND_GROUPS).map((g) => g.load()));
 }
 

@@ -85,3 +85,10 @@ test("every command and alias loads exactly the group that registers it", async 
       );
     }
 });
+
+test("dsh-herdr completion bash still names every command (it loads them all)", () => {
+  const r = spawnSync(process.execPath, [dshBin, "completion", "bash"], { encoding: "utf8", timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  for (const name of ["spawn", "list", "show", "watch", "land", "logs", "machine", "daemon", "doctor", "demo"])
+    assert.match(r.stdout, new RegExp(`\\b${name}\\b`), `completion names ${name}`);
+});
