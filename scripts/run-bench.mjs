@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // Runs every compiled benchmark in dist/bench (or the ones named) one after another; each prints its own figures
 // as ratios against a baseline measured in the same run.
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { reportLeftovers, newRunId, RUN_MARKER } from "./leftovers.mjs";
 import { cpus, loadavg } from "node:os";
 
@@ -61,17 +61,72 @@ function fsNow() {
   return `a file create in ${tmpdir()} costs ${us.toFixed(0)} µs now${waited}`;
 }
 const failed = [];
+/**
+ * Each figure line a full run prints (bench/_util.ts figureLine) is appended to bench/history.jsonl, the data behind
+ * docs/bench-history.svg (scripts/plot-bench.mjs). Quick runs measure nothing and are not kept; BENCH_HISTORY=0
+ * keeps a full run out too.
+ */
+const history =
+  process.env.BENCH_QUICK || process.env.BENCH_HISTORY === "0"
+    ? undefined
+    : join(dir, "..", "..", "bench", "history.jsonl");
+const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout?.trim() || undefined;
+const FIGURE =
+  /^(.+?): (\S+) (\S*) ?\| baseline (.+?): (\S+) \S* ?\| ratio (\S+)x \(measured \/ baseline, (lower|higher) is better\)(?:\s+target (.+?): (met|MISSED))?$/;
+/** A target "≤ 2x" bounds the ratio, "≤ 10 ms" (or "< 100 MB") the value; others are kept as said. */
+function bounded(target) {
+  const m = /^[≤<]\s*([\d.,]+)\s*(x|\S+)?$/.exec(target ?? "");
+  if (!m) return {};
+  return { measure: m[2] === "x" ? "ratio" : "value", bound: Number(m[1].replace(/,/g, "")) };
+}
+function record(script, line) {
+  const m = FIGURE.exec(line);
+  if (!history || !m) return;
+  const [, figure, value, unit, baselineName, baseline, ratio, , target, met] = m;
+  const rec = {
+    at: new Date().toISOString(),
+    commit,
+    load: Number(loadavg()[0].toFixed(2)),
+    script,
+    figure,
+    value: Number(value),
+    unit,
+    baselineName,
+    baseline: Number(baseline),
+    ratio: Number(ratio),
+    ...(target ? { target, ...bounded(target), met: met === "met" } : {}),
+  };
+  appendFileSync(history, JSON.stringify(rec) + "\n");
+}
+/** Runs one script, its output passed through as it comes and its figure lines recorded; resolves its exit code. */
+function runScript(b) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--expose-gc", join(dir, b)], {
+      stdio: ["inherit", "pipe", "inherit"],
+      env: { ...process.env, [RUN_MARKER]: runId },
+    });
+    let pending = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      process.stdout.write(d);
+      pending += d;
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const l of lines) record(b.replace(/\.js$/, ""), l);
+    });
+    child.on("close", (code) => {
+      if (pending) record(b.replace(/\.js$/, ""), pending);
+      resolve(code ?? 1);
+    });
+  });
+}
 // Everything the benches start inherits this run's marker, so the sweep at the end ends only this run's processes.
 const runId = newRunId();
 for (const b of benches) {
   console.log(`\n## ${b.replace(/\.js$/, "")}`);
   const fs = fsNow();
   console.log(`run-bench: load ${loadavg()[0].toFixed(2)}; ${fs}`);
-  const r = spawnSync(process.execPath, ["--expose-gc", join(dir, b)], {
-    stdio: "inherit",
-    env: { ...process.env, [RUN_MARKER]: runId },
-  });
-  if (r.status !== 0) failed.push(b.replace(/\.js$/, ""));
+  const status = await runScript(b);
+  if (status !== 0) failed.push(b.replace(/\.js$/, ""));
 }
 // Said last, so a script that died mid-way is not lost in the figures above it.
 if (failed.length)

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Runs the compiled tests with node's own test runner. Optional args pick folders under test/
 // (unit, integration, e2e, reliability) or single files (integration/pi-retry); with none, every folder runs.
+// A file may be named as people type it, too: test/unit/core-ids.test.ts (or .js, or dist/test/...), so
+// `npm test -- test/unit/core-ids.test.ts` runs that one file after the build.
 // An arg starting with "!" leaves that file out of the folders picked (`reliability !reliability/abuse`).
 import { readdirSync, statSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +15,15 @@ if (!existsSync(root)) {
   console.error("run-tests: dist/test is missing; run `npm run build` first");
   process.exit(2);
 }
-const args = process.argv.slice(2);
+/** `test/unit/x.test.ts`, `./dist/test/unit/x.test.js`, `unit/x` all name the same test: `unit/x`. */
+const asTestName = (a) =>
+  a
+    .replace(/^\.\//, "")
+    .replace(/^dist\//, "")
+    .replace(/^test\//, "")
+    .replace(/\.test\.[cm]?[jt]s$/, "")
+    .replace(/\/$/, "");
+const args = process.argv.slice(2).map((a) => (a.startsWith("!") ? `!${asTestName(a.slice(1))}` : asTestName(a)));
 const folders = args.filter((a) => !a.startsWith("!"));
 const left = new Set(args.filter((a) => a.startsWith("!")).map((a) => join(root, `${a.slice(1)}.test.js`)));
 for (const f of left)

@@ -3,7 +3,6 @@ import { connect as clientConnect, type DaemonClient } from "../client/index.js"
 import { isDshError } from "../core/errors.js";
 import type { DaemonConnection } from "./context.js";
 import { packageVersion } from "./version.js";
-import { startDaemonFor } from "./daemon-control.js";
 
 /** Adapt the socket client to what the commands use. */
 export function asConnection(c: DaemonClient): DaemonConnection {
@@ -27,6 +26,8 @@ export async function connectDaemon(
   } catch (e) {
     if (!opts.start || !isDshError(e) || e.code !== "DAEMON_UNAVAILABLE") throw e;
   }
+  // Loaded only to start one: a call to a running daemon (or none) never loads what starting takes.
+  const { startDaemonFor } = await import("./daemon-control.js");
   await startDaemonFor(home, { env });
   return asConnection(await clientConnect(home, { kind: "cli", version }));
 }

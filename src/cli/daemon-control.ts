@@ -1,9 +1,7 @@
 // Starting, stopping and running the daemon of a home for the CLI (src/client/daemon-control.ts does the work;
 // `daemon run` execs the daemon's entry so the CLI never imports the daemon), and the demo's runtime choice.
 import { spawn } from "node:child_process";
-import { execa } from "execa";
 import { DAEMON_NODE_FLAGS, daemonMain, startDaemon, stopDaemon } from "../client/daemon-control.js";
-import { herdrPing } from "../runtime/herdr/client.js";
 
 export interface StartOutcome {
   pid: number;
@@ -45,7 +43,10 @@ export function runDaemonForeground(
 
 /** Herdr when a server answers ping, else tmux when installed, else headless (shared/design.md §8). */
 export async function chooseDemoRuntime(env: NodeJS.ProcessEnv): Promise<"herdr" | "tmux" | "headless"> {
+  // Loaded here: starting or stopping a daemon needs neither (a CLI call's start-up, bench/cli-startup.ts).
+  const { herdrPing } = await import("../runtime/herdr/client.js");
   if ((await herdrPing({ env, timeoutMs: 1500 })).ok) return "herdr";
+  const { execa } = await import("execa");
   const tmux = await execa("tmux", ["-V"], { reject: false, stdin: "ignore" });
   return tmux.failed ? "headless" : "tmux";
 }

@@ -1,4 +1,5 @@
-// Durations as a person types them: `90s`, `5m`, `1h`, `1h30m`, `250ms`, or plain milliseconds.
+// Durations as a person types them: `90s`, `5m`, `1h`, `1h30m`, `250ms`, or plain milliseconds from 1000 up. A bare
+// number below 1000 is refused: `--timeout 5` meant seconds or minutes far more often than 5 ms.
 import { DshError } from "../core/errors.js";
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -7,7 +8,15 @@ const PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/gy;
 /** Parse a duration into milliseconds; throws BAD_PARAMS (a usage error) naming accepted forms. */
 export function parseDuration(text: string, flag = "duration"): number {
   const s = text.trim().toLowerCase();
-  if (/^\d+$/.test(s)) return Number(s);
+  if (/^\d+$/.test(s)) {
+    const n = Number(s);
+    if (n >= 1000) return n;
+    throw new DshError(
+      "BAD_PARAMS",
+      `${flag}: "${text}" has no unit, and a bare number is milliseconds; write ${n}s, ${n}m or ${n}ms.`,
+      { usage: true },
+    );
+  }
   let total = 0;
   let end = 0;
   PART.lastIndex = 0;
@@ -18,7 +27,7 @@ export function parseDuration(text: string, flag = "duration"): number {
   if (s.length === 0 || end !== s.length) {
     throw new DshError(
       "BAD_PARAMS",
-      `${flag}: "${text}" is not a duration. Use forms like 90s, 5m, 1h, 1h30m, 500ms or plain milliseconds.`,
+      `${flag}: "${text}" is not a duration. Use forms like 90s, 5m, 1h, 1h30m or 500ms.`,
       { usage: true },
     );
   }

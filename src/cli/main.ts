@@ -6,23 +6,66 @@ import { EXIT, exitCodeForError } from "./exit-codes.js";
 import { cliHome } from "./home.js";
 import { packageVersion } from "./version.js";
 import { type CliIo, processIo } from "./io.js";
-import { registerTaskCommands } from "./commands/tasks.js";
-import { registerControlCommands } from "./commands/control.js";
-import { registerWatchCommand } from "./commands/watch.js";
-import { registerPaneCommands } from "./commands/panes.js";
-import { registerAdminCommands } from "./commands/admin.js";
-import { registerDoctorCommand } from "./commands/doctor.js";
-import { registerGcCommand } from "./commands/gc.js";
-import { registerMachineCommands } from "./commands/machines.js";
-import { registerRepoCommands } from "./commands/repo-trust.js";
-import { registerDemoCommand } from "./demo.js";
-import { registerCompletionCommand } from "./commands/completion.js";
-import { registerNotifyCommands } from "./commands/notify.js";
-import { connectDaemon } from "./connect.js";
 import { fsError } from "../store/fsio.js";
 import { safeText } from "./format/safe.js";
 
 export { packageVersion };
+
+type Register = (program: Command, ctx: CliContext) => void;
+
+/**
+ * Each command group's module, loaded only when its command runs: `--version`, `list` or `show` never load execa,
+ * ajv or the runtimes (a CLI call at rest costs a bare node's start-up, not the whole tree's; bench/cli-startup.ts).
+ * The order is the help's order.
+ */
+const COMMAND_GROUPS: ReadonlyArray<{ names: readonly string[]; load: () => Promise<Register> }> = [
+  { names: ["spawn"], load: async () => (await import("./commands/spawn.js")).registerSpawnCommand },
+  { names: ["list", "ls"], load: async () => (await import("./commands/list.js")).registerListCommand },
+  { names: ["show", "result", "diff"], load: async () => (await import("./commands/read.js")).registerReadCommands },
+  { names: ["verify"], load: async () => (await import("./commands/verify.js")).registerVerifyCommand },
+  { names: ["check"], load: async () => (await import("./commands/check.js")).registerCheckCommand },
+  { names: ["land"], load: async () => (await import("./commands/land.js")).registerLandCommand },
+  { names: ["usage"], load: async () => (await import("./commands/usage.js")).registerUsageCommand },
+  {
+    names: ["wait", "respond", "abort", "close", "done"],
+    load: async () => (await import("./commands/control.js")).registerControlCommands,
+  },
+  { names: ["logs", "open"], load: async () => (await import("./commands/panes.js")).registerPaneCommands },
+  { names: ["watch"], load: async () => (await import("./commands/watch.js")).registerWatchCommand },
+  {
+    names: ["schema", "config", "daemon"],
+    load: async () => (await import("./commands/admin.js")).registerAdminCommands,
+  },
+  { names: ["gc"], load: async () => (await import("./commands/gc.js")).registerGcCommand },
+  { names: ["machine"], load: async () => (await import("./commands/machines.js")).registerMachineCommands },
+  { names: ["repo"], load: async () => (await import("./commands/repo-trust.js")).registerRepoCommands },
+  { names: ["notify"], load: async () => (await import("./commands/notify.js")).registerNotifyCommands },
+  { names: ["doctor"], load: async () => (await import("./commands/doctor.js")).registerDoctorCommand },
+  { names: ["demo"], load: async () => (await import("./demo.js")).registerDemoCommand },
+  {
+    names: ["completion", "__complete"],
+    load: async () => (await import("./commands/completion.js")).registerCompletionCommand,
+  },
+];
+
+/** The command a command line names, when it is one of ours. */
+function commandOf(args: readonly string[]): string | undefined {
+  const first = args.find((a) => !a.startsWith("-"));
+  return COMMAND_GROUPS.some((g) => first !== undefined && g.names.includes(first)) ? first : undefined;
+}
+
+/**
+ * The groups a command line needs: none for a bare `--version`, the one group of a known command, every group
+ * otherwise (help, a typo to suggest a command for, `completion`'s script of them all).
+ */
+export async function commandsFor(args: readonly string[]): Promise<Register[]> {
+  const first = args.find((a) => !a.startsWith("-"));
+  if (first === undefined && args.some((a) => a === "-V" || a === "--version")) return [];
+  // `completion` writes a script of the whole command tree, so it needs every group.
+  const group =
+    first === undefined || first === "completion" ? undefined : COMMAND_GROUPS.find((g) => g.names.includes(first));
+  return Promise.all((group ? [group] : COMMAND_GROUPS).map((g) => g.load()));
+}
 
 export interface RunOptions {
   io?: CliIo;
@@ -75,16 +118,29 @@ export function homeErrorWords(e: unknown, home: string): unknown {
   return err.code === "HOME_UNWRITABLE" ? err : e;
 }
 
-/** Commander's own usage errors (`error: unknown option '--x'`) as the JSON error --json promises. */
-function usageErrorJson(text: string): string {
-  const message = text
+/** Commander's own usage error text (`error: unknown option '--x'\n(Did you mean --y?)`) as one message. */
+function usageMessage(text: string): string {
+  return text
     .replace(/^error: /, "")
     .trim()
     .replace(/\s*\n\s*/g, " ");
-  return JSON.stringify({ error: { code: "BAD_PARAMS", message } }) + "\n";
 }
 
-export function buildProgram(ctx: CliContext, opts: { json?: boolean } = {}): Command {
+/** Commander's own usage errors as the JSON error --json promises. */
+function usageErrorJson(text: string): string {
+  return JSON.stringify({ error: { code: "BAD_PARAMS", message: usageMessage(text) } }) + "\n";
+}
+
+/** Commander's own usage errors in the CLI's one error format, `dsh-herdr: CODE: message`, naming the help. */
+function usageErrorLine(text: string, command: string | undefined): string {
+  const help = command ? `dsh-herdr ${command} --help` : "dsh-herdr --help";
+  return `dsh-herdr: BAD_PARAMS: ${usageMessage(text)}; see \`${help}\`\n`;
+}
+
+export async function buildProgram(
+  ctx: CliContext,
+  opts: { json?: boolean; args?: readonly string[] } = {},
+): Promise<Command> {
   const program = new Command("dsh-herdr")
     .description(
       "Supervisor daemon for pi coding agents: delegate tasks to child pi agents and collect one AgentResult each",
@@ -94,14 +150,14 @@ export function buildProgram(ctx: CliContext, opts: { json?: boolean } = {}): Co
     .configureOutput({
       writeOut: (s) => ctx.io.out(s),
       writeErr: (s) => ctx.io.err(s),
-      outputError: (s, write) => write(opts.json ? usageErrorJson(s) : s),
+      outputError: (s, write) => write(opts.json ? usageErrorJson(s) : usageErrorLine(s, commandOf(opts.args ?? []))),
     })
     .showSuggestionAfterError(true)
     .addHelpText(
       "after",
       `
 Exit codes: 0 ok, 1 failed task or error, 2 usage, 3 timeout.
-Home: $DSH_HERDR_HOME or ~/.dsh/herdr. Every command takes --json for machine output. See docs/cli.md.
+Home: $DSH_HERDR_HOME or ~/.dsh/herdr. Commands take --json for machine output (not completion). See docs/cli.md.
 
 Examples:
   $ dsh-herdr demo                               # hermetic demo: real pi against a scripted model
@@ -109,18 +165,7 @@ Examples:
   $ dsh-herdr watch
   $ dsh-herdr doctor`,
     );
-  registerTaskCommands(program, ctx);
-  registerControlCommands(program, ctx);
-  registerPaneCommands(program, ctx);
-  registerWatchCommand(program, ctx);
-  registerAdminCommands(program, ctx);
-  registerGcCommand(program, ctx);
-  registerMachineCommands(program, ctx);
-  registerRepoCommands(program, ctx);
-  registerNotifyCommands(program, ctx);
-  registerDoctorCommand(program, ctx);
-  registerDemoCommand(program, ctx);
-  registerCompletionCommand(program, ctx);
+  for (const register of await commandsFor(opts.args ?? ["help"])) register(program, ctx);
   return program;
 }
 
@@ -141,7 +186,7 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
     process.on("SIGTERM", onSigint);
   } else opts.signal.addEventListener("abort", onSigint, { once: true });
   const home = cliHome(io.env);
-  const connect = opts.connect ?? connectDaemon;
+  const connect = opts.connect ?? (async (h, o) => (await import("./connect.js")).connectDaemon(h, o));
   const opened: DaemonConnection[] = [];
   const ctx: CliContext = {
     io,
@@ -156,7 +201,7 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
   };
   const wantsJson = argv.includes("--json");
   try {
-    await buildProgram(ctx, { json: wantsJson }).parseAsync(argv);
+    await (await buildProgram(ctx, { json: wantsJson, args: argv.slice(2) })).parseAsync(argv);
     return ctx.exitCode;
   } catch (e) {
     if (e instanceof CommanderError) return commanderExit(e);

@@ -11,11 +11,15 @@ export interface PushedDelivery extends DeliveryPayload {
   queuedAt: number;
 }
 
+/** DSH_HERDR_HOME, else ~/.dsh/herdr: the home whose daemon this pi's owner extension talks to. */
+export function ownerHome(env: NodeJS.ProcessEnv = process.env): string {
+  return env.DSH_HERDR_HOME?.trim() || join(env.HOME ?? homedir(), ".dsh", "herdr");
+}
+
 /** DSH_HERDR_SOCKET, else <DSH_HERDR_HOME or ~/.dsh/herdr>/daemon.sock. */
 export function ownerSocketPath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.DSH_HERDR_SOCKET) return env.DSH_HERDR_SOCKET;
-  const home = env.DSH_HERDR_HOME?.trim() || join(env.HOME ?? homedir(), ".dsh", "herdr");
-  return join(home, "daemon.sock");
+  return join(ownerHome(env), "daemon.sock");
 }
 
 export interface OwnerLinkOptions {
@@ -32,7 +36,17 @@ export interface OwnerLinkOptions {
   secretOf?(ownerId: string): string | undefined;
   /** A frame or error from the daemon that no request was waiting for (src/client/index.ts onProtocolError). */
   onProtocolError?(e: DshError): void;
+  /**
+   * Start the home's daemon (a spawn found none running, as `dsh-herdr spawn` does); absent when the socket is not a
+   * home's (DSH_HERDR_SOCKET), where no start could make it answer.
+   */
+  startDaemon?(): Promise<{ pid: number; alreadyRunning: boolean }>;
+  /** This link started the daemon: said in the TUI, so the person knows a process now runs beside pi. */
+  onDaemonStarted?(pid: number): void;
 }
+
+/** The requests that start the daemon when none answers: a delegation, as in the CLI; the rest report it. */
+const STARTS_DAEMON = new Set(["task.spawn"]);
 
 export class OwnerLink {
   private client: DaemonClient | undefined;
@@ -60,7 +74,13 @@ export class OwnerLink {
 
   /** One request as the current owner; connects on demand. Daemon errors keep their code. */
   async request<T>(method: string, params: unknown, timeoutMs = 30_000): Promise<T> {
-    const c = await this.ensure();
+    const c = await this.ensure().catch(async (e: unknown) => {
+      if (!(e instanceof DshError) || e.code !== "DAEMON_UNAVAILABLE" || this.stopped) throw e;
+      if (!STARTS_DAEMON.has(method) || !this.opts.startDaemon) throw e;
+      const started = await this.opts.startDaemon();
+      if (!started.alreadyRunning) this.opts.onDaemonStarted?.(started.pid);
+      return this.ensure();
+    });
     return c.request<T>(method, params, { timeoutMs });
   }
 

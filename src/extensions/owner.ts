@@ -6,7 +6,7 @@ import { closeSync, openSync, readSync } from "node:fs";
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { type CardTheme, loadPiMarkdown, renderCrewCard } from "./cards.js";
 import { ABORT_TYPE, DeliveryInjector, RESULT_TYPE } from "./owner-delivery.js";
-import { OwnerLink, ownerSocketPath } from "./owner-link.js";
+import { OwnerLink, ownerHome, ownerSocketPath } from "./owner-link.js";
 import { abortOpenWork, ownerRuntime } from "./owner-runtime.js";
 import { OwnerStatus } from "./owner-status.js";
 import { ownerMayLand } from "./owner-config.js";
@@ -76,6 +76,19 @@ export default async function ownerExtension(pi: ExtensionAPI): Promise<void> {
       }
     },
     onSecret: (ownerId, secret) => keepSecret(ownerId, secret),
+    // Loaded when needed: most sessions never start a daemon, and starting one is what the CLI does too.
+    ...(process.env.DSH_HERDR_SOCKET
+      ? {}
+      : {
+          startDaemon: async () => (await import("../client/daemon-control.js")).startDaemon(ownerHome()),
+          onDaemonStarted: (pid: number) => {
+            try {
+              ctxRef?.ui.notify(`dsh-herdr: started the daemon (pid ${pid}) at ${ownerHome()}`, "info");
+            } catch {
+              // The session is being replaced: the daemon runs all the same.
+            }
+          },
+        }),
   });
   /** Keep an owner's secret: in this process's runtime and in the session (not sent to the model; /fork copies it). */
   function keepSecret(ownerId: string, secret: string): void {

@@ -109,7 +109,7 @@ test("bad flags and bad values exit 2 with one line; unknown commands suggest th
   withHome((home) => {
     const flag = cli(home, ["list", "--bogus"]);
     assert.equal(flag.code, 2);
-    assert.equal(flag.err.trim(), "error: unknown option '--bogus'");
+    assert.equal(flag.err.trim(), "dsh-herdr: BAD_PARAMS: unknown option '--bogus'; see `dsh-herdr list --help`");
     const choice = cli(home, ["spawn", "--role", "boss", "--prompt", "x"]);
     assert.equal(choice.code, 2);
     assert.match(choice.err, /--role.*boss.*worker, reviewer|Allowed choices are worker, reviewer/);

@@ -185,6 +185,17 @@ describe("tmux runtime", () => {
     assert.match(String(screen.stdout), new RegExp(`Task ${pane}`));
   });
 
+  test("logs of a task whose pane is gone says so and exits 1 (not an empty screen and 0)", async () => {
+    assert.ok(pane, "needs the task of the logs test");
+    const handle = handleOf(h, pane);
+    assert.ok(handle?.tmuxPaneId && handle.tmuxSocket, JSON.stringify(handle));
+    await execa("tmux", ["-L", handle.tmuxSocket, "kill-pane", "-t", handle.tmuxPaneId], { env: { TMUX: undefined } });
+    const l = await h.cli(["logs", pane]);
+    assert.equal(l.code, 1, l.out);
+    assert.equal(l.out, "");
+    assert.match(l.err, new RegExp(`^dsh-herdr: BAD_STATE: task ${pane}'s tmux pane is gone.*dsh-herdr show ${pane}`));
+  });
+
   test("wait on a terminal: a spinner while the child works, then the card and no spinner left", async () => {
     const id = await spawn(h, "[t-spin] spin a while");
     const envArgs = Object.entries(h.env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);

@@ -11,7 +11,7 @@ import { resolveId } from "../task-files.js";
 import type { TaskRow } from "../format/table.js";
 import { closeEach, confirmPicked, pickTasks, printCloseOutcomes, type Pick } from "./bulk.js";
 import { capOptions, capParams, examples, jsonOption, readStdin, usage } from "./shared.js";
-import { waitAndPrint } from "./tasks.js";
+import { waitAndPrint } from "./wait-print.js";
 
 export function registerControlCommands(program: Command, ctx: CliContext): void {
   const wait = program
@@ -20,7 +20,7 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
     .argument("<ids...>", "task ids or unique prefixes")
     .option("--any", "return when the first task settles")
     .option("--all", "return when every task has settled (default)")
-    .option("--timeout <dur>", "give up after this long: 90s, 5m, 1h or ms");
+    .option("--timeout <dur>", "give up after this long: 90s, 5m, 1h or 500ms");
   jsonOption(wait);
   examples(wait, ["dsh-herdr wait tmg3 --timeout 5m", "dsh-herdr wait tmg3 tk81 --any --json"]);
   wait.action(async (ids: string[], o: { any?: boolean; all?: boolean; timeout?: string; json?: boolean }) => {

@@ -187,6 +187,13 @@ export function registerPaneCommands(program: Command, ctx: CliContext): void {
       rec.handle.runtime === "headless" && !o.raw && readState(pathsOf(rec.handle).statePath)?.protocol !== "raw";
     const read = async () => (readable ? headlessText(rec.handle, lines) : rt.readOutput(rec.handle, { lines }));
     const text = await read();
+    // A pane that is gone reads as nothing: said, so an empty screen is never taken for a child that printed nothing.
+    if (!readable && rec.handle.runtime !== "headless" && text.trim() === "" && !(await rt.isAlive(rec.handle)))
+      throw new DshError(
+        "BAD_STATE",
+        `task ${taskId}'s ${rec.handle.runtime} pane is gone, and its screen with it; ` +
+          `its result: \`dsh-herdr show ${taskId}\`, its session: ${join(taskDir(ctx.home, taskId), "session.jsonl")}`,
+      );
     if (o.json) return printJson(ctx.io, { taskId, runtime: rec.handle.runtime, output: text });
     // A child's screen or output: its control sequences shown escaped, not run by this terminal (safe.ts).
     for (const line of screenLines(text)) ctx.io.out(safeText(line) + "\n");

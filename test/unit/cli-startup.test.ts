@@ -1,0 +1,94 @@
+// Which modules a CLI call loads: `--version`, `list` and `show` answer in about a bare node's start-up only if they
+// leave out what they do not use (execa and the runtimes, ajv, pino, yaml). Counted with a module load hook in the
+// real bin/dsh-herdr, so the test holds on any machine; the wall-time figure is bench/cli-startup.ts.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { dshBin } from "../helpers/cli.js";
+import type { CliContext } from "../../src/cli/context.js";
+import { processIo } from "../../src/cli/io.js";
+import { buildProgram } from "../../src/cli/main.js";
+
+const HOOK = `
+import { appendFileSync } from "node:fs";
+export async function load(url, context, next) {
+  if (!url.startsWith("node:")) appendFileSync(process.env.DSH_TEST_MODULE_LOG, url + "\\n");
+  return next(url, context);
+}`;
+
+/** The non-builtin modules `dsh-herdr <args>` loads, as file URLs. */
+function modulesOf(args: string[]): string[] {
+  const dir = mkdtempSync(join(tmpdir(), "dsh-cli-startup-"));
+  try {
+    const log = join(dir, "modules.log");
+    const register = join(dir, "register.mjs");
+    writeFileSync(log, "");
+    writeFileSync(
+      register,
+      `import { register } from "node:module";\nregister(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOK)}`)});\n`,
+    );
+    const r = spawnSync(process.execPath, ["--import", register, dshBin, ...args], {
+      env: { ...process.env, DSH_HERDR_HOME: join(dir, "home"), DSH_TEST_MODULE_LOG: log, NO_COLOR: "1" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.equal(r.error, undefined);
+    return readFileSync(log, "utf8").split("\n").filter(Boolean);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const HEAVY = ["/node_modules/execa/", "/node_modules/ajv", "/node_modules/pino", "/node_modules/yaml/"];
+
+for (const args of [["--version"], ["list"], ["show", "abcd"]]) {
+  test(`dsh-herdr ${args.join(" ")} loads none of execa, ajv, pino, yaml`, () => {
+    const loaded = modulesOf(args);
+    assert.ok(
+      loaded.some((u) => u.endsWith("/bin/dsh-herdr")),
+      "the hook saw the CLI load",
+    );
+    const heavy = loaded.filter((u) => HEAVY.some((h) => u.includes(h)));
+    assert.deepEqual(heavy, []);
+  });
+}
+
+test("dsh-herdr --version loads only main and what it needs (no command module)", () => {
+  const loaded = modulesOf(["--version"]);
+  assert.deepEqual(
+    loaded.filter((u) => u.includes("/cli/commands/")),
+    [],
+  );
+  // 12 today (the bin, main and its few imports, commander); 278 before commands were loaded by need.
+  assert.ok(loaded.length <= 20, `--version loaded ${loaded.length} modules:\n${loaded.join("\n")}`);
+});
+
+test("every command and alias loads exactly the group that registers it", async () => {
+  const ctx = {
+    io: processIo(),
+    home: "/nonexistent",
+    connect: () => Promise.reject(new Error("not in this test")),
+    exitCode: 0,
+    signal: new AbortController().signal,
+  } as CliContext;
+  const all = await buildProgram(ctx, { args: ["help"] });
+  assert.ok(all.commands.length > 20);
+  for (const c of all.commands)
+    for (const name of [c.name(), ...c.aliases()]) {
+      const one = await buildProgram(ctx, { args: [name] });
+      assert.ok(
+        one.commands.some((x) => x.name() === c.name()),
+        `\`dsh-herdr ${name}\` does not load the module that registers it`,
+      );
+    }
+});
+
+test("dsh-herdr completion bash still names every command (it loads them all)", () => {
+  const r = spawnSync(process.execPath, [dshBin, "completion", "bash"], { encoding: "utf8", timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  for (const name of ["spawn", "list", "show", "watch", "land", "logs", "machine", "daemon", "doctor", "demo"])
+    assert.match(r.stdout, new RegExp(`\\b${name}\\b`), `completion names ${name}`);
+});
