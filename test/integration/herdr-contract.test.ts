@@ -359,6 +359,36 @@ function suite(speaks: HerdrProtocol): void {
       });
     }
 
+    test("a subscription gone mute: the periodic read still sees the exit, and the subscription is made anew", async () => {
+      const rt = createHerdrRuntime({ socketPath: fake.socketPath, watchCheckMs: 300 });
+      const h = await rt.launch(spec("worker-q1"));
+      const events: RuntimeEvent[] = [];
+      const stop = rt.watch?.(h, (e) => events.push(e));
+      const subscribes = (): number =>
+        fake.log.filter((e) => (e.message as { method?: string }).method === "events.subscribe").length;
+      try {
+        await until("subscribed", async () => (fake.core.subscribers.size > 0 ? true : undefined), 10_000);
+        await until(
+          "the child's banner",
+          async () => ((await rt.readOutput(h)).includes("child up") ? true : undefined),
+          10_000,
+        );
+        const before = subscribes();
+        fake.misbehave({ muteSubscriptions: true });
+        await rt.sendText(h, "bye");
+        await until(
+          "the exited event",
+          async () => (events.some((e) => e.type === "exited") ? true : undefined),
+          10_000,
+        );
+        await until("a new subscription", async () => (subscribes() > before ? true : undefined), 10_000);
+      } finally {
+        stop?.();
+        await rt.close(h);
+      }
+      assertLogValid();
+    });
+
     test("control characters in an argument are refused by name before Herdr sees them", async () => {
       const rt = createHerdrRuntime({ socketPath: fake.socketPath });
       const count = fake.log.length;

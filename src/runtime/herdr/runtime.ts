@@ -30,6 +30,8 @@ export interface HerdrRuntimeOptions extends HerdrClientOptions {
   /** Retries of agent.start while the fresh pane's shell is still starting (agent_pane_busy); machines only. */
   busyRetries?: number;
   busyBackoffMs?: number;
+  /** How often a watched pane's state is also read, to catch a mute subscription (default 5 s). */
+  watchCheckMs?: number;
 }
 
 const AGENT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -255,6 +257,7 @@ export function createHerdrRuntime(opts: HerdrRuntimeOptions = {}): Runtime {
           },
           exit: exitOf,
           ownEvidence: started(h),
+          ...(opts.watchCheckMs !== undefined ? { checkMs: opts.watchCheckMs } : {}),
         },
         h,
         onEvent,

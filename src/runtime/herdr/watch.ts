@@ -26,6 +26,12 @@ export interface WatchDeps {
   resubscribeMs?: number;
   /** Poll interval when the transport cannot stream events (the CLI transport). */
   pollMs?: number;
+  /**
+   * While subscribed, the state is also read this often (default 5 s): a pane's subscription can go mute (its pane
+   * died under it, or Herdr stopped pushing) without the connection closing; a read that finds a change the stream
+   * did not bring re-makes the subscription.
+   */
+  checkMs?: number;
 }
 
 export function watchPane(deps: WatchDeps, handle: RuntimeHandle, onEvent: (e: RuntimeEvent) => void): () => void {
@@ -70,11 +76,28 @@ export function watchPane(deps: WatchDeps, handle: RuntimeHandle, onEvent: (e: R
     }
   };
 
-  const check = async (): Promise<void> => {
+  const check = async (): Promise<boolean> => {
+    const before = `${last}/${ended}`;
     const p = await deps.probe(handle);
     if (!p.paneExists) emit({ type: "gone" });
     else if (p.state === "missing") await exited();
     else emit({ type: "state", state: p.state });
+    return `${last}/${ended}` !== before;
+  };
+
+  let checker: NodeJS.Timeout | undefined;
+  const checkNow = (): void => {
+    void check()
+      .then((missed) => {
+        // The stream missed what the read found: it is mute; make a new one.
+        if (missed && sub && !stopped) {
+          const old = sub;
+          sub = undefined;
+          old.close();
+          retry();
+        }
+      })
+      .catch(() => undefined);
   };
 
   const start = async (): Promise<void> => {
@@ -97,6 +120,7 @@ export function watchPane(deps: WatchDeps, handle: RuntimeHandle, onEvent: (e: R
       if (stopped) return s.close();
       sub = s;
       await check();
+      checker ??= setInterval(checkNow, deps.checkMs ?? 5_000);
     } catch (e) {
       if (isGone(e)) emit({ type: "gone" });
       else retry();
@@ -112,6 +136,7 @@ export function watchPane(deps: WatchDeps, handle: RuntimeHandle, onEvent: (e: R
   const stop = (): void => {
     stopped = true;
     if (timer) clearTimeout(timer);
+    if (checker) clearInterval(checker);
     sub?.close();
   };
 
