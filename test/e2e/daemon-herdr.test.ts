@@ -4,7 +4,8 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { HERDR_PROTOCOLS, type HerdrProtocol, herdrSchemaErrors, schemaFor } from "../helpers/herdr-schema.js";
 import { piBin } from "../helpers/pi.js";
-import { createHerdrRuntime } from "../../src/runtime/herdr/index.js";
+import { dirname } from "node:path";
+import { HerdrClient, createTransport } from "../../src/runtime/herdr/index.js";
 import { SCRIPT, startHarness, type Harness } from "./daemon-harness.js";
 import { defineRuntimeScenarios } from "./scenarios.js";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
@@ -44,23 +45,48 @@ function suite(protocol: HerdrProtocol): void {
     }
   });
 
-  test("herdr: task.list --external shows an agent the daemon did not spawn, observationally, and not ours", async () => {
-    const rt = createHerdrRuntime({ socketPath: fake.socketPath });
-    const handle = await rt.launch({
-      taskId: "texternal0001",
-      name: "someone-else",
-      argv: [piBin, "--model", h.modelName],
-      env: { ...h.childEnv },
-      cwd: h.repo,
-      taskDir: h.dir,
-      repoName: "repo",
+  for (const detection of ["launch_pending", "busy_reads_idle"] as const) {
+    test(`herdr: Herdr's pi detection broken (${detection}) → the task still completes, true to the child's evidence`, async () => {
+      fake.misbehave({ detection });
+      try {
+        const { taskId } = await h.spawn({
+          prompt: "MARK-WORKER add a feature file",
+          isolated: true,
+          runtime: "herdr",
+        });
+        const r = await h.wait(taskId);
+        assert.equal(r.status, "completed", JSON.stringify(r));
+        assert.equal(r.summary, "Added feature.txt");
+        assert.equal(r.finalMessage, "Added feature.txt\n\nOne new file.");
+        // Herdr's raw word, whatever its broken detection made of the child: never taken for the child's state.
+        assert.ok(["idle", "done", "working", "unknown"].includes(r.herdrStatus), r.herdrStatus);
+        if (detection === "busy_reads_idle") assert.notEqual(r.herdrStatus, "working");
+      } finally {
+        fake.misbehave({ detection: "screen" });
+      }
     });
+  }
+
+  test("herdr: task.list --external shows an agent the daemon did not spawn, observationally, and not ours", async () => {
+    // Someone else's pi, started the way Herdr users do (agent.start types `pi` into the pane's shell).
+    const client = new HerdrClient(createTransport({ socketPath: fake.socketPath }));
+    const made = await client.call("workspace.create", {
+      cwd: h.repo,
+      label: "someone",
+      focus: false,
+      env: { ...h.childEnv, PATH: `${dirname(piBin)}:${process.env.PATH}` },
+    });
+    const paneId = (made.root_pane as { pane_id: string }).pane_id;
+    await client.call(
+      "agent.start",
+      { name: "someone-else", kind: "pi", pane_id: paneId, args: ["--model", h.modelName], timeout_ms: 60_000 },
+      { timeoutMs: 65_000 },
+    );
     try {
       type Listing = {
         tasks: unknown[];
         external: { name: string; status: string; external: boolean; paneId: string }[];
       };
-      // Herdr sees the agent once the pane's process is up (slower with pi 1.x's wrapper): ask until it is listed.
       let listing: Listing = await h.cli.request<Listing>("task.list", { external: true });
       for (let i = 0; i < 200 && listing.external.length === 0; i++) {
         await new Promise((r) => setTimeout(r, 100));
@@ -70,12 +96,12 @@ function suite(protocol: HerdrProtocol): void {
       assert.ok(tasks.length > 0);
       // On a miss, what the fake Herdr holds says why (the pane forgotten, the agent released, or listed as ours).
       const held = [...fake.core.model.panes.values()].map((p) => ({ id: p.id, agent: p.agent?.name ?? null }));
-      assert.equal(external.length, 1, JSON.stringify({ external, pane: handle.paneId, held }));
+      assert.equal(external.length, 1, JSON.stringify({ external, pane: paneId, held }));
       assert.equal(external[0]!.name, "someone-else");
-      assert.equal(external[0]!.paneId, handle.paneId);
+      assert.equal(external[0]!.paneId, paneId);
       assert.ok(["idle", "running", "blocked"].includes(external[0]!.status));
     } finally {
-      await rt.close(handle);
+      await client.call("pane.close", { pane_id: paneId });
     }
   });
 }

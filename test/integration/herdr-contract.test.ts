@@ -2,7 +2,7 @@
 // message both sides exchange validates against Herdr's own schema of that protocol, 0.9's extra optional fields
 // are ignored, and each misbehaviour of the server maps to the right error code.
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -18,6 +18,13 @@ let fake: FakeHerdr;
 let piPath: string;
 let protocol: HerdrProtocol;
 
+/** A shell start-up file for the fake's panes (dash sources $ENV). */
+function rcFile(text: string): string {
+  const path = join(dir, `rc-${Math.random().toString(36).slice(2)}`);
+  writeFileSync(path, text);
+  return path;
+}
+
 /** A stand-in `pi`: prints its args, cwd and env, answers one line, then exits. */
 const FAKE_PI = `#!/bin/sh
 echo "child up: args=[$*] cwd=$(pwd) FOO=$FOO"
@@ -28,13 +35,16 @@ exit 3
 `;
 
 function spec(name: string, extra: Partial<LaunchSpec> = {}): LaunchSpec {
+  // Each task has its own directory (the starter's pid and exit files live there).
+  const taskDir = join(dir, "tasks", name);
+  mkdirSync(taskDir, { recursive: true });
   return {
     taskId: "tabc",
     name,
     argv: [piPath, "do the thing"],
     env: { FOO: "bar baz" },
     cwd: dir,
-    taskDir: dir,
+    taskDir,
     repoName: "demo",
     ...extra,
   };
@@ -53,6 +63,7 @@ async function rejectsWith(p: Promise<unknown>, code: string, herdrCode?: string
 }
 
 function assertLogValid(): number {
+  assert.deepEqual(fake.rejected, [], "Herdr refused none of the adapter's requests as a whole");
   for (const { kind, message } of fake.log) {
     const errors = herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message, protocol);
     assert.equal(errors, "", `${kind} ${JSON.stringify(message)} is not valid per Herdr's protocol-${protocol} schema`);
@@ -109,7 +120,7 @@ function suite(speaks: HerdrProtocol): void {
       );
       await until("exit", async () => ((await rt.agentState?.(h)) === "missing" ? true : undefined), 10_000);
       assert.equal(await rt.isAlive(h), false);
-      assert.equal(await rt.exitStatus(h), null);
+      assert.deepEqual(await rt.exitStatus(h), { code: 3 }, "the starter recorded the child's exit code");
       await until("the exited event", async () => (events.some((e) => e.type === "exited") ? true : undefined), 10_000);
       // Working is seen before the exit (first, unless a stall let the fake's 400 ms quiet rule report done before the
       // subscription: then the follow-up's output makes it working again).
@@ -127,8 +138,8 @@ function suite(speaks: HerdrProtocol): void {
         "workspace.list",
         "workspace.create",
         "tab.create",
-        "agent.start",
-        "agent.get",
+        "pane.rename",
+        "pane.get",
         "pane.read",
         "pane.send_input",
         "pane.close",
@@ -136,6 +147,7 @@ function suite(speaks: HerdrProtocol): void {
       ]) {
         assert.ok(methods.has(m), `the adapter sent ${m}`);
       }
+      assert.ok(!methods.has("agent.start"), "the child is started by our own start line, not Herdr's agent.start");
       assert.ok(
         fake.log.some((e) => e.kind === "event"),
         "events were pushed",
@@ -151,10 +163,7 @@ function suite(speaks: HerdrProtocol): void {
         results.some((r) => r.includes('"program_status"')),
         protocol === 22,
       );
-      assert.equal(
-        results.some((r) => r.includes('"agent_instance_id"')),
-        protocol === 22,
-      );
+      // (agent_instance_id rides on AgentInfo, which the adapter no longer asks for on a local Herdr.)
     });
 
     test("find: the live agent a launch left behind, by name in its workdir; nothing for another name, cwd or a closed pane", async () => {
@@ -162,22 +171,31 @@ function suite(speaks: HerdrProtocol): void {
       const h = await rt.launch(spec("worker-f1"));
       const other = await rt.launch(spec("worker-f2"));
       try {
-        const found = await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: dir });
+        const taskDir = (name: string): string => join(dir, "tasks", name);
+        const found = await rt.find!({ taskId: "tabc", taskDir: taskDir("worker-f1"), name: "worker-f1", cwd: dir });
         assert.deepEqual(found, h, "the same handle launch() returned");
-        assert.deepEqual(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f2" }), other);
-        assert.equal(await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-none" }), undefined);
+        assert.deepEqual(await rt.find!({ taskId: "tabc", taskDir: taskDir("worker-f2"), name: "worker-f2" }), other);
         assert.equal(
-          await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: join(dir, "elsewhere") }),
+          await rt.find!({ taskId: "tabc", taskDir: taskDir("worker-none"), name: "worker-none" }),
+          undefined,
+        );
+        assert.equal(
+          await rt.find!({
+            taskId: "tabc",
+            taskDir: taskDir("worker-f1"),
+            name: "worker-f1",
+            cwd: join(dir, "elsewhere"),
+          }),
           undefined,
           "same name, another workdir",
         );
         await rt.close(h);
         assert.equal(
-          await rt.find!({ taskId: "tabc", taskDir: dir, name: "worker-f1", cwd: dir }),
+          await rt.find!({ taskId: "tabc", taskDir: taskDir("worker-f1"), name: "worker-f1", cwd: dir }),
           undefined,
           "closed",
         );
-        assert.ok(fake.log.some((e) => (e.message as { method?: string }).method === "agent.list"));
+        assert.ok(fake.log.some((e) => (e.message as { method?: string }).method === "pane.list"));
         assertLogValid();
       } finally {
         await rt.close(h);
@@ -202,22 +220,18 @@ function suite(speaks: HerdrProtocol): void {
       assertLogValid();
     });
 
-    test("agent_pane_busy is retried until the shell is ready; too many gives up and closes the pane", async () => {
-      const rt = createHerdrRuntime({ socketPath: fake.socketPath, busyBackoffMs: 20, busyRetries: 5 });
-      const starts = (): number =>
-        fake.log.filter((e) => (e.message as { method?: string }).method === "agent.start").length;
-      const before = starts();
-      fake.misbehave({ busy: 3 });
-      const h = await rt.launch(spec("worker-c1"));
-      assert.equal(starts() - before, 4, "three busy answers, then a start");
-      assert.equal(await rt.isAlive(h), true);
-      await rt.close(h);
-      fake.misbehave({ busy: 100 });
-      const panesBefore = fake.core.model.panes.size;
-      await rejectsWith(rt.launch(spec("worker-c2")), "HERDR_REJECTED", "agent_pane_busy");
-      assert.equal(fake.core.model.panes.size, panesBefore, "the half-made pane was closed");
-      fake.misbehave({ busy: 0 });
-      assertLogValid();
+    test("a shell that never runs the start line: LAUNCH_FAILED naming what Herdr reads, the pane closed", async () => {
+      const hung = await startFakeHerdr({ protocol: speaks, shellRc: rcFile("sleep 600\n") });
+      try {
+        const rt = createHerdrRuntime({ socketPath: hung.socketPath, startTimeoutMs: 1_500 });
+        const err = await rejectsWith(rt.launch(spec("worker-c1")), "LAUNCH_FAILED");
+        assert.match(err.message, /did not run the start line within 1500 ms \(Herdr reads the pane as unknown/);
+        assert.match(err.message, /Fix:/);
+        const left = [...hung.core.model.panes.values()].filter((p) => p.label === "worker-c1");
+        assert.equal(left.length, 0, "the half-made pane was closed");
+      } finally {
+        await hung.close();
+      }
     });
 
     test("a pane lost under the adapter reads as missing / gone / PANE_GONE, and close still succeeds", async () => {
@@ -241,6 +255,11 @@ function suite(speaks: HerdrProtocol): void {
       const h = await rt.launch(spec("worker-e1"));
       const events: RuntimeEvent[] = [];
       const stop = rt.watch?.(h, (e) => events.push(e));
+      await until(
+        "Herdr detects the agent",
+        async () => (fake.core.model.panes.get(h.paneId!)?.agent ? true : undefined),
+        10_000,
+      );
       await fake.setAgentStatus(h.paneId as string, "blocked");
       assert.equal(await rt.agentState?.(h), "blocked");
       await until(
@@ -249,9 +268,152 @@ function suite(speaks: HerdrProtocol): void {
         10_000,
       );
       await rt.sendKeys(h, ["C-c"]);
+      await rejectsWith(rt.sendKeys(h, ["PageUp"]), "BAD_PARAMS");
       stop?.();
       await rt.close(h);
       assertLogValid();
+    });
+
+    test("the right pi runs whatever the shell's start-up file does to PATH; its exit code comes back", async () => {
+      // The user's shell puts another `pi` first on PATH: a bare `pi` typed into the pane (what Herdr's agent.start
+      // types) would run it.
+      const decoyDir = join(dir, "decoy");
+      mkdirSync(decoyDir, { recursive: true });
+      const marker = join(dir, "decoy-ran");
+      writeFileSync(join(decoyDir, "pi"), `#!/bin/sh\necho WRONG PI; touch ${marker}; sleep 600\n`);
+      chmodSync(join(decoyDir, "pi"), 0o755);
+      const shelled = await startFakeHerdr({
+        protocol: speaks,
+        quietMs: 400,
+        shellRc: rcFile(`PATH=${decoyDir}:$PATH; export PATH\nFOO=clobbered\n`),
+      });
+      try {
+        const rt = createHerdrRuntime({ socketPath: shelled.socketPath });
+        const h = await rt.launch(spec("worker-r1"));
+        const events: RuntimeEvent[] = [];
+        const stop = rt.watch?.(h, (e) => events.push(e));
+        const out = await until(
+          "the child's banner",
+          async () => {
+            const text = await rt.readOutput(h);
+            return text.includes("child up") ? text : undefined;
+          },
+          10_000,
+        );
+        assert.match(out, /args=\[do the thing\]/);
+        assert.equal(existsSync(marker), false, "the decoy pi never ran");
+        assert.doesNotMatch(out, /WRONG PI/);
+        await rt.sendText(h, "bye");
+        const exited = await until(
+          "the exited event",
+          async () => events.find((e) => e.type === "exited") as Extract<RuntimeEvent, { type: "exited" }> | undefined,
+          10_000,
+        );
+        assert.deepEqual(exited.exit, { code: 3 }, "the child's own exit code");
+        assert.deepEqual(await rt.exitStatus(h), { code: 3 });
+        assert.equal(await rt.isAlive(h), false);
+        stop?.();
+        await rt.close(h);
+        for (const { kind, message } of shelled.log)
+          assert.equal(herdrSchemaErrors(schemaFor(kind, message as Record<string, unknown>), message, speaks), "");
+        assert.deepEqual(shelled.rejected, []);
+      } finally {
+        await shelled.close();
+      }
+    });
+
+    for (const mode of ["launch_pending", "busy_reads_idle"] as const) {
+      test(`Herdr's pi detection broken (${mode}): the child starts, lives and ends by our own evidence; Herdr's word is reported raw`, async () => {
+        const broken = await startFakeHerdr({ protocol: speaks, quietMs: 400, detection: mode });
+        try {
+          const rt = createHerdrRuntime({ socketPath: broken.socketPath });
+          const h = await rt.launch(spec(`worker-m${mode.length}`));
+          const events: RuntimeEvent[] = [];
+          const stop = rt.watch?.(h, (e) => events.push(e));
+          await until(
+            "the child's banner",
+            async () => ((await rt.readOutput(h)).includes("child up") ? true : undefined),
+            10_000,
+          );
+          assert.equal(await rt.isAlive(h), true);
+          // Herdr's own word, whatever it is, and never taken for the child's liveness.
+          const word = await rt.agentState?.(h);
+          assert.ok(word !== "missing", String(word));
+          if (mode === "busy_reads_idle") {
+            await until(
+              "Herdr sees the agent",
+              async () => (broken.core.model.panes.get(h.paneId!)?.agent ? true : undefined),
+              10_000,
+            );
+            assert.equal(await rt.agentState?.(h), "idle", "a busy pi reads idle in this Herdr");
+          }
+          await rt.sendText(h, "bye");
+          await until("exited", async () => (events.some((e) => e.type === "exited") ? true : undefined), 10_000);
+          assert.deepEqual(await rt.exitStatus(h), { code: 3 });
+          stop?.();
+          await rt.close(h);
+          assert.deepEqual(broken.rejected, []);
+        } finally {
+          await broken.close();
+        }
+      });
+    }
+
+    test("a subscription gone mute: the periodic read still sees the exit, and the subscription is made anew", async () => {
+      const rt = createHerdrRuntime({ socketPath: fake.socketPath, watchCheckMs: 300 });
+      const h = await rt.launch(spec("worker-q1"));
+      const events: RuntimeEvent[] = [];
+      const stop = rt.watch?.(h, (e) => events.push(e));
+      const subscribes = (): number =>
+        fake.log.filter((e) => (e.message as { method?: string }).method === "events.subscribe").length;
+      try {
+        await until("subscribed", async () => (fake.core.subscribers.size > 0 ? true : undefined), 10_000);
+        await until(
+          "the child's banner",
+          async () => ((await rt.readOutput(h)).includes("child up") ? true : undefined),
+          10_000,
+        );
+        const before = subscribes();
+        fake.misbehave({ muteSubscriptions: true });
+        await rt.sendText(h, "bye");
+        await until(
+          "the exited event",
+          async () => (events.some((e) => e.type === "exited") ? true : undefined),
+          10_000,
+        );
+        await until("a new subscription", async () => (subscribes() > before ? true : undefined), 10_000);
+      } finally {
+        stop?.();
+        await rt.close(h);
+      }
+      assertLogValid();
+    });
+
+    test("control characters in an argument are refused by name before Herdr sees them", async () => {
+      const rt = createHerdrRuntime({ socketPath: fake.socketPath });
+      const count = fake.log.length;
+      const tab = await rejectsWith(rt.launch(spec("worker-t1", { argv: [piPath, "--model", "a\tb"] })), "BAD_PARAMS");
+      assert.match(tab.message, /argument 2 .* a tab \(U\+0009\)/);
+      const esc = await rejectsWith(rt.launch(spec("worker-t2", { argv: [piPath, "\x1b[31mred"] })), "BAD_PARAMS");
+      assert.match(esc.message, /an escape \(ESC\) \(U\+001B\)/);
+      const c1 = await rejectsWith(rt.launch(spec("worker-t3", { argv: [piPath, "x\u0085y"] })), "BAD_PARAMS");
+      assert.match(c1.message, /U\+0085/);
+      assert.equal(fake.log.length, count, "no request reached Herdr");
+    });
+
+    test('a request Herdr refuses as a whole (id "", invalid_request) → HERDR_PROTOCOL in Herdr\'s words', async () => {
+      const rt = createHerdrRuntime({ socketPath: fake.socketPath });
+      await rt.readOutput({ runtime: "herdr", paneId: "w1:p1" }).catch(() => undefined); // pinged
+      fake.misbehave({ malformed: "invalid_request" });
+      const err = await rejectsWith(
+        rt.readOutput({ runtime: "herdr", paneId: "w1:p1" }),
+        "HERDR_PROTOCOL",
+        "invalid_request",
+      );
+      assert.match(err.message, /unknown variant `fake`/);
+      assert.match(err.message, /Fix:/);
+      const answer = fake.log.at(-1)?.message as { id?: unknown; error?: { code?: unknown } };
+      assert.deepEqual([answer.id, answer.error?.code], ["", "invalid_request"]);
     });
 
     test("bad launch input is refused before anything is created", async () => {

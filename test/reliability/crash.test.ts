@@ -3,7 +3,8 @@
 // is started again on the same home, and the task is driven to its end. Each point checks: the right final
 // status, no prompt run twice (journal, the child's own session, the model's requests), exactly one pi child ever
 // ran for the task (its processes are sampled all along), and no orphan process or worktree. `launch_returned` kills
-// the daemon between runtime.launch and its journal record: the child must be adopted (headless and tmux).
+// the daemon between runtime.launch and its journal record: the child must be adopted (headless, tmux and Herdr: the
+// fake Herdr, its panes' shells typing the start line).
 // Run a few points only: DSH_CRASH_POINTS=26,27 node --test dist/test/reliability/crash.test.js
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -17,6 +18,7 @@ import type { AgentResult } from "../../src/core/types.js";
 import { describeDifference } from "../../src/core/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import { privateTmux, type PrivateTmux } from "../helpers/tmux.js";
+import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
 import {
   alive,
   cliClient,
@@ -66,8 +68,8 @@ interface Point {
   killAfter?: string;
   expect: "closed";
   finalBeforeClose: AgentResult["status"];
-  /** The daemon's runtime (default headless); tmux runs on a private -L server. */
-  runtime?: "tmux";
+  /** The daemon's runtime (default headless); tmux runs on a private -L server, Herdr is the fake one. */
+  runtime?: "tmux" | "herdr";
   /** Not isolated: the task runs in the repo itself, which has a file dirty (untracked) before the spawn. */
   shared?: true;
 }
@@ -102,6 +104,8 @@ const POINTS: Point[] = [
   { at: "launch_returned", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
   { at: "launch_returned", runtime: "tmux", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
   { at: "launched", shared: true, life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "launch_returned", runtime: "herdr", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
+  { at: "status:running", runtime: "herdr", life: "two-cycles", expect: "closed", finalBeforeClose: "completed" },
 ];
 
 let shared: Shared;
@@ -110,7 +114,10 @@ const tmux: PrivateTmux = privateTmux("dsh-crash");
 before(async () => {
   shared = await startShared(SCRIPT, "dsh-crash-");
 });
+// Started on first use by a Herdr point.
+let herdr: FakeHerdr | undefined;
 after(async () => {
+  await herdr?.close();
   await tmux.kill();
   await shared?.close();
 });
@@ -188,7 +195,13 @@ class Driver {
       this.runs++;
       const crash = this.runs === 1 ? this.point.at : this.runs === 2 ? this.point.again : undefined;
       try {
-        const config = this.point.runtime === "tmux" ? { runtime: "tmux", tmuxSocket: tmux.socketName } : {};
+        if (this.point.runtime === "herdr") herdr ??= await startFakeHerdr({ quietMs: 1000 });
+        const config =
+          this.point.runtime === "tmux"
+            ? { runtime: "tmux", tmuxSocket: tmux.socketName }
+            : this.point.runtime === "herdr"
+              ? { runtime: "herdr", herdrSocketPath: herdr!.socketPath }
+              : {};
         this.d = await startDaemonProc(this.home, shared.childEnv, {
           env: crash ? { DSH_HERDR_CRASH_AT: crash } : {},
           config,
@@ -237,6 +250,17 @@ async function runPoint(p: Point, idx: number): Promise<void> {
   const childOf = join(home, "tasks") + "/";
   // pi children only (their argv names the session file): other short processes name the task dir too (mkfifo).
   const children = sampleProcesses(childOf, 200, "session.jsonl");
+  // On Herdr the journaled pid is the starter's (the script the pane's shell ran), pi its child: each pi's parent.
+  const parents = new Map<number, number>();
+  const parentSampler = setInterval(() => {
+    for (const pid of children.seen)
+      if (!parents.has(pid))
+        try {
+          parents.set(pid, Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]));
+        } catch {
+          /* gone */
+        }
+  }, 100);
   await drv.start();
   const marker = p.life === "abort" ? "MARK-SLOW" : "MARK-LIFE";
   let taskId: string | undefined;
@@ -439,8 +463,9 @@ async function runPoint(p: Point, idx: number): Promise<void> {
       );
     }
     children.stop();
+    clearInterval(parentSampler);
     assert.deepEqual(
-      [...children.seen],
+      p.runtime === "herdr" ? [...children.seen].map((pid) => parents.get(pid)) : [...children.seen],
       [(launched[0]!.handle as { pid: number }).pid],
       "exactly one pi child ever ran, the journaled one",
     );
@@ -465,6 +490,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
       .filter((l) => l.startsWith("worktree "));
     assert.ok(listed.length <= 2, `git worktrees: ${listed.join("; ")}`);
   } finally {
+    clearInterval(parentSampler);
     children.stop();
     await drv.stop().catch(() => undefined);
     for (const pid of children.seen) {

@@ -48,7 +48,7 @@ test("envelopes: result, Herdr error mapped, and every malformed shape is HERDR_
   );
   assert.equal(
     code(() => parseEnvelope('{"id":"","error":{"code":"invalid_request","message":"x"}}', "a", "m")),
-    "HERDR_REJECTED",
+    "HERDR_PROTOCOL",
   );
   for (const bad of [
     "nope",

@@ -15,6 +15,14 @@ const MAP: Record<string, ErrorCode> = {
 
 /** A DshError for an `{error:{code,message}}` envelope Herdr sent back. */
 export function herdrRejection(method: string, herdrCode: string, message: string): DshError {
+  // Herdr answers a request it cannot parse as a whole with id "" and invalid_request (src/api/server.rs): our request
+  // does not match the server's protocol, which no retry fixes.
+  if (herdrCode === "invalid_request")
+    return new DshError(
+      "HERDR_PROTOCOL",
+      `Herdr could not read dsh-herdr's ${method} request (${message || herdrCode}): the server's protocol differs from the one dsh-herdr speaks. Fix: check herdr status --json (protocol 20 or newer) and update Herdr or dsh-herdr`,
+      { herdrCode, method },
+    );
   const code = MAP[herdrCode] ?? "HERDR_REJECTED";
   return new DshError(code, `Herdr refused ${method}: ${herdrCode}: ${message}`, { herdrCode, method });
 }
