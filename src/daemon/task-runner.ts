@@ -191,7 +191,7 @@ export class TaskRunner implements Runner {
         this.ports.slot.release();
         return;
       case "end_child":
-        await this.endChild(e.why);
+        await this.endChild(e.why, e.keepPane === true);
         return;
       case "stop_turn":
         await this.stopTurn(e.why);
@@ -311,7 +311,7 @@ export class TaskRunner implements Runner {
   }
 
   /** End the child's process (its pane goes too on tmux/Herdr; the session and output stay in the task dir). */
-  async endChild(why: string): Promise<void> {
+  async endChild(why: string, keepPane = false): Promise<void> {
     const { rec } = this;
     if (this.childEnded) return;
     this.childEnded = true;
@@ -330,7 +330,10 @@ export class TaskRunner implements Runner {
         .slice(-5)
         .join("\n");
     }
-    await runtime.close(rec.handle).catch(() => undefined);
+    const ended = keepPane && runtime.end ? runtime.end(rec.handle) : runtime.close(rec.handle);
+    await ended.catch((err: unknown) =>
+      this.ports.log.warn({ taskId: rec.taskId, why, err: String(err) }, "child not ended"),
+    );
   }
 
   /**
