@@ -16,7 +16,8 @@ const STATUS_SENTENCES: Record<AgentStatus, string> = {
   interrupted: "The task was interrupted.",
 };
 
-function cap(s: string): string {
+/** One line of at most SUMMARY_MAX_CHARS (whitespace folded, an ellipsis where it was cut). */
+export function capSummary(s: string): string {
   const flat = s.replace(/\s+/g, " ").trim();
   return flat.length <= SUMMARY_MAX_CHARS ? flat : flat.slice(0, SUMMARY_MAX_CHARS - 1).trimEnd() + "…";
 }
@@ -42,7 +43,7 @@ export interface SummaryInput {
 export function pickSummary(input: SummaryInput): string {
   const fromMeta = input.meta?.summary?.trim();
   const pick = (fromMeta ? fromMeta : undefined) ?? firstLine(input.finalMessage) ?? firstLine(input.body);
-  return cap(pick ?? STATUS_SENTENCES[input.status]);
+  return capSummary(pick ?? STATUS_SENTENCES[input.status]);
 }
 
 /** "fresh": changed after promptedAt; "stale": exists but did not; "absent": pi wrote no file (yet). */
