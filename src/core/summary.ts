@@ -37,13 +37,19 @@ export interface SummaryInput {
   finalMessage?: string;
   body?: string;
   status: AgentStatus;
+  /** No prompt of this task ever reached a child (a setup or launch that failed): there is no session to inspect. */
+  unprompted?: boolean;
 }
+
+const FAILED_UNPROMPTED = "The task failed before a child took its prompt; its error says why.";
 
 /** result.md summary → first line of the final message → first body line → a status sentence; one line, capped. */
 export function pickSummary(input: SummaryInput): string {
   const fromMeta = input.meta?.summary?.trim();
   const pick = (fromMeta ? fromMeta : undefined) ?? firstLine(input.finalMessage) ?? firstLine(input.body);
-  return capSummary(pick ?? STATUS_SENTENCES[input.status]);
+  const sentence =
+    input.status === "failed" && input.unprompted === true ? FAILED_UNPROMPTED : STATUS_SENTENCES[input.status];
+  return capSummary(pick ?? sentence);
 }
 
 /** "fresh": changed after promptedAt; "stale": exists but did not; "absent": pi wrote no file (yet). */
@@ -62,6 +68,8 @@ export interface WarningInput {
   dirtyChanged?: string[];
   /** Harvest is final for this cycle: empty-harvest only makes sense then. */
   settled: boolean;
+  /** No prompt reached a child: pi had nothing to write a session for. */
+  unprompted?: boolean;
   /** Passed through in order after ours (malformed result.md, invalid session lines, ...). */
   extra?: string[];
 }
@@ -77,7 +85,8 @@ export function collectWarnings(w: WarningInput): string[] {
   const out: string[] = [];
   if (w.session === "stale")
     out.push("stale session: the session file did not change after the prompt; finalMessage omitted");
-  if (w.session === "absent" && w.settled) out.push("no session file: pi wrote no assistant message for this task");
+  if (w.session === "absent" && w.settled && w.unprompted !== true)
+    out.push("no session file: pi wrote no assistant message for this task");
   if (w.settled && !w.hasArtifact && !w.hasFinalMessage)
     out.push("empty harvest: no result.md and no new final message");
   if (w.role === "reviewer") {
