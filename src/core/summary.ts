@@ -22,6 +22,16 @@ export function capSummary(s: string): string {
   return flat.length <= SUMMARY_MAX_CHARS ? flat : flat.slice(0, SUMMARY_MAX_CHARS - 1).trimEnd() + "…";
 }
 
+/** A brief's length: a label in lists, cards and deliveries. */
+export const BRIEF_MAX_CHARS = 80;
+
+/** A brief made from a task's text (none was given): its first line, one line of at most BRIEF_MAX_CHARS. */
+export function briefFrom(text: string | undefined): string | undefined {
+  const line = firstLine(text)?.replace(/\s+/g, " ");
+  if (line === undefined) return undefined;
+  return line.length <= BRIEF_MAX_CHARS ? line : `${line.slice(0, BRIEF_MAX_CHARS - 1).trimEnd()}…`;
+}
+
 /** First line with text; markdown heading marks dropped so "## Done" reads "Done". */
 export function firstLine(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
