@@ -10,6 +10,7 @@ import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server
 import { privateTmux } from "../helpers/tmux.js";
 import { until } from "../helpers/wait.js";
 import { SCRIPT, startHarness, type Harness } from "./daemon-harness.js";
+import { checkChildren, childProcessesByTask } from "../../src/cli/doctor/children.js";
 
 /**
  * Live (not zombie) processes started for a task: pi renames itself ("pi") so its argv says nothing, but its
@@ -74,9 +75,13 @@ for (const rt of RUNTIMES)
 
     test(`${rt.name}: close (the pane kept) ends the child within seconds`, async () => {
       const taskId = await settledChild();
+      // doctor counts the task's live processes (pi's, and a headless wrapper's).
+      assert.ok((childProcessesByTask(h.home).get(taskId) ?? []).length > 0, "doctor counts the settled child");
+      assert.equal(checkChildren(h.home).level, "ok");
       const closed = await h.cli.request<AgentResult>("task.close", { taskId, closePane: false });
       assert.equal(closed.status, "closed");
       await until(`the ${rt.name} child gone after close`, () => liveOfTask(taskId).length === 0, 8000, 100);
+      assert.equal(childProcessesByTask(h.home).get(taskId), undefined, "doctor counts none after the close");
     });
 
     test(`${rt.name}: an abort of a settled task ends the child within seconds`, async () => {
