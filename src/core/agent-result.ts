@@ -70,6 +70,8 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
   const status = deriveStatus(raw);
   // Only a session that moved after the prompt has a final message for this task; an older one is stale.
   const finalMessage = input.sessionChangedAfterPrompt ? input.session?.finalText : undefined;
+  // A task that failed before any prompt went out (setup, launch, a child that never said hello) has no session.
+  const unprompted = input.timing.promptedAt === undefined && input.session === undefined;
 
   const out: AgentResult = {
     schemaVersion: 1,
@@ -79,7 +81,9 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
     agent: { ...input.agent },
     herdrStatus: input.herdrStatus ?? "unknown",
     // A cycle paused at a cap: what it waits for is the owner's word on the spend, not anything the child said.
-    summary: input.cap ? capNeeds(input.cap) : pickSummary({ meta: md?.meta, finalMessage, body: md?.body, status }),
+    summary: input.cap
+      ? capNeeds(input.cap)
+      : pickSummary({ meta: md?.meta, finalMessage, body: md?.body, status, unprompted }),
     timing: withElapsed(input.timing),
     nextAction: nextActionFor(status),
   };
@@ -128,6 +132,7 @@ export function buildAgentResult(input: HarvestInput): AgentResult {
     dirtyAtStart: input.diff?.dirtyAtStart ?? [],
     ...(input.diff?.dirtyChanged ? { dirtyChanged: input.diff.dirtyChanged } : {}),
     settled: input.settled ?? (nextActionFor(status) !== "wait" && !input.raw.external),
+    unprompted,
     extra,
   });
   if (warnings.length > 0) out.warnings = warnings;

@@ -156,7 +156,15 @@ const CAP_WORDS: Record<CapName, string> = { cost: "cost", outputTokens: "output
 
 /** `cost cap 5.00 $ reached (7.00 $ spent); respond to continue with another 5.00 $`: the blocked cycle's needs. */
 export function capNeeds(hit: CapHit): string {
-  return `${CAP_WORDS[hit.cap]} cap ${amount(hit.cap, hit.limit)} reached (${amount(hit.cap, hit.spent)} spent); respond to continue with another ${amount(hit.cap, hit.step)}`;
+  return `${CAP_WORDS[hit.cap]} cap ${amount(hit.cap, hit.limit)} reached (${spentAmount(hit)} spent); respond to continue with another ${amount(hit.cap, hit.step)}`;
+}
+
+/** The spend as shown: cents, unless cents would round a spend past the cap down to the cap (0.0512 is not 0.05). */
+function spentAmount(hit: CapHit): string {
+  const shown = amount(hit.cap, hit.spent);
+  if (hit.cap !== "cost" || hit.spent <= hit.limit || Number.parseFloat(shown) > hit.limit) return shown;
+  for (let d = 3; d <= 9; d++) if (Number(hit.spent.toFixed(d)) > hit.limit) return `${hit.spent.toFixed(d)} $`;
+  return shown;
 }
 
 /**

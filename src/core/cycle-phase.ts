@@ -176,7 +176,8 @@ export type Effect =
   | { type: "arm_timer"; kind: TimerKind; ms: number }
   | { type: "cancel_timer"; kind: TimerKind }
   | { type: "release_slot" }
-  | { type: "end_child"; why: string }
+  /** `keepPane`: a close that keeps the pane to read (the child ends all the same). */
+  | { type: "end_child"; why: string; keepPane?: boolean }
   /** Stop the child's running turn (pi's abort): the child and its session stay, for a follow-up. */
   | { type: "stop_turn"; why: string }
   /** Launch pi again on the task's session file: a parked task's follow-up, or the one retry after a stall. */

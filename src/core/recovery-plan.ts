@@ -32,7 +32,7 @@ export interface RecoveryInput {
 export type RecoveryPlan =
   | { kind: "finish_close"; closePane: boolean }
   | { kind: "finish_abort"; timeout: boolean }
-  /** Never launched: nothing ran, so starting it again repeats nothing. */
+  /** Never launched and never settled: nothing ran, so starting it again repeats nothing. */
   | { kind: "start_again" }
   /**
    * A follow-up whose prompt never went out and whose child does not run (a parked child's relaunch the crash cut
@@ -59,12 +59,10 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
   if (i.closed) return { kind: "finish_close", closePane: i.closed.closePane };
   if (i.interrupted) return { kind: "finish_abort", timeout: i.interrupted.code === "TIMEOUT" };
   const cycle = i.cycle;
-  // A follow-up nobody prompted yet, with no child to take it: its session holds the earlier cycles, so pi is
-  // relaunched on it (starting the task again would drop the worktree's work; failing it would lose the follow-up).
-  if (cycle > 1 && !i.prompted && !i.settling && !(i.launched && i.alive)) return { kind: "relaunch_follow_up", cycle };
-  if (!i.launched) return { kind: "start_again" };
   // The settle record is the verdict: a reason read from it is kept; evidence read after it is late evidence.
   const journaled: SettleReason = i.settleReason ?? { kind: "settled_before_crash" };
+  // A settled cycle is final whatever else is missing (a launch that stalled leaves no handle): its owner was told
+  // the verdict, so it is never started again. Looked at before anything that would launch.
   if (i.harvested)
     return {
       kind: "keep_settled",
@@ -76,14 +74,18 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
         ...(i.status !== undefined ? { status: i.status } : {}),
       },
     };
-  const unconfirmed = i.prompted && !i.accepted && !i.settling;
+  const running: Phase = { name: "running", cycle };
+  if (i.settling) return { kind: "settle", phase: running, reason: journaled, journaled: i.settleReason !== undefined };
+  // A follow-up nobody prompted yet, with no child to take it: its session holds the earlier cycles, so pi is
+  // relaunched on it (starting the task again would drop the worktree's work; failing it would lose the follow-up).
+  if (cycle > 1 && !i.prompted && !(i.launched && i.alive)) return { kind: "relaunch_follow_up", cycle };
+  if (!i.launched) return { kind: "start_again" };
+  const unconfirmed = i.prompted && !i.accepted;
   if (!i.prompted || (unconfirmed && i.alive)) {
     if (!i.alive) return { kind: "failed_before_prompt" };
     return { kind: "push_prompt", phase: { name: "awaiting_prompt", cycle } };
   }
   // The cycle's prompt went out: it runs (or ran while the daemon was away). Never prompt it again.
-  const running: Phase = { name: "running", cycle };
-  if (i.settling) return { kind: "settle", phase: running, reason: journaled, journaled: i.settleReason !== undefined };
   if (i.endedMeanwhile)
     return { kind: "settle", phase: running, reason: { kind: "settled_before_crash" }, journaled: false };
   if (!i.alive) return { kind: "gone", phase: running };

@@ -16,9 +16,20 @@ const STATUS_SENTENCES: Record<AgentStatus, string> = {
   interrupted: "The task was interrupted.",
 };
 
-function cap(s: string): string {
+/** One line of at most SUMMARY_MAX_CHARS (whitespace folded, an ellipsis where it was cut). */
+export function capSummary(s: string): string {
   const flat = s.replace(/\s+/g, " ").trim();
   return flat.length <= SUMMARY_MAX_CHARS ? flat : flat.slice(0, SUMMARY_MAX_CHARS - 1).trimEnd() + "…";
+}
+
+/** A brief's length: a label in lists, cards and deliveries. */
+export const BRIEF_MAX_CHARS = 80;
+
+/** A brief made from a task's text (none was given): its first line, one line of at most BRIEF_MAX_CHARS. */
+export function briefFrom(text: string | undefined): string | undefined {
+  const line = firstLine(text)?.replace(/\s+/g, " ");
+  if (line === undefined) return undefined;
+  return line.length <= BRIEF_MAX_CHARS ? line : `${line.slice(0, BRIEF_MAX_CHARS - 1).trimEnd()}…`;
 }
 
 /** First line with text; markdown heading marks dropped so "## Done" reads "Done". */
@@ -36,13 +47,19 @@ export interface SummaryInput {
   finalMessage?: string;
   body?: string;
   status: AgentStatus;
+  /** No prompt of this task ever reached a child (a setup or launch that failed): there is no session to inspect. */
+  unprompted?: boolean;
 }
+
+const FAILED_UNPROMPTED = "The task failed before a child took its prompt; its error says why.";
 
 /** result.md summary → first line of the final message → first body line → a status sentence; one line, capped. */
 export function pickSummary(input: SummaryInput): string {
   const fromMeta = input.meta?.summary?.trim();
   const pick = (fromMeta ? fromMeta : undefined) ?? firstLine(input.finalMessage) ?? firstLine(input.body);
-  return cap(pick ?? STATUS_SENTENCES[input.status]);
+  const sentence =
+    input.status === "failed" && input.unprompted === true ? FAILED_UNPROMPTED : STATUS_SENTENCES[input.status];
+  return capSummary(pick ?? sentence);
 }
 
 /** "fresh": changed after promptedAt; "stale": exists but did not; "absent": pi wrote no file (yet). */
@@ -61,6 +78,8 @@ export interface WarningInput {
   dirtyChanged?: string[];
   /** Harvest is final for this cycle: empty-harvest only makes sense then. */
   settled: boolean;
+  /** No prompt reached a child: pi had nothing to write a session for. */
+  unprompted?: boolean;
   /** Passed through in order after ours (malformed result.md, invalid session lines, ...). */
   extra?: string[];
 }
@@ -76,7 +95,8 @@ export function collectWarnings(w: WarningInput): string[] {
   const out: string[] = [];
   if (w.session === "stale")
     out.push("stale session: the session file did not change after the prompt; finalMessage omitted");
-  if (w.session === "absent" && w.settled) out.push("no session file: pi wrote no assistant message for this task");
+  if (w.session === "absent" && w.settled && w.unprompted !== true)
+    out.push("no session file: pi wrote no assistant message for this task");
   if (w.settled && !w.hasArtifact && !w.hasFinalMessage)
     out.push("empty harvest: no result.md and no new final message");
   if (w.role === "reviewer") {

@@ -86,7 +86,12 @@ function closeTask(state: TaskState, entry: Extract<JournalEntry, { type: "close
     ...cancel("timeout", "idle", "readiness", "follow_up"),
     { type: "release_slot" },
   ];
-  if (endChild) effects.push({ type: "end_child", why: entry.via === "abort" ? "aborted" : "closed" });
+  if (endChild)
+    effects.push({
+      type: "end_child",
+      why: entry.via === "abort" ? "aborted" : "closed",
+      ...(entry.via !== "abort" && !entry.closePane ? { keepPane: true } : {}),
+    });
   effects.push({ type: "refresh" });
   const settled = state.phase.name === "settled";
   return { state: { ...withoutSteers(state), phase: { name: "closed", ...(settled ? { settled } : {}) } }, effects };
@@ -352,11 +357,9 @@ export function step(state: TaskState, ev: CycleEvent, limits: TimerLimits = DEF
       );
 
     case "close":
-      return closeTask(
-        state,
-        { type: "closed", closePane: ev.closePane },
-        ev.closePane || isInFlight(p) || ev.headless,
-      );
+      // A closed task's child is always ended (an idle pi holds hundreds of MB); closePane says whether its pane
+      // goes too.
+      return closeTask(state, { type: "closed", closePane: ev.closePane }, true);
 
     case "restored":
       return restore(state, ev.phase, ev.childAlive, limits);

@@ -53,7 +53,9 @@ export interface ResultArtifact {
 export interface DiffEvidence {
   baselineHead: string | null;
   stat: string;
+  /** Every path the patch changes (renames: both names), new untracked files included. */
   files: string[];
+  /** The working tree's untracked files; in a shared task those already there at spawn too (see dirtyAtStart). */
   untracked: string[];
   patchPath: string;
   patchBytes: number;

@@ -362,7 +362,7 @@ function sourceOf(field: string): string {
 
 /** result.json against the rebuild, field by field (warnings as a set: each names one caveat, in no given order). */
 function compareResults(stored: AgentResult, rebuilt: AgentResult, out: Difference[], withSession: boolean): void {
-  const skip = new Set(["status", "nextAction", "warnings", "schemaVersion"]);
+  const skip = new Set(["status", "nextAction", "warnings"]);
   if (!withSession) for (const k of ["usage", "finalMessage"]) skip.add(k);
   const keys = new Set([...Object.keys(stored), ...Object.keys(rebuilt)]);
   const s = stored as unknown as Record<string, unknown>;

@@ -2,6 +2,7 @@
 import { closeSync, fstatSync, openSync, renameSync, writeSync } from "node:fs";
 import { pino } from "pino";
 import type { AgentResult } from "../core/types.js";
+import { redactSecrets } from "../core/redact.js";
 import type { Logger } from "./server.js";
 
 /** Log fields whose values are secrets (child env, task tokens, keys). */
@@ -75,6 +76,8 @@ export function openDaemonLog(path: string, level: string): { log: Logger; dest:
         paths: [...SECRET_KEYS, ...SECRET_KEYS.map((k) => `*.${k}`), ...SECRET_KEYS.map((k) => `*.*.${k}`)],
         censor: "[redacted]",
       },
+      // And in any text a line carries (an error quoting a command line): NAME=value with a secret-looking name.
+      hooks: { streamWrite: (line: string) => redactSecrets(line) },
     },
     dest,
   );

@@ -62,6 +62,8 @@ export interface Live {
   report?: CrewReport & { cycle: number };
   /** errorMessage of the child's last agent_end, for a session file that does not show it yet. */
   lastErrorMessage?: string;
+  /** The output tail of the last child ended for a stall, read before its pane closed. */
+  stalledOutput?: string;
   /**
    * The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again), and the
    * isolated worktree it already started.

@@ -99,7 +99,8 @@ export async function launch(r: Runner, attempt: number): Promise<void> {
 export async function diagnoseStart(r: Runner, why: string): Promise<void> {
   const { rec } = r;
   const runtime = r.ports.runtimeFor(rec.runtime);
-  const tail = rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "";
+  const tail =
+    r.stalledOutput || (rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "");
   if (r.ports.stopped()) return;
   const said = classifyPiStartFailure(tail);
   const err = said

@@ -66,7 +66,7 @@ export interface Runner extends Live {
   /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
   reportOf(): CrewReport | undefined;
   sendPrompt(): void;
-  endChild(why: string): Promise<void>;
+  endChild(why: string, keepPane?: boolean): Promise<void>;
   startWatching(): void;
   /** Stop the file and runtime watches and every timer (a close, an abort, a failed start, daemon stop). */
   stopWatching(): void;

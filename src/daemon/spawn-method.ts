@@ -11,6 +11,7 @@ import type { CreatedWorktree } from "../git/worktree.js";
 import { assertOwnerId } from "../store/outbox.js";
 import type { MethodContext } from "./method-context.js";
 import { knownOwners, resolveOwner } from "./owner-view.js";
+import { briefFrom } from "../core/summary.js";
 import { dropStartedWorktree, startWorktree } from "./pipeline.js";
 import { checkSetupParams } from "./workdir-setup.js";
 import { assertDayBudget, holdDayBudget } from "./budget.js";
@@ -114,6 +115,9 @@ async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection) 
   const repo =
     p.isolated === true ? await requireRepo(cwd) : p.isolated === "auto" ? await committedRepo(cwd) : undefined;
   const model = resolveSpawnModel(p.model, c); // undefined: pi's own default model (no --model)
+  // A delivery names its task by the brief (pi-crew's deliveries carry one): a task for an owner spawned without one
+  // gets its task's first line; a CLI task keeps what was asked.
+  const brief = p.brief ?? (owner !== "cli" ? briefFrom(p.task?.goal ?? p.prompt) : undefined);
   // Reserve-then-record: the day's budget (checked again, with this spawn's reservation held until its task counts as
   // open) and the slot (or queue place) are taken synchronously, so concurrent spawns cannot overshoot either.
   const releaseDay = holdDayBudget(sup, owner, capsFor(p, c.budget)?.cost?.limit);
@@ -145,7 +149,7 @@ async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection) 
             timeoutMs: p.timeoutMs ?? c.defaultTimeoutMs,
             runtime,
             createdAt,
-            ...(p.brief !== undefined ? { brief: p.brief } : {}),
+            ...(brief !== undefined ? { brief } : {}),
             ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
             ...(p.task !== undefined ? { task: p.task } : {}),
             ...(p.machine !== undefined ? { machine: p.machine } : {}),

@@ -22,6 +22,7 @@ import {
   type TimerLimits,
 } from "../core/task-cycle.js";
 import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
+import { redactSecrets } from "../core/redact.js";
 import type { PendingRequest } from "../remote/relay-request-state.js";
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
 import type { CreatedWorktree } from "../git/worktree.js";
@@ -59,6 +60,7 @@ export class TaskRunner implements Runner {
   queued?: { settled?: boolean; reason?: SettleReason; done?: Promise<void> };
   report?: CrewReport & { cycle: number };
   lastErrorMessage?: string;
+  stalledOutput?: string;
   knownRepo?: { root: string; head?: string | null; worktree?: Promise<CreatedWorktree> };
   promptWrite?: Promise<unknown>;
   snapshotDue?: boolean;
@@ -124,7 +126,13 @@ export class TaskRunner implements Runner {
   }
 
   /** The one place a task's state changes: the machine's next state. */
-  private apply(ev: CycleEvent): StepResult {
+  private apply(event: CycleEvent): StepResult {
+    // A failure's message becomes the settle record, result.json, the log line and the owner's card: the task's
+    // token (a launch's command line, a child's output) never rides along.
+    const ev =
+      "message" in event && typeof event.message === "string"
+        ? { ...event, message: redactSecrets(event.message, [this.rec.token]) }
+        : event;
     const before = this.state.phase;
     const r = step(this.state, ev, this.limits());
     this.state = r.state;
@@ -183,7 +191,7 @@ export class TaskRunner implements Runner {
         this.ports.slot.release();
         return;
       case "end_child":
-        await this.endChild(e.why);
+        await this.endChild(e.why, e.keepPane === true);
         return;
       case "stop_turn":
         await this.stopTurn(e.why);
@@ -303,17 +311,29 @@ export class TaskRunner implements Runner {
   }
 
   /** End the child's process (its pane goes too on tmux/Herdr; the session and output stay in the task dir). */
-  async endChild(why: string): Promise<void> {
+  async endChild(why: string, keepPane = false): Promise<void> {
     const { rec } = this;
     if (this.childEnded) return;
     this.childEnded = true;
     this.unwatchRuntime(); // the daemon ended it: its exit is no news
     this.child?.push("child.abort", { reason: why });
-    if (rec.handle)
-      await this.ports
-        .runtimeFor(rec.runtime)
-        .close(rec.handle)
-        .catch(() => undefined);
+    if (!rec.handle) return;
+    const runtime = this.ports.runtimeFor(rec.runtime);
+    // A stalled child's last words are read before its pane goes (a tmux close takes them): pi may have said why
+    // it could not start, and diagnoseStart quotes it.
+    if (why === "stalled") {
+      // A pane keeps blank rows (and tmux's "Pane is dead" line) between and below the child's last words.
+      const out = await runtime.readOutput(rec.handle, { lines: 200 }).catch(() => "");
+      this.stalledOutput = out
+        .split("\n")
+        .filter((l) => l.trim() !== "" && !/^Pane is dead \(/.test(l))
+        .slice(-5)
+        .join("\n");
+    }
+    const ended = keepPane && runtime.end ? runtime.end(rec.handle) : runtime.close(rec.handle);
+    await ended.catch((err: unknown) =>
+      this.ports.log.warn({ taskId: rec.taskId, why, err: String(err) }, "child not ended"),
+    );
   }
 
   /**

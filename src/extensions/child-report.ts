@@ -3,7 +3,7 @@
 import { writeFileSync, renameSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { renderResultMd } from "../core/result-md.js";
-import { firstLine } from "../core/summary.js";
+import { capSummary, firstLine } from "../core/summary.js";
 import { checkCrewReport, type CrewReport } from "../core/crew-cycle.js";
 
 export { checkCrewReport, type CrewReport };
@@ -35,7 +35,9 @@ export const CREW_REPORT_DESCRIPTION =
 /** result.md for an accepted report: status completed|blocked, summary = first line of the report. */
 export function resultMdFor(r: CrewReport): string {
   const body = r.outcome === "needs_input" ? `${r.report}\n\n## Needs\n\n${r.needs ?? ""}` : r.report;
-  const summary = firstLine(r.outcome === "needs_input" ? (r.needs ?? r.report) : r.report);
+  // Capped: a summary is a line, and a long one would push result.md past its read limit (body and status lost).
+  const line = firstLine(r.outcome === "needs_input" ? (r.needs ?? r.report) : r.report);
+  const summary = line === undefined ? undefined : capSummary(line);
   return renderResultMd(
     { status: r.outcome === "completed" ? "completed" : "blocked", ...(summary ? { summary } : {}) },
     body,

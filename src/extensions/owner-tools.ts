@@ -55,7 +55,7 @@ function unwrap<T>(c: Checked<T>): T {
 }
 
 /** Daemon error → the owner-facing words of pi-crew, naming what to do. */
-function daemonError(e: unknown, id?: string): ToolError {
+export function daemonError(e: unknown, id?: string): Error {
   const code = (e as { code?: string }).code;
   const msg = e instanceof Error ? e.message : String(e);
   if (code === "TASK_NOT_FOUND")
@@ -68,8 +68,13 @@ function daemonError(e: unknown, id?: string): ToolError {
   if (code === "MACHINE_UNKNOWN" || code === "MACHINE_UNREACHABLE") return new ToolError(`${code}: ${msg}`);
   // Refused by name: a spend cap is the person's to raise, and the message tells the model what to ask them.
   if (code === "CAP_NEEDS_PERSON") return new ToolError(`${code}: ${msg}`);
+  // The client's own message already names the fix; said once.
   if (code === "DAEMON_UNAVAILABLE")
-    return new ToolError(`the dsh-herdr daemon is not reachable (${msg}); start it with \`dsh-herdr daemon start\`.`);
+    return new ToolError(
+      msg.includes("dsh-herdr daemon start")
+        ? `the dsh-herdr daemon is not reachable: ${msg}`
+        : `the dsh-herdr daemon is not reachable (${msg}); start it with \`dsh-herdr daemon start\`.`,
+    );
   return new ToolError(msg);
 }
 

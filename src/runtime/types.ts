@@ -66,6 +66,11 @@ export interface Runtime {
   sendKeys(handle: RuntimeHandle, keys: string[]): Promise<void>;
   /** Kill the child and close its pane/process. Idempotent. */
   close(handle: RuntimeHandle): Promise<void>;
+  /**
+   * End the child and keep its pane to read (a close that keeps the pane); resolves once the process is gone.
+   * Idempotent. Absent: the runtime cannot keep a pane without its child, and close() ends both.
+   */
+  end?(handle: RuntimeHandle): Promise<void>;
   /** Herdr's raw agent state; other runtimes answer from liveness ("unknown" or "missing"). */
   agentState?(handle: RuntimeHandle): Promise<HerdrStatus | "missing">;
   /**

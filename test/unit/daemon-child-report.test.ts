@@ -29,3 +29,20 @@ test("crew_report: result.md round-trips to status completed|blocked with the su
   assert.deepEqual(blocked.meta, { status: "blocked", summary: "Red or blue?" });
   assert.match(blocked.body, /Half way\.\n\n## Needs\n\nRed or blue\?/);
 });
+
+test("crew_report: a long first line is capped in result.md's summary; the status and the whole body survive", () => {
+  const line = "x".repeat(150 * 1024);
+  const md = resultMdFor({ outcome: "completed", report: `${line}\n\nrest` });
+  const parsed = parseResultMd(md);
+  assert.equal(parsed.meta?.status, "completed");
+  assert.ok((parsed.meta?.summary ?? "").length <= 200, `summary of ${parsed.meta?.summary?.length} chars`);
+  assert.match(parsed.meta?.summary ?? "", /^x+…$/);
+  assert.equal(parsed.body, `${line}\n\nrest`, "the body is whole");
+  assert.deepEqual(parsed.warnings ?? [], []);
+  // A report larger than result.md's read limit loses its tail, never the frontmatter (status included).
+  const huge = parseResultMd(resultMdFor({ outcome: "needs_input", report: "y".repeat(300 * 1024), needs: "which?" }));
+  assert.deepEqual(huge.meta, { status: "blocked", summary: "which?" });
+  const hugeDone = parseResultMd(resultMdFor({ outcome: "completed", report: "z".repeat(300 * 1024) }));
+  assert.equal(hugeDone.meta?.status, "completed");
+  assert.ok(!(hugeDone.warnings ?? []).some((w) => /frontmatter/.test(w)), JSON.stringify(hugeDone.warnings));
+});

@@ -1,5 +1,6 @@
 // `doctor`: one check per dependency; every FAIL names the fix. The checks live by what they look at (tools.ts,
 // pi.ts, herdr.ts, home.ts, daemon.ts); this runs them all.
+import { checkChildren } from "./children.js";
 import { checkDaemonEnv } from "./daemon.js";
 import { checkHerdr } from "./herdr.js";
 import { checkConfig, checkDisk, checkHome } from "./home.js";
@@ -32,6 +33,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<CheckResult[]> {
     ...checkHome(ctx.home),
     config,
     ...daemon,
+    checkChildren(ctx.home),
     checkDisk(ctx.home),
   ];
 }

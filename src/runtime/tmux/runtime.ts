@@ -2,6 +2,7 @@
 // child's exit status (remain-on-exit) so a dead child can be inspected and told apart from a closed pane.
 import { DshError } from "../../core/errors.js";
 import type { LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../types.js";
+import { endProcess } from "../end-process.js";
 import { findPane } from "./find.js";
 import { launchWindow } from "./launch.js";
 import { exitOf, mustLive, queryPane, type PaneState } from "./pane-state.js";
@@ -96,9 +97,19 @@ export function createTmuxRuntime(opts: TmuxRuntimeOptions): Runtime {
       await mustTmux(serverOf(h), ["send-keys", "-t", q.paneId, "--", ...keys.map(literalArg)], "send-keys");
     },
 
+    async end(h) {
+      const q = await query(h);
+      if (q === null || q.dead) return;
+      // remain-on-exit keeps the pane, dead, with the child's last screen.
+      if (!(await endProcess(q.pid)))
+        throw new DshError("RUNTIME_UNAVAILABLE", `the child in tmux pane ${q.paneId} (pid ${q.pid}) outlived SIGKILL`);
+    },
+
     async close(h) {
       const q = await query(h);
       if (q === null) return;
+      // kill-window only sends SIGHUP and returns: the child is ended (and seen gone) first.
+      if (!q.dead) await endProcess(q.pid);
       const r = await runTmux(serverOf(h), ["kill-window", "-t", q.windowId]);
       if (!r.ok && !isGoneError(r.stderr)) {
         throw new DshError("RUNTIME_UNAVAILABLE", `tmux kill-window ${q.windowId} failed: ${r.stderr}`);

@@ -55,17 +55,20 @@ export async function runTmux(server: TmuxServer, args: string[], opts: { input?
       timeout: 15_000,
     });
     if (r.failed && r.exitCode === undefined) {
+      // execa's shortMessage quotes the whole command line, a launch's -e NAME=value pairs (the task token) with
+      // it: the error names what failed, never the argv.
       throw new DshError(
         "RUNTIME_UNAVAILABLE",
-        `tmux could not run (${r.shortMessage}): install tmux 3.x or choose --runtime headless`,
+        `tmux could not run (${r.timedOut ? "timed out after 15 s" : (r.originalMessage ?? r.code ?? "no message")}): install tmux 3.x or choose --runtime headless`,
       );
     }
     return { ok: r.exitCode === 0, stdout: String(r.stdout), stderr: String(r.stderr).trim() };
   } catch (e) {
     if (e instanceof DshError) throw e;
+    const x = e as { originalMessage?: string; code?: string; message?: string };
     throw new DshError(
       "RUNTIME_UNAVAILABLE",
-      `tmux could not run (${(e as Error).message}): install tmux 3.x or choose --runtime headless`,
+      `tmux could not run (${x.originalMessage ?? x.code ?? "no message"}): install tmux 3.x or choose --runtime headless`,
     );
   }
 }
