@@ -116,7 +116,13 @@ test("a validated crew_report is delivered exactly as the child made it while He
   await prompt("OWNER-BLOCKED: delegate");
   const { taskId } = await taskOf("herdr-blocked");
   const paneId = await until("the child's pane", () => h.daemon.supervisor.tasks.get(taskId)?.rec.handle?.paneId);
-  await fake.setAgentStatus(paneId, "blocked");
+  // The fake knows a pane's agent once pi is its foreground process (as Herdr detects it), a moment after the start.
+  await until("the fake Herdr saying blocked for the child's agent", () =>
+    fake.setAgentStatus(paneId, "blocked").then(
+      () => true,
+      () => false,
+    ),
+  );
   const heard = await until(
     "the delivery in the owner model's context",
     () => deliveriesHeard().find((d) => d.subagent_id === taskId),
