@@ -33,6 +33,7 @@ export interface ToolResultFact {
 }
 
 export interface UsageFacts {
+  /** Assistant messages, less the stubs pi writes for a turn stopped before the model answered (nothing billed). */
   assistant: number;
   toolCalls: number;
   outputTokens: number;
@@ -296,8 +297,15 @@ export class SessionFactsBuilder {
       f.model = `${provider}/${model}`;
     }
     const usage = messageUsage(m.usage);
+    // The stub pi writes when a turn is stopped before the model answered (aborted, no content, nothing billed) is no
+    // turn spent: a turn cap counts `assistant`, and a stopped turn must not count against the next raise.
+    const spentNothing =
+      stop === "aborted" &&
+      blocks(m.content).length === 0 &&
+      textOf(m.content) === "" &&
+      usage.outputTokens + usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens + usage.cost === 0;
     for (const u of [f.usage, f.cycle.usage]) {
-      u.assistant++;
+      if (!spentNothing) u.assistant++;
       u.toolCalls += calls.length;
       u.outputTokens += usage.outputTokens;
       u.inputTokens += usage.inputTokens;

@@ -119,6 +119,7 @@ export interface Landing {
 }
 
 export interface Usage {
+  /** Assistant messages that spent (retries and errors included; not pi's empty, unbilled stub of a stopped turn). */
   assistant: number;
   toolCalls: number;
   outputTokens: number;
@@ -185,7 +186,7 @@ export type CapName = "cost" | "outputTokens" | "turns";
 
 /** Additive: a spend cap a cycle reached (spawn --max-cost, --max-output-tokens, --max-turns; config budget). */
 export interface CapReached {
-  /** Which cap: USD, output tokens, or turns (assistant messages). */
+  /** Which cap: USD, output tokens, or turns (`usage.assistant`). */
   cap: CapName;
   /** The cap's value when it was reached (raised by each respond). */
   limit: number;

@@ -64,6 +64,8 @@ export interface Live {
   lastErrorMessage?: string;
   /** The output tail of the last child ended for a stall, read before its pane closed. */
   stalledOutput?: string;
+  /** Herdr's raw word for that child's pane's agent (herdr runtime), read with its output; "missing" when gone. */
+  stalledHerdrWord?: string;
   /**
    * The repo facts the spawn request already checked, for a task admitted at once (a queued one asks again), and the
    * isolated worktree it already started.

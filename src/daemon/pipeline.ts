@@ -101,16 +101,27 @@ export async function diagnoseStart(r: Runner, why: string): Promise<void> {
   const runtime = r.ports.runtimeFor(rec.runtime);
   const tail =
     r.stalledOutput || (rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "");
+  const herdr = rec.runtime === "herdr" ? herdrSaid(r.stalledHerdrWord ?? r.runtimeState) : "";
   if (r.ports.stopped()) return;
   const said = classifyPiStartFailure(tail);
   const err = said
     ? new DshError(said.code, `pi could not start the child: ${said.line}`)
     : new DshError(
         "AGENT_STALLED",
-        `the child showed no sign of life twice (${why}); check the model (${rec.model ?? "pi's default"}), pi's install and ${r.ports.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
+        `the child showed no sign of life twice (${why}); ${herdr}check the model (${rec.model ?? "pi's default"}), pi's install and ${r.ports.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
       );
   r.stopWatching();
   await r.dispatch({ type: "launch_failed", code: err.code, message: err.message });
+}
+
+/**
+ * What Herdr said of the stalled child's pane (read before the pane closed, else the last word it pushed), for the
+ * failure: its detection is known to err, so it decided nothing, but it is what the user sees in Herdr.
+ */
+function herdrSaid(word: string | undefined): string {
+  if (word === undefined) return "";
+  if (word === "missing") return "Herdr's pane or the child in it was gone; ";
+  return `Herdr read the pane's agent as ${word.slice(0, 40)}; `;
 }
 
 /** The spawn warning of a task that shares a repository with uncommitted changes: the child edits beside them. */

@@ -61,6 +61,7 @@ export class TaskRunner implements Runner {
   report?: CrewReport & { cycle: number };
   lastErrorMessage?: string;
   stalledOutput?: string;
+  stalledHerdrWord?: string;
   knownRepo?: { root: string; head?: string | null; worktree?: Promise<CreatedWorktree> };
   promptWrite?: Promise<unknown>;
   snapshotDue?: boolean;
@@ -329,6 +330,8 @@ export class TaskRunner implements Runner {
         .filter((l) => l.trim() !== "" && !/^Pane is dead \(/.test(l))
         .slice(-5)
         .join("\n");
+      if (rec.runtime === "herdr")
+        this.stalledHerdrWord = await runtime.agentState?.(rec.handle).catch(() => undefined);
     }
     const ended = keepPane && runtime.end ? runtime.end(rec.handle) : runtime.close(rec.handle);
     await ended.catch((err: unknown) =>

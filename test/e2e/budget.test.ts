@@ -180,7 +180,16 @@ test("--max-output-tokens pauses the same way, also across a daemon restart; --m
   assert.equal(done.summary, "Wrote the tokens files");
 });
 
-test("--max-turns pauses after that many turns; a bad cap flag is a usage error", async () => {
+/** The model's turns in a session: its assistant messages, less pi's empty unbilled stub of a stopped turn. */
+const turnsIn = (sessionPath: string) =>
+  readFileSync(sessionPath, "utf8")
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { message?: { role?: string; stopReason?: string; content?: unknown[] } })
+    .filter((e) => e.message?.role === "assistant")
+    .filter((e) => !(e.message!.stopReason === "aborted" && e.message!.content?.length === 0)).length;
+
+test("--max-turns pauses after that many turns; respond gives another turn on top of the turns spent (pi's stopped stub is none); a bad cap flag is a usage error", async () => {
   const { taskId } = await h.spawn({ prompt: "MARK-TURNS", maxTurns: 1 });
   const r = await h.wait(taskId);
   assertPaused(r, "turn cap 1 reached (1 spent); respond to continue with another 1", {
@@ -189,6 +198,27 @@ test("--max-turns pauses after that many turns; a bad cap flag is a usage error"
     spent: 1,
     step: 1,
   });
+  // pi's abort leaves an empty aborted message: the turn it stopped, which spent nothing.
+  await until("pi's aborted turn in the session", () =>
+    readFileSync(r.sessionPath!, "utf8").includes('"stopReason":"aborted"'),
+  );
+  assert.equal(turnsIn(r.sessionPath!), 1);
+  // respond: the spend (1 turn) plus the original amount, as the docs say, not the stub counted as a second turn.
+  const resp = await runCli(["respond", taskId, "go on"], { env: env() });
+  assert.equal(resp.code, 0, resp.err);
+  assert.deepEqual(taskJson(taskId).caps, { turns: { limit: 2, step: 1 } });
+  const again = await until(
+    "the second pause",
+    async () => {
+      const x = await h.cli.request<AgentResult>("task.get", { taskId });
+      return x.status === "blocked" && x.cap?.limit === 2 && x;
+    },
+    90_000,
+  );
+  assert.deepEqual(again.cap, { cap: "turns", limit: 2, spent: 2, step: 1 });
+  assert.equal(again.summary, "turn cap 2 reached (2 spent); respond to continue with another 1");
+  assert.equal(again.usage!.assistant, 2, "usage.assistant agrees with cap.spent");
+  assert.equal(turnsIn(r.sessionPath!), 2, "the turns the session holds");
   for (const bad of [
     ["--max-cost", "-3"],
     ["--max-cost", "free"],

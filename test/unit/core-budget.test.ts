@@ -1,6 +1,8 @@
 // Spend caps (issue 26), pure: which cap a cycle's usage crosses, what the owner is told, how respond raises it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   capCrossed,
   capNeeds,
@@ -13,6 +15,9 @@ import {
   raiseCaps,
   type TaskCaps,
 } from "../../src/core/budget.js";
+import { SessionFactsBuilder, type SessionEntry } from "../../src/core/session-facts.js";
+
+const ROOT = join(import.meta.dirname, "..", "..", "..");
 
 const usage = (cost: number, outputTokens: number, assistant: number) => ({
   assistant,
@@ -80,6 +85,33 @@ test("respond raises every reached cap by its original amount on top of the spen
   });
   assert.equal(raiseCaps(undefined, usage(1, 1, 1), {}), undefined);
 });
+
+for (const dir of ["", "pi1"]) {
+  test(`pi ${dir || "0.73"}: a turn cap counts turns that spent: the empty aborted message pi writes when the turn is stopped is none`, () => {
+    // A recorded stop: one tool-calling turn, then pi's abort leaves an assistant message with no content and no usage.
+    const lines = readFileSync(join(ROOT, "fixtures", "sessions", dir, "abort-mid-tool.jsonl"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as SessionEntry);
+    const stub = lines.at(-1)!.message as { stopReason: string; content: unknown[] };
+    assert.deepEqual([stub.stopReason, stub.content], ["aborted", []]);
+    const caps: TaskCaps = { turns: { limit: 1, step: 1 } };
+    const b = new SessionFactsBuilder();
+    let hit: ReturnType<typeof capCrossed>;
+    for (const e of lines) {
+      b.apply(e);
+      hit ??= capCrossed(caps, b.facts().usage);
+    }
+    // The pause as the daemon saw it (the first turn), and the usage once pi wrote its stub agree: one turn spent.
+    assert.deepEqual(hit, { cap: "turns", limit: 1, spent: 1, step: 1 });
+    const after = b.facts().usage;
+    assert.equal(after.assistant, 1, "usage.assistant");
+    assert.equal(capCrossed(caps, after)?.spent, 1, "cap.spent after the stub");
+    // respond: the spend plus the original amount, as the docs say ("another 1").
+    assert.deepEqual(raiseCaps(caps, after, {}), { turns: { limit: 2, step: 1 } });
+    assert.deepEqual(raiseCaps(caps, after, { maxTurns: 3 }), { turns: { limit: 4, step: 3 } });
+  });
+}
 
 test("givenCaps keeps only the caps a request gave (a relayed respond forwards them, not its other params)", () => {
   const params = { taskId: "t", message: "go on", maxTurns: 3, maxCost: 0.5 };

@@ -160,8 +160,9 @@ for (const { line, dir } of LINES) {
     assert.equal(session.finalText, undefined);
     assert.equal(session.cycleSettled, true);
     assert.equal(sessionErrorOf(session), false);
+    // The stub spent nothing: it is no turn (a turn cap counts `assistant`).
     assert.deepEqual(session.usage, {
-      assistant: 2,
+      assistant: 1,
       toolCalls: 1,
       outputTokens: 20,
       inputTokens: 1020,
