@@ -272,7 +272,8 @@ export function deliveryFor(result: AgentResult, cycle: number, report?: CrewRep
   if (status === "aborted") {
     // Only an abort the owner asked for is TUI-only (it knows); a timeout or another unrequested stop is an error.
     if (result.error) return errorDelivery(`${result.error.code}: ${result.error.message}`);
-    return { ...base(status), model: null, card: { status, subagent_id, brief, reason: "aborted" } };
+    // No reason: the card already says `aborted`, and who asked is the owner (or a person for it).
+    return { ...base(status), model: null, card: { status, subagent_id, brief } };
   }
   return null;
 }

@@ -49,7 +49,7 @@ export function settleVerdict(reason: SettleReason, where = "the task's session"
           status: "failed",
           error: {
             code: "AGENT_ABORTED",
-            message: `pi aborted the cycle without being asked (a signal, a closed pane or an interrupt in its TUI); inspect ${where}, then respond or spawn again`,
+            message: `pi aborted the cycle without being asked (a signal, a closed pane or an interrupt in its TUI); inspect ${where}, then spawn again (a failed task takes no response)`,
           },
         };
       }
@@ -117,7 +117,7 @@ function failureOf(
     const msg = ev.errorMessage ?? "no error message";
     return {
       code: "AGENT_ERROR",
-      message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then respond or spawn again`,
+      message: `the child's model call failed: ${msg}; ${where}, check the model and provider, then spawn again (a failed task takes no response)`,
     };
   }
   if (reason.kind === "runtime_gone") {

@@ -30,13 +30,18 @@ function cardTop(card: CardData): { failed?: string; checks: string[]; work?: st
   };
 }
 
+/** `aborted`, with a reason that says more than that (a card pushed by an older daemon carries `aborted` again). */
+function abortedText(card: CardData): string {
+  return card.reason && card.reason !== "aborted" ? `aborted: ${card.reason}` : "aborted";
+}
+
 /**
  * Markdown: icon, subagent id and brief; a failed check first, the checks and where the work is; then Needs (first)
  * and the unchanged report, or the error/abort reason.
  */
 export function cardMarkdown(card: CardData): string {
   const head = `**${CARD_ICONS[card.status]} ${card.subagent_id}**${card.brief ? ` · ${card.brief}` : ""}`;
-  if (card.status === "aborted") return `${head} · aborted${card.reason ? `: ${card.reason}` : ""}`;
+  if (card.status === "aborted") return `${head} · ${abortedText(card)}`;
   const top = cardTop(card);
   const parts = [head];
   if (top.failed) parts.push(`**${top.failed}**`);
@@ -142,8 +147,7 @@ function cardLines(card: CardData): CardLine[] {
   const id = `${CARD_ICONS[card.status]} ${card.subagent_id}`;
   const head: CardLine = { text: `${id}${card.brief ? ` · ${card.brief}` : ""}`, boldPrefix: id };
   const para = (text: string): CardLine[] => text.split("\n").map((t) => ({ text: t }));
-  if (card.status === "aborted")
-    return [{ ...head, text: `${head.text} · aborted${card.reason ? `: ${card.reason}` : ""}` }];
+  if (card.status === "aborted") return [{ ...head, text: `${head.text} · ${abortedText(card)}` }];
   const top = cardTop(card);
   const lines = [head];
   if (top.failed) lines.push({ text: "" }, { text: top.failed, bold: true });

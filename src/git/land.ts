@@ -351,8 +351,10 @@ async function adoptSnapshot(wt: WorktreeInfo, tip: string, commit: string): Pro
 }
 
 /**
- * `land --dry-run`: the landability (landabilityOf) and, when the work merges cleanly, the same refusal `land` would
- * give for what is untracked or ignored in the checkout on the landing's paths (CHECKOUT_IN_THE_WAY). Changes nothing.
+ * `land --dry-run`: the landability (landabilityOf) and, when the work merges cleanly, the same refusals `land` would
+ * give for the checkout (not on the base branch: CHECKOUT_ELSEWHERE; uncommitted tracked changes: CHECKOUT_DIRTY;
+ * something untracked or ignored on the landing's paths: CHECKOUT_IN_THE_WAY), so it never says "lands cleanly" where
+ * land refuses. Changes nothing.
  */
 export async function dryLand(opts: {
   taskId: string;
@@ -365,8 +367,13 @@ export async function dryLand(opts: {
 }): Promise<Landing> {
   return bounded(opts, async () => {
     const m = await measureWork(opts);
-    if (m.tree)
-      await refuseIfInTheWay(opts.worktree.repo, opts.taskId, m.landing.baseHead, m.tree).catch(withLanding(m.landing));
+    if (m.tree) {
+      const repo = opts.worktree.repo;
+      const refused = withLanding(m.landing);
+      await refuseUnlessOnBase(repo, m.landing.baseBranch).catch(refused);
+      await refuseIfDirty(repo, m.landing.baseBranch).catch(refused);
+      await refuseIfInTheWay(repo, opts.taskId, m.landing.baseHead, m.tree).catch(refused);
+    }
     return m.landing;
   });
 }

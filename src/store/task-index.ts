@@ -15,7 +15,7 @@ export type TaskRow = Pick<
   AgentResult,
   "schemaVersion" | "taskId" | "status" | "role" | "agent" | "herdrStatus" | "summary" | "timing" | "nextAction"
 > &
-  Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error" | "usage" | "verified">>;
+  Partial<Pick<AgentResult, "brief" | "cwd" | "owner" | "worktree" | "error" | "usage" | "verified" | "landing">>;
 
 export function rowOf(r: AgentResult): TaskRow {
   const row: TaskRow = {
@@ -37,6 +37,8 @@ export function rowOf(r: AgentResult): TaskRow {
   if (r.usage !== undefined) row.usage = r.usage;
   // The checks' verdict, so `list` and `watch` can say a check failed without reading the result.
   if (r.verified !== undefined) row.verified = r.verified;
+  // Where the work landed, so `list` (offline too) and `watch` can say `landed`.
+  if (r.landing !== undefined) row.landing = r.landing;
   return row;
 }
 

@@ -45,6 +45,8 @@ async function spawnWait(tag: string, checks: string[], extra: string[] = []): P
   for (const c of checks) args.push("--check", c);
   const s = await h.cli([...args, "--wait", "--json"], { timeoutMs: 120_000 });
   const r = JSON.parse(s.out) as { results: AgentResult[] };
+  // `spawn --wait` exits 4 when a check failed (docs/cli.md, exit codes).
+  assert.equal(s.code, r.results[0]?.verified === false ? 4 : 0, s.err);
   assert.equal(r.results[0]?.status, "completed", s.out);
   // A completed task whose check failed exits 4 (docs/cli.md); one whose checks passed, 0.
   assert.equal(s.code, r.results[0]?.verified === false ? 4 : 0, s.err);
@@ -91,7 +93,7 @@ test("check: a passing and a failing check get receipts; verified false and a wa
   assert.match(human.out, /^FAILED \(exit 4\)/m);
 });
 
-test("land: dry run says clean; a dirty checkout is refused naming its file; then a fast-forward; a repeat says landed", async () => {
+test("land: dry run says clean; a dirty checkout is refused naming its file, by the dry run too; then a fast-forward; a repeat says landed", async () => {
   const dry = await h.cli(["land", a.taskId, "--dry-run", "--json"]);
   assert.equal(dry.code, 0, dry.err);
   const d = (JSON.parse(dry.out) as { results: { landing: AgentResult["landing"] }[] }).results[0]!;
@@ -109,10 +111,14 @@ test("land: dry run says clean; a dirty checkout is refused naming its file; the
 
   writeFileSync(join(h.repo, "README.md"), "# demo\nan unsaved edit\n");
   const before = repoState();
-  const dirty = await h.cli(["land", a.taskId]);
-  assert.equal(dirty.code, 1);
-  assert.match(dirty.err, /CHECKOUT_DIRTY: .*README\.md/);
-  assert.deepEqual(repoState(), before, "nothing changed");
+  // The dry run refuses as land would: it never says "lands cleanly" for a checkout land then refuses.
+  for (const args of [["--dry-run"], []]) {
+    const dirty = await h.cli(["land", a.taskId, ...args]);
+    assert.equal(dirty.code, 1, dirty.out);
+    assert.match(dirty.err, /CHECKOUT_DIRTY: .*README\.md/);
+    assert.doesNotMatch(dirty.out, /lands cleanly/);
+    assert.deepEqual(repoState(), before, "nothing changed");
+  }
   git(h.repo, "checkout", "-q", "--", "README.md");
 
   const l = await h.cli(["land", a.taskId]);

@@ -304,6 +304,8 @@ test("watch keys under tmux: select, enter (card, pane), d diff, r respond (stee
   await shows("the question", new RegExp(`land ${a}'s work onto its base branch\\? \\[y/N\\]`));
   await send("y");
   await shows("landed", new RegExp(`${a}: landed on main as [0-9a-f]{12}`), 60_000);
+  // Its row says so: `landed`, not plain `completed`.
+  await shows("a's row landed", new RegExp(`^${a}\\s.*\\slanded\\s`, "m"), 30_000);
   assert.match(
     execFileSync("git", ["-C", h.repo, "show", "HEAD:wdiff.txt"], { encoding: "utf8" }),
     /from the watch test/,

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DshError } from "../../src/core/errors.js";
 import { gc } from "../../src/git/gc.js";
-import { landTask } from "../../src/git/land.js";
+import { dryLand, landTask } from "../../src/git/land.js";
 import { childIdentity, landabilityOf } from "../../src/git/landability.js";
 import { createWorktree, type CreatedWorktree } from "../../src/git/worktree.js";
 import { commitAll, git, makeRepo, write, type TempRepo } from "../helpers/git.js";
@@ -202,6 +202,40 @@ test("land refuses, changing nothing: a conflict (paths named), a dirty checkout
       assert.match(e.message, /on other, not on main/);
       return true;
     });
+    assert.deepEqual(state(r, wt), before);
+  } finally {
+    r.cleanup();
+  }
+});
+
+test("land --dry-run refuses the checkout as land does (dirty, another branch) instead of saying it lands cleanly", async () => {
+  const { r, wt } = await setup();
+  try {
+    write(wt.path, "z.txt", "z\n");
+    const clean = await dryLand({ taskId: ID, worktree: wt, author });
+    assert.equal(clean.clean, true);
+
+    write(r.dir, "b.txt", "b\nuser's unsaved edit\n");
+    let before = state(r, wt);
+    for (const run of [
+      () => dryLand({ taskId: ID, worktree: wt, author }),
+      () => landTask({ taskId: ID, worktree: wt, author, message: "m" }),
+    ])
+      await assert.rejects(run(), (e: DshError) => {
+        assert.equal(e.code, "CHECKOUT_DIRTY");
+        assert.match(e.message, /b\.txt/);
+        return true;
+      });
+    assert.deepEqual(state(r, wt), before);
+    git(r.dir, "checkout", "-q", "--", "b.txt");
+
+    git(r.dir, "switch", "-q", "-c", "other");
+    before = state(r, wt);
+    for (const run of [
+      () => dryLand({ taskId: ID, worktree: wt, author }),
+      () => landTask({ taskId: ID, worktree: wt, author, message: "m" }),
+    ])
+      await assert.rejects(run(), { code: "CHECKOUT_ELSEWHERE" });
     assert.deepEqual(state(r, wt), before);
   } finally {
     r.cleanup();

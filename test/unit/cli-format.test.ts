@@ -128,7 +128,8 @@ test("renderCard shows the error, warnings, next action and headless pid", () =>
     }),
     home,
   );
-  assert.match(card, /^\[headless\] reviewer pi \(m · off\) → failed$/m);
+  // No turn started: no thinking level is shown (none was used).
+  assert.match(card, /^\[headless\] reviewer pi \(m\) → failed$/m);
   assert.match(card, /· pid 4242$/m);
   assert.match(card, /^error: AGENT_STALLED: no turn started$/m);
   assert.match(card, /^next: inspect$/m);

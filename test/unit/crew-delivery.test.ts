@@ -71,7 +71,7 @@ test("errors use status/error, never a fabricated result; only the owner's abort
   assert.equal(validPush({ ...t, queuedAt: 5 }), true);
   const a = deliveryFor(result("interrupted"), 1)!;
   assert.equal(a.model, null);
-  assert.deepEqual(a.card, { status: "aborted", subagent_id: "tabc123456789", brief: "label", reason: "aborted" });
+  assert.deepEqual(a.card, { status: "aborted", subagent_id: "tabc123456789", brief: "label" });
   assert.equal(validPush({ ...a, queuedAt: 5 }), true);
   for (const s of ["working", "running", "starting", "closed"] as const) assert.equal(deliveryFor(result(s), 1), null);
 });

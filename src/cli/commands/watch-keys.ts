@@ -15,8 +15,8 @@ import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
 import { ANSI } from "../format/live.js";
 import { safeLine, safeText } from "../format/safe.js";
-import type { TaskRow } from "../format/table.js";
-import { truncate } from "../format/text.js";
+import { questionLine, type TaskRow } from "../format/table.js";
+import { textWidth, truncate } from "../format/text.js";
 import { readResult } from "../task-files.js";
 import { type RespondReply, respondSaid } from "./control.js";
 import { landLine } from "./land.js";
@@ -50,6 +50,19 @@ export interface WatchKeysOptions {
 }
 
 export const KEYS_HELP = "↑↓/jk select · enter open · d diff · r respond · a abort · c close · l land · q quit";
+/** The key help, shorter and shorter for narrow terminals: the first that fits is shown, and each keeps `q quit`. */
+const KEYS_HELP_SHORTER = [
+  KEYS_HELP,
+  "↑↓/jk · enter open · d diff · r respond · a abort · c close · l land · q quit",
+  "↑↓ enter · d diff · r respond · a abort · c close · l land · q quit",
+  "↑↓ enter d r a c l · q quit",
+  "q quit",
+];
+
+/** The longest key help that fits `width` columns. */
+export function keysHelp(width: number): string {
+  return truncate(KEYS_HELP_SHORTER.find((h) => textWidth(h) <= width) ?? "q quit", width);
+}
 
 export class WatchKeys {
   private mode: Mode = { kind: "table" };
@@ -130,7 +143,9 @@ export class WatchKeys {
     if (m.kind === "input")
       return [first, truncate(`${m.prompt}${safeLine(m.text)}█  (enter sends, esc cancels)`, width)];
     if (m.kind === "confirm") return [first, truncate(`${m.question} [y/N]`, width)];
-    return [first, truncate(KEYS_HELP, width)];
+    // A blocked task waits for its owner: what it asks, under the table, when it is the one selected.
+    const question = sel ? questionLine(sel, width) : undefined;
+    return [first, ...(question ? [question] : []), keysHelp(width)];
   }
 
   private say(text: string): void {

@@ -6,7 +6,7 @@ import type { AgentResult } from "../../core/types.js";
 import type { CliContext } from "../context.js";
 import { ANSI, LiveBlock } from "../format/live.js";
 import { colorEnabled, painter, statusStyle } from "../format/color.js";
-import { renderTable, type TaskRow } from "../format/table.js";
+import { questionLine, renderTable, type TaskRow } from "../format/table.js";
 import { neutraliseResult, safeLine } from "../format/safe.js";
 import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
@@ -68,7 +68,9 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
         ? renderTable(tasks, Date.now(), width, undefined, color)
         : ["no tasks yet (waiting for spawns)"];
     const status = `watching ${tasks.length} task(s) · ${clock(Date.now())}`;
-    const footer = keys ? keys.footer(status, width) : [`${status} · Ctrl+C to stop`];
+    // Without keys there is no selection: each blocked task's question, under the table.
+    const questions = keys ? [] : tasks.map((t) => questionLine(t, width)).filter((l) => l !== undefined);
+    const footer = keys ? keys.footer(status, width) : [...questions, `${status} · Ctrl+C to stop`];
     ctx.io.out(live.frame([...(keys ? keys.highlight(table, tasks) : table), "", ...footer]));
   };
   const allSettled = () => rows.size > 0 && [...rows.values()].every((r) => !SETTLING.has(r.status));

@@ -71,7 +71,11 @@ export function renderCard(
   // A failed check is the first thing the card says: the status alone would read `completed`.
   const failed = failedChecksLine(checks);
   const lines = failed ? [paint("red", `✗ ${failed}`)] : [];
-  lines.push(`[${runtime}] ${r.role} ${a.kind} (${a.model} · ${a.thinking}) → ${st ? paint(st, r.status) : r.status}`);
+  // The thinking level only once a model ran (an assistant turn, or a final message from one): before that it is
+  // only the level asked for, perhaps the default, and no model thought at it.
+  const ran = (r.usage?.assistant ?? 0) > 0 || (r.finalMessage ?? "") !== "";
+  const model = ran && a.thinking ? `${a.model} · ${a.thinking}` : a.model;
+  lines.push(`[${runtime}] ${r.role} ${a.kind} (${model}) → ${st ? paint(st, r.status) : r.status}`);
   const place = placeOf(r);
   lines.push(`agent: ${a.name} · task ${r.taskId}${place ? ` · ${place}` : ""}`);
   if (r.brief) lines.push(`brief: ${r.brief}`);

@@ -41,7 +41,9 @@ const STATUS_STYLE: Partial<Record<AgentStatus, string>> = {
   closed: "dim",
 };
 
-/** The style of a status (also for `blocked (external)`-like cells: the first word decides). */
+/** The style of a status (also for `blocked (external)` or `completed·landed` cells: the first word decides). */
 export function statusStyle(status: string): string | undefined {
-  return STATUS_STYLE[status.split(" ")[0] as AgentStatus];
+  const first = status.split(/[ ·]/)[0] ?? "";
+  // `landed`: the table's word for a completed task whose work landed.
+  return first === "landed" ? STATUS_STYLE.completed : STATUS_STYLE[first as AgentStatus];
 }
