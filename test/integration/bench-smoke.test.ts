@@ -31,9 +31,12 @@ for (const path of ["extension", "file"])
         STATUS.push(fig(`status ${path} N=${n} p${p} append→${signal}`, "ms", "500 ms poll"));
 
 const FIGURES: Record<string, Expected[]> = {
-  "cli-startup": ["--version", "list", "show <id>"].map((c) =>
-    fig(`dsh-herdr ${c} wall time \\(median of \\d+\\)`, "ms", "node -e 0"),
-  ),
+  "cli-startup": [
+    ...["--version", "list", "show <id>"].map((c) =>
+      fig(`dsh-herdr ${c} wall time \\(median of \\d+\\)`, "ms", "node -e 0"),
+    ),
+    fig("npm run demo wall time \\(3 tasks, real pi, scripted model\\)", "ms", "pi --version"),
+  ],
   "live-tasks": [
     fig("daemon RSS, [\\d,]+ open tasks streaming", "MB", "idle daemon, empty home"),
     fig("task\\.list of [\\d,]+ open tasks, one page \\(p99 of \\d+\\)", "ms", "directory scan"),
