@@ -44,6 +44,8 @@ function modulesOf(args: string[]): string[] {
 
 const HEAVY = ["/node_modules/execa/", "/node_modules/ajv", "/node_modules/pino", "/node_modules/yaml/"];
 
+// `show` of an id with no task: a found result is checked against its task dir (verify's reader, which parses result.md
+// with yaml), loaded only then.
 for (const args of [["--version"], ["list"], ["show", "abcd"]]) {
   test(`dsh-herdr ${args.join(" ")} loads none of execa, ajv, pino, yaml`, () => {
     const loaded = modulesOf(args);

@@ -3,7 +3,6 @@ import type { Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import type { AgentResult } from "../../core/types.js";
-import { tamperedView } from "../../store/task-verify.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { renderCard } from "../format/card.js";
@@ -20,9 +19,9 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
     .argument("<id>", "task id or unique prefix");
   jsonOption(show);
   examples(show, ["dsh-herdr show tmg3", "dsh-herdr show tmg3k2a1b2c3 --json"]);
-  show.action((id: string, o: { json?: boolean }) => {
+  show.action(async (id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
-    const { result: r, tampered } = checkedResult(ctx, taskId);
+    const { result: r, tampered } = await checkedResult(ctx, taskId);
     if (o.json) {
       if (tampered) return printJson(ctx.io, r);
       return ctx.io.out(readResultText(ctx.home, taskId).trimEnd() + "\n");
@@ -41,12 +40,12 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
     .argument("<id>", "task id or unique prefix");
   jsonOption(result);
   examples(result, ["dsh-herdr result tmg3 --json | jq .summary"]);
-  result.action((id: string) => {
+  result.action(async (id: string) => {
     const taskId = resolveId(ctx.home, id);
     const text = readResultText(ctx.home, taskId);
     ctx.io.out(text); // the bytes as they are on disk, even when they are not JSON
     // A rewrite after the daemon wrote it is named on stderr and in the exit code; a file that is not JSON is shown.
-    if (isJson(text)) checkedResult(ctx, taskId);
+    if (isJson(text)) await checkedResult(ctx, taskId);
   });
 
   const diff = program
@@ -81,7 +80,10 @@ export function registerReadCommands(program: Command, ctx: CliContext): void {
  * result.json rewritten after the daemon wrote it is named tampered on stderr and in the exit code, and shown without
  * its forged `verified` (src/store/task-verify.ts).
  */
-function checkedResult(ctx: CliContext, taskId: string): { result: AgentResult; tampered?: string } {
+async function checkedResult(ctx: CliContext, taskId: string): Promise<{ result: AgentResult; tampered?: string }> {
+  // Loaded only once there is a result to check: verify's reader (result.md's YAML among it) stays out of a call that
+  // fails before, such as an unknown id.
+  const { tamperedView } = await import("../../store/task-verify.js");
   const view = tamperedView(taskDir(ctx.home, taskId), readResult(ctx.home, taskId));
   if (view.tampered) {
     ctx.io.err(`dsh-herdr: ${view.tampered}\n`);
