@@ -6,6 +6,7 @@ import { HERDR_PROTOCOLS, type HerdrProtocol, herdrSchemaErrors, schemaFor } fro
 import { piBin } from "../helpers/pi.js";
 import { dirname } from "node:path";
 import { HerdrClient, createTransport } from "../../src/runtime/herdr/index.js";
+import { herdrCodeOf } from "../../src/runtime/herdr/errors.js";
 import { SCRIPT, startHarness, type Harness } from "./daemon-harness.js";
 import { defineRuntimeScenarios } from "./scenarios.js";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
@@ -77,11 +78,20 @@ function suite(protocol: HerdrProtocol): void {
       env: { ...h.childEnv, PATH: `${dirname(piBin)}:${process.env.PATH}` },
     });
     const paneId = (made.root_pane as { pane_id: string }).pane_id;
-    await client.call(
-      "agent.start",
-      { name: "someone-else", kind: "pi", pane_id: paneId, args: ["--model", h.modelName], timeout_ms: 60_000 },
-      { timeoutMs: 65_000 },
-    );
+    // While the new pane's shell is still starting Herdr answers agent_pane_busy; its own CLI retries, as here.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await client.call(
+          "agent.start",
+          { name: "someone-else", kind: "pi", pane_id: paneId, args: ["--model", h.modelName], timeout_ms: 60_000 },
+          { timeoutMs: 65_000 },
+        );
+        break;
+      } catch (e) {
+        if (herdrCodeOf(e) !== "agent_pane_busy" || attempt >= 100) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     try {
       type Listing = {
         tasks: unknown[];

@@ -51,6 +51,19 @@ async function refused(method: string, params: Record<string, unknown>, code: st
   return r;
 }
 
+/**
+ * agent.start on a pane just split: Herdr refuses with agent_pane_busy while the pane's shell is still starting, and
+ * its own CLI retries (src/cli/agent.rs, pane_shell_is_initializing); so does this, for up to 10 s.
+ */
+async function startInFreshPane(params: Record<string, unknown>): Promise<Reply> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const r = await call("agent.start", params);
+    if (r.error?.code !== "agent_pane_busy" || Date.now() >= deadline) return r;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
 for (const p of HERDR_PROTOCOLS) describe(`fake Herdr, protocol ${p}`, () => suite(p));
 
 function suite(protocol: HerdrProtocol): void {
@@ -202,13 +215,15 @@ function suite(protocol: HerdrProtocol): void {
     try {
       const pane = (await ok("pane.split", { target_pane_id: paneId, direction: "right", cwd: dir, focus: false }))
         .pane as { pane_id: string };
-      const started = await ok("agent.start", {
+      const reply = await startInFreshPane({
         name: "w-typed",
         kind: "pi",
         pane_id: pane.pane_id,
         args: ["--model", "x y"],
         timeout_ms: 10_000,
       });
+      assert.ok(reply.result, `agent.start: ${JSON.stringify(reply.error)}`);
+      const started = reply.result;
       assert.deepEqual(started.argv, ["pi", "--model", "x y"], "the bare command Herdr typed");
       const read = await ok("pane.read", { pane_id: pane.pane_id, source: "recent", format: "text" });
       await until(
@@ -251,11 +266,13 @@ function suite(protocol: HerdrProtocol): void {
       .pane as { pane_id: string };
     fake.misbehave({ detection: "launch_pending" });
     try {
-      await refused(
-        "agent.start",
-        { name: "w-pending", kind: "pi", pane_id: pane.pane_id, timeout_ms: 10_000 },
-        "agent_not_ready",
-      );
+      const reply = await startInFreshPane({
+        name: "w-pending",
+        kind: "pi",
+        pane_id: pane.pane_id,
+        timeout_ms: 10_000,
+      });
+      assert.equal(reply.error?.code, "agent_not_ready", JSON.stringify(reply));
       const agent = (await ok("agent.get", { target: "w-pending" })).agent as Record<string, unknown>;
       assert.equal(agent.launch_pending, true);
       await refused("agent.prompt", { target: "w-pending", text: "hi" }, "agent_not_ready");
