@@ -3,9 +3,9 @@
 // is ended, the whole group, and its receipt says so by name; nothing it does can stall the caller. Where the machine
 // allows it, the command also runs in a cgroup scope of its own (scope.ts): what it started outside its group
 // (`setsid`, a double fork) ends with it too.
-import { spawn } from "node:child_process";
 import { open } from "node:fs/promises";
 import type { CheckReceipt, CheckTree } from "../core/types.js";
+import { runProcess } from "../process/run.js";
 import { endScope, openScope, scopedArgv } from "./scope.js";
 
 export interface CheckLimits {
@@ -60,87 +60,41 @@ export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
   const now = opts.now ?? Date.now;
   const log = await open(opts.logPath, "w", 0o600);
   const startedAt = now();
-  const t0 = performance.now();
   let written = 0;
   let tail = Buffer.alloc(0);
-  let cutOff: CheckReceipt["cutOff"];
   let writes = Promise.resolve();
-  // Everything the command starts, whatever group or session it makes, stays in this scope and ends with it.
-  const scope = openScope(opts.scopeName ?? "check");
-  const child = spawn("/bin/sh", scopedArgv(opts.command, scope), {
-    cwd: opts.cwd,
-    env: checkEnv(opts.env),
-    detached: true, // its own process group: a timeout ends what it started too
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  if (child.pid !== undefined) opts.onSpawn?.(child.pid);
-  const killGroup = (sig: NodeJS.Signals) => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, sig);
-    } catch {
-      // already gone
-    }
-  };
-  let killTimer: NodeJS.Timeout | undefined;
-  const stop = (why: NonNullable<CheckReceipt["cutOff"]>) => {
-    if (cutOff !== undefined) return;
-    cutOff = why;
-    killGroup("SIGTERM");
-    killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);
-    killTimer.unref();
-  };
-  const onData = (chunk: Buffer) => {
+  // The log keeps the first outputCapBytes as they come; the group is ended once the output passes them.
+  const onOutput = (chunk: Buffer) => {
     const room = opts.outputCapBytes - written;
     const kept = room >= chunk.length ? chunk : chunk.subarray(0, Math.max(0, room));
-    if (kept.length > 0) {
-      written += kept.length;
-      tail = Buffer.concat([tail, kept]);
-      if (tail.length > TAIL_BYTES * 2) tail = tail.subarray(tail.length - TAIL_BYTES);
-      const data = Buffer.from(kept);
-      writes = writes.then(() => log.write(data).then(() => undefined));
-    }
-    if (room < chunk.length) stop("output");
+    if (kept.length === 0) return;
+    written += kept.length;
+    tail = Buffer.concat([tail, kept]);
+    if (tail.length > TAIL_BYTES * 2) tail = tail.subarray(tail.length - TAIL_BYTES);
+    const data = Buffer.from(kept);
+    writes = writes.then(() => log.write(data).then(() => undefined));
   };
-  child.stdout.on("data", onData);
-  child.stderr.on("data", onData);
-  const timer = setTimeout(() => stop("timeout"), opts.timeoutMs);
-  timer.unref();
-  const onAbort = () => {
-    if (cutOff !== undefined || killTimer !== undefined) return;
-    killGroup("SIGTERM");
-    killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);
-    killTimer.unref();
-  };
-  if (opts.signal?.aborted) onAbort();
-  else opts.signal?.addEventListener("abort", onAbort, { once: true });
-  const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
-    child.once("error", (error) => resolve({ code: null, signal: null, error }));
-    // `exit`, not `close`: a grandchild that left the group may hold the pipes open forever.
-    child.once("exit", (code, signal) => resolve({ code, signal }));
+  // Everything the command starts, whatever group or session it makes, stays in this scope and ends with it.
+  const scope = openScope(opts.scopeName ?? "check");
+  const run = await runProcess({
+    file: "/bin/sh",
+    args: scopedArgv(opts.command, scope),
+    cwd: opts.cwd,
+    env: checkEnv(opts.env),
+    timeoutMs: opts.timeoutMs,
+    graceMs: KILL_GRACE_MS,
+    maxOutputBytes: opts.outputCapBytes,
+    keepBytes: 0, // the log and the tail above keep it
+    ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
+    onOutput,
+    ...(opts.onSpawn !== undefined ? { onSpawn: opts.onSpawn } : {}),
   });
-  clearTimeout(timer);
-  opts.signal?.removeEventListener("abort", onAbort);
-  // What the pipes still hold arrives shortly after exit; a stray holder of them is not waited for.
-  await new Promise<void>((resolve) => {
-    if (child.stdout.readableEnded && child.stderr.readableEnded) return resolve();
-    const t = setTimeout(resolve, 200);
-    let open = 2;
-    const one = () => {
-      if (--open === 0) {
-        clearTimeout(t);
-        resolve();
-      }
-    };
-    child.stdout.once("end", one);
-    child.stderr.once("end", one);
-  });
-  child.stdout.destroy();
-  child.stderr.destroy();
-  if (cutOff === undefined) killGroup("SIGKILL"); // what it left running in its group goes with it
-  if (scope) await endScope(scope); // and what it started outside its group
-  if (killTimer) clearTimeout(killTimer);
-  if (ended.error) {
-    const note = Buffer.from(`dsh-herdr: could not run the check: ${ended.error.message}\n`);
+  if (scope) await endScope(scope); // what it started outside its group
+  // A cancel is not a cut-off: the receipt names the signal that ended it.
+  const cutOff: CheckReceipt["cutOff"] =
+    run.ended === "timeout" ? "timeout" : run.ended === "output" ? "output" : undefined;
+  if (run.spawnError !== undefined) {
+    const note = Buffer.from(`dsh-herdr: could not run the check: ${run.spawnError}\n`);
     tail = Buffer.concat([tail, note]);
     writes = writes.then(() => log.write(note).then(() => undefined));
   }
@@ -157,14 +111,14 @@ export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
   await log.close();
   const receipt: CheckReceipt = {
     command: opts.command,
-    exitCode: cutOff === undefined && ended.error === undefined ? ended.code : null,
-    durationMs: Math.max(0, Math.round(performance.now() - t0)),
+    exitCode: cutOff === undefined && run.spawnError === undefined ? run.exitCode : null,
+    durationMs: run.durationMs,
     startedAt,
     logPath: opts.logPath,
     outputTail: tailOf(tail),
   };
   if (cutOff !== undefined) receipt.cutOff = cutOff;
-  if (ended.signal) receipt.signal = ended.signal;
+  if (run.signal) receipt.signal = run.signal;
   if (opts.on !== undefined) receipt.on = opts.on;
   return receipt;
 }
