@@ -1,7 +1,6 @@
 // One notification, sent once: a signed POST to a webhook, or a command run with the task's facts in its
 // environment. Retries, durability and scheduling are service.ts's; this module only makes one attempt and says how
 // it went (used by `dsh-herdr notify test` too).
-import { spawn } from "node:child_process";
 import { createHash, createHmac } from "node:crypto";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
@@ -13,6 +12,7 @@ import {
   type NotifyBody,
   type WebhookTarget,
 } from "../core/notify.js";
+import { runProcess } from "../process/run.js";
 
 export const SIGNATURE_HEADER = "X-DSH-Herdr-Signature-256";
 export const DELIVERY_HEADER = "X-DSH-Herdr-Delivery";
@@ -121,62 +121,39 @@ export function postWebhook(t: WebhookTarget, body: NotifyBody, userAgent: strin
 /**
  * Run a command target once: a string through /bin/sh (the user's own line from config.json), an argv as is. The
  * task's facts are only in its environment (DSH_HERDR_TASK_ID, _STATUS, _SUMMARY, _AGENT, ...): nothing from a task
- * is ever put into a command line. Its process group is ended at the timeout. Never throws.
+ * is ever put into a command line. Its process group is ended at the timeout, or when `signal` aborts (the daemon
+ * stops); what it leaves running in its group ends when it exits. Never throws.
  */
-export function runCommand(
+export async function runCommand(
   t: CommandTarget,
   body: NotifyBody,
   baseEnv: NodeJS.ProcessEnv = process.env,
+  signal?: AbortSignal,
 ): Promise<Answer> {
-  const started = Date.now();
   const [file, args] =
     typeof t.command === "string" ? ["/bin/sh", ["-c", t.command]] : [t.command[0]!, t.command.slice(1)];
   const timeoutMs = t.timeoutMs ?? COMMAND_TIMEOUT_MS;
-  return new Promise<Answer>((resolve) => {
-    let out = "";
-    let done = false;
-    let timedOut = false;
-    const finish = (a: Omit<Answer, "durationMs">) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      clearTimeout(hard);
-      resolve({ ...a, ...(out ? { text: out.slice(-TEXT_MAX) } : {}), durationMs: Date.now() - started });
-    };
-    let hard: NodeJS.Timeout | undefined;
-    const child = spawn(file, args, {
-      env: { ...baseEnv, ...notifyEnv(body) },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true, // its own process group: the timeout ends what it started too
-    });
-    const group = (sig: NodeJS.Signals) => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, sig);
-      } catch {
-        // already gone
-      }
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      group("SIGTERM");
-      hard = setTimeout(() => group("SIGKILL"), 2000);
-      hard.unref();
-    }, timeoutMs);
-    timer.unref();
-    const keep = (c: Buffer) => {
-      out = (out + c.toString("utf8")).slice(-TEXT_MAX);
-    };
-    child.stdout?.on("data", keep);
-    child.stderr?.on("data", keep);
-    child.on("error", (e) => finish({ ok: false, error: e.message }));
-    child.on("close", (code, signal) =>
-      finish({
-        ok: code === 0 && !timedOut,
-        exitCode: code,
-        ...(timedOut ? { error: `ended after its ${timeoutMs} ms timeout${signal ? ` (${signal})` : ""}` } : {}),
-      }),
-    );
+  const r = await runProcess({
+    file,
+    args,
+    env: { ...baseEnv, ...notifyEnv(body) },
+    timeoutMs,
+    ...(signal !== undefined ? { signal } : {}),
+    merge: true,
+    keep: "tail",
+    keepBytes: TEXT_MAX,
   });
+  const text = r.output ? { text: r.output } : {};
+  if (r.spawnError !== undefined) return { ok: false, error: r.spawnError, ...text, durationMs: r.durationMs };
+  const how = r.signal ? ` (${r.signal})` : "";
+  return {
+    ok: r.exitCode === 0 && r.ended === undefined,
+    exitCode: r.exitCode,
+    ...(r.timedOut ? { error: `ended after its ${timeoutMs} ms timeout${how}` } : {}),
+    ...(r.cancelled ? { error: `ended: the daemon stopped${how}` } : {}),
+    ...text,
+    durationMs: r.durationMs,
+  };
 }
 
 /** One line for a person or a log: `200 OK in 12 ms`, `exit 0 in 5 ms`, `error: connect ECONNREFUSED ...`. */

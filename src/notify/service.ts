@@ -67,6 +67,8 @@ export class NotifyService {
   private known = new Set<string>();
   private since = new Map<string, number>();
   private stopped = false;
+  /** Aborted at stop: a command target still running is ended with its group (the next daemon runs it again). */
+  private readonly stopping = new AbortController();
   private inFlight = 0;
   private readonly waiting: Job[] = [];
   private started = false;
@@ -100,6 +102,7 @@ export class NotifyService {
 
   stop(): void {
     this.stopped = true;
+    this.stopping.abort();
     for (const j of this.jobs.values()) clearTimeout(j.timer);
   }
 
@@ -218,7 +221,7 @@ export class NotifyService {
     const answer: Answer =
       target.kind === "webhook"
         ? await postWebhook(target.t, job.body, this.opts.userAgent)
-        : await runCommand(target.t, job.body);
+        : await runCommand(target.t, job.body, process.env, this.stopping.signal);
     if (this.stopped && !answer.ok) return; // the next daemon tries again
     const where = { deliveryId: job.body.deliveryId, taskId: job.body.taskId, target: job.label, attempt: job.attempt };
     // A command runs at most once whatever it exits with (its side effects must not repeat); its output is logged.
