@@ -1,11 +1,11 @@
 // Running git: one place for the environment and the flags every call needs (exact, unquoted path names;
 // no optional locks on the user's repo; nothing inherited that could point git at another repo or index).
 import { AsyncLocalStorage } from "node:async_hooks";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { statSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { DshError } from "../core/errors.js";
 import { isLauncherLost, type LaunchResult, launchGit } from "./launcher.js";
+import { runProcess, type RunOutcome } from "../process/run.js";
 
 // Variables that would redirect git away from the cwd's repo, or change its output format.
 const STRIPPED = [
@@ -88,7 +88,8 @@ export function withoutCancel<T>(op: () => Promise<T>): Promise<T> {
 const KILL_GRACE_MS = 2000;
 
 /**
- * git in a process group of its own (detached), ended as a group on timeout or abort. Not through the launcher
+ * git in a process group of its own (the process adapter), ended as a group on timeout or abort; what a hook left
+ * running in the group (a background child holding the output pipes) ends with git. Not through the launcher
  * shell: its commands share the shell's group, so a hook's children could not be told apart from the shell's.
  */
 async function runBounded(
@@ -98,92 +99,43 @@ async function runBounded(
   stdinPath: string | undefined,
   b: GitBounds,
 ): Promise<LaunchResult> {
+  const what = `git ${args.slice(CONFIG_ARGS.length).join(" ")}`;
   if (b.signal?.aborted)
+    throw new DshError("LAND_CANCELLED", `${what} not started: ${reasonOf(b.signal)}`, { reason: "cancelled" });
+  const r = await runProcess({
+    file: "git",
+    args,
+    cwd,
+    env,
+    stdin: stdinPath !== undefined ? { file: stdinPath } : "ignore",
+    timeoutMs: b.timeoutMs,
+    graceMs: KILL_GRACE_MS,
+    ...(b.signal !== undefined ? { signal: b.signal } : {}),
+    keepBytes: MAX_OUTPUT_BYTES,
+  });
+  if (r.timedOut)
     throw new DshError(
-      "LAND_CANCELLED",
-      `git ${args.slice(CONFIG_ARGS.length).join(" ")} not started: ${reasonOf(b.signal)}`,
-      {
-        reason: "cancelled",
-      },
+      "TIMEOUT",
+      `${what} in ${cwd} (and any hook it ran) did not end within ${b.timeoutName ?? `${b.timeoutMs} ms`}; it was ended with its process group`,
+      { reason: "git_timeout" },
     );
-  const fh = stdinPath !== undefined ? await open(stdinPath, "r") : undefined;
-  try {
-    return await new Promise((resolve, reject) => {
-      const child = spawn("git", args, {
-        cwd,
-        env,
-        detached: true,
-        stdio: [fh ? fh.fd : "ignore", "pipe", "pipe"],
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      let size = 0;
-      let ended: "timeout" | "cancelled" | undefined;
-      let killTimer: NodeJS.Timeout | undefined;
-      const killGroup = (sig: NodeJS.Signals) => {
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, sig);
-        } catch {
-          // gone already
-        }
-      };
-      const end = (why: "timeout" | "cancelled") => {
-        if (ended) return;
-        ended = why;
-        killGroup("SIGTERM");
-        killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);
-      };
-      child.stdout!.on("data", (d: Buffer) => {
-        size += d.length;
-        if (size <= MAX_OUTPUT_BYTES) out.push(d);
-      });
-      child.stderr!.on("data", (d: Buffer) => err.push(d));
-      const timer = setTimeout(() => end("timeout"), b.timeoutMs);
-      const onAbort = () => end("cancelled");
-      b.signal?.addEventListener("abort", onAbort, { once: true });
-      const done = () => {
-        clearTimeout(timer);
-        b.signal?.removeEventListener("abort", onAbort);
-      };
-      child.once("error", (e) => {
-        done();
-        resolve({ code: null, stdout: "", stderr: "", spawnError: e.message });
-      });
-      // The group may outlive git (a hook's background child holding the output pipes): it ends with git.
-      child.once("exit", () => killGroup("SIGKILL"));
-      child.once("close", (code) => {
-        done();
-        if (killTimer) clearTimeout(killTimer);
-        const what = `git ${args.slice(CONFIG_ARGS.length).join(" ")}`;
-        if (ended === "timeout")
-          return reject(
-            new DshError(
-              "TIMEOUT",
-              `${what} in ${cwd} (and any hook it ran) did not end within ${b.timeoutName ?? `${b.timeoutMs} ms`}; it was ended with its process group`,
-              { reason: "git_timeout" },
-            ),
-          );
-        if (ended === "cancelled")
-          return reject(
-            new DshError("LAND_CANCELLED", `${what} in ${cwd} was ended: ${reasonOf(b.signal)}`, {
-              reason: "cancelled",
-            }),
-          );
-        const stdout = Buffer.concat(out).toString("utf8");
-        const stderr = Buffer.concat(err).toString("utf8");
-        if (size > MAX_OUTPUT_BYTES)
-          return reject(
-            new DshError(
-              "GIT_FAILED",
-              `git printed ${size} bytes, over the ${MAX_OUTPUT_BYTES}-byte limit of one call`,
-            ),
-          );
-        resolve(code === null ? { code, stdout, stderr, spawnError: "killed by a signal" } : { code, stdout, stderr });
-      });
-    });
-  } finally {
-    await fh?.close();
-  }
+  if (r.cancelled)
+    throw new DshError("LAND_CANCELLED", `${what} in ${cwd} was ended: ${reasonOf(b.signal)}`, { reason: "cancelled" });
+  return launchResultOf(r);
+}
+
+/** The adapter's outcome as git's answer: a code of null is a spawn error or a signal; over the cap is an error. */
+function launchResultOf(r: RunOutcome): LaunchResult {
+  if (r.spawnError !== undefined) return { code: null, stdout: "", stderr: "", spawnError: r.spawnError };
+  if (r.truncated)
+    throw new DshError(
+      "GIT_FAILED",
+      `git printed ${r.outputBytes} bytes, over the ${MAX_OUTPUT_BYTES}-byte limit of one call`,
+    );
+  const { stdout, stderr } = r;
+  return r.exitCode === null
+    ? { code: null, stdout, stderr, spawnError: "killed by a signal" }
+    : { code: r.exitCode, stdout, stderr };
 }
 
 /** A bounded git process ended by its timeout or a cancel: no answer from git, never read as "no". */
@@ -236,29 +188,16 @@ function runGit(
   });
 }
 
-/** git with a file as its stdin and node's own spawn (no launcher). */
+/** git with a file as its stdin, without the launcher. */
 async function spawnWithStdin(
   cwd: string,
   args: string[],
   env: Record<string, string>,
   stdinPath: string,
 ): Promise<LaunchResult> {
-  const fh = await open(stdinPath, "r");
-  try {
-    return await new Promise((resolve) => {
-      const child = spawn("git", args, { cwd, env, stdio: [fh.fd, "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.once("error", (e) => resolve({ code: null, stdout, stderr, spawnError: e.message }));
-      child.once("close", (code) =>
-        resolve(code === null ? { code, stdout, stderr, spawnError: "killed by a signal" } : { code, stdout, stderr }),
-      );
-    });
-  } finally {
-    await fh.close();
-  }
+  return launchResultOf(
+    await runProcess({ file: "git", args, cwd, env, stdin: { file: stdinPath }, keepBytes: MAX_OUTPUT_BYTES }),
+  );
 }
 
 /** Output of one git() call held in memory (status, ls-files of a big repo); diffs stream to a file instead. */
