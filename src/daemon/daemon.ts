@@ -1,6 +1,5 @@
 // The daemon process: lock, config, store, socket server, supervisor, start-up reconciliation, graceful stop.
-import { useGitLauncher } from "../git/launcher.js";
-import { gitEnv } from "../git/run.js";
+import { useGitLauncher, gitEnv } from "./git-port.js";
 import { join } from "node:path";
 import type { Clock } from "../core/clock.js";
 import { DshError } from "../core/errors.js";

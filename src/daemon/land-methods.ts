@@ -10,9 +10,15 @@ import { DEFAULT_CHECK_LIMITS } from "../checks/run-check.js";
 import { runTaskChecks } from "../checks/task-checks.js";
 import { dirname, join } from "node:path";
 import { appendFile } from "node:fs/promises";
-import { dryLand, landTask, type LandOutcome, type LandStrategy } from "../git/land.js";
-import { CHECK_PGIDS } from "../git/land-scratch.js";
-import { childIdentity, landabilityOf } from "../git/landability.js";
+import {
+  dryLand,
+  landTask,
+  type LandOutcome,
+  type LandStrategy,
+  CHECK_PGIDS,
+  childIdentity,
+  landabilityOf,
+} from "./git-port.js";
 import { crashPoint } from "./crash-hook.js";
 import { clearIntent, landedEvent, settleIntent, writeIntent } from "./land-intent.js";
 import { validateAgentResult } from "./harvest.js";

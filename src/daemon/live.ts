@@ -8,9 +8,8 @@ import type { AgentResult, DiffEvidence, HerdrStatus, RuntimeKind } from "../cor
 import type { Runtime } from "../runtime/types.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
-import type { CreatedWorktree } from "../git/worktree.js";
 import type { PendingRequest } from "../remote/relay-request-state.js";
-import type { GitPort } from "./git-port.js";
+import type { CreatedWorktree, GitPort } from "./git-port.js";
 import type { TaskRecord } from "./record.js";
 import type { Connection, Logger } from "./server.js";
 import type { TaskFiles } from "./watcher.js";

@@ -5,12 +5,11 @@
 import { DshError } from "../core/errors.js";
 import { classifyPiStartFailure } from "../core/pi-failure.js";
 import { launchWanted } from "../core/task-cycle.js";
-import type { CreatedWorktree } from "../git/worktree.js";
 import { buildPiCommand } from "../pi/launch.js";
 import { unsynced } from "../store/task-store.js";
 import { assertDayBudgetAtStart } from "./budget.js";
 import { crashPoint } from "./crash-hook.js";
-import type { GitPort } from "./git-port.js";
+import type { CreatedWorktree, GitPort } from "./git-port.js";
 import { buildPrompt } from "./prompt.js";
 import { prepareWorkdir } from "./workdir-setup.js";
 import type { TaskRecord } from "./record.js";

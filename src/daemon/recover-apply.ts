@@ -3,8 +3,7 @@
 import { readFile } from "node:fs/promises";
 import type { RecoveryPlan } from "../core/recovery-plan.js";
 import type { Runtime } from "../runtime/types.js";
-import { branchFor, worktreePathFor } from "../git/worktree.js";
-import { gitMaybe } from "../git/run.js";
+import { branchFor, worktreePathFor, gitMaybe } from "./git-port.js";
 import { followUpPath } from "./record.js";
 import type { Runner } from "./runner-types.js";
 import { endOrphanedSetup } from "./recover-setup.js";

@@ -4,7 +4,7 @@
 import { parseSettleReason, type SettleReason } from "../core/task-cycle.js";
 import type { RuntimeHandle } from "../runtime/types.js";
 import type { TaskEvent } from "../store/task-store.js";
-import { gitMaybe } from "../git/run.js";
+import { gitMaybe } from "./git-port.js";
 import type { TaskRecord } from "./record.js";
 
 /** What the journal says happened to a task, beyond its last task.json. */

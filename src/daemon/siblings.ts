@@ -7,7 +7,7 @@ import { DshError } from "../core/errors.js";
 import { SIBLING_PREFIX, withSiblingWarning } from "../core/sibling-warning.js";
 import { lifecycleOf } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
-import { childIdentity, mergeTree, snapshotWork, workWithoutSetup } from "../git/landability.js";
+import { childIdentity, mergeTree, snapshotWork, workWithoutSetup } from "./git-port.js";
 import { validateAgentResult } from "./harvest.js";
 import type { TaskRecord } from "./record.js";
 import type { Runner } from "./runner-types.js";

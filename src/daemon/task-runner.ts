@@ -25,7 +25,7 @@ import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
 import { redactSecrets } from "../core/redact.js";
 import type { PendingRequest } from "../remote/relay-request-state.js";
 import type { Runtime, RuntimeEvent } from "../runtime/types.js";
-import type { CreatedWorktree } from "../git/worktree.js";
+import type { CreatedWorktree } from "./git-port.js";
 import { sendPrompt, typePrompt } from "./child-prompt.js";
 import { childConnected, childEvent, childReport, onFiles, onRuntime } from "./evidence.js";
 import type { Live, UnsavedStatus } from "./live.js";

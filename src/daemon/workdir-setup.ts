@@ -11,7 +11,7 @@ import { DshError } from "../core/errors.js";
 import { DEFAULT_CHECK_LIMITS, runCheck } from "../checks/run-check.js";
 import { lifecycleOf } from "../core/task-cycle.js";
 import type { CheckReceipt } from "../core/types.js";
-import { checkIncludePattern, commitSetup, includeInto, type Included } from "../git/worktree-setup.js";
+import { checkIncludePattern, commitSetup, includeInto, type Included } from "./git-port.js";
 import { consentedRepoSettings, joinLists, untrustedLine } from "../store/repo-settings.js";
 import { unsynced } from "../store/task-store.js";
 import type { TaskRecord } from "./record.js";
