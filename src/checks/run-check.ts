@@ -93,6 +93,11 @@ export async function runCheck(opts: RunCheckOptions): Promise<CheckReceipt> {
   // A cancel is not a cut-off: the receipt names the signal that ended it.
   const cutOff: CheckReceipt["cutOff"] =
     run.ended === "timeout" ? "timeout" : run.ended === "output" ? "output" : undefined;
+  if (run.cancelled && run.pid === undefined) {
+    const note = Buffer.from("dsh-herdr: not run: cancelled before it started\n");
+    tail = Buffer.concat([tail, note]);
+    writes = writes.then(() => log.write(note).then(() => undefined));
+  }
   if (run.spawnError !== undefined) {
     const note = Buffer.from(`dsh-herdr: could not run the check: ${run.spawnError}\n`);
     tail = Buffer.concat([tail, note]);

@@ -110,3 +110,57 @@ test("a check in a directory that is gone fails with a receipt, not a throw", as
     t.cleanup();
   }
 });
+
+/** Runs: not gone and not a zombie (PID 1 here does not reap orphans, so kill(pid, 0) succeeds on a dead one). */
+function runs(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+test("an abort ends a running check's group and the receipt names the signal; an abort before it starts runs nothing", async () => {
+  const t = temp();
+  try {
+    const ac = new AbortController();
+    let pgid = 0;
+    setTimeout(() => ac.abort(), 300);
+    const r = await runCheck({
+      command: `sleep 100 & echo $! > '${join(t.dir, "bg")}'; wait`,
+      cwd: t.dir,
+      logPath: join(t.dir, "a.log"),
+      timeoutMs: 60_000,
+      outputCapBytes: 1024,
+      signal: ac.signal,
+      onSpawn: (p) => {
+        pgid = p;
+      },
+    });
+    assert.ok(pgid > 0);
+    assert.equal(r.cutOff, undefined, "an abort is not a cut-off");
+    assert.equal(r.exitCode, null);
+    assert.equal(r.signal, "SIGTERM");
+    const bg = Number(readFileSync(join(t.dir, "bg"), "utf8"));
+    const deadline = Date.now() + 3000;
+    while (runs(bg)) {
+      assert.ok(Date.now() < deadline, `its background ${bg} still runs`);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+
+    const marker = join(t.dir, "ran");
+    const pre = await runCheck({
+      command: `touch '${marker}'`,
+      cwd: t.dir,
+      logPath: join(t.dir, "b.log"),
+      timeoutMs: 60_000,
+      outputCapBytes: 1024,
+      signal: AbortSignal.abort(),
+    });
+    assert.equal(pre.exitCode, null);
+    assert.match(pre.outputTail, /not run: cancelled before it started/);
+    assert.equal(existsSync(marker), false);
+  } finally {
+    t.cleanup();
+  }
+});
