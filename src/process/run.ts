@@ -221,7 +221,10 @@ export async function runProcess(spec: RunSpec): Promise<RunOutcome> {
     sub.stdout?.destroy();
     sub.stderr?.destroy();
   }
-  const final = result ?? (await settled);
+  // Destroyed streams settle execa's promise; bounded all the same, since only a spawn error's words come from it.
+  const final =
+    result ??
+    (await Promise.race([settled, new Promise<undefined>((r) => setTimeout(() => r(undefined), 1000).unref())]));
   const code = (final as { code?: unknown } | undefined)?.code;
   const spawnError =
     exit === undefined || pid === undefined

@@ -198,3 +198,22 @@ test("stdin from a file, cwd and env as given (nothing of the daemon's added)", 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a process that left the group and holds the output pipe does not hold up the outcome", async () => {
+  const t0 = Date.now();
+  // setsid: a session and group of its own, so the group's end does not reach it (a cgroup scope does, checks/scope.ts).
+  const r = await runProcess({
+    ...shellLine("setsid sh -c 'echo pid $$; exec sleep 30' & sleep 0.3; echo done"),
+    timeoutMs: 10_000,
+  });
+  const took = Date.now() - t0;
+  const pid = Number(/pid (\d+)/.exec(r.stdout)?.[1]);
+  try {
+    assert.equal(r.exitCode, 0);
+    assert.match(r.stdout, /done\n/);
+    assert.ok(took < 2500, `the outcome waited ${took} ms for the stray holder`);
+    assert.ok(running(pid), "the stray holder (outside the group) still ran: the case is real");
+  } finally {
+    if (pid > 0 && running(pid)) process.kill(pid, "SIGKILL");
+  }
+});
