@@ -56,7 +56,10 @@ test("a daemon SIGKILLed during a worktree setup: the next daemon ends the old s
     "the setup's shell and its sleep",
     () => {
       const pids = processesUnder(worktree);
-      return existsSync(runs) && pids.length >= 2 ? pids : undefined;
+      // Killed once the setup's start is on record (its group is what the next daemon ends), not in the few ms
+      // between the setup's spawn and that record.
+      const recorded = existsSync(runs) && journal(home, taskId).some((e) => e.type === "setup_started");
+      return recorded && pids.length >= 2 ? pids : undefined;
     },
     30_000,
   );
