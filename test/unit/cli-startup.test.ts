@@ -1,43 +1,26 @@
 // Which modules a CLI call loads: `--version`, `list` and `show` answer in about a bare node's start-up only if they
-// leave out what they do not use (execa and the runtimes, ajv, pino, yaml, and string-width unless a text needs it). Counted with a module load hook in the
-// real bin/dsh-herdr, so the test holds on any machine; the wall-time figure is bench/cli-startup.ts.
+// leave out what they do not use (execa and the runtimes, ajv, pino, yaml, and string-width unless a text needs it).
+// Counted in the real bin/dsh-herdr (test/helpers/module-log.ts), so the test holds on any machine; the time figures
+// are bench/cli-startup.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dshBin } from "../helpers/cli.js";
+import { modulesLoadedBy } from "../helpers/module-log.js";
 import type { CliContext } from "../../src/cli/context.js";
 import { processIo } from "../../src/cli/io.js";
 import { buildProgram } from "../../src/cli/main.js";
 
-const HOOK = `
-import { appendFileSync } from "node:fs";
-export async function load(url, context, next) {
-  if (!url.startsWith("node:")) appendFileSync(process.env.DSH_TEST_MODULE_LOG, url + "\\n");
-  return next(url, context);
-}`;
-
-/** The non-builtin modules `dsh-herdr <args>` loads, as file URLs. */
+/** The non-builtin modules `dsh-herdr <args>` loads (ES and CommonJS), as file URLs, on a fresh home `seed` fills. */
 function modulesOf(args: string[], seed?: (home: string) => void): { loaded: string[]; stdout: string } {
   const dir = mkdtempSync(join(tmpdir(), "dsh-cli-startup-"));
   try {
     seed?.(join(dir, "home"));
-    const log = join(dir, "modules.log");
-    const register = join(dir, "register.mjs");
-    writeFileSync(log, "");
-    writeFileSync(
-      register,
-      `import { register } from "node:module";\nregister(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOK)}`)});\n`,
-    );
-    const r = spawnSync(process.execPath, ["--import", register, dshBin, ...args], {
-      env: { ...process.env, DSH_HERDR_HOME: join(dir, "home"), DSH_TEST_MODULE_LOG: log, NO_COLOR: "1" },
-      encoding: "utf8",
-      timeout: 60_000,
-    });
-    assert.equal(r.error, undefined);
-    return { loaded: readFileSync(log, "utf8").split("\n").filter(Boolean), stdout: r.stdout };
+    const r = modulesLoadedBy(args, { ...process.env, DSH_HERDR_HOME: join(dir, "home"), NO_COLOR: "1" });
+    return { loaded: r.loaded, stdout: r.stdout };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
