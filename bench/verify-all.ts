@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { closedResult } from "../src/core/agent-result.js";
 import { pinnedResultFile, resultFromPin, resultMdOf, type HarvestPin } from "../src/core/harvest-pin.js";
 import { newTaskId } from "../src/core/ids.js";
+import { parseYaml } from "../src/core/result-md.js";
 import { SessionReader } from "../src/core/session-reader.js";
 import type { DiffEvidence } from "../src/core/types.js";
 import { median, printFigure, repoRoot, sizes, tempDir } from "./_util.js";
@@ -105,7 +106,7 @@ function template(home: string): Record<string, string> {
   const reason = { kind: "agent_end" as const, stopReason: "stop" };
   const settled = resultFromPin(record as never, pin, {
     session: reader.facts(),
-    resultMd: resultMdOf({ text: resultMd }),
+    resultMd: resultMdOf({ text: resultMd }, parseYaml),
     reason,
   });
   const events = [

@@ -7,7 +7,7 @@ import type { CheckReceipt, Landing } from "./types.js";
 import { withReportAsFinalText, type CrewReport } from "./crew-cycle.js";
 import type { SettleReason } from "./cycle-phase.js";
 import type { Lifecycle, RawState } from "./derive.js";
-import { parseResultMd, RESULT_MD_MAX_BYTES, type ParsedResultMd } from "./result-md.js";
+import { type ParsedResultMd, type ParseYaml, RESULT_MD_MAX_BYTES, readResultMd } from "./result-md-read.js";
 import { sessionErrorOf, type SessionFacts } from "./session-reader.js";
 import { LATE_RESULT_WARNING, settleError, settleVerdict } from "./settle-verdict.js";
 import type {
@@ -90,10 +90,10 @@ export interface PinnedEvidence {
   late?: boolean;
 }
 
-/** result.md's text (or its refusal) parsed as every harvest parses it. */
-export function resultMdOf(raw: { text: string } | { refused: string }): ParsedResultMd {
+/** result.md's text (or its refusal) parsed as every harvest parses it (yaml's parse: result-md.ts parseYaml). */
+export function resultMdOf(raw: { text: string } | { refused: string }, parseYaml: ParseYaml): ParsedResultMd {
   return "text" in raw
-    ? parseResultMd(raw.text, { maxBytes: RESULT_MD_MAX_BYTES })
+    ? readResultMd(raw.text, parseYaml, { maxBytes: RESULT_MD_MAX_BYTES })
     : { meta: {}, body: "", warnings: [raw.refused] };
 }
 

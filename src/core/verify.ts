@@ -18,6 +18,7 @@ import {
 } from "./cycle-phase.js";
 import { nextActionFor } from "./derive.js";
 import { resultFromPin, resultMdOf, type HarvestPin, type TaskFields } from "./harvest-pin.js";
+import type { ParseYaml } from "./result-md-read.js";
 import type { SessionFacts } from "./session-reader.js";
 import { settleVerdict } from "./settle-verdict.js";
 import { withSiblingWarning } from "./sibling-warning.js";
@@ -53,6 +54,8 @@ export interface VerifyInput {
   session?: SessionFacts;
   /** diff.patch's size only (the old checks). */
   patchBytes?: number;
+  /** yaml's parse (result-md.ts parseYaml), for a pinned result.md whose frontmatter is more than plain lines. */
+  parseYaml: ParseYaml;
 }
 
 export interface Difference {
@@ -278,9 +281,9 @@ export function checkTask(i: VerifyInput): Verification {
           source: "the journal",
           why: "the pinned copy was changed",
         });
-      resultMd = resultMdOf({ text: copy.text });
+      resultMd = resultMdOf({ text: copy.text }, i.parseYaml);
     }
-  } else if (pin.resultMd && "refused" in pin.resultMd) resultMd = resultMdOf(pin.resultMd);
+  } else if (pin.resultMd && "refused" in pin.resultMd) resultMd = resultMdOf(pin.resultMd, i.parseYaml);
   let rebuilt = resultFromPin(i.record, pin, {
     ...(session ? { session } : {}),
     ...(resultMd ? { resultMd } : {}),

@@ -7,6 +7,7 @@ import { readFile, statfs } from "node:fs/promises";
 import { sessionReport, type CrewReport } from "../core/crew-cycle.js";
 import { isSettledStatus } from "../core/derive.js";
 import { closedResult } from "../core/agent-result.js";
+import { parseYaml } from "../core/result-md.js";
 import {
   pinnedResultFile,
   resultFromPin,
@@ -232,7 +233,7 @@ function pinNow(
   };
   const ev: PinnedEvidence = {
     ...(facts ? { session: facts } : {}),
-    ...(raw ? { resultMd: r.files!.result ?? resultMdOf(raw) } : {}),
+    ...(raw ? { resultMd: r.files!.result ?? resultMdOf(raw, parseYaml) } : {}),
     ...(settled && opts.reason ? { reason: opts.reason } : {}),
     ...landFieldsOf(rec),
   };

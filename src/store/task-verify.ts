@@ -6,8 +6,10 @@
 // a result.json that disagrees with its task dir is named tampered (tamperedView) rather than shown as written.
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
+import { type ParseYaml, YAML_OPTIONS } from "../core/result-md-read.js";
 import type { AgentResult } from "../core/types.js";
 import { checkTask, journalVerdict, type Difference, type JournalRecord, type VerifyRecord } from "../core/verify.js";
 
@@ -92,6 +94,7 @@ function verifyOrRefuse(dir: string, taskId: string, given: AgentResult | undefi
       return buf ? { text: buf.toString("utf8"), sha256: sha256(buf) } : undefined;
     },
     ...(patch ? { patch } : {}),
+    parseYaml: lazyParseYaml,
   });
   return {
     taskId,
@@ -113,6 +116,16 @@ export function tamperedView(dir: string, result: AgentResult): { result: AgentR
   const { verified: _forged, ...rest } = result;
   return { result: { ...rest, warnings: [...(result.warnings ?? []), tampered] }, tampered };
 }
+
+let yaml: typeof import("yaml") | undefined;
+/**
+ * yaml's parse, loaded the first time a pinned result.md's frontmatter is more than plain `key: value` lines (the
+ * library costs `show` about 45 ms of CPU to load; crew_report writes plain lines). yaml is CommonJS: require loads it.
+ */
+const lazyParseYaml: ParseYaml = (text) => {
+  yaml ??= createRequire(import.meta.url)("yaml") as typeof import("yaml");
+  return yaml.parse(text, YAML_OPTIONS);
+};
 
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 

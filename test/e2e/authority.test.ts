@@ -11,6 +11,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import { runCli } from "../helpers/cli.js";
+import { modulesLoadedBy } from "../helpers/module-log.js";
 import { until } from "../helpers/wait.js";
 import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
 
@@ -22,6 +23,14 @@ const SCRIPT: Script = {
       steps: [
         { toolCalls: [{ name: "write", arguments: { path: "work.txt", content: "done\n" } }] },
         { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: "Wrote work.txt" } }] },
+      ],
+    },
+    {
+      name: "quoted",
+      match: "MARK-QUOTED",
+      steps: [
+        // A first line with quotes and ": " gives a summary yaml writes single-quoted: frontmatter only yaml reads.
+        { toolCalls: [{ name: "crew_report", arguments: { outcome: "completed", report: 'Ran "npm test": ok' } }] },
       ],
     },
   ],
@@ -273,4 +282,47 @@ test("a result.json rewritten after the task closed (a failed check turned verif
   const back = await h.cli.request<AgentResult>("task.get", { taskId });
   assert.equal(back.verified, false);
   assert.ok(!(back.warnings ?? []).some((w) => w.startsWith("tampered")));
+});
+
+test("show of a closed task checks its result against the task dir without loading yaml (crew_report writes plain lines)", async () => {
+  const { taskId } = await h.spawn({ prompt: "MARK-WORK for show", isolated: true });
+  await h.wait(taskId);
+  await h.cli.request("task.close", { taskId });
+  const file = join(h.home, "tasks", taskId, "result.json");
+  const original = readFileSync(file, "utf8");
+  const env = { ...process.env, DSH_HERDR_HOME: h.home, NO_COLOR: "1" };
+  const heavy = (loaded: string[]) =>
+    loaded.filter((u) => /\/node_modules\/(yaml|string-width|execa|ajv|pino)\//.test(u));
+  const shown = modulesLoadedBy(["show", taskId], env);
+  assert.equal(shown.status, 0, shown.stderr);
+  assert.match(shown.stdout, /Wrote work\.txt/);
+  assert.ok(
+    shown.loaded.some((u) => u.includes("/store/task-verify.js")),
+    "show checked the result against its dir",
+  );
+  assert.deepEqual(heavy(shown.loaded), []);
+  // The check still runs: a rewritten summary is named tampered.
+  writeFileSync(file, JSON.stringify({ ...JSON.parse(original), summary: "forged" }, null, 2) + "\n");
+  try {
+    const forged = modulesLoadedBy(["show", taskId], env);
+    assert.equal(forged.status, 1, forged.stderr);
+    assert.match(forged.stderr, /tampered: result\.json disagrees with its task dir \(summary/);
+  } finally {
+    writeFileSync(file, original); // teardown verifies every task dir
+  }
+});
+
+test("show of a task whose result.md only yaml reads loads yaml then, and finds the result untampered", async () => {
+  const { taskId } = await h.spawn({ prompt: "MARK-QUOTED", isolated: true });
+  const r = await h.wait(taskId);
+  assert.equal(r.summary, 'Ran "npm test": ok');
+  const pinned = readFileSync(join(h.home, "tasks", taskId, "result.c1.md"), "utf8");
+  assert.match(pinned, /^summary: '/m, "the frontmatter is not plain lines");
+  const shown = modulesLoadedBy(["show", taskId], { ...process.env, DSH_HERDR_HOME: h.home, NO_COLOR: "1" });
+  assert.equal(shown.status, 0, shown.stderr);
+  assert.doesNotMatch(shown.stderr, /tampered/);
+  assert.ok(
+    shown.loaded.some((u) => u.includes("/node_modules/yaml/")),
+    "yaml was loaded for this one",
+  );
 });

@@ -32,8 +32,10 @@ for (const path of ["extension", "file"])
 
 const FIGURES: Record<string, Expected[]> = {
   "cli-startup": [
-    ...["--version", "list", "show <id>"].map((c) =>
-      fig(`dsh-herdr ${c} wall time \\(median of \\d+\\)`, "ms", "node -e 0"),
+    ...["wall", "CPU"].flatMap((what) =>
+      ["--version", "list", "show <id>"].map((c) =>
+        fig(`dsh-herdr ${c} ${what} time \\(median of \\d+\\)`, "ms", "node -e 0"),
+      ),
     ),
     fig("npm run demo wall time \\(3 tasks, real pi, scripted model\\)", "ms", "pi --version"),
   ],

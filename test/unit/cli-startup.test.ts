@@ -1,54 +1,46 @@
 // Which modules a CLI call loads: `--version`, `list` and `show` answer in about a bare node's start-up only if they
-// leave out what they do not use (execa and the runtimes, ajv, pino, yaml). Counted with a module load hook in the
-// real bin/dsh-herdr, so the test holds on any machine; the wall-time figure is bench/cli-startup.ts.
+// leave out what they do not use (execa and the runtimes, ajv, pino, yaml, and string-width unless a text needs it).
+// Counted in the real bin/dsh-herdr (test/helpers/module-log.ts), so the test holds on any machine; the time figures
+// are bench/cli-startup.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dshBin } from "../helpers/cli.js";
+import { modulesLoadedBy } from "../helpers/module-log.js";
 import type { CliContext } from "../../src/cli/context.js";
 import { processIo } from "../../src/cli/io.js";
 import { buildProgram } from "../../src/cli/main.js";
 
-const HOOK = `
-import { appendFileSync } from "node:fs";
-export async function load(url, context, next) {
-  if (!url.startsWith("node:")) appendFileSync(process.env.DSH_TEST_MODULE_LOG, url + "\\n");
-  return next(url, context);
-}`;
-
-/** The non-builtin modules `dsh-herdr <args>` loads, as file URLs. */
-function modulesOf(args: string[]): string[] {
+/** The non-builtin modules `dsh-herdr <args>` loads (ES and CommonJS), as file URLs, on a fresh home `seed` fills. */
+function modulesOf(args: string[], seed?: (home: string) => void): { loaded: string[]; stdout: string } {
   const dir = mkdtempSync(join(tmpdir(), "dsh-cli-startup-"));
   try {
-    const log = join(dir, "modules.log");
-    const register = join(dir, "register.mjs");
-    writeFileSync(log, "");
-    writeFileSync(
-      register,
-      `import { register } from "node:module";\nregister(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOK)}`)});\n`,
-    );
-    const r = spawnSync(process.execPath, ["--import", register, dshBin, ...args], {
-      env: { ...process.env, DSH_HERDR_HOME: join(dir, "home"), DSH_TEST_MODULE_LOG: log, NO_COLOR: "1" },
-      encoding: "utf8",
-      timeout: 60_000,
-    });
-    assert.equal(r.error, undefined);
-    return readFileSync(log, "utf8").split("\n").filter(Boolean);
+    seed?.(join(dir, "home"));
+    const r = modulesLoadedBy(args, { ...process.env, DSH_HERDR_HOME: join(dir, "home"), NO_COLOR: "1" });
+    return { loaded: r.loaded, stdout: r.stdout };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-const HEAVY = ["/node_modules/execa/", "/node_modules/ajv", "/node_modules/pino", "/node_modules/yaml/"];
+// string-width builds emoji tables as it loads (about 50 ms of CPU): plain text is measured without it.
+const HEAVY = [
+  "/node_modules/execa/",
+  "/node_modules/ajv",
+  "/node_modules/pino",
+  "/node_modules/yaml/",
+  "/node_modules/string-width/",
+  "/node_modules/get-east-asian-width/",
+];
 
 // `show` of an id with no task: a found result is checked against its task dir (verify's reader, which parses result.md
 // with yaml), loaded only then.
 for (const args of [["--version"], ["list"], ["show", "abcd"]]) {
-  test(`dsh-herdr ${args.join(" ")} loads none of execa, ajv, pino, yaml`, () => {
-    const loaded = modulesOf(args);
+  test(`dsh-herdr ${args.join(" ")} loads none of execa, ajv, pino, yaml, string-width`, () => {
+    const { loaded } = modulesOf(args);
     assert.ok(
       loaded.some((u) => u.endsWith("/bin/dsh-herdr")),
       "the hook saw the CLI load",
@@ -58,8 +50,46 @@ for (const args of [["--version"], ["list"], ["show", "abcd"]]) {
   });
 }
 
+test("dsh-herdr list of a home with tasks prints its table and loads none of them (plain text needs no string-width)", () => {
+  const { loaded, stdout } = modulesOf(["list", "--all"], (home) => {
+    const ids = ["tmxcj2mdnwpy", "tmxcj2mt20t6"];
+    for (const id of ids) mkdirSync(join(home, "tasks", id), { recursive: true });
+    const line = (taskId: string, brief: string) =>
+      JSON.stringify({
+        taskId,
+        owner: "cli",
+        status: "closed",
+        createdAt: 1796614331534,
+        brief,
+        cwd: "/tmp/repo",
+        row: {
+          schemaVersion: 1,
+          taskId,
+          status: "closed",
+          role: "worker",
+          agent: { name: `worker-model-${taskId.slice(-4)}`, kind: "pi", model: "scripted/scripted-model" },
+          summary: "Added src/greeting.js.",
+          timing: { createdAt: 1796614331534 },
+          brief,
+          cwd: "/tmp/repo",
+          owner: "cli",
+        },
+      });
+    writeFileSync(
+      join(home, "tasks", "index.jsonl"),
+      `${line(ids[0]!, "add a greeting module")}\n${line(ids[1]!, `document the CLI usage ${"and more ".repeat(20)}`)}\n`,
+    );
+  });
+  assert.match(stdout, /worker-model-nwpy/);
+  assert.match(stdout, /…/, "a long brief is cut");
+  assert.deepEqual(
+    loaded.filter((u) => HEAVY.some((h) => u.includes(h))),
+    [],
+  );
+});
+
 test("dsh-herdr --version loads only main and what it needs (no command module)", () => {
-  const loaded = modulesOf(["--version"]);
+  const { loaded } = modulesOf(["--version"]);
   assert.deepEqual(
     loaded.filter((u) => u.includes("/cli/commands/")),
     [],

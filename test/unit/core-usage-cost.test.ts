@@ -8,7 +8,10 @@ import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { SessionReader } from "../../src/core/session-reader.js";
 import { buildAgentResult } from "../../src/core/agent-result.js";
-import { verifyTask } from "../../src/core/verify.js";
+import { parseYaml } from "../../src/core/result-md.js";
+import { type VerifyInput, verifyTask as verifyWith } from "../../src/core/verify.js";
+
+const verifyTask = (i: Omit<VerifyInput, "parseYaml">) => verifyWith({ ...i, parseYaml });
 import type { AgentResult } from "../../src/core/types.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");

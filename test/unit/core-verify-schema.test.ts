@@ -2,7 +2,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { resultFromPin, type HarvestPin } from "../../src/core/harvest-pin.js";
-import { checkTask, describeDifference, type VerifyRecord } from "../../src/core/verify.js";
+import { parseYaml } from "../../src/core/result-md.js";
+import {
+  checkTask as checkWith,
+  describeDifference,
+  type VerifyInput,
+  type VerifyRecord,
+} from "../../src/core/verify.js";
+
+const checkTask = (i: Omit<VerifyInput, "parseYaml">) => checkWith({ ...i, parseYaml });
 import type { AgentResult } from "../../src/core/types.js";
 
 const record: VerifyRecord = {

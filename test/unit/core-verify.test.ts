@@ -3,7 +3,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { resultFromPin, type HarvestPin } from "../../src/core/harvest-pin.js";
-import { checkTask, describeDifference, journalVerdict, type VerifyRecord } from "../../src/core/verify.js";
+import { parseYaml } from "../../src/core/result-md.js";
+import {
+  checkTask as checkWith,
+  describeDifference,
+  journalVerdict,
+  type VerifyInput,
+  type VerifyRecord,
+} from "../../src/core/verify.js";
+
+const checkTask = (i: Omit<VerifyInput, "parseYaml">) => checkWith({ ...i, parseYaml });
 import { SessionReader } from "../../src/core/session-reader.js";
 import type { AgentResult } from "../../src/core/types.js";
 
