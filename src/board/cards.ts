@@ -57,7 +57,7 @@ export function cardOf(r: Shown, mayAct: (owner: string | undefined) => boolean)
     column: columnOf(r),
     status: r.status,
     agent: r.agent.name,
-    brief: (r.brief ?? "").slice(0, 500),
+    brief: (r.brief || r.summary || "").slice(0, 500),
     model: r.agent.model,
     ...(r.agent.machine ? { machine: r.agent.machine } : {}),
     ...(r.owner ? { owner: r.owner } : {}),

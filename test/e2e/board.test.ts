@@ -15,6 +15,8 @@ import { runCli } from "../helpers/cli.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 
 const CHROMIUM = process.env.DSH_TEST_CHROMIUM ?? "/usr/bin/chromium";
+/** A directory to save the board's screenshots in (docs/ when making the README's pictures); unset: none. */
+const SHOTS = process.env.DSH_BOARD_SCREENSHOTS;
 const HOSTILE =
   'Done.\n\n<script>window.__pwned = "script"</script>\n\n<img src="x" onerror="window.__pwned = \'img\'">\n\n' +
   '[click me](javascript:window.__pwned="link")\n\n<a href="javascript:window.__pwned=\'a\'" id="evil">raw link</a>\n\n' +
@@ -156,8 +158,13 @@ test("board --json prints the URL with the token; --rotate makes the old one (an
 });
 
 test("a task appears on the board and moves by its status within a second; its diff renders; a line comment reaches the child; land from the page lands", async () => {
+  const t0 = Date.now();
   await page.goto(`${base}?token=${token}`);
   await page.waitForSelector("#live:not(.off)");
+  // Offline and small: the page, its libraries and the live stream in well under a second (generous under CI load).
+  const loadMs = Date.now() - t0;
+  console.log(`board page loaded and live in ${loadMs} ms`);
+  assert.ok(loadMs < 3000, `the board took ${loadMs} ms to load`);
   const { taskId } = await h.spawn({ prompt: "[b-live] do it", isolated: true, runtime: "headless" });
   await page.waitForSelector(`.card[data-task-id="${taskId}"]`, { timeout: 5000 });
   // Settled: the card is in its column within a second of the daemon's result (events, no polling).
@@ -177,6 +184,7 @@ test("a task appears on the board and moves by its status within a second; its d
   await page.click(".d2h-file-wrapper tr:nth-child(3) .d2h-code-linenumber");
   await page.fill(".comment-text", "say 2 instead of two");
   await page.click(".comment-add");
+  if (SHOTS) await page.screenshot({ path: join(SHOTS, "board-task.png"), fullPage: true });
   await page.click("#btn-send-comments");
   await page.waitForSelector("#comments ~ .answer.ok");
   const r2 = await h.waitFor(taskId, (r) => r.status === "completed" && r.summary.includes("addressed"), "cycle 2");
@@ -229,4 +237,10 @@ test("a hostile report renders inert: no script ran, no javascript: link, no han
   assert.equal(await page.evaluate(() => (globalThis as Record<string, unknown>)["__pwned"]), undefined);
   // The child's file with a script tag is text in the diff.
   assert.match((await page.textContent(".d2h-file-wrapper")) ?? "", /<script>x<\/script>/);
+  if (SHOTS) {
+    // The board after this file's tasks: one landed, three to land (one with a failed check).
+    await page.goto(`${base}#/`);
+    await page.waitForSelector(`.card[data-task-id="${id}"]`);
+    await page.screenshot({ path: join(SHOTS, "board.png") });
+  }
 });
