@@ -13,6 +13,9 @@ import { boardAddressPath, boardTokenPath } from "../../src/board/token.js";
 import { git } from "../helpers/git.js";
 import { runCli } from "../helpers/cli.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
+import { connect } from "../../src/client/index.js";
+import { runDaemon } from "../../src/daemon/daemon.js";
+import { setConfigValue } from "../../src/store/config.js";
 
 const CHROMIUM = process.env.DSH_TEST_CHROMIUM ?? "/usr/bin/chromium";
 /** A directory to save the board's screenshots in (docs/ when making the README's pictures); unset: none. */
@@ -243,4 +246,69 @@ test("a hostile report renders inert: no script ran, no javascript: link, no han
     await page.waitForSelector(`.card[data-task-id="${id}"]`);
     await page.screenshot({ path: join(SHOTS, "board.png") });
   }
+});
+
+test("an owner pi's task is read-only on the board unless config board.mayActOnOwnerTasks allows it", async () => {
+  const owner = await connect(h.home, { kind: "owner", ownerId: "sess-board-owner", timeoutMs: 30_000 });
+  let id: string;
+  try {
+    ({ taskId: id } = await owner.request<{ taskId: string }>("task.spawn", {
+      cwd: h.repo,
+      model: h.modelName,
+      prompt: "[b-check] for an owner",
+      isolated: true,
+      runtime: "headless",
+    }));
+  } finally {
+    owner.close();
+  }
+  await h.wait(id);
+  const host = `127.0.0.1:${port}`;
+  const api = (path: string) => raw("GET", path, { host, cookie: cookie() });
+  assert.equal((JSON.parse((await api(`/api/task/${id}`)).body) as { mayAct: boolean }).mayAct, false);
+  const refused = await raw(
+    "POST",
+    `/api/task/${id}/close`,
+    { host, cookie: cookie(), origin: `http://${host}`, "content-type": "application/json" },
+    "{}",
+  );
+  assert.equal((JSON.parse(refused.body) as { error: { code: string } }).error.code, "FORBIDDEN");
+  assert.ok(h.daemon.supervisor.tasks.has(id), "a refused close closed nothing");
+  await page.goto(`${base}#/`);
+  await page.waitForSelector(`.card[data-task-id="${id}"]:has-text("read-only")`, { timeout: 5000 });
+  // A person allows it: the daemon reloads its config and the same request closes the task.
+  await setConfigValue(h.home, "board.mayActOnOwnerTasks", true);
+  const deadline = Date.now() + 10_000;
+  while (!(JSON.parse((await api(`/api/task/${id}`)).body) as { mayAct: boolean }).mayAct) {
+    assert.ok(Date.now() < deadline, "the daemon did not take the config change");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const closed = await raw(
+    "POST",
+    `/api/task/${id}/close`,
+    { host, cookie: cookie(), origin: `http://${host}`, "content-type": "application/json" },
+    "{}",
+  );
+  assert.equal(closed.status, 200, closed.body);
+  assert.equal((JSON.parse(closed.body) as { status: string }).status, "closed");
+});
+
+test("the page reconnects to a restarted daemon by itself and shows what changed meanwhile", async () => {
+  await page.goto(`${base}#/`);
+  await page.waitForSelector("#live:not(.off)");
+  h.cli.close();
+  await h.daemon.stop();
+  await page.waitForSelector("#live.off", { timeout: 10_000 });
+  h.daemon = await runDaemon(h.home, {
+    childEnv: h.childEnv,
+    config: { readinessTimeoutMs: 60_000, runtime: "headless" },
+  });
+  h.cli = await connect(h.home, { kind: "cli", timeoutMs: 120_000 });
+  const again = JSON.parse(readFileSync(boardAddressPath(h.home), "utf8")) as { url: string };
+  assert.equal(again.url, base, "the restarted daemon serves the board where it was");
+  await page.waitForSelector("#live:not(.off)", { timeout: 15_000 });
+  // A task spawned after the restart reaches the already open page.
+  const { taskId } = await h.spawn({ prompt: "[b-check] after the restart", isolated: true, runtime: "headless" });
+  await page.waitForSelector(`.card[data-task-id="${taskId}"]`, { timeout: 10_000 });
+  await h.wait(taskId);
 });
