@@ -12,6 +12,8 @@ import { ASSETS, readAsset, readPage } from "./assets.js";
 import type { BoardActions, LandStrategy } from "./actions.js";
 import { cardOf, type Card } from "./cards.js";
 import { boardAddressPath, BoardToken } from "./token.js";
+import { usageReport } from "../core/budget.js";
+import { localDay } from "../store/usage-day.js";
 
 export interface BoardOptions {
   home: string;
@@ -99,6 +101,7 @@ export async function startBoard(opts: BoardOptions): Promise<BoardServer> {
     }
     if (path === "/api/tasks") return json(res, { cards: await cards() });
     if (path === "/api/events") return stream(req, res);
+    if (path === "/api/usage") return json(res, await usage());
     const m = /^\/api\/task\/([^/]+)(?:\/(patch|checks\/(\d{1,3})\/log))?$/.exec(path);
     if (m) {
       const taskId = taskIdOf(m[1]!);
@@ -156,6 +159,34 @@ export async function startBoard(opts: BoardOptions): Promise<BoardServer> {
         return cardOf(full, (o) => opts.actions.mayAct(o));
       }),
     );
+  }
+
+  /** Cost and tokens per local day (the last 14 with tasks) and the costliest tasks, of the newest 1,000 tasks. */
+  async function usage() {
+    const rows = (await opts.actions.list(LIST_LIMIT)) as unknown as AgentResult[];
+    const report = usageReport(
+      rows.map((r) => ({
+        taskId: r.taskId,
+        owner: "all",
+        createdAt: r.timing.createdAt,
+        ...(r.usage ? { usage: r.usage } : {}),
+      })),
+      localDay,
+    );
+    const tokens = (u: AgentResult["usage"]) =>
+      u ? u.outputTokens + (u.inputTokens ?? 0) + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) : 0;
+    const tasks = rows
+      .filter((r) => r.usage)
+      .map((r) => ({ taskId: r.taskId, agent: r.agent.name, cost: r.usage?.cost ?? 0, tokens: tokens(r.usage) }))
+      .sort((a, b) => b.cost - a.cost || b.tokens - a.tokens)
+      .slice(0, 10);
+    const days = report.days.slice(0, 14).map((d) => ({
+      day: d.day,
+      tasks: d.tasks,
+      cost: d.cost,
+      tokens: d.outputTokens + d.inputTokens + d.cacheReadTokens + d.cacheWriteTokens,
+    }));
+    return { days, tasks, total: report.total };
   }
 
   /** A check's whole log: the path is the daemon's own receipt's, and must lie in the task's directory. */

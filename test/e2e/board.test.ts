@@ -66,7 +66,13 @@ let token: string;
 let port: number;
 
 before(async () => {
-  h = await startHarness(script, { runtime: "headless" });
+  // Priced (USD per million tokens), so the cards and the spend chart show costs.
+  h = await startHarness(
+    script,
+    { runtime: "headless" },
+    {},
+    { cost: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } },
+  );
   base = (JSON.parse(readFileSync(boardAddressPath(h.home), "utf8")) as { url: string }).url;
   port = Number(new URL(base).port);
   token = readFileSync(boardTokenPath(h.home), "utf8").trim();
@@ -224,6 +230,11 @@ test("a failed check shows ✗ on the card and the page; its log is served from 
   await page.waitForSelector(".check");
   await page.click(".check button");
   await page.waitForSelector(".check-log:has-text('checking')");
+  // Spend at a glance: per day and per task, from the usage pi recorded.
+  await page.goto(`${base}#/`);
+  await page.click("#spend summary");
+  await page.waitForSelector("#spend .bar-row");
+  assert.match((await page.textContent("#spend .chart")) ?? "", /\d{4}-\d{2}-\d{2}\s*\$0\.0\d*[1-9]\d* · \d+ tok/);
 });
 
 test("a hostile report renders inert: no script ran, no javascript: link, no handler", async () => {

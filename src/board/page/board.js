@@ -119,6 +119,53 @@
     queueDraw();
   }
 
+  // --- spend: cost per day and per task (the usage figures pi recorded), drawn when opened and on each settle ---
+  const spend = document.getElementById("spend");
+  function bars(title, rows) {
+    const maxCost = Math.max(0, ...rows.map((r) => r.cost));
+    const maxTokens = Math.max(0, ...rows.map((r) => r.tokens));
+    const pct = (v, m) => (m > 0 ? Math.round((v / m) * 100) : 0) + "%";
+    return el(
+      "div",
+      { class: "chart" },
+      el("h3", { text: title }),
+      ...rows.map((r) =>
+        el(
+          "div",
+          { class: "bar-row" },
+          el("span", { text: r.label }),
+          el(
+            "div",
+            {},
+            el("div", { class: "bar", style: "width:" + pct(r.cost, maxCost) }),
+            el("div", { class: "bar tokens", style: "width:" + pct(r.tokens, maxTokens) }),
+          ),
+          el("span", { text: usd(r.cost) + " · " + r.tokens + " tok" }),
+        ),
+      ),
+      rows.length ? "" : el("p", { class: "more", text: "nothing spent yet" }),
+    );
+  }
+  async function loadSpend() {
+    if (!spend.open) return;
+    try {
+      const u = await api("/api/usage");
+      spend.querySelector(".charts").replaceChildren(
+        bars(
+          "per day",
+          u.days.map((d) => ({ label: d.day, cost: d.cost, tokens: d.tokens })),
+        ),
+        bars(
+          "costliest tasks",
+          u.tasks.map((t) => ({ label: t.agent, cost: t.cost, tokens: t.tokens })),
+        ),
+      );
+    } catch (e) {
+      spend.querySelector(".charts").replaceChildren(el("p", { class: "bad", text: e.code + ": " + e.message }));
+    }
+  }
+  spend.addEventListener("toggle", loadSpend);
+
   function connect() {
     const es = new EventSource("/api/events");
     es.addEventListener("hello", () => {
@@ -133,6 +180,7 @@
       cards.set(c.taskId, c);
       queueDraw();
       if (openTask === c.taskId) showTask(c.taskId, true);
+      if (c.settledAt) loadSpend();
     });
     es.onerror = () => {
       live.textContent = "reconnecting…";
