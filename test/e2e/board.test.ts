@@ -190,6 +190,10 @@ test("a task appears on the board and moves by its status within a second; its d
   await page.click(`.card[data-task-id="${taskId}"]`);
   await page.waitForSelector(".d2h-file-wrapper");
   assert.match((await page.textContent(".d2h-file-wrapper")) ?? "", /live\.txt[\s\S]*two/);
+  await page.selectOption("#diff-format", "side-by-side");
+  await page.waitForSelector(".d2h-files-diff");
+  await page.selectOption("#diff-format", "line-by-line");
+  await page.waitForSelector(".d2h-file-wrapper .d2h-code-linenumber");
   await page.click(".d2h-file-wrapper tr:nth-child(3) .d2h-code-linenumber");
   await page.fill(".comment-text", "say 2 instead of two");
   await page.click(".comment-add");

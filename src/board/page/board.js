@@ -459,14 +459,24 @@
       try {
         const p = await api("/api/task/" + encodeURIComponent(r.taskId) + "/patch");
         if (p.patch) {
-          const ui = new Diff2HtmlUI(diffBox, p.patch, {
-            drawFileList: true,
-            matching: "lines",
-            outputFormat: "line-by-line",
-            highlight: true,
-          });
-          ui.draw();
-          ui.highlightCode();
+          const drawDiff = (outputFormat) => {
+            const ui = new Diff2HtmlUI(diffBox, p.patch, {
+              drawFileList: true,
+              matching: "lines",
+              outputFormat,
+              highlight: true,
+            });
+            ui.draw();
+            ui.highlightCode();
+          };
+          const format = el(
+            "select",
+            { id: "diff-format", onchange: () => drawDiff(format.value) },
+            el("option", { value: "line-by-line", text: "unified" }),
+            el("option", { value: "side-by-side", text: "side by side" }),
+          );
+          diffBox.before(format);
+          drawDiff("line-by-line");
           attachLineComments(diffBox, cm.redraw);
         }
         if (p.truncated) diffBox.append(el("p", { class: "warn", text: "the patch is larger than shown" }));
