@@ -236,7 +236,16 @@ export async function startBoard(opts: BoardOptions): Promise<BoardServer> {
     if (res.headersSent) return void res.end();
     if (e instanceof Refusal) return send(res, e.status, `${e.message}\n`, "text/plain; charset=utf-8");
     if (e instanceof DshError) {
-      const status = e.code === "TASK_NOT_FOUND" ? 404 : e.code === "INTERNAL" ? 500 : 409;
+      const status =
+        e.code === "TASK_NOT_FOUND"
+          ? 404
+          : e.code === "BAD_PARAMS"
+            ? 400
+            : e.code === "FORBIDDEN" || e.code === "NOT_OWNER"
+              ? 403
+              : e.code === "INTERNAL"
+                ? 500
+                : 409;
       return json(res, { error: { code: e.code, message: e.message } }, status);
     }
     opts.log.warn({ err: (e as Error)?.message }, "board request failed");
