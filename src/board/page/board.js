@@ -3,7 +3,9 @@
 /* global marked, DOMPurify, Diff2HtmlUI */
 (() => {
   const cards = new Map();
-  const SHOWN_PER_COLUMN = 200;
+  /** Cards a column shows at first; "show more" adds as many again (a thousand tasks stay one quick redraw). */
+  const PAGE = 50;
+  const shown = new Map();
   const live = document.getElementById("live");
   const boardView = document.getElementById("board");
   const taskView = document.getElementById("task");
@@ -82,13 +84,22 @@
       byColumn.get(c.column).push(c);
     }
     for (const section of boardView.querySelectorAll(".column")) {
-      const list = byColumn.get(section.dataset.column) || [];
+      const column = section.dataset.column;
+      const list = byColumn.get(column) || [];
+      const limit = shown.get(column) || PAGE;
       const box = section.querySelector(".cards");
-      // Paged: a column shows its newest cards; a thousand tasks stay one quick redraw.
+      // Paged: a column shows its newest cards, more on request.
       box.replaceChildren(
-        ...list.slice(0, SHOWN_PER_COLUMN).map(cardElement),
-        list.length > SHOWN_PER_COLUMN
-          ? el("div", { class: "more", text: "+" + (list.length - SHOWN_PER_COLUMN) + " more" })
+        ...list.slice(0, limit).map(cardElement),
+        list.length > limit
+          ? el("button", {
+              class: "more",
+              text: "+" + (list.length - limit) + " more",
+              onclick: () => {
+                shown.set(column, limit + PAGE);
+                queueDraw();
+              },
+            })
           : "",
       );
     }
@@ -112,11 +123,19 @@
     return data;
   }
 
+  // Cards that arrive by event while a listing is on its way: applied over it (they may be newer than it).
+  let arrived = null;
   async function loadBoard() {
-    const { cards: list } = await api("/api/tasks");
-    cards.clear();
-    for (const c of list) cards.set(c.taskId, c);
-    queueDraw();
+    arrived = new Map();
+    try {
+      const { cards: list } = await api("/api/tasks");
+      cards.clear();
+      for (const c of list) cards.set(c.taskId, c);
+      for (const c of arrived.values()) cards.set(c.taskId, c);
+      queueDraw();
+    } finally {
+      arrived = null;
+    }
   }
 
   // --- spend: cost per day and per task (the usage figures pi recorded), drawn when opened and on each settle ---
@@ -171,13 +190,17 @@
     es.addEventListener("hello", () => {
       live.textContent = "live";
       live.className = "live";
-      // Whatever happened while away (a daemon restart) is in the fresh listing.
-      loadBoard().catch(() => undefined);
-      if (openTask) showTask(openTask, true);
+      // Again after a reconnect: whatever happened while away (a daemon restart) is in the fresh listing.
+      if (connectedBefore) {
+        loadBoard().catch(() => undefined);
+        if (openTask) showTask(openTask, true);
+      }
+      connectedBefore = true;
     });
     es.addEventListener("card", (ev) => {
       const c = JSON.parse(ev.data);
       cards.set(c.taskId, c);
+      arrived?.set(c.taskId, c);
       queueDraw();
       if (openTask === c.taskId) showTask(c.taskId, true);
       if (c.settledAt) loadSpend();
@@ -497,6 +520,9 @@
 
   window.addEventListener("hashchange", route);
   setInterval(queueDraw, 30000); // the ages on the cards; the data itself comes by events
+  let connectedBefore = false;
   connect();
+  // The listing at once, alongside the event stream's start (a card event meanwhile is kept over it).
+  loadBoard().catch(() => undefined);
   route();
 })();
