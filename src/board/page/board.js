@@ -445,6 +445,10 @@
         r.error ? el("p", { class: "bad", text: r.error.code + ": " + r.error.message }) : null,
       ),
       section("Report", markdown(report)),
+      // pi's own last words of the cycle, when they are not the report itself (a failure's message, a question).
+      r.finalMessage && r.finalMessage !== report
+        ? section("Last message", el("pre", { class: "last-message", text: r.finalMessage }))
+        : "",
     ];
     const more = [
       section(
