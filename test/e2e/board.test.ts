@@ -4,7 +4,7 @@
 // and landing from the page. One daemon and one browser serve every test.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -160,6 +160,7 @@ test("board --json prints the URL with the token; --rotate makes the old one (an
   assert.equal(rot.code, 0, rot.err);
   const fresh = new URL((JSON.parse(rot.out) as { url: string }).url).searchParams.get("token")!;
   assert.notEqual(fresh, token);
+  assert.equal(statSync(boardTokenPath(h.home)).mode & 0o777, 0o600, "the token is the user's alone");
   const host = `127.0.0.1:${port}`;
   assert.equal((await raw("GET", "/api/tasks", { host, cookie: cookie() })).status, 401);
   token = fresh;
