@@ -3,7 +3,10 @@
 // loop. In real use the owner is a pi process of its own; in the driver's thread its receipt waited behind the
 // driver's playing of 100 children (their appends and agent_end requests), which the figure is not about.
 // Times are monotonic ms (process.hrtime), the same clock in every thread.
+import { readFileSync } from "node:fs";
+import { get } from "node:http";
 import { parentPort, workerData } from "node:worker_threads";
+import { boardAddressPath, boardTokenPath } from "../src/board/token.js";
 import { connect } from "../src/client/index.js";
 
 export const monoMs = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -12,7 +15,43 @@ export type ToListener = { type: "wait"; taskId: string } | { type: "stop" };
 export type FromListener =
   | { type: "ready" }
   | { type: "pushed"; taskId: string; at: number }
-  | { type: "waited"; taskId: string; at: number };
+  | { type: "waited"; taskId: string; at: number }
+  | { type: "board"; taskId: string; at: number };
+
+/**
+ * A browser board's live stream (src/board), read as the page reads it: each card event of a task that left the
+ * running column is stamped. Resolves once the stream is open; without a board it does nothing.
+ */
+function watchBoard(home: string, on: (taskId: string) => void): Promise<() => void> {
+  let url: URL;
+  let token: string;
+  try {
+    url = new URL((JSON.parse(readFileSync(boardAddressPath(home), "utf8")) as { url: string }).url);
+    token = readFileSync(boardTokenPath(home), "utf8").trim();
+  } catch {
+    return Promise.resolve(() => undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const req = get(
+      { host: url.hostname, port: url.port, path: "/api/events", headers: { cookie: `dsh_board=${token}` } },
+      (res) => {
+        let buf = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => {
+          buf += d;
+          for (let i; (i = buf.indexOf("\n\n")) >= 0; buf = buf.slice(i + 2)) {
+            const block = buf.slice(0, i);
+            if (!block.startsWith("event: card\n")) continue;
+            const card = JSON.parse(block.slice(block.indexOf("data: ") + 6)) as { taskId: string; column: string };
+            if (card.column !== "running") on(card.taskId);
+          }
+        });
+        resolve(() => req.destroy());
+      },
+    );
+    req.on("error", reject);
+  });
+}
 
 async function main(): Promise<void> {
   // The same owner as the driver's connection: its hello proves it with the secret the first hello was issued.
@@ -29,10 +68,12 @@ async function main(): Promise<void> {
     },
   });
   await owner.request("owner.attach", {});
+  const stopBoard = await watchBoard(home, (taskId) => send({ type: "board", taskId, at: monoMs() }));
   const waiter = await connect(home, { kind: "cli", timeoutMs: 120_000 });
   port.on("message", (m: ToListener) => {
     if (m.type === "stop") {
       owner.close();
+      stopBoard();
       waiter.close();
       port.close();
       return;

@@ -1,6 +1,7 @@
 // Figure 1, status latency: N concurrent tasks (1, 10, 100) whose session lines and result.md a driver writes
 // exactly as pi does (one append per line, result.md by the crew_report tool just before its toolResult line).
 // Measured from the settling append to (a) the owner-side push over the socket and (b) task.wait returning.
+// (c) the browser board's live stream (a card leaving the running column), read in the owner's thread as a page would.
 // Baseline: a 500 ms polling loop over the same files (claude-squad's tick), run alongside in the same process.
 // Two paths: "extension" (the child extension stays connected and sends agent_end after the last line, as
 // src/extensions/child.ts does) and "file" (no extension: the session watcher alone must see the settle).
@@ -173,6 +174,8 @@ function startFsyncProbe(dir: string): { samples: number[]; stop(): Promise<void
 
 interface Samples {
   push: number[];
+  /** append → the board's card event (SSE), in the same run as the owner push. */
+  board: number[];
   wait: number[];
   poll: number[];
   /** append + fdatasync latencies of the probe during the bursts (only at the target N). */
@@ -192,6 +195,7 @@ const GRACE_MS = 3000;
 /** The owner-side stamps, taken in the listener thread (bench/_owner-listener.ts). */
 interface Listener {
   pushedAt: Map<string, number>;
+  boardAt: Map<string, number>;
   waited: Map<string, number>;
   wait(taskId: string): void;
   stop(): Promise<void>;
@@ -202,6 +206,7 @@ async function startListener(home: string, ownerId: string, secret: string | und
     workerData: { home, ownerId, secret },
   });
   const pushedAt = new Map<string, number>();
+  const boardAt = new Map<string, number>();
   const waited = new Map<string, number>();
   await new Promise<void>((resolve, reject) => {
     worker.once("error", reject);
@@ -209,11 +214,13 @@ async function startListener(home: string, ownerId: string, secret: string | und
       if (m.type === "ready") resolve();
       else if (m.type === "pushed") pushedAt.has(m.taskId) || pushedAt.set(m.taskId, m.at);
       else if (m.type === "waited") waited.set(m.taskId, m.at);
+      else if (m.type === "board") boardAt.has(m.taskId) || boardAt.set(m.taskId, m.at);
     });
   });
   const post = (m: ToListener) => worker.postMessage(m);
   return {
     pushedAt,
+    boardAt,
     waited,
     wait: (taskId) => post({ type: "wait", taskId }),
     stop: async () => {
@@ -266,6 +273,8 @@ async function round(
       return;
     }
     s.push.push(pushed - at);
+    const card = listener.boardAt.get(t.taskId);
+    if (card !== undefined) s.board.push(card - at);
     if (targeted) s.spans.push([at + monoToEpoch, pushed + monoToEpoch]);
     s.wait.push(waited.get(t.taskId)! - at);
   });
@@ -302,6 +311,12 @@ function report(channel: string, path: string, n: number, targeted: boolean, s: 
       ...base,
       ...(isTarget ? { target: `≤ ${TARGET_WAIT_P99_MS} ms, none lost`, met: waitMet } : {}),
     });
+    if (s.board.length > 0)
+      printFigure({
+        name: `status ${path} N=${n} p${p} append→board card (SSE)`,
+        value: percentile(s.board, p),
+        ...base,
+      });
   }
   if (s.fsync.length > 0)
     console.log(
@@ -385,6 +400,7 @@ async function main(): Promise<void> {
     for (const [path, n, rounds, where] of PLAN) {
       const s: Samples = {
         push: [],
+        board: [],
         wait: [],
         poll: [],
         fsync: [],

@@ -32,6 +32,7 @@ const COMMAND_GROUPS: ReadonlyArray<{ names: readonly string[]; load: () => Prom
   },
   { names: ["logs", "open"], load: async () => (await import("./commands/panes.js")).registerPaneCommands },
   { names: ["watch"], load: async () => (await import("./commands/watch.js")).registerWatchCommand },
+  { names: ["board"], load: async () => (await import("./commands/board.js")).registerBoardCommand },
   {
     names: ["schema", "config", "daemon"],
     load: async () => (await import("./commands/admin.js")).registerAdminCommands,

@@ -32,6 +32,7 @@ import { readFileSync } from "node:fs";
 import { logTaskFailures, openDaemonLog } from "./daemon-log.js";
 import { daemonEnvFacts, type AppliedEnvFile } from "./daemon-env.js";
 import { NotifyService } from "../notify/service.js";
+import { startDaemonBoard } from "../board/start.js";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -165,6 +166,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const childEnvAll = { ...process.env, ...(opts.childEnv ?? {}) };
   const envFacts = () => daemonEnvFacts(childEnvAll, opts.envFile);
 
+  let handlers!: Parameters<typeof startDaemonBoard>[0]["handlers"];
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const server = await startSocketServer({
@@ -177,7 +179,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     authenticateOwner: (conn, ownerId, secret) => ownerAuth.hello(conn, ownerId, secret),
     onChildConnected: (conn) => sup.childConnected(conn),
     taskOwner: (taskId) => taskOwnerOf(sup, taskId),
-    handlers: Object.assign(
+    handlers: (handlers = Object.assign(
       createOwnerHandlers(sup, delivery),
       createHandlers({
         sup,
@@ -204,8 +206,10 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
           env: envFacts(),
         }),
       }),
-    ),
+    )),
   });
+  // The browser board (src/board): served by the same handlers; a board that cannot listen is logged, not fatal.
+  const board = await startDaemonBoard({ home, handlers, config: () => config, log });
   log.info({ home, socket: paths.socket, version, tasks: sup.tasks.size }, "daemon started");
 
   function stop(): Promise<void> {
@@ -216,6 +220,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
       configWatch.close();
       delivery.stop();
       notify.stop();
+      await board?.close();
       await server.close();
       await relay.stop(); // remote tasks keep running there; the next daemon reattaches
       sup.admission.stop();

@@ -44,6 +44,11 @@ export interface Config {
    * `mayRaiseCaps` lets its respond raise a spend cap (else only a person does, with the CLI).
    */
   owner?: { mayLand?: boolean; mayRaiseCaps?: boolean };
+  /**
+   * The browser board (src/board): `port` on 127.0.0.1 (0: any free one), `enabled: false` serves none, and
+   * `mayActOnOwnerTasks` lets the page land/respond/close/abort an owner pi's tasks (else they are read-only there).
+   */
+  board?: { enabled?: boolean; port?: number; mayActOnOwnerTasks?: boolean };
   /** land: each git process (and hook) a landing starts ends, with its process group, after `timeoutMs`. */
   land?: { timeoutMs?: number };
   /** Settings per repository root (absolute, `~` expanded): a .dsh-herdr.json's keys, overriding that file's. */
@@ -212,7 +217,7 @@ export async function setConfigValue(home: string, key: string, value: unknown):
       .join(", ");
     throw new DshError(
       "CONFIG_INVALID",
-      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, owner.mayRaiseCaps, budget.perDay, budget.reservePerTask, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, owner.mayRaiseCaps, board.port, board.enabled, board.mayActOnOwnerTasks, budget.perDay, budget.reservePerTask, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
     );
   }
   const node = sub === undefined ? props[top] : top === "modelAliases" ? { type: "string" } : subProps![sub];

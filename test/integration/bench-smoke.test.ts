@@ -27,7 +27,7 @@ const STATUS: Expected[] = [];
 for (const path of ["extension", "file"])
   for (const n of [1, 10])
     for (const p of [50, 99])
-      for (const signal of ["owner\\.delivery", "task\\.wait returns"])
+      for (const signal of ["owner\\.delivery", "task\\.wait returns", "board card \\(SSE\\)"])
         STATUS.push(fig(`status ${path} N=${n} p${p} append→${signal}`, "ms", "500 ms poll"));
 
 const FIGURES: Record<string, Expected[]> = {
