@@ -19,7 +19,8 @@ import { createHandlers } from "./methods.js";
 import { taskOwnerOf } from "./owner-view.js";
 import { DeliveryService } from "./delivery.js";
 import { createOwnerHandlers } from "./delivery-methods.js";
-import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
+import { PROTOCOL_VERSION, type Result } from "../protocol/methods.js";
+import { ProtocolSchemas, packageRoot } from "../protocol/schemas.js";
 import { recoverTasks } from "./recover.js";
 import { recoverLandings } from "./land-intent.js";
 import { abandonLandings } from "./land-methods.js";
@@ -243,7 +244,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
 }
 
 /** Herdr agents the daemon did not spawn, derived observationally (contract: idle/done → idle, ...); never touched. */
-async function externalAgents(sup: Supervisor, config: Config): Promise<Record<string, unknown>[]> {
+async function externalAgents(sup: Supervisor, config: Config): Promise<NonNullable<Result<"task.list">["external"]>> {
   const opts = {
     ...(config.herdrSocketPath ? { socketPath: config.herdrSocketPath } : {}),
     ...(config.herdrSession ? { session: config.herdrSession } : {}),
@@ -265,7 +266,7 @@ async function externalAgents(sup: Supervisor, config: Config): Promise<Record<s
       const herdrStatus: HerdrStatus =
         (["idle", "working", "blocked", "done"] as const).find((x) => x === st) ?? "unknown";
       return {
-        external: true,
+        external: true as const,
         name: String(a.name ?? ""),
         paneId: String(a.pane_id),
         herdrStatus,

@@ -1,6 +1,7 @@
 // The socket server's vocabulary: a client connection, a method handler, the logger, the options and the bounds
 // one client may cost; shared by the server's parts and by the method handlers.
-import type { ProtocolSchemas, RequestMethod } from "./protocol.js";
+import type { Params, RequestMethod, Result } from "../protocol/methods.js";
+import type { ProtocolSchemas } from "../protocol/schemas.js";
 
 export type ClientKind = "cli" | "owner" | "child";
 
@@ -20,7 +21,11 @@ export interface Connection {
   readonly closed: boolean;
 }
 
-export type Handler = (params: any, conn: Connection) => unknown;
+/** One method's handler: its params already checked against the method's schema, its result checked as it leaves. */
+export type Handler<M extends RequestMethod> = (params: Params<M>, conn: Connection) => Result<M> | Promise<Result<M>>;
+
+/** The daemon's methods, one handler each, typed by the protocol table (src/protocol/). */
+export type HandlerTable = { [M in RequestMethod]: Handler<M> };
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -32,7 +37,7 @@ export interface Logger {
 export interface SocketServerOptions {
   socketPath: string;
   schemas: ProtocolSchemas;
-  handlers: Partial<Record<RequestMethod, Handler>>;
+  handlers: Partial<HandlerTable>;
   /** True when token is the per-task token of taskId. */
   authenticateChild(taskId: string, token: string): boolean;
   /**

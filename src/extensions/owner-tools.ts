@@ -91,7 +91,7 @@ export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView
   const owner = link.ownerId;
   if (!owner) return [];
   // Ask for open statuses only: the daemon pages newest first, and closed history must not push open work off the page.
-  const { tasks } = await link.request<{ tasks: AgentResult[] }>("task.list", {
+  const { tasks } = await link.request("task.list", {
     owner,
     status: OPEN_STATUSES,
     limit: 1000,
@@ -116,7 +116,7 @@ async function ownTasks(link: OwnerLink): Promise<KnownTask[]> {
   const out: KnownTask[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < 50; page++) {
-    const r = await link.request<{ tasks: AgentResult[]; nextCursor?: string }>("task.list", {
+    const r = await link.request("task.list", {
       owner,
       limit: 1000,
       ...(cursor ? { cursor } : {}),
@@ -175,7 +175,7 @@ async function resolveOne(link: OwnerLink, input: string): Promise<string> {
 
 async function getTask(link: OwnerLink, id: string): Promise<AgentResult> {
   try {
-    return await link.request<AgentResult>("task.get", { taskId: id });
+    return await link.request("task.get", { taskId: id });
   } catch (e) {
     throw daemonError(e, id);
   }
@@ -236,7 +236,7 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       const machine = args.machine ?? agent.machine;
       let r: { subagent_id: string; name?: string };
       try {
-        r = await link.request<{ subagent_id: string; name?: string }>("task.spawn", {
+        r = await link.request("task.spawn", {
           cwd: args.cwd ?? ctx.cwd,
           ...(machine !== undefined ? { machine } : {}),
           brief: args.brief,
@@ -413,7 +413,7 @@ function registerLand(reg: (tool: Record<string, unknown>) => void, link: OwnerL
       const subagent_id = await resolveOne(link, args.subagent_id);
       let r: { results: LandOutcome[] };
       try {
-        r = await link.request<{ results: LandOutcome[] }>(
+        r = await link.request(
           "task.land",
           { taskIds: [subagent_id], ...(args.check ? { check: true } : {}) },
           // Checks on the merged tree may run for minutes.

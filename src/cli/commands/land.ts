@@ -85,7 +85,7 @@ export function registerLandCommand(program: Command, ctx: CliContext): void {
       else ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
     const res = await Promise.race([
-      conn.request<{ results: LandReply[] }>(
+      conn.request(
         "task.land",
         { taskIds, strategy, ...(o.check ? { check: true } : {}), ...(o.dryRun ? { dryRun: true } : {}) },
         { timeoutMs: LAND_REPLY_MS },

@@ -55,10 +55,10 @@ export function registerListCommand(program: Command, ctx: CliContext): void {
     let offline = false;
     try {
       const conn = await ctx.connect();
-      res = await conn.request<Page>("task.list", params);
+      res = await conn.request("task.list", params);
       // The daemon answers in pages (newest first): follow the cursor to the end.
       for (let page = res; page.nextCursor !== undefined; ) {
-        page = await conn.request<Page>("task.list", { ...params, external: false, cursor: page.nextCursor });
+        page = await conn.request("task.list", { ...params, external: false, cursor: page.nextCursor });
         res.tasks.push(...page.tasks);
       }
     } catch (e) {

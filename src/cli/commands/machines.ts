@@ -105,7 +105,7 @@ export function lookupMachine(machines: Record<string, MachineSpec>, label: stri
 async function remoteStatus(ctx: CliContext, label: string, machine: MachineSpec): Promise<RemoteStatus> {
   const link = await connectMachine({ label, machine, version: packageVersion(), env: ctx.io.env, reconnect: false });
   try {
-    return await link.client.request<RemoteStatus>("daemon.status", {}, { timeoutMs: 20_000 });
+    return await link.client.request("daemon.status", {}, { timeoutMs: 20_000 });
   } finally {
     await link.close();
   }
