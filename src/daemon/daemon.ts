@@ -20,6 +20,10 @@ import { taskOwnerOf } from "./owner-view.js";
 import { DeliveryService } from "./delivery.js";
 import { createOwnerHandlers } from "./delivery-methods.js";
 import { PROTOCOL_VERSION, type Result } from "../protocol/methods.js";
+import type { HandlerTable } from "./server.js";
+
+/** The methods the daemon serves through handlers (the server answers hello and frame.page itself). */
+type ServedHandlers = Omit<HandlerTable, "hello" | "frame.page">;
 import { ProtocolSchemas, packageRoot } from "../protocol/schemas.js";
 import { recoverTasks } from "./recover.js";
 import { recoverLandings } from "./land-intent.js";
@@ -179,9 +183,10 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     authenticateOwner: (conn, ownerId, secret) => ownerAuth.hello(conn, ownerId, secret),
     onChildConnected: (conn) => sup.childConnected(conn),
     taskOwner: (taskId) => taskOwnerOf(sup, taskId),
-    handlers: Object.assign(
-      createOwnerHandlers(sup, delivery),
-      createHandlers({
+    // Every method but the server's own (hello, frame.page): a method without a handler fails to compile here.
+    handlers: {
+      ...createOwnerHandlers(sup, delivery),
+      ...createHandlers({
         sup,
         defaultRuntime: () => runtimes.pick(),
         stop: () => void stop(),
@@ -206,7 +211,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
           env: envFacts(),
         }),
       }),
-    ),
+    } satisfies ServedHandlers,
   });
   log.info({ home, socket: paths.socket, version, tasks: sup.tasks.size }, "daemon started");
 
