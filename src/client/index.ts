@@ -13,7 +13,7 @@ import {
   frameHead,
   frameTooLargeMessage,
 } from "../protocol/frames.js";
-import type { Params, PushParams, RequestMethod, Result } from "../protocol/methods.js";
+import type { Params, PushMethod, PushParams, RequestMethod, Result } from "../protocol/methods.js";
 
 export { FrameReader, encodeFrame, MAX_FRAME_BYTES } from "../protocol/frames.js";
 
@@ -33,7 +33,7 @@ export interface ConnectOptions {
   timeoutMs?: number;
   connectTimeoutMs?: number;
   /** Push listeners in place before hello: a push can arrive in the same chunk as the hello reply. */
-  pushes?: Record<string, (params: any, method: string) => void>;
+  pushes?: { [P in PushMethod]?: (params: PushParams<P>, method: string) => void };
   /**
    * A frame from the daemon that no request is waiting for could not be taken (over the frame limit, not UTF-8 or
    * JSON, a large push that could not be fetched), or an error came that names no request: what happened, by name.
@@ -144,10 +144,11 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     number,
     { method: string; resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout }
   >();
-  const listeners = new Map<string, Set<(params: any, method: string) => void>>();
+  const listeners = new Map<string, Set<(params: unknown, method: string) => void>>();
   const closers: (() => void)[] = [];
   const reader = new FrameReader();
-  for (const [m, fn] of Object.entries(opts.pushes ?? {})) listeners.set(m, new Set([fn]));
+  for (const [m, fn] of Object.entries(opts.pushes ?? {}))
+    listeners.set(m, new Set([fn as (params: unknown, method: string) => void]));
   const report =
     opts.onProtocolError ?? ((e: DshError) => process.stderr.write(`dsh-herdr: ${e.code}: ${e.message}\n`));
   /** Pushes in arrival order: while a large one is fetched, the ones behind it wait. */
@@ -357,8 +358,10 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     onPush(method, fn) {
       let set = listeners.get(method);
       if (!set) listeners.set(method, (set = new Set()));
-      set.add(fn as (params: unknown, method: string) => void);
-      return () => set!.delete(fn);
+      // Pushes are dispatched by method name, so fn gets only its own method's params.
+      const listener = fn as (params: unknown, method: string) => void;
+      set.add(listener);
+      return () => set!.delete(listener);
     },
     onClose(fn) {
       closers.push(fn);

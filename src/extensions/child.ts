@@ -253,8 +253,8 @@ export default function childExtension(pi: ExtensionAPI): void {
         hello: { pid: process.pid, sessionFile: ctxRef?.sessionManager.getSessionFile() ?? null },
         // The daemon pushes the prompt right after hello, possibly in the same chunk as the reply.
         pushes: {
-          "child.prompt": (p: { cycle: number; text: string }) => runPrompt(p),
-          "child.steer": (p: Steer) => runSteer(p),
+          "child.prompt": (p) => runPrompt(p),
+          "child.steer": (p) => runSteer(p),
           "child.abort": () => ctxRef?.abort(),
         },
       });

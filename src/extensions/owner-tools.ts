@@ -16,6 +16,7 @@ import {
 } from "../core/crew-tools.js";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
+import type { Result } from "../protocol/methods.js";
 import { type KnownTask, resolveTaskId } from "../core/id-match.js";
 import { discoverAgents } from "./crew-agents.js";
 import { OPEN_STATUSES } from "./owner-runtime.js";
@@ -386,15 +387,8 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
   });
 }
 
-/** The landing outcome as the owner's model gets it (task.land's result for one task). */
-interface LandOutcome {
-  taskId: string;
-  already: boolean;
-  said: string;
-  committed?: string;
-  landing: { baseBranch: string; landedAs?: string; strategy?: string; workHead?: string };
-  checks?: { command: string; exitCode: number | null; cutOff?: string }[];
-}
+/** One task's landing as task.land answers it (src/protocol/); the model gets the fields picked below. */
+type LandOutcome = Result<"task.land">["results"][number];
 
 /** crew_land: only when the person allowed it (config owner.mayLand); the daemon refuses it otherwise too. */
 function registerLand(reg: (tool: Record<string, unknown>) => void, link: OwnerLink, deps: OwnerToolsDeps): void {

@@ -5,6 +5,7 @@
 import { createInterface } from "node:readline/promises";
 import { DshError, isDshError } from "../../core/errors.js";
 import type { AgentStatus } from "../../core/types.js";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext, DaemonConnection } from "../context.js";
 import { safeLine } from "../format/safe.js";
 import type { TaskRow } from "../format/table.js";
@@ -20,10 +21,9 @@ export const PICKED: Record<Pick, readonly AgentStatus[]> = {
 
 /** Every open task in the picked statuses (all owners unless `owner`), oldest first: the daemon pages them. */
 export async function pickTasks(conn: DaemonConnection, pick: Pick, owner?: string): Promise<TaskRow[]> {
-  type Page = { tasks: TaskRow[]; nextCursor?: string };
   const params = { status: [...PICKED[pick]], ...(owner !== undefined ? { owner } : {}) };
   const rows: TaskRow[] = [];
-  for (let page: Page | undefined = await conn.request("task.list", params); page; ) {
+  for (let page: Result<"task.list"> | undefined = await conn.request("task.list", params); page; ) {
     rows.push(...page.tasks);
     page =
       page.nextCursor !== undefined

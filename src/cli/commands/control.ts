@@ -1,5 +1,6 @@
 // wait, respond, abort, close: acting on tasks through the daemon (several at once: bulk.ts).
 import type { Command } from "commander";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { EXIT } from "../exit-codes.js";
@@ -200,15 +201,8 @@ function onePick(
   return ways[0]!;
 }
 
-/** task.respond's reply (schema/protocol/task.respond.json). */
-export interface RespondReply {
-  taskId: string;
-  cycle: number;
-  steered?: true;
-  pending?: true;
-  late?: true;
-  queued?: true;
-}
+/** What respondSaid reads of task.respond's reply (src/protocol/). */
+export type RespondReply = Omit<Result<"task.respond">, "subagent_id">;
 
 /** What a respond did, in words: a steer of the running cycle, or a new cycle. */
 export function respondSaid(r: RespondReply): string {

@@ -21,6 +21,7 @@ import { connectMachine } from "../../remote/link.js";
 import { loadConfig, setConfigValue } from "../../store/config.js";
 import { ensureHome, expandHome } from "../../store/home.js";
 import type { CheckResult } from "../doctor/checks.js";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson } from "../io.js";
@@ -49,12 +50,8 @@ export interface MachineRow {
   error?: string;
 }
 
-interface RemoteStatus {
-  pid: number;
-  version: string;
-  home: string;
-  openTasks: number;
-}
+/** A machine's daemon.status (src/protocol/). */
+type RemoteStatus = Result<"daemon.status">;
 
 function flag<T>(f: () => T): T {
   try {
