@@ -1,6 +1,6 @@
 // The socket server's vocabulary: a client connection, a method handler, the logger, the options and the bounds
 // one client may cost; shared by the server's parts and by the method handlers.
-import type { Params, RequestMethod, Result } from "../protocol/methods.js";
+import type { Params, PushMethod, PushParams, RequestMethod, Result } from "../protocol/methods.js";
 import type { ProtocolSchemas } from "../protocol/schemas.js";
 
 export type ClientKind = "cli" | "owner" | "child";
@@ -14,7 +14,8 @@ export interface Connection {
   protocol?: number;
   /** The hello being checked (an owner's proof is read from disk): requests that follow it wait for it. */
   helloing?: Promise<unknown>;
-  push(method: string, params: unknown): void;
+  /** A push, its params as the protocol table declares them (src/protocol/). */
+  push<P extends PushMethod>(method: P, params: PushParams<P>): void;
   /** frame.page: a page of a frame held for this connection by reference (src/daemon/server-large.ts). */
   page?(p: { ref: string; offset: number }): unknown;
   onClose(fn: () => void): void;
