@@ -147,7 +147,7 @@ export async function spawnTask(
   o: SpawnOptions,
 ): Promise<BenchTask & { child?: DaemonClient }> {
   const spawnAt = epochMs();
-  const r = await owner.client.request<{ taskId: string }>("task.spawn", {
+  const r = await owner.client.request("task.spawn", {
     cwd: o.cwd,
     prompt: "bench task",
     model: "bench/model",
@@ -169,7 +169,7 @@ export async function spawnTask(
   // The readiness barrier resolves on that event; wait until the task reads as working.
   await until(
     async () => {
-      const res = await owner.client.request<{ status: string }>("task.get", { taskId: r.taskId });
+      const res = await owner.client.request("task.get", { taskId: r.taskId });
       return res.status === "running" || res.status === "working" ? true : undefined;
     },
     `${r.taskId} running`,

@@ -143,7 +143,7 @@ export async function spawnRemote(
   label: string,
   cwd: string,
 ): Promise<Played> {
-  const r = await owner.client.request<{ taskId: string }>("task.spawn", {
+  const r = await owner.client.request("task.spawn", {
     machine: label,
     cwd,
     prompt: "bench task",
@@ -166,7 +166,7 @@ export async function spawnRemote(
   await child.request("child.event", { type: "agent_start", cycle: 1 });
   await until(
     async () => {
-      const res = await owner.client.request<{ status: string }>("task.get", { taskId: r.taskId });
+      const res = await owner.client.request("task.get", { taskId: r.taskId });
       return res.status === "running" || res.status === "working" ? true : undefined;
     },
     `${r.taskId} running (relayed)`,

@@ -129,7 +129,7 @@ function cyclePlayer(owner: Owner, task: BenchTask & { child?: DaemonClient }): 
   const prompts: number[] = [];
   child.onPush("child.prompt", (p: { cycle: number }) => prompts.push(p.cycle));
   return async (i) => {
-    const { cycle } = await owner.client.request<{ cycle: number }>("task.respond", {
+    const { cycle } = await owner.client.request("task.respond", {
       taskId,
       message: `follow-up ${i}`,
     });

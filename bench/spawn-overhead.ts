@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < SAMPLES + 1; i++) {
       // The daemon: spawn → baseline → worktree → prompt.md → launch.
       const t0 = epochMs();
-      const r = await owner.client.request<{ taskId: string }>("task.spawn", {
+      const r = await owner.client.request("task.spawn", {
         cwd: repo,
         prompt: "bench spawn",
         model: "bench/model",

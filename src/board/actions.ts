@@ -4,11 +4,14 @@
 // are read-only here unless config board.mayActOnOwnerTasks allows a person to act on them.
 import { DshError } from "../core/errors.js";
 import type { AgentResult } from "../core/types.js";
-import type { RequestMethod } from "../daemon/protocol.js";
-import type { Connection, Handler } from "../daemon/server-types.js";
+import type { Params, RequestMethod, Result } from "../protocol/methods.js";
+import { ProtocolSchemas } from "../protocol/schemas.js";
+import type { Connection, HandlerTable } from "../daemon/server-types.js";
 
-export type Handlers = Partial<Record<RequestMethod, Handler>>;
-export type LandStrategy = "fast-forward" | "merge" | "squash" | "rebase";
+/** The daemon's handler table (the socket's own methods, hello and frame.page, are not the board's to call). */
+export type Handlers = Omit<HandlerTable, "hello" | "frame.page">;
+type BoardMethod = keyof Handlers;
+export type LandStrategy = NonNullable<Params<"task.land">["strategy"]>;
 
 export interface BoardActionsDeps {
   handlers: Handlers;
@@ -41,25 +44,32 @@ function personConnection(push: (method: string, params: unknown) => void = () =
 export const ownedByPi = (owner: string | undefined): boolean => owner !== undefined && owner !== "cli";
 
 export class BoardActions {
+  /** The socket's own parameter schemas: the board's calls are checked as a socket request's are. */
+  private readonly schemas = new ProtocolSchemas();
+
   constructor(private readonly deps: BoardActionsDeps) {}
 
-  private async call<T>(method: RequestMethod, params: unknown, conn = personConnection()): Promise<T> {
-    const h = this.deps.handlers[method];
-    if (!h) throw new DshError("INTERNAL", `the daemon has no ${method} handler`);
-    return (await h(params, conn)) as T;
+  private async call<M extends BoardMethod>(
+    method: M,
+    params: Params<M>,
+    conn = personConnection(),
+  ): Promise<Result<M>> {
+    this.schemas.checkParams(method as RequestMethod, params);
+    const h = this.deps.handlers[method] as (p: Params<M>, c: Connection) => Result<M> | Promise<Result<M>>;
+    return await h(params, conn);
   }
 
   /** Newest first: every open task and the most recent closed ones (rows: no report, no diff). */
   async list(limit: number): Promise<Record<string, unknown>[]> {
-    const page = await this.call<{ tasks: Record<string, unknown>[] }>("task.list", { limit });
-    return page.tasks;
+    const page = await this.call("task.list", { limit });
+    return page.tasks as unknown as Record<string, unknown>[];
   }
 
   get(taskId: string): Promise<AgentResult> {
-    return this.call<AgentResult>("task.get", { taskId });
+    return this.call("task.get", { taskId });
   }
 
-  patch(taskId: string): Promise<{ patch: string | null; truncated: boolean }> {
+  patch(taskId: string): Promise<Result<"task.patch">> {
     return this.call("task.patch", { taskId });
   }
 

@@ -37,7 +37,7 @@ const COOKIE = "dsh_board";
 const BODY_MAX = 256 * 1024;
 const LOG_MAX = 512 * 1024;
 const LIST_LIMIT = 1000;
-const STRATEGIES = new Set<LandStrategy>(["fast-forward", "merge", "squash", "rebase"]);
+const STRATEGIES = new Set<LandStrategy>(["auto", "merge", "squash", "rebase"]);
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 

@@ -7,8 +7,7 @@ import { packageVersion } from "./version.js";
 /** Adapt the socket client to what the commands use. */
 export function asConnection(c: DaemonClient): DaemonConnection {
   return {
-    request: <T>(method: string, params?: Record<string, unknown>, opts?: { timeoutMs?: number }) =>
-      c.request<T>(method, params ?? {}, opts),
+    request: (method, ...args) => c.request(method, ...args),
     onPush: (fn) => void c.onPush("*", (params, method) => fn(method, params)),
     onClose: (fn) => c.onClose(fn),
     close: () => c.close(),

@@ -1,10 +1,13 @@
 // What every command gets: where to write, the home, and a lazily opened daemon connection.
 import type { CliIo } from "./io.js";
 import type { AgentResult } from "../core/types.js";
+import type { RequestArgs } from "../client/index.js";
+import type { RequestMethod, Result } from "../protocol/methods.js";
 
 /** The slice of the socket client the CLI uses (src/client implements it). */
 export interface DaemonConnection {
-  request<T = unknown>(method: string, params?: Record<string, unknown>, opts?: { timeoutMs?: number }): Promise<T>;
+  /** One request, typed by the protocol table (src/protocol/). */
+  request<M extends RequestMethod>(method: M, ...args: RequestArgs<M>): Promise<Result<M>>;
   /** Server pushes without an id (task.status). */
   onPush(handler: (method: string, params: unknown) => void): void;
   /** Called once when the connection ends (daemon stopped or crashed). */

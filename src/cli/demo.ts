@@ -142,7 +142,7 @@ export async function runDemo(ctx: CliContext, o: DemoOpts): Promise<number> {
     const ids: string[] = [];
     try {
       for (const t of DEMO_TASKS) {
-        const r = await conn.request<{ taskId: string; name: string }>("task.spawn", {
+        const r = await conn.request("task.spawn", {
           cwd: repo,
           prompt: t.prompt,
           role: t.role,
@@ -155,7 +155,7 @@ export async function runDemo(ctx: CliContext, o: DemoOpts): Promise<number> {
       }
       const demoCtx: CliContext = { ...ctx, home, connect: () => connectDaemon(home) };
       if (!o.json) await watchTasks(demoCtx, { taskIds: ids, untilSettled: true });
-      const waited = await conn.request<{ results: AgentResult[]; timedOut: boolean }>(
+      const waited = await conn.request(
         "task.wait",
         { taskIds: ids, mode: "all", timeoutMs: 120_000 },
         { timeoutMs: 130_000 },

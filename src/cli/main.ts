@@ -95,13 +95,14 @@ const FIELD_FLAGS: Record<string, string> = {
   maxTurns: "--max-turns",
 };
 
-/** A daemon BAD_PARAMS about `params.x` (`task.spawn: params.timeoutMs must be >= 1000; fix the request …`) in CLI words. */
+/** A daemon BAD_PARAMS about `params.x` in CLI words, read from the error's data ({field, problem}), never its text. */
 export function inCliWords(err: DshError): DshError {
   if (err.code !== "BAD_PARAMS") return err;
-  const m = /^[a-z]+\.[a-zA-Z.]+: params\.([a-zA-Z]+)(?:\.\S+)? (.*?)(?:; fix the request.*)?$/s.exec(err.message);
-  const flag = m ? FIELD_FLAGS[m[1] ?? ""] : undefined;
-  if (!m || !flag) return err;
-  const rest = (m[2] ?? "").replace(/^must be >= (\d+)$/, (_all, n: string) =>
+  const field = err.details?.["field"];
+  const problem = err.details?.["problem"];
+  const flag = typeof field === "string" ? FIELD_FLAGS[field] : undefined;
+  if (!flag || typeof problem !== "string") return err;
+  const rest = problem.replace(/^must be >= (\d+)$/, (_all, n: string) =>
     flag === "--timeout" ? `must be at least ${n} ms` : `must be >= ${n}`,
   );
   return new DshError("BAD_PARAMS", `${flag} ${rest}; see \`dsh-herdr <command> --help\``, { usage: true });

@@ -29,7 +29,7 @@ export interface DaemonStatus {
 export async function daemonStatus(home: string): Promise<DaemonStatus> {
   const socketPath = socketPathFor(home);
   try {
-    const s = await call<Record<string, unknown>>(home, "daemon.status", {}, { timeoutMs: 5000 });
+    const s = await call(home, "daemon.status", {}, { timeoutMs: 5000 });
     return { ...s, running: true, socketPath };
   } catch (e) {
     if ((e as DshError).code === "DAEMON_UNAVAILABLE") return { running: false, socketPath };

@@ -12,9 +12,10 @@ import {
   encodeFrame,
   frameHead,
   frameTooLargeMessage,
-} from "./frames.js";
+} from "../protocol/frames.js";
+import type { Params, PushMethod, PushParams, RequestMethod, Result } from "../protocol/methods.js";
 
-export { FrameReader, encodeFrame, MAX_FRAME_BYTES } from "./frames.js";
+export { FrameReader, encodeFrame, MAX_FRAME_BYTES } from "../protocol/frames.js";
 
 export type ClientKind = "cli" | "owner" | "child";
 
@@ -32,7 +33,7 @@ export interface ConnectOptions {
   timeoutMs?: number;
   connectTimeoutMs?: number;
   /** Push listeners in place before hello: a push can arrive in the same chunk as the hello reply. */
-  pushes?: Record<string, (params: any, method: string) => void>;
+  pushes?: { [P in PushMethod]?: (params: PushParams<P>, method: string) => void };
   /**
    * A frame from the daemon that no request is waiting for could not be taken (over the frame limit, not UTF-8 or
    * JSON, a large push that could not be fetched), or an error came that names no request: what happened, by name.
@@ -41,22 +42,28 @@ export interface ConnectOptions {
   onProtocolError?(e: DshError): void;
 }
 
-export interface HelloResult {
-  daemonVersion: string;
-  protocol: number;
-  pid: number;
-  kind: ClientKind;
-  /** An owner's first hello: the secret issued to it, this once. */
-  secret?: string;
-  /** A cli hello: the absolute path of the daemon's socket (what another machine's link forwards to). */
-  socketPath?: string;
+export type { HelloResult } from "../protocol/methods.js";
+import type { HelloResult } from "../protocol/methods.js";
+
+export interface RequestOptions {
+  timeoutMs?: number;
 }
+
+/** A method's params and options; the params may be left out when the method takes none required. */
+export type RequestArgs<M extends RequestMethod> =
+  {} extends Params<M> ? [params?: Params<M>, opts?: RequestOptions] : [params: Params<M>, opts?: RequestOptions];
 
 export interface DaemonClient {
   readonly hello: HelloResult;
-  request<T = unknown>(method: string, params?: unknown, opts?: { timeoutMs?: number }): Promise<T>;
+  /** One request, typed by the protocol table (src/protocol/): what the method takes and what it answers. */
+  request<M extends RequestMethod>(method: M, ...args: RequestArgs<M>): Promise<Result<M>>;
+  /**
+   * A request the compiler does not check: for tests that send what a typed caller cannot (a bad field, an
+   * unknown method) and read the reply as they please. The daemon checks it all the same.
+   */
+  requestUnchecked<T = unknown>(method: string, params?: unknown, opts?: RequestOptions): Promise<T>;
   /** Listen for pushes of one method ("*" for all); returns an unsubscribe. */
-  onPush(method: string, fn: (params: any, method: string) => void): () => void;
+  onPush<P extends string>(method: P, fn: (params: PushParams<P>, method: string) => void): () => void;
   onClose(fn: () => void): void;
   readonly closed: boolean;
   close(): void;
@@ -67,9 +74,14 @@ export function socketPathFor(target: string): string {
   return target.endsWith(".sock") ? target : join(target, "daemon.sock");
 }
 
-function toError(e: { code?: unknown; message?: unknown }): DshError {
+/** A wire error `{code, message, data}` as the DshError the daemon threw: its data back as details. */
+function toError(e: { code?: unknown; message?: unknown; data?: unknown }): DshError {
   const code = (ERROR_CODES as readonly string[]).includes(String(e.code)) ? (e.code as ErrorCode) : "INTERNAL";
-  return new DshError(code, typeof e.message === "string" ? e.message : "daemon error");
+  const data =
+    typeof e.data === "object" && e.data !== null && !Array.isArray(e.data)
+      ? (e.data as Record<string, unknown>)
+      : undefined;
+  return new DshError(code, typeof e.message === "string" ? e.message : "daemon error", data);
 }
 
 /** The socket refused us: its home belongs to another user (whose daemon serves only them), or its mode is off. */
@@ -132,10 +144,11 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     number,
     { method: string; resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout }
   >();
-  const listeners = new Map<string, Set<(params: any, method: string) => void>>();
+  const listeners = new Map<string, Set<(params: unknown, method: string) => void>>();
   const closers: (() => void)[] = [];
   const reader = new FrameReader();
-  for (const [m, fn] of Object.entries(opts.pushes ?? {})) listeners.set(m, new Set([fn]));
+  for (const [m, fn] of Object.entries(opts.pushes ?? {}))
+    listeners.set(m, new Set([fn as (params: unknown, method: string) => void]));
   const report =
     opts.onProtocolError ?? ((e: DshError) => process.stderr.write(`dsh-herdr: ${e.code}: ${e.message}\n`));
   /** Pushes in arrival order: while a large one is fetched, the ones behind it wait. */
@@ -144,7 +157,7 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
   type Inbound = {
     id?: unknown;
     result?: unknown;
-    error?: { code?: unknown; message?: unknown };
+    error?: { code?: unknown; message?: unknown; data?: unknown };
     method?: string;
     params?: unknown;
     large?: { ref?: unknown; bytes?: unknown };
@@ -184,7 +197,7 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     const parts: Buffer[] = [];
     let offset = 0;
     for (;;) {
-      const page = await client.request<{ data: string; done: boolean }>("frame.page", { ref: large.ref, offset });
+      const page = await client.request("frame.page", { ref: large.ref, offset });
       const buf = Buffer.from(page.data, "base64");
       parts.push(buf);
       offset += buf.length;
@@ -306,7 +319,10 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     get closed() {
       return closed;
     },
-    request<T>(method: string, params: unknown = {}, ro?: { timeoutMs?: number }): Promise<T> {
+    request<M extends RequestMethod>(method: M, ...args: RequestArgs<M>): Promise<Result<M>> {
+      return client.requestUnchecked<Result<M>>(method, args[0], args[1]);
+    },
+    requestUnchecked<T>(method: string, params: unknown = {}, ro?: RequestOptions): Promise<T> {
       if (closed) return Promise.reject(new DshError("DAEMON_UNAVAILABLE", "connection closed; reconnect"));
       const id = nextId++;
       const frame = encodeFrame({ id, method, params });
@@ -342,8 +358,10 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     onPush(method, fn) {
       let set = listeners.get(method);
       if (!set) listeners.set(method, (set = new Set()));
-      set.add(fn);
-      return () => set!.delete(fn);
+      // Pushes are dispatched by method name, so fn gets only its own method's params.
+      const listener = fn as (params: unknown, method: string) => void;
+      set.add(listener);
+      return () => set!.delete(listener);
     },
     onClose(fn) {
       closers.push(fn);
@@ -366,7 +384,8 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
     helloParams.token = opts.token;
   }
   try {
-    (client as { hello: HelloResult }).hello = await client.request<HelloResult>("hello", helloParams);
+    // Built field by field from the options: the daemon's schema checks the whole.
+    (client as { hello: HelloResult }).hello = await client.requestUnchecked<HelloResult>("hello", helloParams);
   } catch (e) {
     client.close();
     throw e;
@@ -375,15 +394,14 @@ export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<
 }
 
 /** One request on a fresh cli connection. */
-export async function call<T = unknown>(
+export async function call<M extends RequestMethod>(
   target: string,
-  method: string,
-  params?: unknown,
-  opts?: { timeoutMs?: number },
-): Promise<T> {
+  method: M,
+  ...args: RequestArgs<M>
+): Promise<Result<M>> {
   const c = await connect(target, { kind: "cli" });
   try {
-    return await c.request<T>(method, params, opts);
+    return await c.request(method, ...args);
   } finally {
     c.close();
   }

@@ -87,7 +87,31 @@ export class DshError extends Error {
   toJSON(): { code: ErrorCode; message: string } {
     return { code: this.code, message: this.message };
   }
+
+  /**
+   * The error as a socket reply carries it: `{code, message, data}`, data being the details, so a client acts on
+   * fields (which param, which landing) instead of parsing the message. Details never hold a secret; a key named
+   * like one is dropped all the same.
+   */
+  toWire(): WireError {
+    const data =
+      this.details === undefined
+        ? undefined
+        : Object.fromEntries(Object.entries(this.details).filter(([k]) => !SECRET_KEY.test(k)));
+    return data && Object.keys(data).length > 0
+      ? { code: this.code, message: this.message, data }
+      : { code: this.code, message: this.message };
+  }
 }
+
+/** An error reply on the socket (docs/socket-protocol.md, "Errors"). */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  data?: Record<string, unknown>;
+}
+
+const SECRET_KEY = /secret|token|password|credential/i;
 
 export function isDshError(e: unknown): e is DshError {
   return e instanceof DshError;

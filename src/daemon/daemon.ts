@@ -18,7 +18,12 @@ import { createHandlers } from "./methods.js";
 import { taskOwnerOf } from "./owner-view.js";
 import { DeliveryService } from "./delivery.js";
 import { createOwnerHandlers } from "./delivery-methods.js";
-import { PROTOCOL_VERSION, ProtocolSchemas, packageRoot } from "./protocol.js";
+import { PROTOCOL_VERSION, type Result } from "../protocol/methods.js";
+import type { HandlerTable } from "./server.js";
+
+/** The methods the daemon serves through handlers (the server answers hello and frame.page itself). */
+type ServedHandlers = Omit<HandlerTable, "hello" | "frame.page">;
+import { ProtocolSchemas, packageRoot } from "../protocol/schemas.js";
 import { recoverTasks } from "./recover.js";
 import { recoverLandings } from "./land-intent.js";
 import { abandonLandings } from "./land-methods.js";
@@ -179,9 +184,10 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     authenticateOwner: (conn, ownerId, secret) => ownerAuth.hello(conn, ownerId, secret),
     onChildConnected: (conn) => sup.childConnected(conn),
     taskOwner: (taskId) => taskOwnerOf(sup, taskId),
-    handlers: (handlers = Object.assign(
-      createOwnerHandlers(sup, delivery),
-      createHandlers({
+    // Every method but the server's own (hello, frame.page): a method without a handler fails to compile here.
+    handlers: (handlers = {
+      ...createOwnerHandlers(sup, delivery),
+      ...createHandlers({
         sup,
         defaultRuntime: () => runtimes.pick(),
         stop: () => void stop(),
@@ -206,7 +212,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
           env: envFacts(),
         }),
       }),
-    )),
+    } satisfies ServedHandlers),
   });
   // The browser board (src/board): served by the same handlers; a board that cannot listen is logged, not fatal.
   const board = await startDaemonBoard({ home, handlers, config: () => config, log });
@@ -247,7 +253,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
 }
 
 /** Herdr agents the daemon did not spawn, derived observationally (contract: idle/done → idle, ...); never touched. */
-async function externalAgents(sup: Supervisor, config: Config): Promise<Record<string, unknown>[]> {
+async function externalAgents(sup: Supervisor, config: Config): Promise<NonNullable<Result<"task.list">["external"]>> {
   const opts = {
     ...(config.herdrSocketPath ? { socketPath: config.herdrSocketPath } : {}),
     ...(config.herdrSession ? { session: config.herdrSession } : {}),
@@ -269,7 +275,7 @@ async function externalAgents(sup: Supervisor, config: Config): Promise<Record<s
       const herdrStatus: HerdrStatus =
         (["idle", "working", "blocked", "done"] as const).find((x) => x === st) ?? "unknown";
       return {
-        external: true,
+        external: true as const,
         name: String(a.name ?? ""),
         paneId: String(a.pane_id),
         herdrStatus,

@@ -4,19 +4,18 @@ import { DshError } from "../core/errors.js";
 import { checkOwnerSecret } from "../store/owner-secret.js";
 import type { Runner } from "./runner-types.js";
 import type { DeliveryService } from "./delivery.js";
-import type { Connection, Handler } from "./server.js";
+import type { HandlerTable } from "./server.js";
 import type { Supervisor } from "./supervisor-types.js";
 
 export function createOwnerHandlers(
   sup: Supervisor,
   delivery: DeliveryService,
-): Record<"owner.attach" | "owner.ack" | "owner.move", Handler> {
+): Pick<HandlerTable, "owner.attach" | "owner.ack" | "owner.move"> {
   return {
     // The server lets only owner connections in (proven at hello: src/daemon/owner-auth.ts), so ownerId is set.
-    "owner.attach": (_p: Record<string, never>, conn: Connection) => delivery.attach(conn),
-    "owner.ack": (p: { deliveryIds: string[]; state?: "acked" | "expired" }, conn: Connection) =>
-      delivery.ack(conn, p.deliveryIds, p.state),
-    "owner.move": async (p: { fromOwnerId: string; secret?: string }, conn: Connection) => {
+    "owner.attach": (_p, conn) => delivery.attach(conn),
+    "owner.ack": (p, conn) => delivery.ack(conn, p.deliveryIds, p.state),
+    "owner.move": async (p, conn) => {
       const to = conn.ownerId!;
       const moved_ids: string[] = [];
       if (p.fromOwnerId === to) return { moved_ids, deliveries: 0 };

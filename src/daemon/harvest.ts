@@ -12,7 +12,7 @@ import type { SessionFacts } from "../core/session-reader.js";
 import type { AgentResult, DiffEvidence, HerdrStatus } from "../core/types.js";
 import type { ParsedResultMd } from "../core/result-md.js";
 import type { GitPort } from "./git-port.js";
-import { packageRoot } from "./protocol.js";
+import { packageRoot } from "../protocol/schemas.js";
 import { landFieldsOf, type TaskRecord } from "./record.js";
 
 let validator: ValidateFunction | undefined;

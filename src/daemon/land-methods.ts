@@ -28,7 +28,7 @@ import type { MethodContext } from "./method-context.js";
 import { landFieldsOf, type TaskRecord } from "./record.js";
 
 export { landFieldsOf } from "./record.js";
-import type { Connection, Handler } from "./server.js";
+import type { HandlerTable } from "./server.js";
 import type { Supervisor } from "./supervisor-types.js";
 import { checkSiblings } from "./siblings.js";
 
@@ -435,10 +435,10 @@ async function mayOwnerLand(sup: Supervisor, taskIds: string[], ownerId: string)
   }
 }
 
-export function createLandHandlers(ctx: MethodContext): Record<"task.check" | "task.land", Handler> {
+export function createLandHandlers(ctx: MethodContext): Pick<HandlerTable, "task.check" | "task.land"> {
   const { sup } = ctx;
   return {
-    "task.check": (p: { taskId: string }, conn: Connection) => {
+    "task.check": (p, conn) => {
       const live = sup.tasks.get(p.taskId);
       if (live && conn.kind === "owner" && live.rec.owner !== conn.ownerId)
         throw new DshError(
@@ -447,7 +447,7 @@ export function createLandHandlers(ctx: MethodContext): Record<"task.check" | "t
         );
       return checkTask(sup, p.taskId);
     },
-    "task.land": async (p: LandParams, conn: Connection) => {
+    "task.land": async (p, conn) => {
       // The person lands; an owner (crew_land) only its own tasks, and only when the person allowed it in config.
       if (conn.kind === "owner") await mayOwnerLand(sup, p.taskIds, conn.ownerId!);
       else if (conn.kind !== "cli")

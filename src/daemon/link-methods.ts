@@ -10,8 +10,7 @@ import type { AgentResult } from "../core/types.js";
 import type { TaskRecordBase } from "../store/task-store.js";
 import type { MethodContext } from "./method-context.js";
 import { viewOf } from "./owner-view.js";
-import type { Connection, Handler } from "./server-types.js";
-import type { RequestMethod } from "./protocol.js";
+import type { HandlerTable } from "./server-types.js";
 
 /** A followed result larger than this is pushed without its body (`bytes` only); the reader fetches it in pages. */
 export const FOLLOW_INLINE_MAX = 256 * 1024;
@@ -41,7 +40,7 @@ function versionOf(s: Serialized): string {
   return s.version;
 }
 
-export function createLinkHandlers(ctx: MethodContext): Partial<Record<RequestMethod, Handler>> {
+export function createLinkHandlers(ctx: MethodContext): Pick<HandlerTable, "task.follow" | "task.fetch"> {
   const { sup } = ctx;
 
   /** The task's current result, cycle, and whether that cycle is settled and harvested (task.wait's "done"). */
@@ -62,7 +61,7 @@ export function createLinkHandlers(ctx: MethodContext): Partial<Record<RequestMe
   };
 
   return {
-    "task.follow": (_p: Record<string, never>, conn: Connection) => {
+    "task.follow": (_p, conn) => {
       const off = sup.onStatus((live, raw, info) => {
         if (conn.kind === "owner" && live.rec.owner !== conn.ownerId) return;
         const result = viewOf(conn, raw); // owner ids as task.subscribe shows them (src/daemon/owner-view.ts)
@@ -80,10 +79,7 @@ export function createLinkHandlers(ctx: MethodContext): Partial<Record<RequestMe
       return { following: true };
     },
 
-    "task.fetch": async (
-      p: { taskId: string; part: "result" | "patch"; offset?: number; limit?: number },
-      conn: Connection,
-    ) => {
+    "task.fetch": async (p, conn) => {
       const found = await current(p.taskId);
       const now = { ...found, result: viewOf(conn, found.result) };
       const offset = p.offset ?? 0;

@@ -1,15 +1,16 @@
 // What the socket's method handlers (methods.ts, spawn-method.ts, delivery-methods.ts) are given: a type only, so
 // the handler modules import neither each other's types nor the daemon.
 import type { RuntimeKind } from "../core/types.js";
+import type { Result } from "../protocol/methods.js";
 import type { Relay } from "../remote/relay.js";
 import type { Supervisor } from "./supervisor-types.js";
 
 export interface MethodContext {
   sup: Supervisor;
   defaultRuntime(): Promise<RuntimeKind>;
-  status(): Record<string, unknown>;
+  status(): Result<"daemon.status">;
   stop(): void;
-  externalAgents?(): Promise<Record<string, unknown>[]>;
+  externalAgents?(): Promise<NonNullable<Result<"task.list">["external"]>>;
   /** Tasks on other machines (src/remote/relay.ts); absent in tests that build handlers without one. */
   relay?: Relay;
 }

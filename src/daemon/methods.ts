@@ -1,5 +1,3 @@
-// Socket method handlers: params are already schema-checked; here live the domain rules (ownership, states).
-import type { CapLimits } from "../core/budget.js";
 import { statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
@@ -7,17 +5,17 @@ import { DshError } from "../core/errors.js";
 import { isSettledStatus } from "../core/derive.js";
 import type { AgentResult } from "../core/types.js";
 import { respondAs } from "../core/task-cycle.js";
-import { spawnTask, type SpawnParams } from "./spawn-method.js";
+import { spawnTask } from "./spawn-method.js";
 import { steerTask, type SteerReply } from "./steer.js";
 import { assertMayRaiseCaps } from "./cap-consent.js";
 import { createLandHandlers } from "./land-methods.js";
 import { createLinkHandlers } from "./link-methods.js";
 import { respondOnce } from "./request-memo.js";
-import { listTasks, type ListPage, type ListParams } from "./listing.js";
-import type { Connection, Handler } from "./server.js";
+import { listTasks } from "./listing.js";
+import type { Connection, HandlerTable } from "./server.js";
 import type { Live } from "./live.js";
-import type { ChildEvent, ChildReport, Runner } from "./runner-types.js";
-import type { RequestMethod } from "./protocol.js";
+import type { Runner } from "./runner-types.js";
+import type { Result } from "../protocol/methods.js";
 import type { MethodContext } from "./method-context.js";
 import { knownOwners, resolveOwner, shownOwner, viewOf } from "./owner-view.js";
 import { tamperedView } from "../store/task-verify.js";
@@ -64,7 +62,10 @@ function mayAct(conn: Connection, live: Live): boolean {
   return conn.kind === "cli" || live.rec.owner === conn.ownerId;
 }
 
-export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod, Handler>> {
+/** Every request method the daemon serves but hello and frame.page (the server's own) and owner.* (delivery). */
+export type TaskHandlers = Omit<HandlerTable, "hello" | "frame.page" | "owner.attach" | "owner.ack" | "owner.move">;
+
+export function createHandlers(ctx: MethodContext): TaskHandlers {
   const { sup } = ctx;
   const cfg = () => sup.deps.config();
 
@@ -100,14 +101,14 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return { stopping: true };
     },
 
-    "task.spawn": (p: SpawnParams, conn: Connection) => spawnTask(ctx, p, conn),
+    "task.spawn": (p, conn) => spawnTask(ctx, p, conn),
 
-    "task.get": async (p: { taskId: string }, conn: Connection) => viewOf(conn, await resultOf(p.taskId)),
+    "task.get": async (p, conn) => viewOf(conn, await resultOf(p.taskId)),
 
-    "task.list": async (p: ListParams & { external?: boolean }, conn: Connection) => {
+    "task.list": async (p, conn) => {
       const q = p.owner !== undefined ? { ...p, owner: resolveOwner(p.owner, () => knownOwners(sup)) } : p;
       const page = await listTasks(sup, q);
-      const out: ListPage & { external?: Record<string, unknown>[] } = {
+      const out: Result<"task.list"> = {
         ...page,
         tasks: page.tasks.map((t) => viewOf(conn, t)),
       };
@@ -115,7 +116,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return out;
     },
 
-    "task.wait": async (p: { taskIds: string[]; mode?: "any" | "all"; timeoutMs?: number }, conn: Connection) => {
+    "task.wait": async (p, conn) => {
       for (const id of p.taskIds) await resultOf(id);
       const mode = p.mode ?? "all";
       const done = () => {
@@ -151,10 +152,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return { results, timedOut };
     },
 
-    "task.respond": async (
-      p: { taskId: string; message: string; steer?: boolean; requestId?: string } & CapLimits,
-      conn: Connection,
-    ) => {
+    "task.respond": async (p, conn) => {
       const live = owned(conn, p.taskId);
       await live.chain;
       assertMayRaiseCaps(cfg(), conn, live, p);
@@ -172,7 +170,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return { taskId: p.taskId, subagent_id: p.taskId, cycle, ...(queued ? { queued: true } : {}) };
     },
 
-    "task.close": async (p: { taskId: string; closePane?: boolean }, conn: Connection) => {
+    "task.close": async (p, conn) => {
       const live = sup.tasks.get(p.taskId);
       if (!live) return viewOf(conn, await resultOf(p.taskId)); // already closed earlier: the stored record answers
       if (!mayAct(conn, live))
@@ -186,7 +184,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return viewOf(conn, result);
     },
 
-    "task.abort": async (p: { taskIds?: string[]; owner?: string; all?: true }, conn: Connection) => {
+    "task.abort": async (p, conn) => {
       const owner = conn.kind === "owner" ? conn.ownerId! : resolveOwner(p.owner ?? "cli", () => knownOwners(sup));
       const out = { aborted_ids: [] as string[], missing_ids: [] as string[], foreign_ids: [] as string[] };
       const ids = p.taskIds ?? [...sup.tasks.values()].filter((l) => l.rec.owner === owner).map((l) => l.rec.taskId);
@@ -200,7 +198,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
       return out;
     },
 
-    "task.subscribe": (p: { taskIds?: string[]; owner?: string }, conn: Connection) => {
+    "task.subscribe": (p, conn) => {
       const ids = p.taskIds ? new Set(p.taskIds) : undefined;
       const owner = p.owner ? resolveOwner(p.owner, () => knownOwners(sup)) : undefined;
       const off = sup.onStatus((live, result) => {
@@ -214,7 +212,7 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     },
 
     // The settled diff.patch's text, for a daemon that relays this task and keeps a copy (src/remote/relay.ts).
-    "task.patch": async (p: { taskId: string }) => {
+    "task.patch": async (p) => {
       await resultOf(p.taskId);
       const fh = await open(sup.deps.store.taskPaths(p.taskId).diffPatch, "r").catch(() => undefined);
       if (!fh) return { taskId: p.taskId, patch: null, truncated: false };
@@ -233,8 +231,8 @@ export function createHandlers(ctx: MethodContext): Partial<Record<RequestMethod
     // task.follow, task.fetch: what another machine's daemon relaying these tasks calls (src/daemon/link-methods.ts)
     ...createLinkHandlers(ctx),
 
-    "child.event": (p: ChildEvent, conn: Connection) => sup.runnerOf(conn)?.childEvent(p) ?? { ok: true },
-    "child.report": (p: ChildReport, conn: Connection) => sup.runnerOf(conn)?.childReport(p) ?? { ok: true },
+    "child.event": (p, conn) => sup.runnerOf(conn)?.childEvent(p) ?? { ok: true },
+    "child.report": (p, conn) => sup.runnerOf(conn)?.childReport(p) ?? { ok: true },
   };
 }
 

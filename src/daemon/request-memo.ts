@@ -6,6 +6,7 @@
 // journal record (`respond`) carries its.
 import type { Runner } from "./runner-types.js";
 import type { Supervisor } from "./supervisor-types.js";
+import type { Result } from "../protocol/methods.js";
 
 /** In-memory answers kept per daemon (the disk answers the rest): enough for every request of a busy hour. */
 const MEMO_MAX = 10_000;
@@ -29,13 +30,8 @@ async function once<T>(
   return p;
 }
 
-export interface SpawnAnswer {
-  taskId: string;
-  subagent_id: string;
-  name: string;
-  status: string;
-  queued: boolean;
-}
+/** task.spawn's answer (src/protocol/). */
+export type SpawnAnswer = Result<"task.spawn">;
 
 /** task.spawn with a request id: the task an earlier request with that id spawned, else a new one. */
 export function spawnOnce(sup: Supervisor, requestId: string, run: () => Promise<SpawnAnswer>): Promise<SpawnAnswer> {

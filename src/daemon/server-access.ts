@@ -3,7 +3,7 @@
 // tasks only), then the method's handler.
 import { DshError } from "../core/errors.js";
 import { ownerLabel } from "./owner-label.js";
-import { PROTOCOL_VERSION, type RequestMethod } from "./protocol.js";
+import { PROTOCOL_VERSION, type RequestMethod } from "../protocol/methods.js";
 import type { Connection, SocketServerOptions } from "./server-types.js";
 
 export type HelloParams =
@@ -104,7 +104,8 @@ export async function dispatch(
   }
   const h = opts.handlers[method];
   if (!h) throw new DshError("UNKNOWN_METHOD", `${method} is not served by this daemon; upgrade dsh-herdr`);
-  return await h(p, conn);
+  // p passed this method's params schema (server-request.ts), which is what Params<method> is generated from.
+  return await (h as (params: unknown, conn: Connection) => unknown)(p, conn);
 }
 
 /**

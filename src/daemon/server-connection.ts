@@ -1,8 +1,8 @@
-// One client connection of the socket server: framing (src/client/frames.ts) and what the client may cost (partial
+// One client connection of the socket server: framing (src/protocol/frames.ts) and what the client may cost (partial
 // frames, unsent bytes); each whole frame goes on to the request handler. A bad frame costs only an error reply.
 import type { Socket } from "node:net";
 import { DshError } from "../core/errors.js";
-import { FrameReader, frameHead, frameTooLargeMessage } from "../client/frames.js";
+import { FrameReader, frameHead, frameTooLargeMessage } from "../protocol/frames.js";
 import { LargeFrames } from "./server-large.js";
 import type { Connection, ConnectionLimits, Logger } from "./server-types.js";
 
@@ -75,7 +75,7 @@ export function serveConnection(socket: Socket, s: ConnectionSetup): Connection 
     socket.write(frame);
     throttle();
   };
-  const fail = (id: unknown, e: DshError) => reply({ id: id ?? null, error: e.toJSON() });
+  const fail = (id: unknown, e: DshError) => reply({ id: id ?? null, error: e.toWire() });
   /** Refuse the connection: the error goes out, nothing more is read or buffered from it. */
   const refuse = (e: DshError) => {
     if (refused) return;

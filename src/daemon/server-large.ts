@@ -4,7 +4,7 @@
 // (which cannot fetch) gets FRAME_TOO_LARGE for its request, and a push it could not take is logged by name: no
 // frame is ever dropped without a word. What one connection may hold is bounded (docs/socket-protocol.md).
 import { DshError } from "../core/errors.js";
-import { MAX_FRAME_BYTES, PAGE_BYTES, encodeFrame, LARGE_PROTOCOL } from "../client/frames.js";
+import { MAX_FRAME_BYTES, PAGE_BYTES, encodeFrame, LARGE_PROTOCOL } from "../protocol/frames.js";
 import type { Logger } from "./server-types.js";
 
 export interface LargeLimits {
@@ -64,7 +64,7 @@ export class LargeFrames {
         "FRAME_TOO_LARGE",
         `${what} is ${bytes} bytes, over the ${mib(MAX_FRAME_BYTES)} frame limit, and ${why}; ${fix} (docs/socket-protocol.md, "Frames")`,
       );
-      return encodeFrame({ id: msg.id, error: e.toJSON() });
+      return encodeFrame({ id: msg.id, error: e.toWire() });
     };
     if (protocol < LARGE_PROTOCOL)
       return refuse(

@@ -31,7 +31,7 @@ export async function handleFrame(
   send: (msg: unknown) => void,
   opts: SocketServerOptions,
 ): Promise<void> {
-  const fail = (id: unknown, e: DshError) => send({ id: id ?? null, error: e.toJSON() });
+  const fail = (id: unknown, e: DshError) => send({ id: id ?? null, error: e.toWire() });
   let msg: unknown;
   try {
     msg = JSON.parse(text);

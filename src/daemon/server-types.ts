@@ -1,6 +1,7 @@
 // The socket server's vocabulary: a client connection, a method handler, the logger, the options and the bounds
 // one client may cost; shared by the server's parts and by the method handlers.
-import type { ProtocolSchemas, RequestMethod } from "./protocol.js";
+import type { Params, PushMethod, PushParams, RequestMethod, Result } from "../protocol/methods.js";
+import type { ProtocolSchemas } from "../protocol/schemas.js";
 
 export type ClientKind = "cli" | "owner" | "child";
 
@@ -13,14 +14,19 @@ export interface Connection {
   protocol?: number;
   /** The hello being checked (an owner's proof is read from disk): requests that follow it wait for it. */
   helloing?: Promise<unknown>;
-  push(method: string, params: unknown): void;
+  /** A push, its params as the protocol table declares them (src/protocol/). */
+  push<P extends PushMethod>(method: P, params: PushParams<P>): void;
   /** frame.page: a page of a frame held for this connection by reference (src/daemon/server-large.ts). */
   page?(p: { ref: string; offset: number }): unknown;
   onClose(fn: () => void): void;
   readonly closed: boolean;
 }
 
-export type Handler = (params: any, conn: Connection) => unknown;
+/** One method's handler: its params already checked against the method's schema, its result checked as it leaves. */
+export type Handler<M extends RequestMethod> = (params: Params<M>, conn: Connection) => Result<M> | Promise<Result<M>>;
+
+/** The daemon's methods, one handler each, typed by the protocol table (src/protocol/). */
+export type HandlerTable = { [M in RequestMethod]: Handler<M> };
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -32,7 +38,7 @@ export interface Logger {
 export interface SocketServerOptions {
   socketPath: string;
   schemas: ProtocolSchemas;
-  handlers: Partial<Record<RequestMethod, Handler>>;
+  handlers: Partial<HandlerTable>;
   /** True when token is the per-task token of taskId. */
   authenticateChild(taskId: string, token: string): boolean;
   /**

@@ -3,7 +3,7 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { chmodSync, existsSync, unlinkSync } from "node:fs";
 import { DshError } from "../core/errors.js";
-import { encodeFrame } from "../client/frames.js";
+import { encodeFrame } from "../protocol/frames.js";
 import { serveConnection, type PartialPool } from "./server-connection.js";
 import { handleFrame } from "./server-request.js";
 import type { Connection, ConnectionLimits, SocketServer, SocketServerOptions } from "./server-types.js";
@@ -13,6 +13,7 @@ export type {
   Connection,
   ConnectionLimits,
   Handler,
+  HandlerTable,
   Logger,
   SocketServer,
   SocketServerOptions,
@@ -40,7 +41,7 @@ export async function startSocketServer(opts: SocketServerOptions): Promise<Sock
         "CONNECTION_LIMIT",
         `the daemon already serves ${limits.maxConnections} connections; close idle clients and connect again`,
       );
-      socket.end(encodeFrame({ id: null, error: e.toJSON() }));
+      socket.end(encodeFrame({ id: null, error: e.toWire() }));
       setTimeout(() => socket.destroy(), 1000).unref();
       opts.log.warn({ connections: sockets.size }, "connection refused: too many connections");
       return;

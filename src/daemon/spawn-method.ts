@@ -5,7 +5,7 @@ import { sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { resolveSpawnModel } from "../core/model-choice.js";
 import { capsFor } from "../core/budget.js";
-import type { Role, RuntimeKind } from "../core/types.js";
+import type { RuntimeKind } from "../core/types.js";
 import { repoFacts, requireRepo, type CreatedWorktree } from "./git-port.js";
 import { assertOwnerId } from "../store/outbox.js";
 import type { MethodContext } from "./method-context.js";
@@ -14,41 +14,13 @@ import { briefFrom } from "../core/summary.js";
 import { dropStartedWorktree, startWorktree } from "./pipeline.js";
 import { checkSetupParams } from "./workdir-setup.js";
 import { assertDayBudget, holdDayBudget } from "./budget.js";
-import type { TaskPrompt } from "./prompt.js";
 import type { Connection } from "./server.js";
 import type { Runner } from "./runner-types.js";
 import { spawnOnce } from "./request-memo.js";
+import type { Params, Result } from "../protocol/methods.js";
 
-export interface SpawnParams {
-  kind?: "pi";
-  model?: string;
-  thinking?: string;
-  role?: Role;
-  cwd: string;
-  prompt?: string;
-  task?: TaskPrompt;
-  brief?: string;
-  /** "auto": isolated when cwd is in a git repository with a commit, else the cwd itself (the bundled worker). */
-  isolated?: boolean | "auto";
-  owner?: string;
-  timeoutMs?: number;
-  machine?: string;
-  runtime?: RuntimeKind;
-  ownerPaneId?: string;
-  /** Checks the daemon runs in the task's worktree (`dsh-herdr check`, `land --check`; at settle once hooked in). */
-  checks?: string[];
-  checkTimeoutMs?: number;
-  /** An isolated worktree made ready before the child starts (src/daemon/workdir-setup.ts). */
-  include?: string[];
-  setup?: string;
-  setupTimeoutMs?: number;
-  /** Spend caps (src/daemon/budget.ts): reached, the turn is stopped and the task asks (blocked). */
-  maxCost?: number;
-  maxOutputTokens?: number;
-  maxTurns?: number;
-  /** Given by another machine's daemon relaying the spawn: a repeat gets the first answer (request-memo.ts). */
-  requestId?: string;
-}
+/** task.spawn's params, as schema/protocol/task.spawn.json declares them (src/protocol/). */
+export type SpawnParams = Params<"task.spawn">;
 
 /** The owner named (an id, or the label a listing shows: src/daemon/owner-view.ts), else the connection's. */
 const ownerOf = (ctx: MethodContext, conn: Connection, explicit?: string): string =>
@@ -66,12 +38,12 @@ async function committedRepo(cwd: string): Promise<{ root: string } | undefined>
   return facts?.head ? { root: facts.root } : undefined; // the root only: prepare() then takes the worktree's fast path
 }
 
-export function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection) {
+export function spawnTask(ctx: MethodContext, p: SpawnParams, conn: Connection): Promise<Result<"task.spawn">> {
   if (p.requestId !== undefined) return spawnOnce(ctx.sup, p.requestId, () => spawnFresh(ctx, p, conn));
   return spawnFresh(ctx, p, conn);
 }
 
-async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection) {
+async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection): Promise<Result<"task.spawn">> {
   const { sup } = ctx;
   const c = sup.deps.config();
   if (!c.enabled)

@@ -5,7 +5,8 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { existsSync } from "node:fs";
 import { dirname } from "node:path";
-import { connect, type DaemonClient } from "../client/index.js";
+import { connect, type DaemonClient, type RequestArgs } from "../client/index.js";
+import type { Params } from "../protocol/methods.js";
 import {
   errorEndingOutlook,
   isRetryableError073,
@@ -16,6 +17,10 @@ import {
 import { CycleGuard, FINALIZE_PROMPT, checkCrewReport, judgeCycle, type CrewReport } from "../core/crew-cycle.js";
 import { readPiVersion, readRetrySettings } from "./child-settings.js";
 import { CREW_REPORT_DESCRIPTION, CREW_REPORT_PARAMETERS, resultMdFor, writeResultMd } from "./child-report.js";
+
+/** What a child says to the daemon: its events and its report (schema/protocol/child.*.json). */
+type ChildMethod = "child.event" | "child.report";
+type ChildCall = { [M in ChildMethod]: { method: M; params: Params<M> } }[ChildMethod];
 
 interface Env {
   socket?: string;
@@ -41,24 +46,24 @@ export default function childExtension(pi: ExtensionAPI): void {
   /** The last valid crew_report per tool call; acceptance at agent_end decides which (if any) counts. */
   const reports = new Map<string, CrewReport>();
   /** Events raised while disconnected wait here, in order. */
-  const backlog: { method: string; params: Record<string, unknown> }[] = [];
+  const backlog: ChildCall[] = [];
 
-  const send = (method: string, params: Record<string, unknown>) => {
+  const send = <M extends ChildMethod>(method: M, params: Params<M>) => {
     if (client && !client.closed) {
-      client.request(method, params, { timeoutMs: 10_000 }).catch(() => undefined);
+      client.request(method, ...([params, { timeoutMs: 10_000 }] as RequestArgs<M>)).catch(() => undefined);
     } else if (backlog.length < 100) {
-      backlog.push({ method, params });
+      backlog.push({ method, params } as ChildCall);
     }
   };
   /** How the last cycle ended, kept so a daemon that pushes that cycle's prompt again learns the outcome again. */
-  let lastEnd: { cycle: number; msgs: { method: string; params: Record<string, unknown> }[] } | undefined;
+  let lastEnd: { cycle: number; msgs: ChildCall[] } | undefined;
   /** The newest cycle whose final ending went out: a steer for it comes too late for its run. */
   let endedCycle = 0;
-  const sendEnd = (method: string, params: Record<string, unknown>) => {
+  const sendEnd = <M extends ChildMethod>(method: M, params: Params<M>) => {
     if (lastEnd?.cycle !== cycle) lastEnd = { cycle, msgs: [] };
-    lastEnd.msgs.push({ method, params });
+    lastEnd.msgs.push({ method, params } as ChildCall);
     send(method, params);
-    if (params.willRetry !== true) {
+    if (!("willRetry" in params && params.willRetry === true)) {
       endedCycle = Math.max(endedCycle, cycle);
       dropHeldSteers();
     }
@@ -162,13 +167,13 @@ export default function childExtension(pi: ExtensionAPI): void {
     return line ?? "0.73";
   };
   /** pi 1.x: an error ending whose outlook pi decides after agent_end; sent (final) at agent_settled. */
-  let awaitingSettle: { cycle: number; params: Record<string, unknown> } | undefined;
+  let awaitingSettle: { cycle: number; params: Params<"child.event"> } | undefined;
   pi.on("agent_end", async (ev, ctx) => {
     ctxRef = ctx;
     busy = false;
     const messages = ev.messages as unknown as Record<string, unknown>[];
     const last = [...messages].reverse().find((m) => m.role === "assistant");
-    const params: Record<string, unknown> = {
+    const params: Params<"child.event"> = {
       type: "agent_end",
       cycle,
       sessionFile: ctx.sessionManager.getSessionFile() ?? null,
@@ -248,8 +253,8 @@ export default function childExtension(pi: ExtensionAPI): void {
         hello: { pid: process.pid, sessionFile: ctxRef?.sessionManager.getSessionFile() ?? null },
         // The daemon pushes the prompt right after hello, possibly in the same chunk as the reply.
         pushes: {
-          "child.prompt": (p: { cycle: number; text: string }) => runPrompt(p),
-          "child.steer": (p: Steer) => runSteer(p),
+          "child.prompt": (p) => runPrompt(p),
+          "child.steer": (p) => runSteer(p),
           "child.abort": () => ctxRef?.abort(),
         },
       });

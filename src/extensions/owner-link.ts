@@ -3,7 +3,8 @@
 // connection attaches and receives what is pending. Lost connections are retried quietly.
 import { join } from "node:path";
 import { homedir } from "node:os";
-import { connect, type DaemonClient } from "../client/index.js";
+import { connect, type DaemonClient, type RequestArgs } from "../client/index.js";
+import type { Params, RequestMethod, Result } from "../protocol/methods.js";
 import { DshError } from "../core/errors.js";
 import { cardOfPushed, type DeliveryPayload } from "../core/crew-delivery.js";
 
@@ -73,7 +74,7 @@ export class OwnerLink {
   }
 
   /** One request as the current owner; connects on demand. Daemon errors keep their code. */
-  async request<T>(method: string, params: unknown, timeoutMs = 30_000): Promise<T> {
+  async request<M extends RequestMethod>(method: M, params: Params<M>, timeoutMs = 30_000): Promise<Result<M>> {
     const c = await this.ensure().catch(async (e: unknown) => {
       if (!(e instanceof DshError) || e.code !== "DAEMON_UNAVAILABLE" || this.stopped) throw e;
       if (!STARTS_DAEMON.has(method) || !this.opts.startDaemon) throw e;
@@ -81,7 +82,7 @@ export class OwnerLink {
       if (!started.alreadyRunning) this.opts.onDaemonStarted?.(started.pid);
       return this.ensure();
     });
-    return c.request<T>(method, params, { timeoutMs });
+    return c.request(method, ...([params, { timeoutMs }] as RequestArgs<M>));
   }
 
   /** Stop for good (pi is quitting): no more retries. */

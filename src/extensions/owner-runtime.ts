@@ -6,7 +6,7 @@
 // of another version (a /reload after an upgrade) aborts before it attaches.
 import { connect } from "../client/index.js";
 import { crewStatusOf, isOpenCrewStatus } from "../core/crew-delivery.js";
-import type { AgentResult } from "../core/types.js";
+import type { AgentStatus } from "../core/types.js";
 
 /** Bump when an owner extension can no longer take over the work of the previous one in the same pi process. */
 export const OWNER_RUNTIME_VERSION = 1;
@@ -24,7 +24,7 @@ export interface OwnerRuntime {
 }
 
 /** AgentResult statuses that can be open crew sessions (running, needs_input, completed until crew_done). */
-export const OPEN_STATUSES = ["starting", "working", "running", "blocked", "completed"];
+export const OPEN_STATUSES: AgentStatus[] = ["starting", "working", "running", "blocked", "completed"];
 
 /**
  * This process's runtime of this version, made on first use. A record of another version is replaced and returned
@@ -69,14 +69,14 @@ export async function abortOpenWork(
     }).catch(() => undefined);
     if (!c) continue; // daemon away: nothing of this owner can be running under it either
     try {
-      const { tasks } = await c.request<{ tasks: AgentResult[] }>(
+      const { tasks } = await c.request(
         "task.list",
         { owner: ownerId, status: OPEN_STATUSES, limit: 1000 },
         { timeoutMs: 10_000 },
       );
       const ids = tasks.filter((t) => isOpenCrewStatus(crewStatusOf(t.status))).map((t) => t.taskId);
       if (ids.length === 0) continue;
-      const r = await c.request<{ aborted_ids: string[] }>("task.abort", { taskIds: ids }, { timeoutMs: 10_000 });
+      const r = await c.request("task.abort", { taskIds: ids }, { timeoutMs: 10_000 });
       aborted.push(...r.aborted_ids);
     } catch {
       // One owner's failure does not keep the others' work running.

@@ -16,6 +16,7 @@ import {
 } from "../core/crew-tools.js";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
+import type { Result } from "../protocol/methods.js";
 import { type KnownTask, resolveTaskId } from "../core/id-match.js";
 import { discoverAgents } from "./crew-agents.js";
 import { OPEN_STATUSES } from "./owner-runtime.js";
@@ -91,7 +92,7 @@ export async function listOpenSessions(link: OwnerLink): Promise<OpenSessionView
   const owner = link.ownerId;
   if (!owner) return [];
   // Ask for open statuses only: the daemon pages newest first, and closed history must not push open work off the page.
-  const { tasks } = await link.request<{ tasks: AgentResult[] }>("task.list", {
+  const { tasks } = await link.request("task.list", {
     owner,
     status: OPEN_STATUSES,
     limit: 1000,
@@ -116,7 +117,7 @@ async function ownTasks(link: OwnerLink): Promise<KnownTask[]> {
   const out: KnownTask[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < 50; page++) {
-    const r = await link.request<{ tasks: AgentResult[]; nextCursor?: string }>("task.list", {
+    const r = await link.request("task.list", {
       owner,
       limit: 1000,
       ...(cursor ? { cursor } : {}),
@@ -175,7 +176,7 @@ async function resolveOne(link: OwnerLink, input: string): Promise<string> {
 
 async function getTask(link: OwnerLink, id: string): Promise<AgentResult> {
   try {
-    return await link.request<AgentResult>("task.get", { taskId: id });
+    return await link.request("task.get", { taskId: id });
   } catch (e) {
     throw daemonError(e, id);
   }
@@ -236,7 +237,7 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
       const machine = args.machine ?? agent.machine;
       let r: { subagent_id: string; name?: string };
       try {
-        r = await link.request<{ subagent_id: string; name?: string }>("task.spawn", {
+        r = await link.request("task.spawn", {
           cwd: args.cwd ?? ctx.cwd,
           ...(machine !== undefined ? { machine } : {}),
           brief: args.brief,
@@ -386,15 +387,8 @@ export function registerOwnerTools(pi: ExtensionAPI, deps: OwnerToolsDeps): void
   });
 }
 
-/** The landing outcome as the owner's model gets it (task.land's result for one task). */
-interface LandOutcome {
-  taskId: string;
-  already: boolean;
-  said: string;
-  committed?: string;
-  landing: { baseBranch: string; landedAs?: string; strategy?: string; workHead?: string };
-  checks?: { command: string; exitCode: number | null; cutOff?: string }[];
-}
+/** One task's landing as task.land answers it (src/protocol/); the model gets the fields picked below. */
+type LandOutcome = Result<"task.land">["results"][number];
 
 /** crew_land: only when the person allowed it (config owner.mayLand); the daemon refuses it otherwise too. */
 function registerLand(reg: (tool: Record<string, unknown>) => void, link: OwnerLink, deps: OwnerToolsDeps): void {
@@ -413,7 +407,7 @@ function registerLand(reg: (tool: Record<string, unknown>) => void, link: OwnerL
       const subagent_id = await resolveOne(link, args.subagent_id);
       let r: { results: LandOutcome[] };
       try {
-        r = await link.request<{ results: LandOutcome[] }>(
+        r = await link.request(
           "task.land",
           { taskIds: [subagent_id], ...(args.check ? { check: true } : {}) },
           // Checks on the merged tree may run for minutes.

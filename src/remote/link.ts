@@ -3,7 +3,8 @@
 // when ssh or the remote daemon goes away, and reports up/down. The ssh transport is link-ssh.ts, its errors
 // link-errors.ts. Relaying tasks over it: relay.ts (docs/architecture.md, "Other machines").
 import { EventEmitter } from "node:events";
-import type { DaemonClient, HelloResult } from "../client/index.js";
+import type { DaemonClient, HelloResult, RequestArgs, RequestOptions } from "../client/index.js";
+import type { Params, RequestMethod, Result } from "../protocol/methods.js";
 import { DshError, isDshError } from "../core/errors.js";
 import { backoffDelay, DEFAULT_BACKOFF } from "../core/machines.js";
 import { dropError } from "./link-errors.js";
@@ -120,11 +121,13 @@ export class MachineLink extends EventEmitter<MachineLinkEvents> {
     });
   }
 
-  async request<T = unknown>(method: string, params: unknown = {}, o: { timeoutMs?: number } = {}): Promise<T> {
+  async request<M extends RequestMethod>(method: M, ...args: RequestArgs<M>): Promise<Result<M>> {
+    const [params, o = {}] = args as [Params<M> | undefined, RequestOptions | undefined];
     const c = this.current?.client;
     if (this._state !== "up" || c === undefined || c.closed) throw this.unreachableNow();
     try {
-      return await c.request<T>(method, params, { timeoutMs: o.timeoutMs ?? this.opts.requestTimeoutMs ?? 30_000 });
+      const timeoutMs = o.timeoutMs ?? this.opts.requestTimeoutMs ?? 30_000;
+      return await c.request(method, ...([params, { timeoutMs }] as RequestArgs<M>));
     } catch (e) {
       // The inner client knows only that its stream closed; over a link that means the link dropped under us.
       if (isDshError(e) && e.code === "DAEMON_UNAVAILABLE" && c.closed)

@@ -103,7 +103,7 @@ export async function relayAbort(ctx: RelayContext, live: RelayLive): Promise<bo
     return true;
   }
   const link = await ctx.ready(live.rec.remote!.label);
-  const r = await link.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [live.rec.remote!.taskId] });
+  const r = await link.request("task.abort", { taskIds: [live.rec.remote!.taskId] });
   // The abort settles the remote cycle; its settle reaches us (one delivery, as for a local abort).
   return Array.isArray(r?.aborted_ids) && r.aborted_ids.includes(live.rec.remote!.taskId);
 }

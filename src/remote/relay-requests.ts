@@ -16,7 +16,8 @@ import { DshError, isDshError } from "../core/errors.js";
 import { backoffDelay, RELAY_RETRY_BACKOFF } from "../core/machines.js";
 import { writeAtomic } from "../store/fsio.js";
 import { RemoteViolation } from "./remote-check.js";
-import type { Answer, PendingRequest as Pending, RemoteRequest } from "./relay-request-state.js";
+import type { Answer, PendingRequest as Pending, RemoteMethod, RemoteRequest } from "./relay-request-state.js";
+import type { Params } from "../protocol/methods.js";
 import type { RelayContext, RelayLive } from "./relay-types.js";
 
 export type { Answer, RemoteMethod, RemoteRequest, RespondAnswer, SpawnAnswer } from "./relay-request-state.js";
@@ -178,7 +179,8 @@ export class RelayRequests {
     try {
       raw = await link.request(
         p.req.method,
-        { ...p.req.params, requestId: p.req.requestId },
+        // Made durable (remote-request.json) from a request this daemon checked; the remote daemon checks it again.
+        { ...p.req.params, requestId: p.req.requestId } as Params<RemoteMethod>,
         { timeoutMs: REQUEST_TIMEOUT_MS },
       );
     } catch (e) {

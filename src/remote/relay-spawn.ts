@@ -14,6 +14,7 @@ import type { RemoteFollow } from "./relay-follow.js";
 import { verdictHere } from "./relay-follow.js";
 import { stepRemote } from "./relay-machine.js";
 import { newRequestId, type RelayRequests, type RemoteRequest, type SpawnAnswer } from "./relay-requests.js";
+import type { Result } from "../protocol/methods.js";
 import type { RelayContext, RelayLive, RemoteRecord, RemoteSpawnParams } from "./relay-types.js";
 
 // Everything the machine's own task.spawn acts on: the worktree's setup and checks run there, and so do the spend caps
@@ -43,7 +44,7 @@ export async function relaySpawn(
   requests: RelayRequests,
   p: RemoteSpawnParams,
   owner: string,
-): Promise<{ taskId: string; subagent_id: string; name: string; status: string; queued: boolean }> {
+): Promise<Result<"task.spawn">> {
   const { sup } = ctx;
   const label = p.machine!;
   await ctx.ready(label); // unreachable now: the error, and no task here

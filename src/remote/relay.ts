@@ -30,6 +30,7 @@ import { adoptFollowUp, followUpUnanswered, relayAbort, relayClose, relayRespond
 import { RemoteFollow } from "./relay-follow.js";
 import { relayReattach, relayRecover } from "./relay-recover.js";
 import { RelayRequests, type RespondAnswer, type SpawnAnswer } from "./relay-requests.js";
+import type { Result } from "../protocol/methods.js";
 import { adoptSpawned, relaySpawn, spawnRefused } from "./relay-spawn.js";
 import type {
   RelayContext,
@@ -183,10 +184,7 @@ export class Relay {
     return link;
   }
 
-  spawn(
-    p: RemoteSpawnParams,
-    owner: string,
-  ): Promise<{ taskId: string; subagent_id: string; name: string; status: string; queued: boolean }> {
+  spawn(p: RemoteSpawnParams, owner: string): Promise<Result<"task.spawn">> {
     return relaySpawn(this.ctx, this.requests, p, owner);
   }
 

@@ -54,7 +54,7 @@ test("close after a late result.md: the closed result keeps the settled cycle's 
   assert.equal(r.status, "completed");
   writeFileSync(r.result!.path, "---\nstatus: failed\nsummary: LATE\n---\nLATE text written after the settle.\n");
   await until("the late evidence record", () => readJournal(h, taskId).some((e) => e.type === "late_evidence"));
-  const closed = await h.cli.request<AgentResult>("task.close", { taskId });
+  const closed = await h.cli.request("task.close", { taskId });
   for (const x of [closed, stored(taskId)]) {
     assert.equal(x.status, "closed");
     assert.equal(x.summary, r.summary, "the settled summary stands");
@@ -69,9 +69,9 @@ test("abort of a completed cycle closes the task: completed work is not relabell
   const r = await h.wait(taskId);
   assert.equal(r.status, "completed");
   assert.deepEqual(r.diff?.files, ["work.txt"]);
-  const out = await h.cli.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [taskId] });
+  const out = await h.cli.request("task.abort", { taskIds: [taskId] });
   assert.deepEqual(out.aborted_ids, [taskId]);
-  const after = await h.cli.request<AgentResult>("task.get", { taskId });
+  const after = await h.cli.request("task.get", { taskId });
   for (const x of [after, stored(taskId)]) {
     assert.ok(x.status === "closed" || x.status === "completed", x.status);
     assert.notEqual(x.status, "interrupted");
@@ -86,7 +86,7 @@ test("abort of a completed cycle closes the task: completed work is not relabell
     [`${taskId}-c1-completed`],
   );
   // Waiting on it returns at once with a status that exits 0 (nextAction none).
-  const w = await h.cli.request<{ results: AgentResult[]; timedOut: boolean }>("task.wait", {
+  const w = await h.cli.request("task.wait", {
     taskIds: [taskId],
     timeoutMs: 5000,
   });
@@ -264,7 +264,7 @@ test("a result.json rewritten after the task closed (a failed check turned verif
   writeFileSync(file, JSON.stringify(forged, null, 2) + "\n");
   try {
     // The daemon's answers (task.get, task.wait, and so `dsh-herdr wait` and the owner's card) name it.
-    const got = await h.cli.request<AgentResult>("task.get", { taskId });
+    const got = await h.cli.request("task.get", { taskId });
     assert.equal(got.verified, undefined, "the forged verified is not served");
     assert.ok(
       got.warnings?.some((w) => /^tampered: result\.json disagrees with its task dir \(.*verified/.test(w)),
@@ -279,7 +279,7 @@ test("a result.json rewritten after the task closed (a failed check turned verif
   } finally {
     writeFileSync(file, original); // teardown verifies every task dir
   }
-  const back = await h.cli.request<AgentResult>("task.get", { taskId });
+  const back = await h.cli.request("task.get", { taskId });
   assert.equal(back.verified, false);
   assert.ok(!(back.warnings ?? []).some((w) => w.startsWith("tampered")));
 });

@@ -268,7 +268,7 @@ test("an owner pi's task is read-only on the board unless config board.mayActOnO
   const owner = await connect(h.home, { kind: "owner", ownerId: "sess-board-owner", timeoutMs: 30_000 });
   let id: string;
   try {
-    ({ taskId: id } = await owner.request<{ taskId: string }>("task.spawn", {
+    ({ taskId: id } = await owner.request("task.spawn", {
       cwd: h.repo,
       model: h.modelName,
       prompt: "[b-check] for an owner",

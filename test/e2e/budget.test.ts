@@ -117,7 +117,7 @@ test("--max-cost stops the turn and asks: blocked naming the cap and the spend; 
   const done = await until(
     "the second cycle settled",
     async () => {
-      const x = await h.cli.request<AgentResult>("task.get", { taskId });
+      const x = await h.cli.request("task.get", { taskId });
       return x.status === "completed" && x;
     },
     90_000,
@@ -164,7 +164,7 @@ test("--max-output-tokens pauses the same way, also across a daemon restart; --m
     config: { readinessTimeoutMs: 60_000, runtime: "headless" },
   });
   h.cli = await connect(h.home, { kind: "cli", timeoutMs: 120_000 });
-  const kept = await h.cli.request<AgentResult>("task.get", { taskId: r.taskId });
+  const kept = await h.cli.request("task.get", { taskId: r.taskId });
   assert.deepEqual([kept.status, kept.summary, kept.cap], [r.status, r.summary, r.cap]);
   const resp = await runCli(["respond", r.taskId, "--max-output-tokens", "5000", "carry on"], { env: env() });
   assert.equal(resp.code, 0, resp.err);
@@ -172,7 +172,7 @@ test("--max-output-tokens pauses the same way, also across a daemon restart; --m
   const done = await until(
     "the follow-up completed",
     async () => {
-      const x = await h.cli.request<AgentResult>("task.get", { taskId: r.taskId });
+      const x = await h.cli.request("task.get", { taskId: r.taskId });
       return x.status === "completed" && x;
     },
     90_000,
@@ -210,7 +210,7 @@ test("--max-turns pauses after that many turns; respond gives another turn on to
   const again = await until(
     "the second pause",
     async () => {
-      const x = await h.cli.request<AgentResult>("task.get", { taskId });
+      const x = await h.cli.request("task.get", { taskId });
       return x.status === "blocked" && x.cap?.limit === 2 && x;
     },
     90_000,

@@ -4,7 +4,6 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
-import type { AgentResult } from "../../src/core/types.js";
 import type { Config } from "../../src/store/config.js";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
 import { privateTmux } from "../helpers/tmux.js";
@@ -78,7 +77,7 @@ for (const rt of RUNTIMES)
       // doctor counts the task's live processes (pi's, and a headless wrapper's).
       assert.ok((childProcessesByTask(h.home).get(taskId) ?? []).length > 0, "doctor counts the settled child");
       assert.equal(checkChildren(h.home).level, "ok");
-      const closed = await h.cli.request<AgentResult>("task.close", { taskId, closePane: false });
+      const closed = await h.cli.request("task.close", { taskId, closePane: false });
       assert.equal(closed.status, "closed");
       await until(`the ${rt.name} child gone after close`, () => liveOfTask(taskId).length === 0, 8000, 100);
       assert.equal(childProcessesByTask(h.home).get(taskId), undefined, "doctor counts none after the close");

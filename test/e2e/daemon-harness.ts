@@ -66,11 +66,7 @@ export async function startHarness(
     // Through h.cli: a test may have restarted the daemon and connected a new client.
     spawn: (params) => h.cli.request("task.spawn", { model: agent.model, cwd: repo, ...params }),
     async wait(taskId, timeoutMs = 90_000) {
-      const r = await h.cli.request<{ results: AgentResult[]; timedOut: boolean }>(
-        "task.wait",
-        { taskIds: [taskId], timeoutMs },
-        { timeoutMs: timeoutMs + 5000 },
-      );
+      const r = await h.cli.request("task.wait", { taskIds: [taskId], timeoutMs }, { timeoutMs: timeoutMs + 5000 });
       assert.equal(r.timedOut, false, `task ${taskId} did not settle: ${JSON.stringify(r.results[0])}`);
       validateAgentResult(r.results[0]);
       return r.results[0]!;
@@ -78,7 +74,7 @@ export async function startHarness(
     async waitFor(taskId, pred, what, timeoutMs = 90_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const r = await h.cli.request<AgentResult>("task.get", { taskId });
+        const r = await h.cli.request("task.get", { taskId });
         if (pred(r)) return r;
         if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}: ${JSON.stringify(r)}`);
         await new Promise((res) => setTimeout(res, 100));

@@ -46,7 +46,7 @@ async function spawnLand(params: Record<string, unknown>): Promise<AgentResult> 
   const { taskId } = await h.spawn({ isolated: true, ...params });
   const r = await h.wait(taskId);
   assert.equal(r.status, "completed", JSON.stringify(r));
-  const landed = await h.cli.request<{ results: { landing: AgentResult["landing"] }[] }>("task.land", {
+  const landed = await h.cli.request("task.land", {
     taskIds: [taskId],
   });
   assert.ok(landed.results[0]?.landing?.landedAs, JSON.stringify(landed));
@@ -71,7 +71,7 @@ test("gc --yes keeps the worktree of a landed task that is still open; respond i
       return true;
     },
   );
-  const after = await h.cli.request<AgentResult>("task.get", { taskId: r.taskId });
+  const after = await h.cli.request("task.get", { taskId: r.taskId });
   assert.equal(after.status, "completed", "still the settled cycle");
   await h.cli.request("task.close", { taskId: r.taskId });
 });

@@ -152,7 +152,7 @@ export function defineLifecycleScenarios(rt: Record<string, unknown>): void {
     assert.equal(first.status, "completed");
     await h.cli.request("task.respond", { taskId: s.taskId, message: "now the second part" });
     await until("cycle 2 running", async () => {
-      const r = await h.cli.request<AgentResult>("task.get", { taskId: s.taskId });
+      const r = await h.cli.request("task.get", { taskId: s.taskId });
       return r.status === "running" && h.daemon.supervisor.tasks.get(s.taskId)?.state.phase.name === "running"
         ? r
         : undefined;
@@ -185,21 +185,17 @@ export function defineLifecycleScenarios(rt: Record<string, unknown>): void {
         assert.equal((await h.wait(a.taskId)).status, "completed");
         const holder = await h.spawn({ prompt: "MARK-SLOW holds the only slot" });
         await h.waitFor(holder.taskId, (r) => r.status === "running", "the holder running");
-        const reply = await h.cli.request<{ cycle: number; queued?: boolean }>(
+        const reply = await h.cli.request(
           "task.respond",
           { taskId: a.taskId, message: "second part" },
           { timeoutMs: 10_000 },
         );
         assert.equal(reply.cycle, 2);
         assert.equal(reply.queued, true);
-        const waiting = await h.cli.request<AgentResult>("task.get", { taskId: a.taskId });
+        const waiting = await h.cli.request("task.get", { taskId: a.taskId });
         assert.equal(waiting.status, "running"); // not settled: wait does not return for it
         assert.equal(h.daemon.supervisor.tasks.get(a.taskId)!.state.phase.name, "queued");
-        const w = await h.cli.request<{ timedOut: boolean }>(
-          "task.wait",
-          { taskIds: [a.taskId], timeoutMs: 1500 },
-          { timeoutMs: 10_000 },
-        );
+        const w = await h.cli.request("task.wait", { taskIds: [a.taskId], timeoutMs: 1500 }, { timeoutMs: 10_000 });
         assert.equal(w.timedOut, true);
         await h.cli.request("task.abort", { taskIds: [holder.taskId] });
         const r = await h.wait(a.taskId);
@@ -225,7 +221,7 @@ export function defineLifecycleScenarios(rt: Record<string, unknown>): void {
           () => readJournal(h, s.taskId).some((e) => e.type === "parked") || undefined,
         );
         await until("the parked child to end", () => !alive(pid));
-        const listed = await h.cli.request<AgentResult>("task.get", { taskId: s.taskId });
+        const listed = await h.cli.request("task.get", { taskId: s.taskId });
         assert.equal(listed.status, "completed");
         await h.cli.request("task.respond", { taskId: s.taskId, message: "carry on" });
         const r = await h.wait(s.taskId);
@@ -266,11 +262,7 @@ export function defineLifecycleScenarios(rt: Record<string, unknown>): void {
         h2.daemon = d2;
         const cli = await connect(h2.home, { kind: "cli", timeoutMs: 60_000 });
         h2.cli = cli;
-        const w = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
-          "task.wait",
-          { taskIds: [s.taskId], timeoutMs: 30_000 },
-          { timeoutMs: 40_000 },
-        );
+        const w = await cli.request("task.wait", { taskIds: [s.taskId], timeoutMs: 30_000 }, { timeoutMs: 40_000 });
         assert.equal(w.timedOut, false);
         const r = w.results[0]!;
         assert.equal(r.status, "failed");

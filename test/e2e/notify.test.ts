@@ -216,7 +216,7 @@ test("a hung receiver does not delay the owner's delivery", async () => {
   });
   try {
     await owner.request("owner.attach", {});
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await owner.request("task.spawn", {
       cwd: h.repo,
       model: h.modelName,
       prompt: "MARK-HANG",

@@ -9,7 +9,6 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
@@ -114,7 +113,7 @@ const prompt = async (message: string) => {
 test("a definition's maxCost pauses the subagent; the owner's model hears a blocked error naming the person's command; its crew_respond is refused and only a person's respond continues it", async () => {
   await prompt("OWNER-CAP: delegate on a budget");
   const task = await until("the capped subagent's task", async () => {
-    const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+    const { tasks } = await h.cli.request("task.list", {});
     return tasks.find((t) => t.brief === "capped");
   });
   const taskJson = () =>
@@ -154,7 +153,7 @@ test("a definition's maxCost pauses the subagent; the owner's model hears a bloc
   assert.match(said, /ask the user/i);
   assert.ok(said.includes(`dsh-herdr respond ${task.taskId} --max-cost 1.5`), said);
   await untilQuiet(owner);
-  const still = await h.cli.request<AgentResult>("task.get", { taskId: task.taskId });
+  const still = await h.cli.request("task.get", { taskId: task.taskId });
   assert.equal(still.status, "blocked");
   assert.deepEqual(taskJson().caps, { cost: { limit: 1.5, step: 1.5 } }, "the cap is not raised");
   const journal = readFileSync(join(h.home, "tasks", task.taskId, "events.jsonl"), "utf8");
@@ -165,7 +164,7 @@ test("a definition's maxCost pauses the subagent; the owner's model hears a bloc
   const done = await until(
     "the continued cycle completed",
     async () => {
-      const r = await h.cli.request<AgentResult>("task.get", { taskId: task.taskId });
+      const r = await h.cli.request("task.get", { taskId: task.taskId });
       return r.status === "completed" && r;
     },
     90_000,

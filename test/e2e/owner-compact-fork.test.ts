@@ -10,7 +10,6 @@ import { testPiLine } from "../helpers/pi.js";
 import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
@@ -117,7 +116,7 @@ async function prompt(message: string): Promise<string | undefined> {
     | undefined;
   return end ? (JSON.parse(end.result.content[0].text as string) as { subagent_id: string }).subagent_id : undefined;
 }
-const task = (taskId: string) => h.cli.request<AgentResult>("task.get", { taskId });
+const task = (taskId: string) => h.cli.request("task.get", { taskId });
 
 let slowId = "";
 
@@ -270,7 +269,7 @@ test("/fork from a user message: open subagents and their later results move to 
     es.some((e) => e.customType === "crew-result" && e.details.card.subagent_id === lateId);
   await until("the late result in the forked session", () => resultIn(newEntries()));
   assert.equal(resultIn(readEntries(oldPath)), false, "not in the session it left");
-  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { owner: oldOwner });
+  const { tasks } = await h.cli.request("task.list", { owner: oldOwner });
   assert.deepEqual(
     tasks.map((t) => t.taskId).filter((id) => id === lateId || id === slowId),
     [],

@@ -8,7 +8,6 @@ import { join } from "node:path";
 import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
@@ -184,7 +183,7 @@ const sessionEntries = () => completeJsonLines<Record<string, any>>(sessionPath)
 const toolEnd = (name: string) =>
   owner.waitFor((e) => e.type === "tool_execution_end" && e.toolName === name, 30_000) as Promise<Record<string, any>>;
 const ownedTasks = async (brief: string) => {
-  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+  const { tasks } = await h.cli.request("task.list", {});
   return tasks.filter((t) => t.brief === brief);
 };
 
@@ -196,12 +195,11 @@ test("two crew_spawn calls → {subagent_id} each; both results arrive as JSON c
   );
   for (const text of ends) assert.match(text, /^\{"subagent_id":"t[0-9a-z]{11}"\}$/);
   const ids = ends.map((t) => (JSON.parse(t) as { subagent_id: string }).subagent_id);
-  const briefOf = async (id: string) => (await h.cli.request<AgentResult>("task.get", { taskId: id })).brief;
+  const briefOf = async (id: string) => (await h.cli.request("task.get", { taskId: id })).brief;
   const briefs = await Promise.all(ids.map(briefOf));
   assert.deepEqual([...briefs].sort(), ["first", "second"]);
   // The worker definition names no model and the daemon has no defaultModel: the owner session's model it is.
-  for (const id of ids)
-    assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: id })).agent.model, h.modelName);
+  for (const id of ids) assert.equal((await h.cli.request("task.get", { taskId: id })).agent.model, h.modelName);
   const idA = ids[briefs.indexOf("first")]!;
   const idB = ids[briefs.indexOf("second")]!;
   const seen = await until("both deliveries in the model's requests", () => {
@@ -286,7 +284,7 @@ test("needs_input → crew_respond → completed → crew_done; crew_abort repor
   doneArgs.subagent_id = askTask.taskId;
   await prompt("DO-DONE");
   assert.equal((await toolEnd("crew_done")).result.content[0].text, JSON.stringify({ subagent_id: askTask.taskId }));
-  assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: askTask.taskId })).status, "closed");
+  assert.equal((await h.cli.request("task.get", { taskId: askTask.taskId })).status, "closed");
   await idle();
 
   // A running subagent cannot receive follow-up messages (the pi-crew protocol): crew_respond is refused, never a
@@ -319,7 +317,7 @@ test("needs_input → crew_respond → completed → crew_done; crew_abort repor
     foreign_ids: [foreign],
   });
   assert.equal(
-    (await h.cli.request<AgentResult>("task.get", { taskId: foreign })).status === "interrupted",
+    (await h.cli.request("task.get", { taskId: foreign })).status === "interrupted",
     false,
     "the foreign task was not touched",
   );
@@ -370,7 +368,7 @@ test('a reportless child gets one finalization follow-up; twice → contract err
     1,
     "exactly one follow-up prompt",
   );
-  assert.equal((await h.cli.request<AgentResult>("task.get", { taskId: never.taskId })).status, "failed");
+  assert.equal((await h.cli.request("task.get", { taskId: never.taskId })).status, "failed");
   const wrongReq = h.model
     .requests()
     .filter((r) => r.conversation === "child-wrong")
@@ -507,7 +505,7 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
   );
   await idle();
   assert.match(
-    (await h.cli.request<AgentResult>("task.get", { taskId: slow.taskId })).status,
+    (await h.cli.request("task.get", { taskId: slow.taskId })).status,
     /^(starting|running)$/,
     "still open at the clone",
   );
@@ -520,7 +518,7 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
   const newOwner = state.data.sessionId;
   assert.notEqual(newOwner, oldOwner);
   // The CLI sees the owner's label, never its id (src/daemon/owner-view.ts).
-  const ownerOf = async (taskId: string) => (await h.cli.request<AgentResult>("task.get", { taskId })).owner;
+  const ownerOf = async (taskId: string) => (await h.cli.request("task.get", { taskId })).owner;
   const newLabel = ownerLabel(newOwner);
   const end = Date.now() + 10_000;
   while (Date.now() < end && ((await ownerOf(quick.taskId)) !== newLabel || (await ownerOf(slow.taskId)) !== newLabel))
@@ -545,7 +543,7 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
     newEntries().filter((e) => e.customType === "crew-result" && e.details.card.subagent_id === quick.taskId).length,
     1,
   );
-  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { owner: oldOwner });
+  const { tasks } = await h.cli.request("task.list", { owner: oldOwner });
   assert.deepEqual(
     tasks.filter((t) => t.taskId === quick.taskId || t.taskId === slow.taskId),
     [],

@@ -9,7 +9,6 @@ import { join } from "node:path";
 import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
@@ -108,7 +107,7 @@ const prompt = async (message: string) => {
 };
 const taskOf = (brief: string) =>
   until(`the ${brief} task`, async () => {
-    const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+    const { tasks } = await h.cli.request("task.list", {});
     return tasks.find((t) => t.brief === brief);
   });
 
@@ -135,7 +134,7 @@ test("a validated crew_report is delivered exactly as the child made it while He
     work: { branch: `dsh/${taskId}`, landed: false },
   });
   // Herdr's word stays where the contract puts it.
-  const r = await h.cli.request<AgentResult>("task.get", { taskId });
+  const r = await h.cli.request("task.get", { taskId });
   assert.equal(r.herdrStatus, "blocked");
   assert.equal(r.status, "blocked");
 });

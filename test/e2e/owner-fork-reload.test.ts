@@ -105,12 +105,12 @@ async function prompt(message: string): Promise<void> {
   await untilQuiet(owner);
 }
 const byBrief = async (brief: string) => {
-  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+  const { tasks } = await h.cli.request("task.list", {});
   const t = tasks.find((x) => x.brief === brief);
   assert.ok(t, `no task with brief ${brief}`);
   return t;
 };
-const get = (taskId: string) => h.cli.request<AgentResult>("task.get", { taskId });
+const get = (taskId: string) => h.cli.request("task.get", { taskId });
 
 test("/fork at the first user message, before the forked session has an assistant message: the work moves with it", async () => {
   await prompt("OWNER-FORK one worker that finishes later");
@@ -142,7 +142,7 @@ test("/fork at the first user message, before the forked session has an assistan
       ),
     30_000,
   );
-  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { owner: oldOwner });
+  const { tasks } = await h.cli.request("task.list", { owner: oldOwner });
   assert.deepEqual(
     tasks.filter((t) => t.taskId === late.taskId),
     [],

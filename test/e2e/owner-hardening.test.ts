@@ -127,14 +127,14 @@ test("a third process saying hello as the owner is refused NOT_OWNER; the real o
     assert.ok(!impostor.lines.some((l) => l.method === "owner.delivery"), "the impostor was pushed no delivery");
 
     // A CLI client sees a label for a pi owner, never its id (what an impostor would need); its own tasks say "cli".
-    const list = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { limit: 50 });
+    const list = await h.cli.request("task.list", { limit: 50 });
     const row = list.tasks.find((t) => t.taskId === s.taskId)!;
     assert.match(row.owner ?? "", /^pi-[0-9a-f]{12}$/);
     assert.ok(!JSON.stringify(list).includes(ownerId), "task.list names no owner id");
-    const got = await h.cli.request<AgentResult>("task.get", { taskId: s.taskId });
+    const got = await h.cli.request("task.get", { taskId: s.taskId });
     assert.equal(got.owner, row.owner);
     // ...and the label selects that owner's tasks.
-    const mine = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { owner: row.owner, limit: 50 });
+    const mine = await h.cli.request("task.list", { owner: row.owner, limit: 50 });
     assert.ok(mine.tasks.some((t) => t.taskId === s.taskId));
     const cliTask = await h.spawn({ prompt: "CHILD-SMALL", brief: "from the cli" });
     assert.equal((await h.wait(cliTask.taskId)).owner, "cli", "a task spawned from the CLI stays the CLI user's");

@@ -11,7 +11,6 @@ import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect } from "../../src/client/index.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { setConfigValue } from "../../src/store/config.js";
 import { git, write } from "../helpers/git.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
@@ -211,7 +210,7 @@ test("with owner.mayLand: crew_land exists, lands the owner's subagent's work an
   assert.match(String(out.committed), /^[0-9a-f]{40}$/, "the child's uncommitted work was committed first");
   assert.equal(git(h.repo, "rev-parse", `${now}^`).trim(), head);
   assert.equal(readFileSync(join(h.repo, "landed.txt"), "utf8"), "landed by the owner\n");
-  const r = await h.cli.request<AgentResult>("task.get", { taskId: id });
+  const r = await h.cli.request("task.get", { taskId: id });
   assert.equal(r.landing?.landedAs, now);
   assert.equal(git(h.repo, "log", "-1", "--format=%ae").trim(), `${id}@dsh-herdr.invalid`, "the child is the author");
   // The tool was in owner B's requests; the model saw the outcome.

@@ -5,7 +5,6 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { resolvePiBin } from "../../src/pi/launch.js";
 import { createTmuxRuntime } from "../../src/runtime/tmux/runtime.js";
 import type { RuntimeHandle } from "../../src/runtime/types.js";
@@ -79,7 +78,7 @@ test("interactive owner: crew tools show one-line confirmations and errors as te
   const child = await waitFor(
     "the child settled",
     async () => {
-      const r = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+      const r = await h.cli.request("task.list", {});
       return r.tasks.find((t) => t.status === "completed");
     },
     90_000,

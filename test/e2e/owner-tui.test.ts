@@ -5,7 +5,6 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { resolvePiBin } from "../../src/pi/launch.js";
 import { createTmuxRuntime } from "../../src/runtime/tmux/runtime.js";
 import type { RuntimeHandle } from "../../src/runtime/types.js";
@@ -94,7 +93,7 @@ test("interactive owner: result and needs-input cards render through the registe
   const { tasks } = await waitFor(
     "both children spawned and settled",
     async () => {
-      const r = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+      const r = await h.cli.request("task.list", {});
       return r.tasks.length === 2 && r.tasks.every((t) => t.status === "completed" || t.status === "blocked")
         ? r
         : undefined;

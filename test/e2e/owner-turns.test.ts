@@ -134,12 +134,12 @@ async function prompt(message: string): Promise<void> {
 const toolEnds = (name: string) =>
   owner.events.filter((e) => e.type === "tool_execution_end" && e.toolName === name) as Record<string, any>[];
 const byBrief = async (brief: string) => {
-  const { tasks } = await h.cli.request<{ tasks: AgentResult[] }>("task.list", {});
+  const { tasks } = await h.cli.request("task.list", {});
   const t = tasks.find((x) => x.brief === brief);
   assert.ok(t, `no task with brief ${brief}`);
   return t;
 };
-const get = (taskId: string) => h.cli.request<AgentResult>("task.get", { taskId });
+const get = (taskId: string) => h.cli.request("task.get", { taskId });
 
 let runner: AgentResult;
 let asker: AgentResult;

@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { testPiLine } from "../helpers/pi.js";
 
@@ -66,7 +65,7 @@ test(`pi ${testPiLine()}: an unknown model fails as MODEL_NOT_FOUND with pi's ow
 });
 
 test(`pi ${testPiLine()}: an alias nobody defined is refused at spawn with MODEL_UNKNOWN naming the fix`, async () => {
-  const before = (await h.cli.request<{ tasks: AgentResult[] }>("task.list", { limit: 100 })).tasks.length;
+  const before = (await h.cli.request("task.list", { limit: 100 })).tasks.length;
   await assert.rejects(
     h.cli.request("task.spawn", { cwd: h.repo, prompt: "PI-DEFAULT x", model: "flash" }),
     (e: unknown) => {
@@ -76,12 +75,12 @@ test(`pi ${testPiLine()}: an alias nobody defined is refused at spawn with MODEL
       return true;
     },
   );
-  const listed = await h.cli.request<{ tasks: AgentResult[] }>("task.list", { limit: 100 });
+  const listed = await h.cli.request("task.list", { limit: 100 });
   assert.equal(listed.tasks.length, before, "nothing was recorded");
 });
 
 test(`pi ${testPiLine()}: no --model and no defaultModel: pi's own default runs and the task settles`, async () => {
-  const { taskId } = await h.cli.request<{ taskId: string }>("task.spawn", { cwd: h.repo, prompt: "PI-DEFAULT go" });
+  const { taskId } = await h.cli.request("task.spawn", { cwd: h.repo, prompt: "PI-DEFAULT go" });
   const r = await h.wait(taskId, 90_000);
   assert.equal(r.status, "completed", JSON.stringify(r));
   // agent.model and agent.thinking are what pi ran, read from its session, not the placeholders asked for ("default",

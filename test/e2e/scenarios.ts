@@ -103,7 +103,7 @@ export function defineRuntimeScenarios(
     assert.equal(r1.nextAction, "answer");
     assert.equal(r1.result?.meta.status, "blocked");
     assert.equal(r1.summary, "Which color: red or blue?");
-    const resp = await h().cli.request<{ cycle: number }>("task.respond", { taskId, message: "blue please" });
+    const resp = await h().cli.request("task.respond", { taskId, message: "blue please" });
     assert.equal(resp.cycle, 2);
     const r2 = await h().wait(taskId);
     const statuses = readJournal(h(), taskId)

@@ -68,7 +68,7 @@ test("two open isolated tasks writing one file differently: both results name th
   );
   const stored = JSON.parse(readFileSync(join(h.home, "tasks", a.taskId, "result.json"), "utf8")) as AgentResult;
   assert.deepEqual(siblingWarnings(stored), siblingWarnings(ra2));
-  assert.deepEqual(siblingWarnings(await h.cli.request<AgentResult>("task.get", { taskId: c.taskId })), []);
+  assert.deepEqual(siblingWarnings(await h.cli.request("task.get", { taskId: c.taskId })), []);
   // Journaled on both sides.
   assert.ok(
     readJournal(h, b.taskId).some(

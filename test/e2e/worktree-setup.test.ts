@@ -7,7 +7,6 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, lstatSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { AgentResult } from "../../src/core/types.js";
 import { commitAll, git, write } from "../helpers/git.js";
 import { until } from "../helpers/wait.js";
 import { processesUnder } from "../helpers/procs.js";
@@ -123,7 +122,7 @@ test("--include and --setup: .env copied, node_modules/ linked, setup ran before
   assert.equal(r.landing?.clean, true, JSON.stringify(r.landing));
 
   // land: the child's files come back; setup's do not.
-  const { results } = await h.cli.request<{ results: { landing: AgentResult["landing"] }[] }>("task.land", {
+  const { results } = await h.cli.request("task.land", {
     taskIds: [taskId],
   });
   assert.equal(git(h.repo, "rev-parse", "HEAD").trim(), results[0]!.landing!.landedAs);
@@ -165,7 +164,7 @@ test("a setup that hangs is cut off at its timeout by name; the daemon keeps ser
   assert.equal(r.error?.code, "SETUP_FAILED");
   assert.match(r.error!.message, /cut off: still running after 1 s/);
   assert.match(r.error!.message, /about to hang/);
-  const st = await h.cli.request<{ pid: number }>("daemon.status", {});
+  const st = await h.cli.request("daemon.status", {});
   assert.equal(typeof st.pid, "number");
 });
 
@@ -180,7 +179,7 @@ test("an abort while the setup runs ends the setup's processes; the child never 
     const t = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
     return t ? Number(t) : undefined;
   });
-  const r = await h.cli.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [taskId] });
+  const r = await h.cli.request("task.abort", { taskIds: [taskId] });
   assert.deepEqual(r.aborted_ids, [taskId]);
   const settled = await h.wait(taskId, 60_000);
   assert.equal(settled.status, "interrupted", JSON.stringify(settled));

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BoardActions } from "../../src/board/actions.js";
+import { BoardActions, type Handlers } from "../../src/board/actions.js";
+import type { AgentResult } from "../../src/core/types.js";
 import { startBoard, type BoardServer } from "../../src/board/server.js";
 import { ensureBoardToken } from "../../src/board/token.js";
 import type { Connection } from "../../src/daemon/server-types.js";
@@ -25,6 +26,7 @@ before(async () => {
   token = await ensureBoardToken(home);
   const actions = new BoardActions({
     mayActOnOwnerTasks: () => false,
+    // A stand-in daemon answering only what the board's page reads; shapes cut to what the board shows.
     handlers: {
       "task.list": () => ({ tasks: listed }),
       "task.get": (p: { taskId: string }) => listed.find((r) => r.taskId === p.taskId),
@@ -33,7 +35,7 @@ before(async () => {
         conn.onClose(() => subscribers.delete(conn));
         return { subscribed: true };
       },
-    },
+    } as unknown as Handlers,
   });
   board = await startBoard({ home, port: 0, actions, log, maxClients: 2, maxUnsentBytes: 64 * 1024 });
 });
@@ -77,7 +79,8 @@ test("a third live page is refused; a page that stops reading is cut off and its
   assert.equal(subscribers.size, 2);
   // Statuses pushed faster than page a reads: its unsent bytes pass the bound, and the board lets it go.
   for (let i = 0; i < 40_000 && subscribers.size === 2; i++) {
-    for (const s of subscribers) s.push("task.status", { taskId: "x", status: "running", result: result(i) });
+    for (const s of subscribers)
+      s.push("task.status", { taskId: "x", status: "running", result: result(i) as unknown as AgentResult });
     if (i % 20 === 0) await new Promise((r) => setTimeout(r, 1));
   }
   assert.equal(subscribers.size, 1, "the page that did not read was cut off; the reading one stays");

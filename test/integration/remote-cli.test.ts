@@ -7,7 +7,7 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
-import { FrameReader } from "../../src/client/frames.js";
+import { FrameReader } from "../../src/protocol/frames.js";
 import { pidAlive } from "../../src/client/liveness.js";
 import { readPid } from "../../src/daemon/lock.js";
 import type { AgentResult } from "../../src/core/types.js";

@@ -15,12 +15,6 @@ import { packageVersion } from "../../src/cli/version.js";
 const skip = sshdUnavailable();
 const version = packageVersion();
 
-interface Status {
-  pid: number;
-  home: string;
-  socketPath: string;
-}
-
 /** The command lines of the user's processes that match (`daemon connect` bridges, the forward's waiting `cat`). */
 function processesOf(sshd: TestSshd, re: RegExp): string[] {
   const out: string[] = [];
@@ -86,13 +80,13 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
     assert.equal(up.transport, "forward", `the link stayed on the bridge: ${up.forwardError?.message}`);
     assert.equal(up.forwardError, undefined);
     assert.equal(link.transport, "forward");
-    const s = await link.request<Status>("daemon.status");
+    const s = await link.request("daemon.status");
     assert.equal(up.hello.socketPath, s.socketPath, "the hello named the socket the daemon serves");
     assert.equal(s.home, h.sshd.user.dshHome);
     assert.equal(uidOf(s.pid), h.sshd.user.uid, "the remote daemon runs as the second user");
     // The bridge that started the daemon went with its ssh session; frames no longer pass a node process there.
     await waitFor("the bridge gone", async () => bridgesOf(h.sshd).length === 0, 20_000);
-    assert.equal((await link.request<Status>("daemon.status")).pid, s.pid, "still served, without a bridge");
+    assert.equal((await link.request("daemon.status")).pid, s.pid, "still served, without a bridge");
     // The forward's socket is ours alone: a 0700 directory, a 0600 socket.
     const dir = join(h.dir, "links");
     assert.equal(statSync(dir).mode & 0o777, 0o700);
@@ -110,7 +104,7 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
     const link = h.newLink().start();
     const ev = linkEvents(link);
     await link.ready();
-    const before = await link.request<Status>("daemon.status");
+    const before = await link.request("daemon.status");
     const forwardSsh = link.sshPid!;
     process.kill(before.pid, "SIGKILL");
     // The forward's ssh (its session only waits) outlives a closed forwarded connection; the link must end it.
@@ -120,7 +114,7 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
     assert.equal(ev.ups[1]!.transport, "forward");
     assert.notEqual(ev.ups[1]!.sshPid, forwardSsh, "a new forward");
     assert.equal(uidOf(forwardSsh), undefined, "the old forward's ssh exited");
-    const after = await link.request<Status>("daemon.status");
+    const after = await link.request("daemon.status");
     assert.notEqual(after.pid, before.pid, "a new daemon");
     assert.equal(uidOf(after.pid), h.sshd.user.uid);
     await link.close();
@@ -130,12 +124,12 @@ describe("machine link over a forwarded socket (ssh -L)", { skip, timeout: 240_0
     const link = h.newLink().start();
     const ev = linkEvents(link);
     const first = await link.ready();
-    const before = await link.request<Status>("daemon.status");
+    const before = await link.request("daemon.status");
     process.kill(first.sshPid!, "SIGKILL");
     await waitFor("the drop", async () => ev.downs.length > 0, 30_000);
     await waitFor("the reconnect", async () => ev.ups.length >= 2, 30_000);
     assert.equal(ev.ups[1]!.transport, "forward");
-    assert.equal((await link.request<Status>("daemon.status")).pid, before.pid, "the daemon outlived the link");
+    assert.equal((await link.request("daemon.status")).pid, before.pid, "the daemon outlived the link");
     await link.close();
   });
 });
@@ -157,7 +151,7 @@ describe("machine link to a server that refuses forwarding", { skip, timeout: 24
     assert.equal(up.forwardError?.details?.["refused"], true);
     assert.match(up.forwardError!.message, /open failed/, "ssh's own line");
     assert.match(up.forwardError!.message, /daemon connect/, "says what the link does instead");
-    assert.equal((await link.request<Status>("daemon.status")).home, h.sshd.user.dshHome, "served over the bridge");
+    assert.equal((await link.request("daemon.status")).home, h.sshd.user.dshHome, "served over the bridge");
     assert.equal(denied(), 1, "sshd refused one forward");
     assert.deepEqual(socketsIn(join(h.dir, "links")), [], "no forward socket left");
 

@@ -15,13 +15,6 @@ import { packageVersion } from "../../src/cli/version.js";
 const skip = sshdUnavailable();
 const version = packageVersion();
 
-interface Status {
-  pid: number;
-  version: string;
-  home: string;
-  openTasks: number;
-}
-
 const alive = (pid: number) => uidOf(pid) !== undefined;
 
 describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
@@ -54,13 +47,13 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     const link = newLink().start();
     const up = await link.ready();
     assert.equal(up.hello.daemonVersion, version);
-    const s = await link.request<Status>("daemon.status");
+    const s = await link.request("daemon.status");
     assert.equal(s.home, sshd.user.dshHome, "the remote daemon serves the user's own home");
     assert.equal(uidOf(s.pid), sshd.user.uid, "the remote daemon runs as the second user");
     assert.equal(s.pid, up.hello.pid);
     assert.equal(s.openTasks, 0);
     // The same connection as a plain protocol client (what a relay will use).
-    assert.equal((await link.client!.request<Status>("daemon.status")).pid, s.pid);
+    assert.equal((await link.client!.request("daemon.status")).pid, s.pid);
     await link.close();
     assert.equal(link.client, undefined);
     // The bridge ends with its ssh session (stdin closed); only the daemon stays, as it would locally.
@@ -80,7 +73,7 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     const link = newLink().start();
     const ev = linkEvents(link);
     const first = await link.ready();
-    const before = await link.request<Status>("daemon.status");
+    const before = await link.request("daemon.status");
     assert.ok(first.sshPid !== undefined);
     process.kill(first.sshPid, "SIGKILL");
     await waitFor("the drop", async () => ev.downs.length > 0, 30_000);
@@ -88,7 +81,7 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     assert.ok(ev.downs[0]!.retryInMs !== undefined);
     await waitFor("the reconnect", async () => ev.ups.length >= 2, 30_000);
     assert.notEqual(ev.ups[1]!.sshPid, first.sshPid, "a new ssh process");
-    const after = await link.request<Status>("daemon.status");
+    const after = await link.request("daemon.status");
     assert.equal(after.pid, before.pid, "the remote daemon outlived the ssh connection");
     await link.close();
   });
@@ -97,12 +90,12 @@ describe("machine link over real ssh", { skip, timeout: 240_000 }, () => {
     const link = newLink().start();
     const ev = linkEvents(link);
     await link.ready();
-    const before = await link.request<Status>("daemon.status");
+    const before = await link.request("daemon.status");
     process.kill(before.pid, "SIGKILL");
     await waitFor("the old daemon gone", async () => !alive(before.pid), 20_000);
     await waitFor("the drop", async () => ev.downs.length > 0, 30_000);
     await waitFor("the reconnect", async () => ev.ups.length >= 2, 60_000);
-    const after = await link.request<Status>("daemon.status");
+    const after = await link.request("daemon.status");
     assert.notEqual(after.pid, before.pid, "a new daemon");
     assert.equal(uidOf(after.pid), sshd.user.uid);
     assert.equal(after.home, sshd.user.dshHome);

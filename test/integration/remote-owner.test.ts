@@ -227,7 +227,7 @@ describe("crew_spawn {machine} from a real owner pi (real ssh, real pi on both s
     const live = daemon.supervisor.tasks.get(subagent_id);
     assert.ok(live?.rec.remote, "relayed to another machine");
     assert.equal(live.rec.remote.label, "builder");
-    const r = await cli.request<AgentResult>("task.get", { taskId: subagent_id });
+    const r = await cli.request("task.get", { taskId: subagent_id });
     assert.equal(r.agent.machine, "builder");
     assert.equal(r.agent.model, modelName, "a definition without a model runs on the owner's model, there too");
     return r;
@@ -238,7 +238,7 @@ describe("crew_spawn {machine} from a real owner pi (real ssh, real pi on both s
       deliveriesSeen().find((d) => d.subagent_id === taskId),
     );
     // An isolated one's work is on its branch on that machine (this project's additive `work`).
-    const r = await cli.request<AgentResult>("task.get", { taskId });
+    const r = await cli.request("task.get", { taskId });
     const work = r.worktree ? { work: { branch: r.worktree.branch, landed: false, machine: "builder" } } : {};
     assert.deepEqual(seen, {
       subagent_id: taskId,
@@ -266,7 +266,7 @@ describe("crew_spawn {machine} from a real owner pi (real ssh, real pi on both s
     const r = await spawnedRemote(await toolEnd("crew_spawn"));
     // The child worked as the remote user in a worktree of the remote repo (the bundled worker is isolated: auto).
     await until("the remote file", async () => {
-      const t = await cli.request<AgentResult>("task.get", { taskId: r.taskId });
+      const t = await cli.request("task.get", { taskId: r.taskId });
       try {
         return t.worktree !== undefined && readFileSync(join(t.worktree.path, "remote.txt"), "utf8") === "made there\n";
       } catch {
@@ -275,7 +275,7 @@ describe("crew_spawn {machine} from a real owner pi (real ssh, real pi on both s
     });
     assert.equal(existsSync(join(remoteRepo, "remote.txt")), false, "the remote checkout is untouched");
     await oneDelivery(r.taskId, "remote by arg", "Wrote remote.txt on the builder");
-    const settled = await cli.request<AgentResult>("task.get", { taskId: r.taskId });
+    const settled = await cli.request("task.get", { taskId: r.taskId });
     assert.equal(settled.status, "completed");
     assert.ok(settled.sessionPath?.startsWith(sshd.user.home), `the session is the remote's: ${settled.sessionPath}`);
   });

@@ -142,7 +142,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
   });
 
   const spawn = (params: Record<string, unknown>) =>
-    cli.request<{ taskId: string }>("task.spawn", {
+    cli.request("task.spawn", {
       machine: "builder",
       cwd: remoteRepo,
       model: "scripted/scripted-model",
@@ -151,11 +151,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
       ...params,
     });
   const wait = async (taskId: string): Promise<AgentResult> => {
-    const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
-      "task.wait",
-      { taskIds: [taskId], timeoutMs: 150_000 },
-      { timeoutMs: 160_000 },
-    );
+    const r = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 150_000 }, { timeoutMs: 160_000 });
     assert.equal(r.timedOut, false, `task ${taskId} did not settle: ${JSON.stringify(r.results[0])}`);
     return r.results[0]!;
   };
@@ -292,7 +288,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor(
       "the remote cycle running",
       async () => {
-        const r = await cli.request<AgentResult>("task.get", { taskId });
+        const r = await cli.request("task.get", { taskId });
         return r.status === "working" || r.status === "running";
       },
       60_000,
@@ -322,7 +318,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor(
       "the remote cycle running",
       async () => {
-        const r = await cli.request<AgentResult>("task.get", { taskId });
+        const r = await cli.request("task.get", { taskId });
         return r.status === "working" || r.status === "running";
       },
       60_000,
@@ -336,7 +332,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
       const during = await waitFor(
         "the unreachable warning",
         async () => {
-          const r = await cli.request<AgentResult>("task.get", { taskId });
+          const r = await cli.request("task.get", { taskId });
           return (r.warnings ?? []).some((w) => w.startsWith("machine builder unreachable since ")) ? r : undefined;
         },
         30_000,
@@ -366,7 +362,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor(
       "the remote cycle running",
       async () => {
-        const r = await cli.request<AgentResult>("task.get", { taskId });
+        const r = await cli.request("task.get", { taskId });
         return r.status === "working" || r.status === "running";
       },
       60_000,
@@ -399,7 +395,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
       ).caps;
     // The cap runs where the child runs: a cap dropped on the way would let the task spend without one.
     assert.deepEqual(remoteCaps(), { turns: { limit: 50, step: 50 } });
-    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "blue", maxTurns: 70 });
+    const reply = await cli.request("task.respond", { taskId, message: "blue", maxTurns: 70 });
     assert.equal(reply.cycle, 2);
     assert.equal(remoteCaps()?.turns?.step, 70, "the respond's raise reached the machine");
     const second = await wait(taskId);
@@ -407,7 +403,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor("two deliveries", async () => deliveriesOf(home, taskId).length >= 2, 20_000);
     assert.deepEqual(deliveriesOf(home, taskId), [`${taskId}-c1-needs_input`, `${taskId}-c2-completed`]);
     const remoteId = daemon.supervisor.tasks.get(taskId)!.rec.remote!.taskId;
-    const closed = await cli.request<AgentResult>("task.close", { taskId });
+    const closed = await cli.request("task.close", { taskId });
     assert.equal(closed.status, "closed");
     assert.equal(daemon.supervisor.tasks.has(taskId), false);
     // Closed there too: the remote's own record says so.
@@ -417,7 +413,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     assert.equal(remoteResult.status, "closed");
     assert.equal((JSON.parse(cliRun(["show", taskId, "--json"])) as AgentResult).status, "closed");
     // Closed, its worktree is still a path on that machine: land and check are refused here by name.
-    for (const method of ["task.land", "task.check"])
+    for (const method of ["task.land", "task.check"] as const)
       await assert.rejects(
         cli.request(method, method === "task.land" ? { taskIds: [taskId] } : { taskId }),
         (e: Error & { code?: string }) =>
@@ -432,7 +428,7 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     await waitFor(
       "the remote cycle running",
       async () => {
-        const r = await cli.request<AgentResult>("task.get", { taskId });
+        const r = await cli.request("task.get", { taskId });
         return r.status === "working" || r.status === "running";
       },
       60_000,
@@ -459,13 +455,13 @@ describe("tasks on another machine through the relay (real ssh, real pi)", { ski
     settledThroughMachine(home, taskId);
     // The worker settled before the restart: recovery fed it to delivery again, the delivery id dropped the repeat.
     assert.deepEqual(deliveriesOf(home, workerId), [`${workerId}-c1-completed`]);
-    assert.equal((await cli.request<AgentResult>("task.get", { taskId: workerId })).status, "completed");
+    assert.equal((await cli.request("task.get", { taskId: workerId })).status, "completed");
   });
 
   test("gc of a closed remote task is that machine's own gc, over ssh; nothing of it is judged here", async () => {
     const rec = daemon.supervisor.tasks.get(workerId)!.rec;
     const remoteId = rec.remote!.taskId;
-    const worktree = (await cli.request<AgentResult>("task.get", { taskId: workerId })).worktree!.path;
+    const worktree = (await cli.request("task.get", { taskId: workerId })).worktree!.path;
     assert.ok(existsSync(worktree), "the remote worktree is there before gc");
     await cli.request("task.close", { taskId: workerId });
     type Row = { taskId: string; machine?: string; action: string; path: string | null; done?: boolean };

@@ -112,16 +112,12 @@ describe("requests over a link are idempotent (a filter drops one reply; real ss
       .map((r) => r.deliveryId);
   };
   const wait = async (taskId: string): Promise<AgentResult> => {
-    const r = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
-      "task.wait",
-      { taskIds: [taskId], timeoutMs: 150_000 },
-      { timeoutMs: 160_000 },
-    );
+    const r = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 150_000 }, { timeoutMs: 160_000 });
     assert.equal(r.timedOut, false, JSON.stringify(r.results[0]));
     return r.results[0]!;
   };
   const spawn = (prompt: string) =>
-    cli.request<{ taskId: string }>("task.spawn", {
+    cli.request("task.spawn", {
       machine: "builder",
       cwd: remoteRepo,
       model: "scripted/scripted-model",

@@ -58,7 +58,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
   };
   const spawn = async () =>
     (
-      await cli.request<{ taskId: string }>("task.spawn", {
+      await cli.request("task.spawn", {
         machine: "fake",
         cwd: "/srv/work",
         prompt: "do it",
@@ -313,7 +313,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     const taskId = await spawn();
     assert.equal((await settledHere(taskId)).status, "completed");
     scenario({ mode: "normal", settle: "with-diff", patchCycleThere: 1, settleDelayMs: 300 });
-    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "once more" });
+    const reply = await cli.request("task.respond", { taskId, message: "once more" });
     assert.equal(reply.cycle, 2);
     const r = await settledHere(taskId, { cycle: 2 });
     assert.equal(r.status, "failed", JSON.stringify(r));
@@ -360,7 +360,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     // fsynced; the journal's records of the follow-up are).
     const durable = ["task.json", "result.json"].map((f) => [f, readFileSync(join(taskDir, f))] as const);
     scenario({ mode: "normal", settle: "valid", settleDelayMs: 600_000 });
-    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "once more" });
+    const reply = await cli.request("task.respond", { taskId, message: "once more" });
     assert.equal(reply.cycle, 2);
     await until(
       "cycle 2 running here",
@@ -372,7 +372,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     // never reached anyone.
     assert.deepEqual([live.rec.cycle, live.state.phase.name], [2, "running"]);
     // running, or working once the link is up and the machine's snapshot of cycle 2 is read
-    assert.ok(["running", "working"].includes((await cli.request<AgentResult>("task.get", { taskId })).status));
+    assert.ok(["running", "working"].includes((await cli.request("task.get", { taskId })).status));
     scenario({ mode: "normal", settle: "valid", settleDelayMs: 300 });
     // A reconnect reads every open task again: cycle 2 has settled there.
     const killed = (await linkUp()).sshPid!;
@@ -395,7 +395,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     const first = await settledHere(taskId);
     const taskDir = join(home, "tasks", taskId);
     const durable = ["task.json", "result.json"].map((f) => [f, readFileSync(join(taskDir, f))] as const);
-    const reply = await cli.request<{ cycle: number }>("task.respond", { taskId, message: "once more" });
+    const reply = await cli.request("task.respond", { taskId, message: "once more" });
     assert.equal(reply.cycle, 2);
     const second = await settledHere(taskId, { cycle: 2 });
     assert.notEqual(second.timing.createdAt, first.timing.createdAt, "the fake's cycles tell apart");
@@ -457,9 +457,9 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     process.kill(link.sshPid!, "SIGKILL");
     const r = await settledHere(taskId);
     goneHere(taskId, r, /no longer knows task t[0-9a-z]{11}/);
-    const got = await cli.request<AgentResult>("task.get", { taskId });
+    const got = await cli.request("task.get", { taskId });
     assert.equal(got.status, "gone");
-    const closed = await cli.request<AgentResult>("task.close", { taskId });
+    const closed = await cli.request("task.close", { taskId });
     assert.equal(closed.status, "closed");
     assert.equal(daemon.supervisor.tasks.has(taskId), false);
   });
@@ -478,7 +478,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     const t0 = Date.now();
     daemon = await runDaemon(home, { config: config() });
     cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
-    const list = await cli.request<{ tasks: { taskId: string }[] }>("task.list", {});
+    const list = await cli.request("task.list", {});
     const servedMs = Date.now() - t0;
     // Generous: before, start-up waited for task.subscribe and one task.get per task (30 s each) on a mute remote.
     assert.ok(servedMs < 25_000, `the socket served after ${servedMs} ms`);
@@ -486,7 +486,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
     const link = daemon.relay.linkOf("fake")!;
     await until("the link up (hello answered)", () => link.state === "up" || undefined, 30_000);
     for (const id of ids) {
-      const r = await cli.request<AgentResult>("task.get", { taskId: id });
+      const r = await cli.request("task.get", { taskId: id });
       assert.ok(["working", "running"].includes(r.status), r.status);
       assert.ok(
         r.warnings?.some((w) => w.startsWith("machine fake unreachable since ")),
@@ -500,7 +500,7 @@ describe("a remote is untrusted input (a fake remote behind real ssh)", { skip, 
       await until(
         "the warning gone",
         async () => {
-          const r = await cli.request<AgentResult>("task.get", { taskId: id });
+          const r = await cli.request("task.get", { taskId: id });
           return !r.warnings?.some((w) => w.includes("unreachable since")) || undefined;
         },
         60_000,

@@ -44,7 +44,7 @@ function rssMB(pid: number): number {
 async function stillServes(): Promise<void> {
   const cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
   try {
-    assert.equal((await cli.request<{ pid: number }>("daemon.status")).pid, d.pid);
+    assert.equal((await cli.request("daemon.status")).pid, d.pid);
   } finally {
     cli.close();
   }

@@ -179,7 +179,7 @@ class Driver {
           s.pushes.set(d.deliveryId, (s.pushes.get(d.deliveryId) ?? 0) + 1);
           if (s.acked.has(d.deliveryId)) s.pushedAfterAck++;
           if (!s.injected.includes(d.deliveryId)) s.injected.push(d.deliveryId); // inject once, as the extension does
-          void c.request<{ acked: number }>("owner.ack", { deliveryIds: [d.deliveryId] }).then(
+          void c.request("owner.ack", { deliveryIds: [d.deliveryId] }).then(
             () => s.acked.add(d.deliveryId),
             () => undefined,
           );
@@ -265,7 +265,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
   const marker = p.life === "abort" ? "MARK-SLOW" : "MARK-LIFE";
   let taskId: string | undefined;
   const ours = async (c: DaemonClient) => {
-    const r = await c.request<{ tasks: AgentResult[] }>("task.list", {});
+    const r = await c.request("task.list", {});
     return r.tasks[0]?.taskId;
   };
   const killer = p.killAfter
@@ -282,7 +282,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
         async (c) =>
           (await ours(c)) ??
           (
-            await drv.actor.request<{ taskId: string }>("task.spawn", {
+            await drv.actor.request("task.spawn", {
               model: shared.modelName,
               cwd: repo,
               prompt: `${marker} point ${idx}`,
@@ -296,7 +296,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     const waitSettled = async (cycle: number) => {
       while (
         !(await drv.step(async (c) => {
-          await c.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
+          await c.request("task.wait", { taskIds: [taskId!], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
           return until(`cycle ${cycle} settled`, () => (settledAt(cycle) ? true : undefined), 90_000);
         }))
       );
@@ -304,7 +304,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     if (p.life === "two-cycles") {
       await waitSettled(1);
       while (!journal(home, taskId).some((e) => e.type === "respond"))
-        await drv.step(() => drv.actor.request("task.respond", { taskId, message: "AGAIN please" }));
+        await drv.step(() => drv.actor.request("task.respond", { taskId: taskId!, message: "AGAIN please" }));
       await waitSettled(2);
     } else {
       while (!journal(home, taskId).some((e) => e.type === "interrupted")) {
@@ -322,7 +322,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
           await until(
             "running",
             async () =>
-              (last = await c.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined,
+              (last = await c.request("task.get", { taskId: taskId! })).status === "running" ? true : undefined,
             60_000,
           ).catch((e: Error) => {
             const tdir = join(home, "tasks", taskId!);
@@ -332,7 +332,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
               `${e.message}: ${JSON.stringify(last)} exit.json ${tail("exit.json")} stderr ${tail("stderr.log")} journal ${tail("events.jsonl")}`,
             );
           });
-          return c.request("task.abort", { taskIds: [taskId] });
+          return c.request("task.abort", { taskIds: [taskId!] });
         });
       }
       await waitSettled(1);
@@ -341,7 +341,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     // A crash point after the last settle (an outbox record of cycle 2) may fire during any later step: each one
     // that the kill interrupts is run again on the restarted daemon.
     let before: AgentResult | undefined;
-    while (!(before = await drv.step((c) => c.request<AgentResult>("task.get", { taskId })))) {
+    while (!(before = await drv.step((c) => c.request("task.get", { taskId: taskId! })))) {
       /* read again after the restart */
     }
     assert.equal(before.status, p.finalBeforeClose, `final status before close: ${JSON.stringify(before)}`);
@@ -401,11 +401,11 @@ async function runPoint(p: Point, idx: number): Promise<void> {
         );
       }
     }
-    while (!(await drv.step(() => drv.actor.request<AgentResult>("task.close", { taskId, closePane: true })))) {
+    while (!(await drv.step(() => drv.actor.request("task.close", { taskId: taskId!, closePane: true })))) {
       /* closed after the restart */
     }
     let closed: AgentResult | undefined;
-    while (!(closed = await drv.step((c) => c.request<AgentResult>("task.get", { taskId })))) {
+    while (!(closed = await drv.step((c) => c.request("task.get", { taskId: taskId! })))) {
       /* read again after the restart */
     }
     assert.equal(closed?.status, p.expect);

@@ -93,16 +93,15 @@ test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-writte
     const before = tasks();
     const filler = join(home, "filler");
     fill(filler);
-    const spawn = () =>
-      cli.request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK go" });
+    const spawn = () => cli.request("task.spawn", { model: shared.modelName, cwd: repo, prompt: "MARK-DISK go" });
     await assert.rejects(
       spawn(),
       (e: DshError) => e.code === "HOME_UNWRITABLE" && /disk is full/.test(e.message) && e.message.includes(home),
     );
     assert.deepEqual(tasks(), before, "no task directory left behind");
-    const st = await cli.request<{ pid: number }>("daemon.status", {});
+    const st = await cli.request("daemon.status", {});
     assert.equal(st.pid, d.pid, "the daemon still answers");
-    assert.equal((await cli.request<{ tasks: unknown[] }>("task.list", {})).tasks.length, 0);
+    assert.equal((await cli.request("task.list", {})).tasks.length, 0);
 
     // Space back, but the filesystem read-only.
     rmSync(filler);
@@ -120,11 +119,7 @@ test("task.spawn on a full, then read-only home: HOME_UNWRITABLE, no half-writte
 
     // Writable again: the same daemon spawns and the task runs to its end.
     const { taskId } = await spawn();
-    const w = await cli.request<{ results: AgentResult[] }>(
-      "task.wait",
-      { taskIds: [taskId], timeoutMs: 90_000 },
-      { timeoutMs: 95_000 },
-    );
+    const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
     assert.equal(w.results[0]?.status, "completed", JSON.stringify(w.results[0]));
     await cli.request("task.close", { taskId, closePane: true });
     await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
@@ -159,25 +154,21 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
   owner.onPush("owner.delivery", (p: { taskId?: string; deliveryId: string }) => pushed.push(p.deliveryId));
   await owner.request("owner.attach", {});
   try {
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await owner.request("task.spawn", {
       model: shared.modelName,
       cwd: repo,
       prompt: "MARK-DISK-SLOW go",
     });
     await until(
       "running",
-      async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined),
+      async () => ((await cli.request("task.get", { taskId })).status === "running" ? true : undefined),
       60_000,
     );
     const filler = join(home, "filler");
     fill(filler);
     fill(join(home, "daemon.log"), "a");
     fill(join(home, "tasks", taskId, "events.jsonl"), "a");
-    const w = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
-      "task.wait",
-      { taskIds: [taskId], timeoutMs: 60_000 },
-      { timeoutMs: 65_000 },
-    );
+    const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 60_000 }, { timeoutMs: 65_000 });
     assert.equal(w.timedOut, false, `the task settled on a full disk: ${JSON.stringify(w.results[0])}`);
     assert.equal(d.proc.exitCode, null, `the daemon is alive: ${d.stderr()}`);
     const settled = w.results[0]!;
@@ -213,7 +204,7 @@ test("the home fills while a task runs: the daemon survives, the task settles (n
       60_000,
     );
     // Space back: the close is recorded durably.
-    const closed = await cli.request<AgentResult>("task.close", { taskId, closePane: true });
+    const closed = await cli.request("task.close", { taskId, closePane: true });
     assert.equal(closed.status, "closed");
     assert.equal(stored().status, "closed");
     await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { connect } from "../../src/client/index.js";
 import { ERROR_CODES } from "../../src/core/errors.js";
-import { REQUEST_METHODS } from "../../src/daemon/protocol.js";
+import { REQUEST_METHODS } from "../../src/protocol/methods.js";
 import { rawConnect, startDaemonProc, type DaemonProc } from "./proc-harness.js";
 
 const RUNS = 10_000;
@@ -86,7 +86,7 @@ const request = fc.record(
   { requiredKeys: ["id"] },
 );
 /**
- * A line the daemon skips without a reply, by its own rule (src/client/frames.ts): valid UTF-8 that trims to nothing.
+ * A line the daemon skips without a reply, by its own rule (src/protocol/frames.ts): valid UTF-8 that trims to nothing.
  * Trimming the latin1 reading instead let through lines of Unicode spaces (U+202F, a lone BOM), which waited for a
  * reply that never comes (a CI run's "no reply in time").
  */
@@ -124,7 +124,7 @@ test(`fuzz: ${RUNS} generated frames each get exactly one reply; a concurrent we
   let fuzzing = true;
   const goodLoop = (async () => {
     while (fuzzing) {
-      const st = await good.request<{ pid: number }>("daemon.status");
+      const st = await good.request("daemon.status");
       assert.equal(st.pid, d.pid);
       assert.deepEqual(await good.request("task.list", {}), { tasks: [] });
       await assert.rejects(

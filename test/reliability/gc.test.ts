@@ -87,7 +87,7 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
     const cli = await cliClient(home);
     try {
       for (const k of ["COMMIT", "IGNORED", "DETACHED", "NOBRANCH", "OPEN"]) {
-        const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+        const { taskId } = await cli.request("task.spawn", {
           model: shared.modelName,
           cwd: repo,
           prompt: `MARK-GC-${k} go`,
@@ -96,31 +96,24 @@ test("gc keeps commits reachable, names ignored files and deletes only those, li
         ids[k] = taskId;
       }
       const done = ["COMMIT", "IGNORED", "DETACHED", "NOBRANCH"].map((k) => ids[k]!);
-      const w = await cli.request<{ results: AgentResult[] }>(
-        "task.wait",
-        { taskIds: done, timeoutMs: 120_000 },
-        { timeoutMs: 125_000 },
-      );
+      const w = await cli.request("task.wait", { taskIds: done, timeoutMs: 120_000 }, { timeoutMs: 125_000 });
       for (const r of w.results) assert.equal(r.status, "completed", JSON.stringify(r));
       for (const id of done) await cli.request("task.close", { taskId: id });
       // The fifth task may wait for a slot (maxParallelAgents): its worktree exists once it runs.
       let seen: AgentResult | undefined;
       await until(
         "the open task running",
-        async () => (seen = await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "running",
+        async () => (seen = await cli.request("task.get", { taskId: ids.OPEN! })).status === "running",
         60_000,
       ).catch((e: Error) => {
         throw new Error(`${e.message}; last seen: ${JSON.stringify({ status: seen?.status, error: seen?.error })}`);
       });
-      for (const [k, id] of Object.entries(ids))
-        wt[k] = (await cli.request<AgentResult>("task.get", { taskId: id })).worktree!.path;
+      for (const [k, id] of Object.entries(ids)) wt[k] = (await cli.request("task.get", { taskId: id })).worktree!.path;
       await cli.request("task.abort", { taskIds: [ids.OPEN!] });
       await until(
         "the open task interrupted",
         async () =>
-          (await cli.request<AgentResult>("task.get", { taskId: ids.OPEN })).status === "interrupted"
-            ? true
-            : undefined,
+          (await cli.request("task.get", { taskId: ids.OPEN! })).status === "interrupted" ? true : undefined,
         60_000,
       );
     } finally {

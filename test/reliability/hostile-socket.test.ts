@@ -175,7 +175,7 @@ test("500 connections at once: every one is answered and a well-formed client st
     const replies = await Promise.all(conns.map(async (c) => [await c.next(20_000), await c.next(20_000)]));
     assert.ok(replies.every(([h, s]) => h.result?.kind === "cli" && s.result?.pid === d.pid));
     const cli = await connect(home, { kind: "cli" });
-    assert.equal((await cli.request<{ pid: number }>("daemon.status")).pid, d.pid);
+    assert.equal((await cli.request("daemon.status")).pid, d.pid);
     cli.close();
   } finally {
     for (const c of conns) c.close();

@@ -14,7 +14,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { DaemonClient } from "../../src/client/index.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { describeDifference } from "../../src/core/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import { dshBin } from "../helpers/cli.js";
@@ -121,7 +120,7 @@ class Daemon {
 }
 
 async function spawnDone(dm: Daemon, repo: string, tag: string, checks?: string[]): Promise<string> {
-  const { taskId } = await dm.cli.request<{ taskId: string }>("task.spawn", {
+  const { taskId } = await dm.cli.request("task.spawn", {
     model: shared.modelName,
     cwd: repo,
     prompt: `[lc-${tag}] write the file`,
@@ -130,7 +129,7 @@ async function spawnDone(dm: Daemon, repo: string, tag: string, checks?: string[
   });
   dm.tasks.push(taskId);
   await dm.cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
-  const r = await dm.cli.request<AgentResult>("task.get", { taskId });
+  const r = await dm.cli.request("task.get", { taskId });
   assert.equal(r.status, "completed", JSON.stringify(r));
   return taskId;
 }
@@ -179,7 +178,7 @@ KILLS.forEach((k, i) => {
       await dm.start();
       verified(home, taskId);
       const now = checkout(repo) as { head: string; files: string[] };
-      const rec = await dm.cli.request<AgentResult>("task.get", { taskId });
+      const rec = await dm.cli.request("task.get", { taskId });
       if (JSON.stringify(now) === JSON.stringify(before)) {
         assert.equal(rec.landing?.landedAs, undefined, "not landed: no landedAs");
         assert.equal(landedEvents(home, taskId).length, 0);
@@ -204,11 +203,7 @@ KILLS.forEach((k, i) => {
         await until("the check ended", () => (processesMentioning("sleep 97").length === 0 ? true : undefined), 10_000);
       }
       // A repeat: lands now (from before) or says it already did (from after); one landed record, no second merge.
-      const again = await dm.cli.request<{ results: { already: boolean; landing: { landedAs?: string } }[] }>(
-        "task.land",
-        { taskIds: [taskId] },
-        { timeoutMs: 120_000 },
-      );
+      const again = await dm.cli.request("task.land", { taskIds: [taskId] }, { timeoutMs: 120_000 });
       const head = git(repo, "rev-parse", "HEAD").trim();
       assert.equal(again.results[0]!.landing.landedAs, head);
       assert.equal(landedEvents(home, taskId).length, 1, "one landed record");
@@ -251,11 +246,7 @@ test("hooks: a hung post-merge hook holds nothing; a hung reference-transaction 
     write(hooks, "post-merge", "#!/bin/sh\nexec sleep 598\n");
     chmodSync(join(hooks, "post-merge"), 0o755);
     const t0 = Date.now();
-    const la = await dm.cli.request<{ results: { landing: { landedAs?: string } }[] }>(
-      "task.land",
-      { taskIds: [a] },
-      { timeoutMs: 30_000 },
-    );
+    const la = await dm.cli.request("task.land", { taskIds: [a] }, { timeoutMs: 30_000 });
     assert.ok(Date.now() - t0 < 20_000, `landed in ${Date.now() - t0} ms`);
     assert.equal(la.results[0]!.landing.landedAs, git(repo, "rev-parse", "HEAD").trim());
     // A reference-transaction hook that hangs on the base branch's move.
@@ -287,7 +278,7 @@ test("hooks: a hung post-merge hook holds nothing; a hung reference-transaction 
     await sleep(3000);
     assert.deepEqual(checkout(repo), before);
     assert.equal(landedEvents(home, c).length, 0, "the abandoned landing of c never happened");
-    assert.equal((await dm.cli.request<AgentResult>("task.get", { taskId: c })).landing?.landedAs, undefined);
+    assert.equal((await dm.cli.request("task.get", { taskId: c })).landing?.landedAs, undefined);
     // Ctrl+C on `dsh-herdr land` while the hook hangs: the CLI ends at once, the daemon ends git with its hook.
     const cli = spawn(process.execPath, [dshBin, "land", c], {
       cwd: repo,

@@ -7,7 +7,6 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connectOwner } from "../helpers/owner-client.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 
 const SCRIPT: Script = {
@@ -60,7 +59,7 @@ test("attaching alone leaves no owner directory; an owner with an open task and 
     // An owner with work: it spawns, its task settles while it is away (the report waits in its outbox).
     const owner = await connectOwner(home, "sess-worker", { timeoutMs: 120_000 });
     await owner.request("owner.attach", {});
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await owner.request("task.spawn", {
       model: shared.modelName,
       cwd: repo,
       prompt: "MARK-OWNER-DIRS go",
@@ -68,11 +67,7 @@ test("attaching alone leaves no owner directory; an owner with an open task and 
     owner.close();
     const cli = await cliClient(home);
     try {
-      const w = await cli.request<{ results: AgentResult[] }>(
-        "task.wait",
-        { taskIds: [taskId], timeoutMs: 90_000 },
-        { timeoutMs: 95_000 },
-      );
+      const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
       assert.equal(w.results[0]?.status, "completed", JSON.stringify(w.results[0]));
       await until(
         "the delivery queued",

@@ -7,7 +7,6 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { ownerLabel } from "../../src/daemon/owner-view.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 import { killUnder } from "../helpers/procs.js";
@@ -47,11 +46,11 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
     await assert.rejects(owner(idA), (e: DshError) => e.code === "NOT_OWNER" && /secret/.test(e.message));
     const again = await owner(idA, first.secret);
     assert.equal(again.hello.secret, undefined, "a later hello is issued nothing");
-    assert.equal((await again.request<{ secret?: string }>("owner.attach", {})).secret, undefined);
+    assert.equal((await again.request("owner.attach", {})).secret, undefined);
 
     const cli = await cliClient(home);
     clients.push(cli);
-    const { taskId } = await a.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await a.request("task.spawn", {
       model: shared.modelName,
       cwd: repo,
       prompt: "MARK-MOVE wait",
@@ -59,7 +58,7 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
     });
     await until(
       "A's task running",
-      async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined),
+      async () => ((await cli.request("task.get", { taskId })).status === "running" ? true : undefined),
       60_000,
     );
 
@@ -71,14 +70,14 @@ test("owner.move without the old owner's secret is NOT_OWNER and moves nothing; 
       thief.request("owner.move", { fromOwnerId: "never-attached", secret: first.secret }),
       notOwner,
     );
-    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, ownerLabel(idA), "nothing moved");
+    assert.equal((await cli.request("task.get", { taskId })).owner, ownerLabel(idA), "nothing moved");
 
     assert.match(first.secret ?? "", /^[0-9a-f]{64}$/, "the first hello issues the secret");
 
     const fork = await owner("0c0c0c0c-fork-of-a");
-    const moved = await fork.request<{ moved_ids: string[] }>("owner.move", { fromOwnerId: idA, secret: first.secret });
+    const moved = await fork.request("owner.move", { fromOwnerId: idA, secret: first.secret });
     assert.deepEqual(moved.moved_ids, [taskId]);
-    assert.equal((await cli.request<AgentResult>("task.get", { taskId })).owner, ownerLabel("0c0c0c0c-fork-of-a"));
+    assert.equal((await cli.request("task.get", { taskId })).owner, ownerLabel("0c0c0c0c-fork-of-a"));
     await cli.request("task.abort", { taskIds: [taskId] });
     await cli.request("task.close", { taskId });
   } finally {

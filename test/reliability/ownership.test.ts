@@ -8,7 +8,6 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { killUnder, processesUnder } from "../helpers/procs.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 
@@ -70,13 +69,13 @@ test("owner B is refused on owner A's running task (respond, close, abort, spawn
     const b = await connect(home, { kind: "owner", ownerId: idB, timeoutMs: 120_000 });
     const cli = await cliClient(home);
     clients.push(a, b, cli);
-    const { taskId } = await a.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await a.request("task.spawn", {
       model: shared.modelName,
       cwd: repo,
       prompt: "MARK-OWNER-A go",
       isolated: true,
     });
-    const { taskId: taskB } = await b.request<{ taskId: string }>("task.spawn", {
+    const { taskId: taskB } = await b.request("task.spawn", {
       model: shared.modelName,
       cwd: repo,
       prompt: "MARK-OWNER-B go",
@@ -84,7 +83,7 @@ test("owner B is refused on owner A's running task (respond, close, abort, spawn
     });
     await until(
       "A running",
-      async () => ((await cli.request<AgentResult>("task.get", { taskId })).status === "running" ? true : undefined),
+      async () => ((await cli.request("task.get", { taskId })).status === "running" ? true : undefined),
       60_000,
     );
 
@@ -95,13 +94,10 @@ test("owner B is refused on owner A's running task (respond, close, abort, spawn
       code("NOT_OWNER"),
     );
     const missing = "t000000000zz";
-    const mixed = await b.request<{ aborted_ids: string[]; foreign_ids: string[]; missing_ids: string[] }>(
-      "task.abort",
-      { taskIds: [taskId, missing] },
-    );
+    const mixed = await b.request("task.abort", { taskIds: [taskId, missing] });
     assert.deepEqual(mixed, { aborted_ids: [], foreign_ids: [taskId], missing_ids: [missing] });
     // "all" means B's own tasks: naming A as owner changes nothing on an owner connection.
-    const all = await b.request<{ aborted_ids: string[]; foreign_ids: string[] }>("task.abort", {
+    const all = await b.request("task.abort", {
       all: true,
       owner: idA,
     });
@@ -111,11 +107,7 @@ test("owner B is refused on owner A's running task (respond, close, abort, spawn
       .token;
     await assert.rejects(connect(home, { kind: "child", taskId, token: tokenB }), code("UNAUTHORIZED"));
 
-    const w = await cli.request<{ results: AgentResult[] }>(
-      "task.wait",
-      { taskIds: [taskId], timeoutMs: 90_000 },
-      { timeoutMs: 95_000 },
-    );
+    const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
     const r = w.results[0]!;
     assert.equal(r.status, "completed", JSON.stringify(r));
     const types = journal(home, taskId).map((e) => e.type);
@@ -135,7 +127,7 @@ test("owner B is refused on owner A's running task (respond, close, abort, spawn
     const outB = join(home, "owners", idB, "outbox.jsonl");
     assert.ok(!existsSync(outB) || !readFileSync(outB, "utf8").includes(taskId), "B got no delivery of A's task");
     // The owner itself may still act: A closes its task.
-    const closed = await a.request<AgentResult>("task.close", { taskId, closePane: true });
+    const closed = await a.request("task.close", { taskId, closePane: true });
     assert.equal(closed.status, "closed");
     await b.request("task.close", { taskId: taskB, closePane: true });
     await until("every child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
@@ -161,7 +153,7 @@ test("owner B neither reads nor checks owner A's tasks, open or closed (get, pat
     const cli = await cliClient(home);
     clients.push(a, b, cli);
     const spawnA = (prompt: string) =>
-      a.request<{ taskId: string }>("task.spawn", {
+      a.request("task.spawn", {
         model: shared.modelName,
         cwd: repo,
         prompt,
@@ -170,11 +162,7 @@ test("owner B neither reads nor checks owner A's tasks, open or closed (get, pat
       });
     const closedA = (await spawnA("MARK-OWNER-QUICK one")).taskId;
     const openA = (await spawnA("MARK-OWNER-QUICK two")).taskId;
-    const w = await cli.request<{ results: AgentResult[] }>(
-      "task.wait",
-      { taskIds: [closedA, openA], timeoutMs: 90_000 },
-      { timeoutMs: 95_000 },
-    );
+    const w = await cli.request("task.wait", { taskIds: [closedA, openA], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
     for (const r of w.results) assert.equal(r.verified, false, JSON.stringify(r));
     await a.request("task.close", { taskId: closedA });
     const receipts = (id: string) =>
@@ -192,14 +180,14 @@ test("owner B neither reads nor checks owner A's tasks, open or closed (get, pat
       assert.equal(receipts(taskId), before[taskId], "A's check receipts were not rewritten");
     }
     await assert.rejects(b.request("task.list", { owner: idA }), code("NOT_OWNER"));
-    const listedB = await b.request<{ tasks: AgentResult[] }>("task.list", {});
+    const listedB = await b.request("task.list", {});
     assert.deepEqual(listedB.tasks, [], "B lists only its own tasks (none)");
     // A reads and checks its own; the CLI sees everyone's.
-    assert.equal((await a.request<AgentResult>("task.get", { taskId: closedA })).taskId, closedA);
-    assert.ok((await a.request<{ patch: string | null }>("task.patch", { taskId: openA })).patch?.includes("q.txt"));
-    assert.equal((await a.request<{ tasks: AgentResult[] }>("task.list", {})).tasks.length, 2);
-    assert.equal((await cli.request<{ tasks: AgentResult[] }>("task.list", {})).tasks.length, 2);
-    assert.equal((await cli.request<AgentResult>("task.get", { taskId: openA })).taskId, openA);
+    assert.equal((await a.request("task.get", { taskId: closedA })).taskId, closedA);
+    assert.ok((await a.request("task.patch", { taskId: openA })).patch?.includes("q.txt"));
+    assert.equal((await a.request("task.list", {})).tasks.length, 2);
+    assert.equal((await cli.request("task.list", {})).tasks.length, 2);
+    assert.equal((await cli.request("task.get", { taskId: openA })).taskId, openA);
     await a.request("task.close", { taskId: openA, closePane: true });
     await until("every child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);
   } finally {

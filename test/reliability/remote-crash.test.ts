@@ -128,7 +128,7 @@ describe("a remote result across a local daemon crash (real ssh, real pi there)"
       let owner = await attachOwner(home, view);
       let taskId: string;
       try {
-        ({ taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+        ({ taskId } = await owner.request("task.spawn", {
           machine: "builder",
           cwd: remoteRepo,
           prompt: "MARK-REMOTE finish",
@@ -152,7 +152,7 @@ describe("a remote result across a local daemon crash (real ssh, real pi there)"
         );
         // Another round of the link (a fresh task.wait on the settled remote task) must not deliver it again.
         const cli = await connect(home, { kind: "cli", timeoutMs: 60_000 });
-        const r = await cli.request<{ results: { status: string }[] }>("task.wait", {
+        const r = await cli.request("task.wait", {
           taskIds: [taskId],
           timeoutMs: 5000,
         });

@@ -4,7 +4,6 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { commitAll, git, write } from "../helpers/git.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, type Shared } from "./proc-harness.js";
 import { killUnder } from "../helpers/procs.js";
@@ -46,17 +45,13 @@ test("a reviewer that edits an already-dirty file is named for it; every name ap
   try {
     const cli = await cliClient(home);
     try {
-      const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+      const { taskId } = await cli.request("task.spawn", {
         model: shared.modelName,
         cwd: repo,
         prompt: "MARK-REVIEW look at it",
         role: "reviewer",
       });
-      const w = await cli.request<{ results: AgentResult[] }>(
-        "task.wait",
-        { taskIds: [taskId], timeoutMs: 90_000 },
-        { timeoutMs: 95_000 },
-      );
+      const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
       const r = w.results[0]!;
       assert.equal(r.status, "completed", JSON.stringify(r));
       assert.match(git(repo, "status", "--porcelain"), /feature\.txt/);

@@ -10,7 +10,6 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { DaemonClient } from "../../src/client/index.js";
 import { connectOwner, ownerSecret as readOwnerSecret } from "../helpers/owner-client.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { killUnder, processesUnder } from "../helpers/procs.js";
 import {
   cliClient,
@@ -90,17 +89,13 @@ async function oneTask(home: string, repo: string, ownerId: string, level: strin
   const cli = await cliClient(home);
   try {
     await owner.request("owner.attach", {});
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await owner.request("task.spawn", {
       model: shared.modelName,
       cwd: repo,
       prompt: `MARK-SECRET ${level ?? "info"}`,
       isolated: true,
     });
-    const w = await cli.request<{ results: AgentResult[] }>(
-      "task.wait",
-      { taskIds: [taskId], timeoutMs: 90_000 },
-      { timeoutMs: 95_000 },
-    );
+    const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
     assert.equal(w.results[0]?.status, "completed", JSON.stringify(w.results[0]));
     assert.match(
       readFileSync(join(home, "tasks", taskId, "session.jsonl"), "utf8"),
@@ -108,7 +103,7 @@ async function oneTask(home: string, repo: string, ownerId: string, level: strin
       "the child ran with the keys",
     );
     assertClean("task.get", JSON.stringify(await owner.request("task.get", { taskId })));
-    assertClean("task.list", JSON.stringify(await cli.request("task.list", { statuses: undefined })));
+    assertClean("task.list", JSON.stringify(await cli.request("task.list", {})));
     assertClean("task.wait", JSON.stringify(w));
     await owner.request("task.close", { taskId, closePane: true });
     await until("the child gone after close", () => (processesUnder(home).length === 0 ? true : undefined), 30_000);

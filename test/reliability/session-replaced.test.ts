@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import { readFileSync, renameSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 import { killUnder } from "../helpers/procs.js";
 
@@ -61,13 +60,13 @@ for (const how of ["truncate", "replace"] as const) {
     const cli = await cliClient(home);
     try {
       const mark = how === "truncate" ? "MARK-TRUNCATE" : "MARK-REPLACE";
-      const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+      const { taskId } = await cli.request("task.spawn", {
         model: shared.modelName,
         cwd: repo,
         prompt: `${mark} go`,
         isolated: true,
       });
-      const sessionPath = (await cli.request<AgentResult>("task.get", { taskId })).sessionPath!;
+      const sessionPath = (await cli.request("task.get", { taskId })).sessionPath!;
       // The write's tool result is in the file: pi now waits (6 s) for the model's next answer.
       await until(
         "the first tool result in the session",
@@ -100,11 +99,7 @@ for (const how of ["truncate", "replace"] as const) {
         renameSync(`${sessionPath}.new`, sessionPath);
         assert.notEqual(statSync(sessionPath).ino, inode);
       }
-      const w = await cli.request<{ results: AgentResult[] }>(
-        "task.wait",
-        { taskIds: [taskId], timeoutMs: 90_000 },
-        { timeoutMs: 95_000 },
-      );
+      const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
       const r = w.results[0]!;
       assert.equal(r.status, "completed", JSON.stringify(r));
       assert.ok(

@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { git } from "../helpers/git.js";
 import {
   cliClient,
@@ -55,7 +54,7 @@ test("a task that settled failed (AGENT_STALLED, no handle) is not started again
     { config: { readinessTimeoutMs: 1500 } },
   );
   const cli = await cliClient(home);
-  const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+  const { taskId } = await cli.request("task.spawn", {
     model: shared.modelName,
     cwd: repo,
     prompt: "MARK-SETTLED edit the checkout",
@@ -64,7 +63,7 @@ test("a task that settled failed (AGENT_STALLED, no handle) is not started again
   const failed = await until(
     "the task settled failed",
     async () => {
-      const r = await cli.request<AgentResult>("task.get", { taskId });
+      const r = await cli.request("task.get", { taskId });
       return r.status === "failed" ? r : undefined;
     },
     60_000,
@@ -84,7 +83,7 @@ test("a task that settled failed (AGENT_STALLED, no handle) is not started again
     await until("the recovery record", () => journal(home, taskId).some((e) => e.type === "recovered"), 30_000);
     // Long enough for a relaunched pi to reach the model and write its file.
     await sleep(8000);
-    const after = await cli2.request<AgentResult>("task.get", { taskId });
+    const after = await cli2.request("task.get", { taskId });
     cli2.close();
     const recovered = journal(home, taskId).filter((e) => e.type === "recovered");
     assert.deepEqual(

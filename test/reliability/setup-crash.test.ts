@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { pidAlive } from "../../src/client/liveness.js";
 import { worktreePathFor } from "../../src/git/worktree.js";
 import { killUnder, processesUnder } from "../helpers/procs.js";
@@ -44,7 +43,7 @@ test("a daemon SIGKILLed during a worktree setup: the next daemon ends the old s
   const config = { runtime: "headless", readinessTimeoutMs: 60_000 };
   const d1 = await startDaemonProc(home, shared.childEnv, { config });
   const cli1 = await cliClient(home);
-  const { taskId } = await cli1.request<{ taskId: string }>("task.spawn", {
+  const { taskId } = await cli1.request("task.spawn", {
     model: shared.modelName,
     cwd: repo,
     prompt: "MARK-SETUP-CRASH go on",
@@ -71,11 +70,7 @@ test("a daemon SIGKILLed during a worktree setup: the next daemon ends the old s
   const d2 = await startDaemonProc(home, shared.childEnv, { config });
   const cli2 = await cliClient(home);
   try {
-    const w = await cli2.request<{ results: AgentResult[] }>(
-      "task.wait",
-      { taskIds: [taskId], timeoutMs: 90_000 },
-      { timeoutMs: 95_000 },
-    );
+    const w = await cli2.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
     const r = w.results[0]!;
     assert.equal(r.status, "completed", JSON.stringify(r));
     assert.deepEqual(

@@ -11,7 +11,6 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { DaemonClient } from "../../src/client/index.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { describeDifference } from "../../src/core/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import {
@@ -94,7 +93,7 @@ for (const point of ["steered", "steer_answer"]) {
     let d: DaemonProc = await startDaemonProc(home, shared.childEnv, { env: { DSH_HERDR_CRASH_AT: point } });
     let cli: DaemonClient = await cliClient(home);
     try {
-      const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+      const { taskId } = await cli.request("task.spawn", {
         model: shared.modelName,
         cwd: repo,
         prompt: marker,
@@ -103,7 +102,7 @@ for (const point of ["steered", "steer_answer"]) {
       await until(
         "the cycle running with the model's first request held",
         async () =>
-          (await cli.request<AgentResult>("task.get", { taskId })).status === "running" &&
+          (await cli.request("task.get", { taskId })).status === "running" &&
           shared.model.requests().some((r) => texts(r).some((t) => t.includes(marker)))
             ? true
             : undefined,
@@ -120,11 +119,7 @@ for (const point of ["steered", "steer_answer"]) {
 
       d = await startDaemonProc(home, shared.childEnv);
       cli = await cliClient(home);
-      const w = await cli.request<{ results: AgentResult[]; timedOut: boolean }>(
-        "task.wait",
-        { taskIds: [taskId], timeoutMs: 90_000 },
-        { timeoutMs: 95_000 },
-      );
+      const w = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
       const r = w.results[0]!;
       assert.equal(w.timedOut, false);
       assert.equal(r.status, "completed", JSON.stringify(r));

@@ -41,7 +41,7 @@ async function failAndSearch(
   const d = await startDaemonProc(home, { ...shared.childEnv, ...(opts.childEnv ?? {}) }, opts);
   const cli = await cliClient(home);
   try {
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await cli.request("task.spawn", {
       model: shared.modelName,
       cwd: repo,
       prompt: "MARK-NEVER",
@@ -51,7 +51,7 @@ async function failAndSearch(
     const r = await until(
       "the task failed",
       async () => {
-        const x = await cli.request<AgentResult>("task.get", { taskId });
+        const x = await cli.request("task.get", { taskId });
         return x.status === "failed" ? x : undefined;
       },
       60_000,

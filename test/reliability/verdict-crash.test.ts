@@ -131,11 +131,7 @@ async function stop(run: Run): Promise<void> {
 }
 
 async function waitSettled(run: Run, taskId: string): Promise<AgentResult> {
-  const w = await run.cli.request<{ results: AgentResult[]; timedOut: boolean }>(
-    "task.wait",
-    { taskIds: [taskId], timeoutMs: 90_000 },
-    { timeoutMs: 95_000 },
-  );
+  const w = await run.cli.request("task.wait", { taskIds: [taskId], timeoutMs: 90_000 }, { timeoutMs: 95_000 });
   assert.equal(w.timedOut, false, JSON.stringify(w.results[0]));
   return w.results[0]!;
 }
@@ -143,7 +139,7 @@ async function waitSettled(run: Run, taskId: string): Promise<AgentResult> {
 async function spawnThrough(run: Run, params: Record<string, unknown>): Promise<string> {
   // The kill point may fire before the reply: the task exists on disk either way (its dir is made first).
   const reply = run.cli
-    .request<{ taskId: string }>("task.spawn", { model: shared.modelName, cwd: run.repo, owner: OWNER, ...params })
+    .request("task.spawn", { model: shared.modelName, cwd: run.repo, owner: OWNER, ...params })
     .then((r) => r.taskId)
     .catch(() => undefined);
   const died = run.d.exited.then(() => undefined);
@@ -318,7 +314,7 @@ test("settled children are parked after a daemon restart (idleChildMs counts aga
         journal(run.home, id).some((e) => e.type === "parked"),
         "the park is journaled",
       );
-      const r = await run.cli.request<AgentResult>("task.get", { taskId: id });
+      const r = await run.cli.request("task.get", { taskId: id });
       assert.equal(r.status, "completed", "a parked task keeps its verdict");
     }
   } finally {

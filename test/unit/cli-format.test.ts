@@ -260,15 +260,15 @@ test("resolveTaskId: a unique suffix, the agent name, and an ambiguous input lis
   );
 });
 
-test("inCliWords: a daemon's params.x message names the CLI flag and is a usage error", () => {
-  const e = inCliWords(
-    new DshError(
-      "BAD_PARAMS",
-      "task.spawn: params.timeoutMs must be >= 1000; fix the request (see docs/socket-protocol.md#taskspawn)",
-    ),
-  );
+test("inCliWords: a daemon's BAD_PARAMS data {field, problem} names the CLI flag and is a usage error; its words are not parsed", () => {
+  const data = { method: "task.spawn", path: "params.timeoutMs", field: "timeoutMs", problem: "must be >= 1000" };
+  const msg = "task.spawn: params.timeoutMs must be >= 1000; fix the request (see docs/socket-protocol.md#taskspawn)";
+  const e = inCliWords(new DshError("BAD_PARAMS", msg, data));
   assert.equal(e.message, "--timeout must be at least 1000 ms; see `dsh-herdr <command> --help`");
   assert.equal(e.details?.["usage"], true);
+  // The same words without data (an older daemon): passed on as the daemon said them.
+  const wordsOnly = new DshError("BAD_PARAMS", msg);
+  assert.equal(inCliWords(wordsOnly), wordsOnly);
   const other = new DshError("BAD_PARAMS", "something else");
   assert.equal(inCliWords(other), other);
 });

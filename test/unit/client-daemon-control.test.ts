@@ -72,7 +72,7 @@ test("start, status, second start, stop, kill -9 recovery, ensureDaemon on deman
   const client = await ensureDaemon(home);
   pids.push(client.hello.pid);
   assert.notEqual(client.hello.pid, second.pid);
-  assert.equal((await client.request<{ pid: number }>("daemon.status")).pid, client.hello.pid);
+  assert.equal((await client.request("daemon.status")).pid, client.hello.pid);
   client.close();
   await stopDaemon(home);
   await gone(client.hello.pid);

@@ -75,7 +75,7 @@ async function startWithChild() {
 
 /** Spawn a headless task and wait until its child took the prompt (the task reads running). */
 async function spawnRunning(owner: DaemonClient, dir: string): Promise<string> {
-  const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+  const { taskId } = await owner.request("task.spawn", {
     cwd: dir,
     prompt: "p",
     model: "m/x",
@@ -83,8 +83,7 @@ async function spawnRunning(owner: DaemonClient, dir: string): Promise<string> {
   });
   await until(
     "the prompt accepted",
-    async () =>
-      (await owner.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
+    async () => ((await owner.request("task.get", { taskId })).status === "running" ? true : undefined),
     20_000,
   );
   return taskId;
@@ -108,14 +107,14 @@ test("a child that leaves after its session settled the cycle (no agent_end) set
       20_000,
     );
     // With the extension connected the daemon waits for its agent_end (it knows the retry settings).
-    assert.equal((await owner.request<{ status: string }>("task.get", { taskId })).status, "running");
+    assert.equal((await owner.request("task.get", { taskId })).status, "running");
     assert.equal(settled.length, 0);
 
     at.child!.close();
     await until("the settled delivery", () => (settled.length > 0 ? true : undefined), 20_000);
     assert.equal(settled[0]!.taskId, taskId);
     assert.equal(settled[0]!.card.status, "completed");
-    assert.equal((await owner.request<{ status: string }>("task.get", { taskId })).status, "completed");
+    assert.equal((await owner.request("task.get", { taskId })).status, "completed");
   } finally {
     await stop();
   }
@@ -140,7 +139,7 @@ test("a child that leaves after taking its prompt: the running task holds no ref
       [],
       "no field of the runner names the closed connection",
     );
-    assert.equal((await owner.request<{ status: string }>("task.get", { taskId })).status, "running");
+    assert.equal((await owner.request("task.get", { taskId })).status, "running");
   } finally {
     await stop();
   }

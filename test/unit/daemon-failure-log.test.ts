@@ -97,13 +97,13 @@ test("every task failure is one error line in daemon.log with taskId, code and m
   try {
     const run = async (m: Mode): Promise<AgentResult> => {
       mode = m;
-      const { taskId } = await c.request<{ taskId: string }>("task.spawn", {
+      const { taskId } = await c.request("task.spawn", {
         cwd: dir,
         prompt: "p",
         model: "m/x",
         runtime: "headless",
       });
-      const w = await c.request<{ results: AgentResult[] }>("task.wait", { taskIds: [taskId], timeoutMs: 20_000 });
+      const w = await c.request("task.wait", { taskIds: [taskId], timeoutMs: 20_000 });
       return w.results[0]!;
     };
     const thrown = await run("launch-throws");
@@ -169,7 +169,7 @@ test("a restart says nothing again about a settled cycle whose delivery the owne
     });
     owners.push(owner);
     await owner.request("owner.attach", {});
-    const { taskId } = await owner.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await owner.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",

@@ -82,7 +82,7 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
   });
   const cli = await connect(home, { kind: "cli" });
   try {
-    const spawned = await cli.request<{ taskId: string }>("task.spawn", {
+    const spawned = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",
@@ -92,10 +92,10 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     assert.equal(launches.length, 1, "the stub runtime from runtimeFactories got the launch");
 
     type Page = { tasks: (AgentResult & { owner?: string })[]; nextCursor?: string };
-    const first = await cli.request<Page>("task.list", {});
+    const first = await cli.request("task.list", {});
     assert.equal(first.tasks.length, LIST_DEFAULT_LIMIT, "a default page size");
     assert.equal(first.tasks[0]!.taskId, spawned.taskId, "newest first");
-    const liveResult = await cli.request<AgentResult>("task.get", { taskId: spawned.taskId });
+    const liveResult = await cli.request("task.get", { taskId: spawned.taskId });
     assert.equal(first.tasks[0]!.status, liveResult.status, "an open task's row carries its live status");
     assert.deepEqual(first.tasks[0]!.agent, liveResult.agent);
     assert.equal(
@@ -109,7 +109,7 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const page: Page = await cli.request<Page>("task.list", { limit: 50, ...(cursor ? { cursor } : {}) });
+      const page: Page = await cli.request("task.list", { limit: 50, ...(cursor ? { cursor } : {}) });
       pages++;
       assert.ok(page.tasks.length <= 50);
       for (const t of page.tasks) seen.push(t.taskId);
@@ -118,7 +118,7 @@ test("task.list: pages by cursor, newest first; closed rows come from the index,
     assert.equal(pages, Math.ceil((ids.length + 1) / 50));
     assert.deepEqual(seen, [spawned.taskId, ...[...ids].reverse()], "every task once, newest first");
 
-    const closed = await cli.request<Page>("task.list", { status: ["closed"], owner: "owner-a", limit: 1000 });
+    const closed = await cli.request("task.list", { status: ["closed"], owner: "owner-a", limit: 1000 });
     assert.equal(closed.tasks.length, Math.ceil(ids.length / 2));
     assert.equal(closed.nextCursor, undefined);
     const row = closed.tasks.find((t) => t.taskId === ids[0])!;

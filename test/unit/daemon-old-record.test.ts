@@ -7,7 +7,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "../../src/client/index.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
 import { assemble } from "../../src/daemon/harvest.js";
 import type { TaskRecord } from "../../src/daemon/record.js";
@@ -63,18 +62,18 @@ test("an old task.json with lifecycle: interrupted loads and is not recovered; a
   const cli = await connect(home, { kind: "cli" });
   try {
     assert.equal(d.supervisor.tasks.has(rec.taskId), false, "not taken back under supervision");
-    const r = await cli.request<AgentResult>("task.get", { taskId: rec.taskId });
+    const r = await cli.request("task.get", { taskId: rec.taskId });
     assert.equal(r.status, "interrupted");
     assert.equal(launched, 0, "never started again");
     // A task of this version: closed by its status; no lifecycle flag in its task.json.
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",
       runtime: "headless",
     });
     await until("the launch", () => launched === 1, 10_000, 10);
-    const closed = await cli.request<AgentResult>("task.close", { taskId });
+    const closed = await cli.request("task.close", { taskId });
     assert.equal(closed.status, "closed");
     const task = JSON.parse(readFileSync(join(home, "tasks", taskId, "task.json"), "utf8")) as TaskRecord;
     assert.equal(task.status, "closed");

@@ -47,7 +47,7 @@ test("home is 0700, socket 0600; a second daemon on the same home is DAEMON_RUNN
   assert.equal(statSync(d.home).mode & 0o777, 0o700);
   assert.equal(statSync(d.socketPath).mode & 0o777, 0o600);
   await assert.rejects(runDaemon(d.home), code("DAEMON_RUNNING", /daemon stop/));
-  assert.equal((await cli.request<{ pid: number }>("daemon.status")).pid, process.pid);
+  assert.equal((await cli.request("daemon.status")).pid, process.pid);
 });
 
 test("spawn refusals: BAD_PARAMS, CWD_NOT_ALLOWED, NOT_A_REPO, SPAWN_REFUSED", async () => {
@@ -57,7 +57,7 @@ test("spawn refusals: BAD_PARAMS, CWD_NOT_ALLOWED, NOT_A_REPO, SPAWN_REFUSED", a
     code("BAD_PARAMS", /params\.cwd/),
   );
   await assert.rejects(
-    cli.request("task.spawn", { cwd: repo, prompt: "x", role: "boss" }),
+    cli.requestUnchecked("task.spawn", { cwd: repo, prompt: "x", role: "boss" }),
     code("BAD_PARAMS", /params\.role must be one of/),
   );
   await assert.rejects(
@@ -81,7 +81,7 @@ test("spawn refusals: BAD_PARAMS, CWD_NOT_ALLOWED, NOT_A_REPO, SPAWN_REFUSED", a
 });
 
 test("a child that never says hello: one retry, then failed with AGENT_STALLED; CONCURRENCY_LIMIT while it holds the slot", async () => {
-  const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+  const { taskId } = await cli.request("task.spawn", {
     cwd: repo,
     prompt: "stall please",
     owner: "alice",
@@ -90,10 +90,7 @@ test("a child that never says hello: one retry, then failed with AGENT_STALLED; 
     cli.request("task.spawn", { cwd: repo, prompt: "second" }),
     code("CONCURRENCY_LIMIT", /maxQueuedAgents/),
   );
-  const { results } = await cli.request<{ results: { status: string; error?: { code: string; message: string } }[] }>(
-    "task.wait",
-    { taskIds: [taskId], timeoutMs: 30_000 },
-  );
+  const { results } = await cli.request("task.wait", { taskIds: [taskId], timeoutMs: 30_000 });
   assert.equal(results[0]!.status, "failed");
   assert.equal(results[0]!.error?.code, "AGENT_STALLED");
   assert.match(results[0]!.error!.message, /twice.*check the model/);
@@ -110,9 +107,9 @@ test("a child that never says hello: one retry, then failed with AGENT_STALLED; 
     code("NOT_OWNER", /drop params\.owner/),
   );
   bob.close();
-  const closed = await cli.request<{ status: string }>("task.close", { taskId });
+  const closed = await cli.request("task.close", { taskId });
   assert.equal(closed.status, "closed");
-  assert.equal((await cli.request<{ status: string }>("task.get", { taskId })).status, "closed");
+  assert.equal((await cli.request("task.get", { taskId })).status, "closed");
 });
 
 test("task lookups: TASK_NOT_FOUND; child access rules: UNAUTHORIZED, FORBIDDEN", async () => {
@@ -129,7 +126,7 @@ test("task lookups: TASK_NOT_FOUND; child access rules: UNAUTHORIZED, FORBIDDEN"
     cli.request("child.report", { outcome: "completed", report: "x" }),
     code("FORBIDDEN", /child connections only/),
   );
-  await assert.rejects(cli.request("no.such"), code("UNKNOWN_METHOD", /socket-protocol\.md/));
+  await assert.rejects(cli.requestUnchecked("no.such"), code("UNKNOWN_METHOD", /socket-protocol\.md/));
   await assert.rejects(cli.request("hello", { kind: "cli" }), code("BAD_STATE", /new one/));
 });
 
@@ -159,8 +156,8 @@ test("frames: invalid JSON, missing id and 1 MiB+ frames get error replies; the 
 });
 
 test("timeouts: task.wait returns timedOut; a client request without reply is TIMEOUT", async () => {
-  const { taskId } = await cli.request<{ taskId: string }>("task.spawn", { cwd: repo, prompt: "stall again" });
-  const w = await cli.request<{ timedOut: boolean; results: { status: string }[] }>("task.wait", {
+  const { taskId } = await cli.request("task.spawn", { cwd: repo, prompt: "stall again" });
+  const w = await cli.request("task.wait", {
     taskIds: [taskId],
     timeoutMs: 50,
   });

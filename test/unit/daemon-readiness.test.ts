@@ -58,7 +58,7 @@ test("a child that takes its prompt before the launch call returns is ready: no 
   });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",
@@ -79,7 +79,7 @@ test("a child that takes its prompt before the launch call returns is ready: no 
     const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
     assert.ok(!events.includes("stalled"), events.join());
     assert.equal(launches.length, 1, "one child launched");
-    assert.equal((await cli.request<{ status: string }>("task.get", { taskId })).status, "running");
+    assert.equal((await cli.request("task.get", { taskId })).status, "running");
     cli.close();
   } finally {
     for (const c of children) c.close();
@@ -103,7 +103,7 @@ test("a child that finishes its whole cycle before the launch call returns: comp
   });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",
@@ -130,7 +130,7 @@ test("a child that finishes its whole cycle before the launch call returns: comp
     const events = (await (await TaskStore.open(home)).readEvents(taskId)).map((e) => e.type);
     assert.ok(!events.includes("stalled") && !events.includes("interrupted"), events.join());
     assert.equal(launches.length, 1, "one child launched");
-    const r = await cli.request<{ status: string; error?: unknown }>("task.get", { taskId });
+    const r = await cli.request("task.get", { taskId });
     assert.equal(r.status, "completed", JSON.stringify(r));
     cli.close();
   } finally {
@@ -166,7 +166,7 @@ test("a task closed while its launch call runs: the child that call started is e
   });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",
@@ -174,7 +174,7 @@ test("a task closed while its launch call runs: the child that call started is e
     });
     await until("the launch call", () => launched.length > 0, 10_000, 10);
     assert.equal(launched.length, 1);
-    const r = await cli.request<{ status: string }>("task.close", { taskId }); // the launch call is still running
+    const r = await cli.request("task.close", { taskId }); // the launch call is still running
     assert.equal(r.status, "closed");
     open();
     await until("the late child ended", () => closed.includes(launched[0]!), 5000, 10).catch(() => undefined);

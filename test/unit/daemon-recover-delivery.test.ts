@@ -91,7 +91,7 @@ test("a settled cycle whose outbox record was lost is delivered after the restar
     owners.push(owner);
     const spawn = async () =>
       (
-        await owner.request<{ taskId: string }>("task.spawn", {
+        await owner.request("task.spawn", {
           cwd: dir,
           prompt: "p",
           model: "m/x",

@@ -78,14 +78,14 @@ test("a late exit event from a parked child's old pane does not end the relaunch
   });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",
       runtime: "headless",
     });
     const store = await TaskStore.open(home);
-    const w1 = await cli.request<{ results: { status: string }[] }>("task.wait", {
+    const w1 = await cli.request("task.wait", {
       taskIds: [taskId],
       timeoutMs: 10_000,
     });
@@ -101,7 +101,7 @@ test("a late exit event from a parked child's old pane does not end the relaunch
       "the idle child was parked",
     );
     await cli.request("task.respond", { taskId, message: "go on" });
-    const w2 = await cli.request<{ results: { status: string; cycle?: number; error?: unknown }[] }>("task.wait", {
+    const w2 = await cli.request("task.wait", {
       taskIds: [taskId],
       timeoutMs: 10_000,
     });

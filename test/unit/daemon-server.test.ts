@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createConnection } from "node:net";
-import { startSocketServer, type Connection } from "../../src/daemon/server.js";
-import { ProtocolSchemas } from "../../src/daemon/protocol.js";
+import { startSocketServer, type Connection, type Handler } from "../../src/daemon/server.js";
+import { ProtocolSchemas } from "../../src/protocol/schemas.js";
+import type { PushParams } from "../../src/protocol/methods.js";
 import { connect } from "../../src/client/index.js";
 import { DshError } from "../../src/core/errors.js";
 
@@ -33,7 +34,8 @@ async function withServer(fn: (sock: string, pushes: Connection[]) => Promise<vo
         assert.equal(conn.taskId, "tabcdefghijk");
         return { ok: true };
       },
-      "daemon.stop": () => ({ stopping: false }), // deliberately invalid result
+      // A deliberately invalid result: the server's check catches it (the type would not let a real handler).
+      "daemon.stop": (() => ({ stopping: false })) as unknown as Handler<"daemon.stop">,
     },
   });
   try {
@@ -111,7 +113,7 @@ test("client: typed errors, params validation names the field, pushes, invalid r
       (e: DshError) => e.code === "BAD_PARAMS" && /params\.taskId/.test(e.message),
     );
     await assert.rejects(
-      c.request("task.get", { taskId: "tabcdefghijk", x: 1 }),
+      c.requestUnchecked("task.get", { taskId: "tabcdefghijk", x: 1 }),
       (e: DshError) => e.code === "BAD_PARAMS" && /unknown field "x"/.test(e.message),
     );
     await assert.rejects(
@@ -126,9 +128,45 @@ test("client: typed errors, params validation names the field, pushes, invalid r
     await assert.rejects(c.request("hello", { kind: "cli" }), (e: DshError) => e.code === "BAD_STATE");
     const got = new Promise((resolve) => c.onPush("task.status", resolve));
     await c.request("task.subscribe", {});
-    conns[0]!.push("task.status", { taskId: "tabcdefghijk", status: "running" });
+    // A push cut to what the test reads (pushes are not schema-checked on the way out).
+    conns[0]!.push("task.status", { taskId: "tabcdefghijk", status: "running" } as PushParams<"task.status">);
     assert.deepEqual(await got, { taskId: "tabcdefghijk", status: "running" });
     c.close();
+  });
+});
+
+test("a BAD_PARAMS crosses the socket as {code, message, data}: the client gets its data, the CLI names its flag from it", async () => {
+  await withServer(async (sock) => {
+    // The wire itself: the error reply carries data beside code and message.
+    const [reply] = await raw(
+      sock,
+      JSON.stringify({ id: 1, method: "hello", params: { kind: "cli" } }) +
+        "\n" +
+        JSON.stringify({ id: 2, method: "task.spawn", params: { cwd: "/tmp", prompt: "p", timeoutMs: 10 } }) +
+        "\n",
+      2,
+    ).then((r) => r.filter((m) => m.id === 2));
+    assert.equal(reply.error.code, "BAD_PARAMS");
+    assert.deepEqual(reply.error.data, {
+      method: "task.spawn",
+      path: "params.timeoutMs",
+      field: "timeoutMs",
+      problem: "must be >= 1000",
+    });
+    // The client rebuilds the DshError with that data as its details.
+    const c = await connect(sock, { kind: "cli" });
+    const err: DshError = await c.requestUnchecked("task.spawn", { cwd: "/tmp", prompt: "p", timeoutMs: 10 }).then(
+      () => assert.fail("accepted"),
+      (e: DshError) => e,
+    );
+    c.close();
+    assert.equal(err.code, "BAD_PARAMS");
+    assert.equal(err.details?.["field"], "timeoutMs");
+    // The CLI reads the field from the data, not from the words.
+    const { inCliWords } = await import("../../src/cli/main.js");
+    assert.equal(inCliWords(err).message, "--timeout must be at least 1000 ms; see `dsh-herdr <command> --help`");
+    const reworded = new DshError("BAD_PARAMS", "reworded by a newer daemon", err.details);
+    assert.equal(inCliWords(reworded).message, "--timeout must be at least 1000 ms; see `dsh-herdr <command> --help`");
   });
 });
 

@@ -28,7 +28,7 @@ test("settleChecks runs the checks and measures landability into the record; lan
   });
   const cli = await connect(home, { kind: "cli" });
   try {
-    const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+    const { taskId } = await cli.request("task.spawn", {
       cwd: repo.dir,
       prompt: "p",
       model: "m/x",

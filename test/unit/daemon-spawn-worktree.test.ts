@@ -29,7 +29,7 @@ test("an admitted isolated spawn branches from HEAD; a queued one has no worktre
   try {
     const root = realpathSync(repo.dir);
     const spawn = () =>
-      cli.request<{ taskId: string; queued?: boolean }>("task.spawn", {
+      cli.request("task.spawn", {
         cwd: repo.dir,
         prompt: "p",
         model: "m/x",

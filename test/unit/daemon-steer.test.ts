@@ -67,7 +67,7 @@ async function start(home: string, child: FakeChild): Promise<RunningDaemon> {
 }
 
 async function spawnRunning(cli: DaemonClient, dir: string): Promise<string> {
-  const { taskId } = await cli.request<{ taskId: string }>("task.spawn", {
+  const { taskId } = await cli.request("task.spawn", {
     cwd: dir,
     prompt: "p",
     model: "m/x",
@@ -75,8 +75,7 @@ async function spawnRunning(cli: DaemonClient, dir: string): Promise<string> {
   });
   await until(
     "the cycle running",
-    async () =>
-      (await cli.request<{ status: string }>("task.get", { taskId })).status === "running" ? true : undefined,
+    async () => ((await cli.request("task.get", { taskId })).status === "running" ? true : undefined),
     20_000,
   );
   return taskId;
@@ -113,8 +112,7 @@ test("pi takes the steer: respond answers steered at once; the cycle goes on and
     await endCycle(child.client!, 1, "painted");
     await until(
       "completed",
-      async () =>
-        (await cli.request<{ status: string }>("task.get", { taskId })).status === "completed" ? true : undefined,
+      async () => ((await cli.request("task.get", { taskId })).status === "completed" ? true : undefined),
       20_000,
     );
     const types = journal(home, taskId).map((e) => e.type);

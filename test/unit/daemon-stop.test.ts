@@ -36,7 +36,7 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
   });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const first = await cli.request<{ taskId: string }>("task.spawn", {
+    const first = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p1",
       model: "m/x",
@@ -46,7 +46,7 @@ test("daemon stop: a launch waiting for readiness and a queued spawn are left to
     const live = d.supervisor.tasks.get(first.taskId)!;
     await until("the readiness barrier", () => live.armedTimers().includes("readiness"), 10_000, 10);
     assert.equal(launches.length, 1, "the first launched");
-    const queued = await cli.request<{ taskId: string }>("task.spawn", {
+    const queued = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p2",
       model: "m/x",
@@ -105,7 +105,7 @@ test("daemon stop in the middle of a launch: the launch is journaled for the nex
   });
   try {
     const cli = await connect(home, { kind: "cli" });
-    const t = await cli.request<{ taskId: string }>("task.spawn", {
+    const t = await cli.request("task.spawn", {
       cwd: dir,
       prompt: "p",
       model: "m/x",

@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
-import type { AgentResult } from "../../src/core/types.js";
 import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import type { LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from "../../src/runtime/types.js";
 import { TaskStore } from "../../src/store/task-store.js";
@@ -83,7 +82,7 @@ async function rig(
     watchers,
     spawn: async (extra = {}) =>
       (
-        await cli.request<{ taskId: string }>("task.spawn", {
+        await cli.request("task.spawn", {
           cwd: dir,
           prompt: "p",
           model: "m/x",
@@ -152,7 +151,7 @@ test("readiness: a silent child stalls at readinessTimeoutMs, is ended and launc
     r.clock.advance(READY_MS);
     await until("the failed start", () => live.state.phase.name === "settled", 10_000, 10);
     await settled(r, taskId);
-    const res = await r.cli.request<AgentResult>("task.get", { taskId });
+    const res = await r.cli.request("task.get", { taskId });
     assert.equal(res.status, "failed");
     assert.equal(res.error?.code, "AGENT_STALLED");
     assert.match(
@@ -190,7 +189,7 @@ test("readiness: pi's own line for a start it refused (an unknown model) names t
     }
     await until("the failed start", () => live.state.phase.name === "settled", 10_000, 10);
     await settled(r, taskId);
-    const res = await r.cli.request<AgentResult>("task.get", { taskId });
+    const res = await r.cli.request("task.get", { taskId });
     assert.equal(res.error?.code, "MODEL_NOT_FOUND");
     assert.match(res.error!.message, /pi could not start the child: Model "x\/nope" not found/);
   } finally {
@@ -237,7 +236,7 @@ test("timeout: a cycle still running at timeoutMs is interrupted (TIMEOUT) and i
     r.clock.advance(1);
     assert.equal(live.state.phase.name, "settled");
     await settled(r, taskId);
-    const res = await r.cli.request<AgentResult>("task.get", { taskId });
+    const res = await r.cli.request("task.get", { taskId });
     assert.equal(res.status, "interrupted");
     assert.equal(res.error?.code, "TIMEOUT");
     assert.deepEqual(r.closed, [3_000_000], "the child was ended");
@@ -265,7 +264,7 @@ test("idle: a settled cycle's child is parked at idleChildMs (its verdict kept);
       "parked",
     );
     assert.deepEqual(r.closed, [3_000_000]);
-    assert.equal((await r.cli.request<AgentResult>("task.get", { taskId })).status, "completed");
+    assert.equal((await r.cli.request("task.get", { taskId })).status, "completed");
     await r.cli.request("task.respond", { taskId, message: "again" });
     await until(
       "the relaunched cycle settled",

@@ -1,4 +1,4 @@
-// docs/errors.md lists every error code, and nothing else; asDshError keeps what it wrapped.
+// docs/errors.md lists every error code, and nothing else; asDshError keeps what it wrapped; the wire form of an error.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -21,4 +21,16 @@ test("asDshError keeps a DshError as it is and wraps anything else with its caus
   assert.equal(wrapped.code, "HOME_UNWRITABLE");
   assert.equal(wrapped.message, raw.message);
   assert.equal(wrapped.cause, raw);
+});
+
+test("an error on the wire is {code, message, data}: its details as data, never a key named like a secret", () => {
+  const e = new DshError("BAD_PARAMS", "m", { field: "timeoutMs", secret: "s3", ownerToken: "t0", problem: "p" });
+  assert.deepEqual(e.toWire(), {
+    code: "BAD_PARAMS",
+    message: "m",
+    data: { field: "timeoutMs", problem: "p" },
+  });
+  // No details, or only secret-named ones: no data at all, as before.
+  assert.deepEqual(new DshError("TIMEOUT", "t").toWire(), { code: "TIMEOUT", message: "t" });
+  assert.deepEqual(new DshError("TIMEOUT", "t", { token: "x" }).toWire(), { code: "TIMEOUT", message: "t" });
 });

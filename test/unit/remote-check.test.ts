@@ -1,9 +1,9 @@
 // What a remote result must be before the relay takes it (src/remote/remote-check.ts), and how a link's client
-// reads a reply over the frame limit (src/client/frames.ts). The real-ssh cases are in
+// reads a reply over the frame limit (src/protocol/frames.ts). The real-ssh cases are in
 // test/integration/remote-untrusted.test.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { FrameReader, frameHead } from "../../src/client/frames.js";
+import { FrameReader, frameHead } from "../../src/protocol/frames.js";
 import { checkRemoteResult, checkSize, RemoteViolation } from "../../src/remote/remote-check.js";
 
 const ID = "tmx7abcdefgh";

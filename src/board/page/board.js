@@ -261,7 +261,7 @@
     const strategy = el(
       "select",
       { id: "land-strategy" },
-      ...["", "fast-forward", "merge", "squash", "rebase"].map((s) =>
+      ...["", "auto", "merge", "squash", "rebase"].map((s) =>
         el("option", { value: s, text: s || "strategy: default" }),
       ),
     );

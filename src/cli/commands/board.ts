@@ -18,7 +18,7 @@ export function registerBoardCommand(program: Command, ctx: CliContext): void {
   examples(cmd, ["dsh-herdr board", "dsh-herdr board --rotate", "dsh-herdr board --json | jq -r .url"]);
   cmd.action(async (o: { rotate?: boolean; open: boolean; json?: boolean }) => {
     const conn = await ctx.connect({ start: true });
-    const status = await conn.request<{ pid: number }>("daemon.status", {});
+    const status = await conn.request("daemon.status", {});
     const token = o.rotate ? await rotateBoardToken(ctx.home) : await ensureBoardToken(ctx.home);
     const address = servedBoard(ctx.home, status.pid);
     const url = `${address}?token=${token}`;

@@ -4,7 +4,8 @@
 // terminal, `--yes` otherwise (refused by name without it). Tasks named by id are acted on without asking.
 import { createInterface } from "node:readline/promises";
 import { DshError, isDshError } from "../../core/errors.js";
-import type { AgentResult } from "../../core/types.js";
+import type { AgentStatus } from "../../core/types.js";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext, DaemonConnection } from "../context.js";
 import { safeLine } from "../format/safe.js";
 import type { TaskRow } from "../format/table.js";
@@ -13,21 +14,20 @@ import { usage } from "./shared.js";
 export type Pick = "failed" | "settled";
 
 /** The statuses each flag picks (never running work: that is `abort ID` or `abort --all`). */
-export const PICKED: Record<Pick, readonly string[]> = {
+export const PICKED: Record<Pick, readonly AgentStatus[]> = {
   failed: ["failed", "gone", "interrupted"],
   settled: ["completed", "blocked", "failed", "gone", "interrupted"],
 };
 
 /** Every open task in the picked statuses (all owners unless `owner`), oldest first: the daemon pages them. */
 export async function pickTasks(conn: DaemonConnection, pick: Pick, owner?: string): Promise<TaskRow[]> {
-  type Page = { tasks: TaskRow[]; nextCursor?: string };
   const params = { status: [...PICKED[pick]], ...(owner !== undefined ? { owner } : {}) };
   const rows: TaskRow[] = [];
-  for (let page: Page | undefined = await conn.request<Page>("task.list", params); page; ) {
+  for (let page: Result<"task.list"> | undefined = await conn.request("task.list", params); page; ) {
     rows.push(...page.tasks);
     page =
       page.nextCursor !== undefined
-        ? await conn.request<Page>("task.list", { ...params, cursor: page.nextCursor })
+        ? await conn.request("task.list", { ...params, cursor: page.nextCursor })
         : undefined;
   }
   return rows.sort((a, b) => a.timing.createdAt - b.timing.createdAt);
@@ -84,7 +84,7 @@ export async function closeEach(
   const out: CloseOutcome[] = [];
   for (const taskId of ids) {
     try {
-      const r = await conn.request<AgentResult>("task.close", { taskId, ...(closePane ? { closePane: true } : {}) });
+      const r = await conn.request("task.close", { taskId, ...(closePane ? { closePane: true } : {}) });
       const was = before.get(taskId)?.status;
       out.push({ taskId, agent: r.agent.name, ...(was !== undefined ? { was } : {}), status: "closed" });
     } catch (e) {

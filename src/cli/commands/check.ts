@@ -31,11 +31,7 @@ export function registerCheckCommand(program: Command, ctx: CliContext): void {
   cmd.action(async (id: string, o: { json?: boolean }) => {
     const taskId = resolveId(ctx.home, id);
     const conn = await ctx.connect({ start: true });
-    const res = await conn.request<{ taskId: string; checks: CheckReceipt[]; verified: boolean; warnings: string[] }>(
-      "task.check",
-      { taskId },
-      { timeoutMs: CHECK_REPLY_MS },
-    );
+    const res = await conn.request("task.check", { taskId }, { timeoutMs: CHECK_REPLY_MS });
     if (!res.verified) ctx.exitCode = EXIT.failed;
     if (o.json) return printJson(ctx.io, res);
     ctx.io.out(receiptRows(res.checks).join("\n") + "\n");

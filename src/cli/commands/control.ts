@@ -1,6 +1,6 @@
 // wait, respond, abort, close: acting on tasks through the daemon (several at once: bulk.ts).
 import type { Command } from "commander";
-import type { AgentResult } from "../../core/types.js";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { EXIT } from "../exit-codes.js";
@@ -52,7 +52,7 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
     if (message.trim() === "") throw usage("the message is empty; say what the child should do next");
     const caps = capParams(o);
     const conn = await ctx.connect();
-    const res = await conn.request<RespondReply>("task.respond", { taskId, message, steer: true, ...caps });
+    const res = await conn.request("task.respond", { taskId, message, steer: true, ...caps });
     if (o.json) printJson(ctx.io, res);
     else ctx.io.out(`${res.taskId}: ${respondSaid(res)}\n`);
   });
@@ -82,14 +82,13 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
     ) => {
       const pick = onePick("abort", ids, o, true);
       const conn = await ctx.connect();
-      type AbortReply = { aborted_ids: string[]; missing_ids: string[]; foreign_ids: string[] };
       if (pick === "failed" || pick === "settled") {
         const rows = await pickTasks(conn, pick, o.owner);
         if (!(await confirmPicked(ctx, "abort", pick, rows, o.yes === true))) return void ctx.io.err("nothing done\n");
         const taskIds = rows.map((r) => r.taskId);
         const res =
           taskIds.length > 0
-            ? await conn.request<AbortReply>("task.abort", { taskIds })
+            ? await conn.request("task.abort", { taskIds })
             : { aborted_ids: [], missing_ids: [], foreign_ids: [] };
         // A task that ended on its own has nothing left to abort: it is closed with its pane instead.
         const byId = new Map(rows.map((r) => [r.taskId, r]));
@@ -117,7 +116,7 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
         ? { all: true }
         : { taskIds: [...new Set(ids.map((id) => resolveId(ctx.home, id)))] };
       if (o.owner !== undefined) params["owner"] = o.owner;
-      const res = await conn.request<AbortReply>("task.abort", params);
+      const res = await conn.request("task.abort", params);
       if (o.json) printJson(ctx.io, res);
       else {
         ctx.io.out(res.aborted_ids.length > 0 ? `aborted: ${res.aborted_ids.join(" ")}\n` : "nothing to abort\n");
@@ -159,7 +158,7 @@ export function registerControlCommands(program: Command, ctx: CliContext): void
       const conn = await ctx.connect();
       if (pick === "ids" && ids.length === 1) {
         const taskId = resolveId(ctx.home, ids[0]!);
-        const res = await conn.request<AgentResult>("task.close", {
+        const res = await conn.request("task.close", {
           taskId,
           ...(o.closePane ? { closePane: true } : {}),
         });
@@ -202,15 +201,8 @@ function onePick(
   return ways[0]!;
 }
 
-/** task.respond's reply (schema/protocol/task.respond.json). */
-export interface RespondReply {
-  taskId: string;
-  cycle: number;
-  steered?: true;
-  pending?: true;
-  late?: true;
-  queued?: true;
-}
+/** What respondSaid reads of task.respond's reply (src/protocol/). */
+export type RespondReply = Omit<Result<"task.respond">, "subagent_id">;
 
 /** What a respond did, in words: a steer of the running cycle, or a new cycle. */
 export function respondSaid(r: RespondReply): string {

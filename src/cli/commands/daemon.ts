@@ -10,23 +10,6 @@ import { registerDaemonConnect } from "./daemon-connect.js";
 import { registerDaemonExtras } from "./daemon-extras.js";
 import { registerDaemonEnv } from "./daemon-env.js";
 
-interface DaemonStatus {
-  pid: number;
-  version: string;
-  protocol: number;
-  home: string;
-  socketPath: string;
-  startedAt: number;
-  uptimeMs: number;
-  running: number;
-  queued: number;
-  openTasks: number;
-  maxParallelAgents: number;
-  maxQueuedAgents: number;
-  runtime?: string;
-  enabled?: boolean;
-}
-
 export function registerDaemonCommands(program: Command, ctx: CliContext): void {
   const daemon = program.command("daemon").description("start, stop and inspect the supervisor daemon of this home");
 
@@ -60,7 +43,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
   jsonOption(status);
   status.action(async (o: { json?: boolean }) => {
     const conn = await ctx.connect();
-    const s = await conn.request<DaemonStatus>("daemon.status", {});
+    const s = await conn.request("daemon.status", {});
     if (o.json) return printJson(ctx.io, s);
     ctx.io.out(
       [

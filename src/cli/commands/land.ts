@@ -2,8 +2,8 @@
 // in the order given; --dry-run only says whether each would land cleanly.
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
-import type { CheckReceipt, Landing } from "../../core/types.js";
 import { usage } from "./shared.js";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext } from "../context.js";
 import { printJson } from "../io.js";
 import { resolveId } from "../task-files.js";
@@ -11,15 +11,8 @@ import { examples, jsonOption } from "./shared.js";
 
 const LAND_REPLY_MS = 6 * 60 * 60_000;
 
-interface LandReply {
-  taskId: string;
-  already: boolean;
-  dryRun?: boolean;
-  landing: Landing;
-  committed?: string;
-  said: string;
-  checks?: CheckReceipt[];
-}
+/** One task's landing, as task.land answers it (src/protocol/). */
+type LandReply = Result<"task.land">["results"][number];
 
 interface LandOpts {
   squash?: boolean;
@@ -85,7 +78,7 @@ export function registerLandCommand(program: Command, ctx: CliContext): void {
       else ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
     const res = await Promise.race([
-      conn.request<{ results: LandReply[] }>(
+      conn.request(
         "task.land",
         { taskIds, strategy, ...(o.check ? { check: true } : {}), ...(o.dryRun ? { dryRun: true } : {}) },
         { timeoutMs: LAND_REPLY_MS },

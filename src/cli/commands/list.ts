@@ -1,6 +1,7 @@
 // list (ls): tasks in a table, from the daemon (paged) or, when none runs, from the task index on disk.
 import { safeLine } from "../format/safe.js";
 import type { Command } from "commander";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext } from "../context.js";
 import { colorEnabled } from "../format/color.js";
 import { renderTable, type TaskRow } from "../format/table.js";
@@ -50,15 +51,14 @@ export function registerListCommand(program: Command, ctx: CliContext): void {
     if (o.external) params["external"] = true;
     // Without --all or --status, ask only for tasks that are not closed, so a long history is not paged through.
     if (!o.all && params["status"] === undefined) params["status"] = STATUSES.filter((s) => s !== "closed");
-    type Page = { tasks: TaskRow[]; nextCursor?: string; external?: Record<string, unknown>[] };
-    let res: Page;
+    let res: Result<"task.list">;
     let offline = false;
     try {
       const conn = await ctx.connect();
-      res = await conn.request<Page>("task.list", params);
+      res = await conn.request("task.list", params);
       // The daemon answers in pages (newest first): follow the cursor to the end.
       for (let page = res; page.nextCursor !== undefined; ) {
-        page = await conn.request<Page>("task.list", { ...params, external: false, cursor: page.nextCursor });
+        page = await conn.request("task.list", { ...params, external: false, cursor: page.nextCursor });
         res.tasks.push(...page.tasks);
       }
     } catch (e) {

@@ -21,6 +21,7 @@ import { connectMachine } from "../../remote/link.js";
 import { loadConfig, setConfigValue } from "../../store/config.js";
 import { ensureHome, expandHome } from "../../store/home.js";
 import type { CheckResult } from "../doctor/checks.js";
+import type { Result } from "../../protocol/methods.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson } from "../io.js";
@@ -49,12 +50,8 @@ export interface MachineRow {
   error?: string;
 }
 
-interface RemoteStatus {
-  pid: number;
-  version: string;
-  home: string;
-  openTasks: number;
-}
+/** A machine's daemon.status (src/protocol/). */
+type RemoteStatus = Result<"daemon.status">;
 
 function flag<T>(f: () => T): T {
   try {
@@ -105,7 +102,7 @@ export function lookupMachine(machines: Record<string, MachineSpec>, label: stri
 async function remoteStatus(ctx: CliContext, label: string, machine: MachineSpec): Promise<RemoteStatus> {
   const link = await connectMachine({ label, machine, version: packageVersion(), env: ctx.io.env, reconnect: false });
   try {
-    return await link.client.request<RemoteStatus>("daemon.status", {}, { timeoutMs: 20_000 });
+    return await link.client.request("daemon.status", {}, { timeoutMs: 20_000 });
   } finally {
     await link.close();
   }

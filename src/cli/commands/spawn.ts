@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { loadConfig } from "../../store/config.js";
+import type { TaskSpawnParams } from "../../protocol/methods.js";
 import type { CliContext } from "../context.js";
 import { parseDuration } from "../duration.js";
 import { printJson } from "../io.js";
@@ -58,7 +59,7 @@ async function promptOf(o: SpawnOpts, words: string[]): Promise<string> {
   return text;
 }
 
-export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record<string, unknown>> {
+export async function spawnParams(o: SpawnOpts, words: string[]): Promise<TaskSpawnParams> {
   const cwd = resolve(o.cwd ?? process.cwd());
   // With --machine, --cwd is a path on that machine: its daemon checks it.
   if (o.cwd !== undefined && o.machine === undefined && !isDirectory(cwd))
@@ -95,7 +96,8 @@ export async function spawnParams(o: SpawnOpts, words: string[]): Promise<Record
   if ((o.include !== undefined || o.setup !== undefined) && !o.isolated)
     throw usage("--include and --setup make an isolated worktree ready: add --isolated");
   Object.assign(p, capParams(o));
-  return p;
+  // Built field by field from the flags above (each one a TaskSpawnParams field); the daemon's schema checks the whole.
+  return p as unknown as TaskSpawnParams;
 }
 
 export function registerSpawnCommand(program: Command, ctx: CliContext): void {
@@ -157,13 +159,10 @@ export function registerSpawnCommand(program: Command, ctx: CliContext): void {
     }
     const params = await spawnParams(o, words);
     const conn = await ctx.connect({ start: true });
-    const res = await conn.request<{ taskId: string; name: string; status: string; queued: boolean }>(
-      "task.spawn",
-      params,
-    );
+    const res = await conn.request("task.spawn", params);
     // The repository's own commands left out for want of consent: one line, here as in the result's warnings.
     if (o.machine === undefined) {
-      const note = await untrustedNote(ctx.home, String(params["cwd"]));
+      const note = await untrustedNote(ctx.home, params.cwd);
       if (note !== undefined) ctx.io.err(`dsh-herdr: ${note}\n`);
     }
     if (o.wait) return waitAndPrint(ctx, [res.taskId], "all", undefined, o.json === true);

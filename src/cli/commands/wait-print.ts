@@ -38,7 +38,7 @@ export async function waitAndPrint(
       if (ctx.signal.aborted) onAbort();
       else ctx.signal.addEventListener("abort", onAbort, { once: true });
     });
-    const waited = conn.request<{ results: AgentResult[]; timedOut: boolean }>(
+    const waited = conn.request(
       "task.wait",
       { taskIds, mode, timeoutMs: timeoutMs ?? WAIT_FOREVER_MS },
       { timeoutMs: requestTimeoutMs },

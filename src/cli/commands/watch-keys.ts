@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { emitKeypressEvents } from "node:readline";
 import { promisify } from "node:util";
 import { isDshError } from "../../core/errors.js";
-import type { AgentResult } from "../../core/types.js";
 import type { CliContext, DaemonConnection } from "../context.js";
 import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
@@ -18,7 +17,7 @@ import { safeLine, safeText } from "../format/safe.js";
 import { questionLine, type TaskRow } from "../format/table.js";
 import { textWidth, truncate } from "../format/text.js";
 import { readResult } from "../task-files.js";
-import { type RespondReply, respondSaid } from "./control.js";
+import { respondSaid } from "./control.js";
 import { landLine } from "./land.js";
 
 /** This package's own CLI, run for `open` (a pane takes the terminal) and `diff --json` (the patch as `diff` finds it). */
@@ -188,7 +187,7 @@ export class WatchKeys {
             prompt: `respond to ${t.taskId}: `,
             text: "",
             submit: async (text) => {
-              const r = await this.o.conn.request<RespondReply>("task.respond", {
+              const r = await this.o.conn.request("task.respond", {
                 taskId: t.taskId,
                 message: text,
                 steer: true,
@@ -201,21 +200,21 @@ export class WatchKeys {
       case "a":
         return this.withSelected((t) =>
           this.ask(`abort ${t.taskId} (${t.status})?`, async () => {
-            const r = await this.o.conn.request<{ aborted_ids: string[] }>("task.abort", { taskIds: [t.taskId] });
+            const r = await this.o.conn.request("task.abort", { taskIds: [t.taskId] });
             return r.aborted_ids.length > 0 ? `aborted ${t.taskId}` : `${t.taskId}: nothing to abort (not open)`;
           }),
         );
       case "c":
         return this.withSelected((t) =>
           this.ask(`close ${t.taskId} (${t.status})?`, async () => {
-            await this.o.conn.request<AgentResult>("task.close", { taskId: t.taskId });
+            await this.o.conn.request("task.close", { taskId: t.taskId });
             return `closed ${t.taskId}`;
           }),
         );
       case "l":
         return this.withSelected((t) =>
           this.ask(`land ${t.taskId}'s work onto its base branch?`, async () => {
-            const r = await this.o.conn.request<{ results: Parameters<typeof landLine>[0][] }>(
+            const r = await this.o.conn.request(
               "task.land",
               { taskIds: [t.taskId], strategy: "auto" },
               { timeoutMs: 6 * 60 * 60_000 },

@@ -2,7 +2,7 @@
 // keyboard too (stdin a terminal), the rows can be acted on (watch-keys.ts).
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
-import type { AgentResult } from "../../core/types.js";
+import type { AgentResult, AgentStatus } from "../../core/types.js";
 import type { CliContext } from "../context.js";
 import { ANSI, LiveBlock } from "../format/live.js";
 import { colorEnabled, painter, statusStyle } from "../format/color.js";
@@ -13,7 +13,17 @@ import { resolveId } from "../task-files.js";
 import { examples, jsonOption } from "./shared.js";
 import { keysPossible, WatchKeys } from "./watch-keys.js";
 
-const NOT_CLOSED = ["starting", "working", "blocked", "idle", "running", "completed", "failed", "gone", "interrupted"];
+const NOT_CLOSED: AgentStatus[] = [
+  "starting",
+  "working",
+  "blocked",
+  "idle",
+  "running",
+  "completed",
+  "failed",
+  "gone",
+  "interrupted",
+];
 
 const SETTLING = new Set(["starting", "working", "running"]);
 
@@ -121,7 +131,7 @@ export async function watchTasks(ctx: CliContext, o: WatchOptions): Promise<void
       });
       // Without --all only non-closed tasks are shown: ask for those, so closed history cannot fill the page.
       const statusFilter = !o.all && !wanted ? { status: NOT_CLOSED } : {};
-      const res = await conn.request<{ tasks: TaskRow[] }>("task.list", {
+      const res = await conn.request("task.list", {
         ...(o.owner ? { owner: o.owner } : {}),
         ...statusFilter,
         limit: 1000,

@@ -4,62 +4,43 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { DshError } from "../core/errors.js";
-import { LARGE_PROTOCOL } from "../client/frames.js";
-
-/** 2: replies and pushes over the frame limit go by reference (frame.page; docs/socket-protocol.md, "Frames"). */
-export const PROTOCOL_VERSION = LARGE_PROTOCOL;
-
-export const REQUEST_METHODS = [
-  "hello",
-  "daemon.status",
-  "daemon.stop",
-  "task.spawn",
-  "task.get",
-  "task.list",
-  "task.wait",
-  "task.respond",
-  "task.close",
-  "task.abort",
-  "task.subscribe",
-  "task.patch",
-  "task.follow",
-  "task.fetch",
-  "task.check",
-  "task.land",
-  "child.event",
-  "child.report",
-  "owner.attach",
-  "owner.ack",
-  "owner.move",
-  "frame.page",
-] as const;
-export type RequestMethod = (typeof REQUEST_METHODS)[number];
-
-export const PUSH_METHODS = [
-  "task.status",
-  "task.followed",
-  "child.prompt",
-  "child.steer",
-  "child.abort",
-  "owner.delivery",
-] as const;
+import { REQUEST_METHODS, type RequestMethod } from "./methods.js";
 
 export const packageRoot = join(import.meta.dirname, "..", "..", "..");
 export const protocolSchemaDir = join(packageRoot, "schema", "protocol");
 
-function describe(errors: ErrorObject[] | null | undefined): string {
-  if (!errors || errors.length === 0) return "invalid";
+/** Where a schema check failed and what is wrong there, in words and as data for the error reply. */
+interface Problem {
+  /** `params.timeoutMs`, `params.task.goal`, `params` */
+  path: string;
+  /** The first field under params it names (absent when the problem is the whole params). */
+  field?: string;
+  /** `must be >= 1000`, `has unknown field "x"` */
+  problem: string;
+}
+
+function problemOf(errors: ErrorObject[] | null | undefined): Problem {
+  if (!errors || errors.length === 0) return { path: "params", problem: "invalid" };
   // oneOf/anyOf produce one error per branch; the first specific one is the most useful to a person.
   const e = errors.find((x) => x.keyword !== "oneOf" && x.keyword !== "anyOf" && x.keyword !== "if") ?? errors[0]!;
-  const where = e.instancePath === "" ? "params" : `params${e.instancePath.replace(/\//g, ".")}`;
+  const segments = e.instancePath.split("/").slice(1);
+  const path = ["params", ...segments].join(".");
+  const at = segments[0] !== undefined ? { field: segments[0] } : {};
   if (e.keyword === "additionalProperties") {
-    return `${where} has unknown field "${String((e.params as { additionalProperty: string }).additionalProperty)}"`;
+    const extra = String((e.params as { additionalProperty: string }).additionalProperty);
+    return { path, ...at, problem: `has unknown field "${extra}"` };
   }
   if (e.keyword === "enum") {
-    return `${where} must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
+    return {
+      path,
+      ...at,
+      problem: `must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`,
+    };
   }
-  return `${where} ${e.message ?? "is invalid"}`;
+  return { path, ...at, problem: e.message ?? "is invalid" };
 }
+
+const describe = (p: Problem) => `${p.path} ${p.problem}`;
 
 export class ProtocolSchemas {
   private readonly ajv: Ajv2020;
@@ -101,9 +82,12 @@ export class ProtocolSchemas {
   checkParams(method: RequestMethod, params: unknown): void {
     const v = this.validator("params", method);
     if (!v(params)) {
+      const p = problemOf(v.errors);
+      // data: which field and what is wrong with it, so a client names its own flag without reading the words.
       throw new DshError(
         "BAD_PARAMS",
-        `${method}: ${describe(v.errors)}; fix the request (see docs/socket-protocol.md#${method.replace(/\./g, "")})`,
+        `${method}: ${describe(p)}; fix the request (see docs/socket-protocol.md#${method.replace(/\./g, "")})`,
+        { method, ...p },
       );
     }
   }
@@ -113,7 +97,7 @@ export class ProtocolSchemas {
     if (!v(result)) {
       throw new DshError(
         "INTERNAL",
-        `${method}: the daemon built an invalid result (${describe(v.errors)}); please report this bug`,
+        `${method}: the daemon built an invalid result (${describe(problemOf(v.errors))}); please report this bug`,
       );
     }
   }
