@@ -164,7 +164,7 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
   const copy = pinned && built ? await digest(r, built.pin, built.raw) : undefined;
   const ev = changed
     ? {
-        type: "status",
+        type: "status" as const,
         status: result.status,
         cycle: rec.cycle,
         ...(settling ? { settled: true } : {}),

@@ -3,6 +3,7 @@
 // reattaching runs in the background, each request bounded, while the socket serves; meanwhile an open remote task
 // reads its last status with a `machine LABEL unreachable since ...` warning, until the link answers.
 import { isSettledStatus } from "../core/derive.js";
+import type { JournalRecord } from "../core/journal-record.js";
 import { lifecycleOf, type SettleReason } from "../core/task-cycle.js";
 import type { MachineLink } from "./link.js";
 import { runningAgain } from "./relay-commands.js";
@@ -26,7 +27,7 @@ export async function relayRecover(
   follow: RemoteFollow,
   rec: RemoteRecord,
   journal: { cycle: number; settled: Set<number>; settleReasons: Map<number, SettleReason>; settling: Set<number> },
-  events: { type: string; [k: string]: unknown }[],
+  events: readonly JournalRecord[],
 ): Promise<void> {
   const { sup } = ctx;
   // A follow-up's cycle is journaled (remote_cycle) before its record is rewritten, unsynced: after a power cut
@@ -95,17 +96,14 @@ export async function relayRecover(
 
 /** The refusal (journaled) of the follow-up request that starts `cycle`, if the machine refused it. */
 function refusedFollowUp(
-  events: { type: string; [k: string]: unknown }[],
+  events: readonly JournalRecord[],
   cycle: number,
 ): { code: string; message?: string } | undefined {
   const req = events.findLast((e) => e.type === "remote_request" && e.method === "task.respond" && e.cycle === cycle);
-  if (!req) return undefined;
+  if (req?.type !== "remote_request") return undefined;
   const refused = events.find((e) => e.type === "remote_request_refused" && e.requestId === req.requestId);
-  if (!refused) return undefined;
-  return {
-    code: typeof refused.code === "string" ? refused.code : "INTERNAL",
-    ...(typeof refused.message === "string" ? { message: refused.message } : {}),
-  };
+  if (refused?.type !== "remote_request_refused") return undefined;
+  return { code: refused.code, message: refused.message };
 }
 
 /**
