@@ -1,5 +1,6 @@
 // Carrying out a recovery plan (src/core/recovery-plan.ts) for one task: the phase it resumes in, the slot it holds
 // again, the watches and timers it needs, and the one lifecycle event that finishes what the crash interrupted.
+import { recordStatus } from "../core/derive.js";
 import { readFile } from "node:fs/promises";
 import type { RecoveryPlan } from "../core/recovery-plan.js";
 import type { Runtime } from "../runtime/types.js";
@@ -42,7 +43,7 @@ export async function applyRecoveryPlan(
       await dropUnusedWorktree(live, journaledWorktree);
       rec.workdir = rec.cwd;
       delete rec.worktree;
-      rec.status = "starting";
+      recordStatus(rec, { kind: "start_again" });
       await live.refresh(); // listed and waitable before the socket serves
       void live.run(live.ports.slot.acquire());
       return;

@@ -8,7 +8,7 @@
 // recover-replay.ts, adopting a child recover-adopt.ts, carrying the plan out recover-apply.ts, a lost task.json
 // recover-lost.ts.
 import { planRecovery } from "../core/recovery-plan.js";
-import { isSettledStatus } from "../core/derive.js";
+import { isSettledStatus, recordStatus } from "../core/derive.js";
 import type { Runtimes } from "./runtimes.js";
 import { unsynced } from "../store/task-store.js";
 import type { TaskRecord } from "./record.js";
@@ -112,7 +112,7 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   if (j.cycle > rec.cycle) {
     rec.cycle = j.cycle;
     delete rec.timing.settledAt;
-    rec.status = "working";
+    recordStatus(rec, { kind: "follow_up_journaled" });
   }
   const promptedAt = j.prompted.get(rec.cycle) ?? (rec.cycle === 1 ? rec.timing.promptedAt : undefined);
   if (promptedAt !== undefined && rec.timing.promptedAt === undefined) rec.timing.promptedAt = promptedAt;

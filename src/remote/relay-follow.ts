@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import type { TimerHandle } from "../core/clock.js";
 import { isDshError } from "../core/errors.js";
 import { backoffDelay, RELAY_RETRY_BACKOFF } from "../core/machines.js";
-import { isSettledStatus, nextActionFor } from "../core/derive.js";
+import { isSettledStatus, nextActionFor, recordStatus } from "../core/derive.js";
 import { settleVerdict, type CycleEvent, type SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
 import type { JournalRecord } from "../core/journal-record.js";
@@ -208,7 +208,7 @@ export class RemoteFollow {
     const result = localize(this.sup, live, remote);
     const changed = force || result.status !== live.result?.status || hadOutage(live);
     live.result = result;
-    live.rec.status = result.status;
+    recordStatus(live.rec, { kind: "result", status: result.status });
     live.rec.updatedAt = this.sup.deps.clock.now();
     if (!changed) return;
     this.sup.notifyStatus(live, result, { settled: false });
@@ -293,7 +293,7 @@ export class RemoteFollow {
       const result = build(reason);
       settled = result.status;
       live.result = result;
-      live.rec.status = result.status;
+      recordStatus(live.rec, { kind: "result", status: result.status });
       live.rec.updatedAt = this.sup.deps.clock.now();
       live.rec.timing = { ...result.timing };
       if (result.worktree) live.rec.worktree = result.worktree;

@@ -2,7 +2,7 @@
 // result.json, with its unanswered request (relay-requests.ts) pending again. Start-up never waits on a machine:
 // reattaching runs in the background, each request bounded, while the socket serves; meanwhile an open remote task
 // reads its last status with a `machine LABEL unreachable since ...` warning, until the link answers.
-import { isSettledStatus } from "../core/derive.js";
+import { isSettledStatus, recordStatus } from "../core/derive.js";
 import type { JournalRecord } from "../core/journal-record.js";
 import { lifecycleOf, type SettleReason } from "../core/task-cycle.js";
 import type { MachineLink } from "./link.js";
@@ -35,7 +35,7 @@ export async function relayRecover(
   const behind = journal.cycle > rec.cycle;
   if (behind) {
     rec.cycle = journal.cycle;
-    rec.status = "running";
+    recordStatus(rec, { kind: "running_there" });
     delete rec.timing.settledAt;
   }
   const live = sup.register(rec);
