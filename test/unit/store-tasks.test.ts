@@ -229,3 +229,30 @@ test("owner outbox: append-only states, pending = queued or sent but not acked",
     t.done();
   }
 });
+
+test("a journal line of no known kind or shape (another daemon version's) is left out and counted; the rest loads", async () => {
+  const t = tempHome();
+  try {
+    const store = await TaskStore.open(t.home);
+    const { taskId } = await store.createTask<Rec>((taskId) => ({
+      taskId,
+      owner: "cli",
+      status: "starting",
+      createdAt: 1,
+    }));
+    appendFileSync(store.taskPaths(taskId).events, '{"type":"hologram","cycle":1}\n{"type":"respond"}\n');
+    await store.appendEvent(taskId, { type: "respond", cycle: 2 });
+    const { records, unknown } = await store.readJournal(taskId);
+    assert.deepEqual(
+      records.map((e) => e.type),
+      ["created", "respond"],
+    );
+    assert.equal(unknown, 2);
+    assert.deepEqual(
+      (await store.readEvents(taskId)).map((e) => e.type),
+      ["created", "respond"],
+    );
+  } finally {
+    t.done();
+  }
+});
