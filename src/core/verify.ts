@@ -134,7 +134,7 @@ export function journalVerdict(events: readonly JournalRecord[]): JournalVerdict
         // The settle record is the verdict: the machine settles the cycle it names with that reason.
         const p = state.phase;
         if (!(isInFlight(p) && p.name !== "closed" && p.cycle === cycle))
-          feed({ type: "restored", phase: { name: "running", cycle }, childAlive: false });
+          feed({ type: "restored", found: { found: "prompt_out", cycle }, childAlive: false });
         feed({ type: "settle_recovered", reason: r, journaled: true });
         break;
       }
@@ -147,11 +147,7 @@ export function journalVerdict(events: readonly JournalRecord[]): JournalVerdict
         if (e.settled === true && cycle === v.cycle) {
           v.settledStatus = e.status;
           if (state.phase.name !== "settled")
-            feed({
-              type: "restored",
-              phase: { name: "settled", cycle, reason: v.reason ?? { kind: "settled_before_crash" } },
-              childAlive: false,
-            });
+            feed({ type: "restored", found: { found: "settled", cycle, reason: v.reason }, childAlive: false });
           feed({ type: "harvested", cycle, status: e.status });
           settledPin = pin;
           settledSha = sha;
@@ -174,7 +170,7 @@ export function journalVerdict(events: readonly JournalRecord[]): JournalVerdict
           v.siblingNotes.push({ from: e.from, ...(e.warning !== undefined ? { warning: e.warning } : {}) });
         break;
       case "respond":
-        feed({ type: "restored", phase: { name: "queued", cycle: e.cycle }, childAlive: false });
+        feed({ type: "restored", found: { found: "follow_up", cycle: e.cycle }, childAlive: false });
         break;
       case "late_evidence":
         if (e.cycle === v.cycle && v.settledStatus !== undefined) v.lateEvidence = true;

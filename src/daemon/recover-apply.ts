@@ -31,7 +31,7 @@ export async function applyRecoveryPlan(
     case "finish_abort":
       // The journal holds the interruption; its harvest is what the crash cut short. The cycle was in flight.
       await live.resume();
-      await live.dispatch({ type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: alive });
+      await live.dispatch({ type: "restored", found: { found: "prompt_out", cycle: rec.cycle }, childAlive: alive });
       if (plan.timeout) await live.dispatch({ type: "timer_fired", kind: "timeout" });
       else await live.dispatch({ type: "abort" });
       await live.chain;
@@ -51,7 +51,7 @@ export async function applyRecoveryPlan(
       if (alive) live.watchRuntime(runtime);
       else live.childEnded = true;
       // A settled child that still runs is parked after idleChildMs again (the machine arms the timer).
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       if (!live.result) await live.refresh();
       // The settled result stands, and its owner must have heard it: the outbox record follows the settle's records
       // by timing only, so a power cut can keep the result and lose the record. The delivery service queues the
@@ -62,7 +62,7 @@ export async function applyRecoveryPlan(
       live.childEnded = true;
       await live.dispatch({
         type: "restored",
-        phase: { name: "awaiting_prompt", cycle: rec.cycle },
+        found: { found: "prompt_pending", cycle: rec.cycle },
         childAlive: false,
       });
       await live.dispatch({
@@ -77,7 +77,7 @@ export async function applyRecoveryPlan(
       live.prompt = { cycle: rec.cycle, text };
       holdSlot(live);
       live.watchRuntime(runtime);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       await live.refresh();
       return;
     }
@@ -88,7 +88,7 @@ export async function applyRecoveryPlan(
       live.prompt = { cycle: plan.cycle, text: await followUpText(live, plan.cycle) };
       await live.dispatch({
         type: "restored",
-        phase: { name: "queued", cycle: plan.cycle, parked: true },
+        found: { found: "follow_up", cycle: plan.cycle, childEnded: true },
         childAlive: false,
       });
       await live.refresh();
@@ -102,20 +102,20 @@ export async function applyRecoveryPlan(
     case "settle":
       holdSlot(live);
       if (alive) live.watchRuntime(runtime);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       await live.dispatch({ type: "settle_recovered", reason: plan.reason, journaled: plan.journaled });
       await live.chain;
       return;
     case "gone":
       holdSlot(live);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: false });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: false });
       await live.markGone();
       await live.chain;
       return;
     case "resume_running":
       holdSlot(live);
       live.watchRuntime(runtime);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       await live.refresh();
       return;
   }

@@ -93,12 +93,12 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
     if (j.settled.has(rec.cycle) && isSettledStatus(rec.status))
       await live.dispatch({
         type: "restored",
-        phase: {
-          name: "settled",
+        found: {
+          found: "settled",
           cycle: rec.cycle,
-          reason: j.settleReasons.get(rec.cycle) ?? { kind: "settled_before_crash" },
+          reason: j.settleReasons.get(rec.cycle),
           status: rec.status,
-          parked: true,
+          childEnded: true,
         },
         childAlive: false,
       });

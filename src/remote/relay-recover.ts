@@ -58,7 +58,7 @@ export async function relayRecover(
     const reason = journal.settleReasons.get(rec.cycle) ?? { kind: "remote", status: stored.status };
     await stepRemote(ctx, live, {
       type: "restored",
-      phase: { name: "settled", cycle: rec.cycle, reason, status: stored.status },
+      found: { found: "settled", cycle: rec.cycle, reason, status: stored.status },
       childAlive: false,
     });
     sup.notifyStatus(live, stored, { settled: true });
@@ -67,7 +67,11 @@ export async function relayRecover(
     if (journal.settling.has(rec.cycle)) live.settleJournaled = rec.cycle;
     // Its settled status was journaled, its result.json not written yet: recorded once the result is read again.
     if (journal.settled.has(rec.cycle)) live.statusJournaled = rec.cycle;
-    await stepRemote(ctx, live, { type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
+    await stepRemote(ctx, live, {
+      type: "restored",
+      found: { found: "prompt_out", cycle: rec.cycle },
+      childAlive: false,
+    });
     // The journaled verdict is this daemon's own: carried out now (its settle record is not written twice).
     const reason = journal.settling.has(rec.cycle) ? journal.settleReasons.get(rec.cycle) : undefined;
     if (reason && OWN_VERDICTS.has(reason.kind))
