@@ -82,6 +82,43 @@ export const DEFAULT_LIMITS: TimerLimits = { timeoutMs: 900_000, idleMs: 600_000
 
 export type PhaseName = Phase["name"];
 
+/**
+ * What recovery (or a replay of the journal) found of a task's current cycle: the facts it read, never a phase. The
+ * machine chooses the phase from them (phaseFound).
+ */
+export type FoundCycle =
+  /** The cycle's prompt went out, or the cycle was in flight when it was cut short: it runs. */
+  | { found: "prompt_out"; cycle: number }
+  /** Launched, its prompt not taken yet: it waits for the child to take it. */
+  | { found: "prompt_pending"; cycle: number }
+  /** A follow-up is journaled and none of it went out: it waits for a slot. `childEnded`: pi is relaunched for it. */
+  | { found: "follow_up"; cycle: number; childEnded?: boolean }
+  /**
+   * The cycle settled: its settle reason as the journal gives it (none: it settled before the crash), the status its
+   * harvest recorded, and whether its child was ended.
+   */
+  | { found: "settled"; cycle: number; reason?: SettleReason; status?: string; childEnded?: boolean };
+
+/** The phase a found cycle is in. */
+export function phaseFound(f: FoundCycle): Phase {
+  switch (f.found) {
+    case "prompt_out":
+      return { name: "running", cycle: f.cycle };
+    case "prompt_pending":
+      return { name: "awaiting_prompt", cycle: f.cycle };
+    case "follow_up":
+      return { name: "queued", cycle: f.cycle, ...(f.childEnded ? { parked: true } : {}) };
+    case "settled":
+      return {
+        name: "settled",
+        cycle: f.cycle,
+        reason: f.reason ?? { kind: "settled_before_crash" },
+        ...(f.childEnded ? { parked: true } : {}),
+        ...(f.status !== undefined ? { status: f.status } : {}),
+      };
+  }
+}
+
 export interface TaskState {
   phase: Phase;
   /** The child's extension is connected now. */
@@ -136,10 +173,11 @@ export type CycleEvent =
    */
   | { type: "settle_recovered"; reason: SettleReason; journaled?: boolean }
   /**
-   * A restarted daemon puts a task back in the phase its recovery plan found (src/core/recovery-plan.ts); the
-   * machine arms what that phase needs (the idle timer of a settled child that still runs, a running cycle's timeout).
+   * A restarted daemon (or verify, replaying the journal) hands the machine what it found of the task's cycle
+   * (src/core/recovery-plan.ts); the machine chooses the phase from it and arms what that phase needs (the idle timer
+   * of a settled child that still runs, a running cycle's timeout).
    */
-  | { type: "restored"; phase: Phase; childAlive: boolean }
+  | { type: "restored"; found: FoundCycle; childAlive: boolean }
   /** A relayed task: the other machine's daemon took the cycle (the spawn, or a follow-up) and runs it. */
   | { type: "remote_started"; cycle: number }
   /**

@@ -74,3 +74,39 @@ export function nextActionFor(status: AgentStatus): NextAction {
 export function isSettledStatus(status: AgentStatus): boolean {
   return nextActionFor(status) !== "wait";
 }
+
+/**
+ * What a task record's status follows from, in each place it changes: the machine's verdict, through the flowchart.
+ * The record's status is written by recordStatus only (test/unit/shape.test.ts).
+ */
+export type StatusVerdict =
+  /** A result was built for the task (a harvest through deriveStatus, a relayed machine's checked result, a close). */
+  | { kind: "result"; status: AgentStatus }
+  /** Recovery starts a task that never launched again: the lifecycle says starting. */
+  | { kind: "start_again" }
+  /** Recovery found a follow-up journaled after the last record: its cycle is under way, not harvested yet. */
+  | { kind: "follow_up_journaled" }
+  /** A relayed task's machine runs a new cycle (a follow-up it took, or one journaled before a restart). */
+  | { kind: "running_there" };
+
+/** The status a verdict gives the task's record. */
+export function statusFor(v: StatusVerdict): AgentStatus {
+  switch (v.kind) {
+    case "result":
+      return v.status;
+    case "start_again":
+      return deriveStatus({ external: false, runtime: "working", sessionError: false, lifecycle: "starting" });
+    case "follow_up_journaled":
+      // Working: the follow-up may not have reached the child yet; the next harvest says running.
+      return "working";
+    case "running_there":
+      // The other machine's daemon runs the cycle: its runtime is working there.
+      return deriveStatus({ external: false, runtime: "working", sessionError: false });
+  }
+}
+
+/** The one writer of a task record's status: the status its verdict gives (statusFor). Returns it. */
+export function recordStatus(rec: { status: AgentStatus }, v: StatusVerdict): AgentStatus {
+  rec.status = statusFor(v);
+  return rec.status;
+}

@@ -2,7 +2,7 @@
 // (events.jsonl) and the evidence (is a child alive, did the session end its cycle meanwhile). Pure: the daemon
 // gathers the inputs (src/daemon/recover.ts) and carries the plan out. Effects the journal shows are never
 // repeated (a sent prompt is not sent again); effects it does not show are done now.
-import type { Phase, SettleReason } from "./task-cycle.js";
+import type { FoundCycle, SettleReason } from "./task-cycle.js";
 
 export interface RecoveryInput {
   /** The record's cycle after the journal's follow-ups are applied. */
@@ -40,20 +40,20 @@ export type RecoveryPlan =
    */
   | { kind: "relaunch_follow_up"; cycle: number }
   /** Settled and harvested: the stored result stands; a live child is watched (the owner may respond). */
-  | { kind: "keep_settled"; phase: Phase }
+  | { kind: "keep_settled"; found: FoundCycle }
   /** Launched, prompt not (confirmed) out and the child lives: push it on hello (the child runs a cycle once). */
-  | { kind: "push_prompt"; phase: Phase }
+  | { kind: "push_prompt"; found: FoundCycle }
   /** The child ended before it took its prompt. */
   | { kind: "failed_before_prompt" }
   /**
    * The cycle ran and ended (before the crash, or while the daemon was away): settle it now. `journaled`: the journal
    * holds this settle's record and reason (the verdict); else the session's ending is judged from the evidence.
    */
-  | { kind: "settle"; phase: Phase; reason: SettleReason; journaled: boolean }
+  | { kind: "settle"; found: FoundCycle; reason: SettleReason; journaled: boolean }
   /** The cycle ran and its child is gone. */
-  | { kind: "gone"; phase: Phase }
+  | { kind: "gone"; found: FoundCycle }
   /** The cycle runs on: watch it again. */
-  | { kind: "resume_running"; phase: Phase };
+  | { kind: "resume_running"; found: FoundCycle };
 
 export function planRecovery(i: RecoveryInput): RecoveryPlan {
   if (i.closed) return { kind: "finish_close", closePane: i.closed.closePane };
@@ -66,16 +66,16 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
   if (i.harvested)
     return {
       kind: "keep_settled",
-      phase: {
-        name: "settled",
+      found: {
+        found: "settled",
         cycle,
         reason: journaled,
-        ...(i.alive ? {} : { parked: true }),
+        ...(i.alive ? {} : { childEnded: true }),
         ...(i.status !== undefined ? { status: i.status } : {}),
       },
     };
-  const running: Phase = { name: "running", cycle };
-  if (i.settling) return { kind: "settle", phase: running, reason: journaled, journaled: i.settleReason !== undefined };
+  const running: FoundCycle = { found: "prompt_out", cycle };
+  if (i.settling) return { kind: "settle", found: running, reason: journaled, journaled: i.settleReason !== undefined };
   // A follow-up nobody prompted yet, with no child to take it: its session holds the earlier cycles, so pi is
   // relaunched on it (starting the task again would drop the worktree's work; failing it would lose the follow-up).
   if (cycle > 1 && !i.prompted && !(i.launched && i.alive)) return { kind: "relaunch_follow_up", cycle };
@@ -83,11 +83,11 @@ export function planRecovery(i: RecoveryInput): RecoveryPlan {
   const unconfirmed = i.prompted && !i.accepted;
   if (!i.prompted || (unconfirmed && i.alive)) {
     if (!i.alive) return { kind: "failed_before_prompt" };
-    return { kind: "push_prompt", phase: { name: "awaiting_prompt", cycle } };
+    return { kind: "push_prompt", found: { found: "prompt_pending", cycle } };
   }
   // The cycle's prompt went out: it runs (or ran while the daemon was away). Never prompt it again.
   if (i.endedMeanwhile)
-    return { kind: "settle", phase: running, reason: { kind: "settled_before_crash" }, journaled: false };
-  if (!i.alive) return { kind: "gone", phase: running };
-  return { kind: "resume_running", phase: running };
+    return { kind: "settle", found: running, reason: { kind: "settled_before_crash" }, journaled: false };
+  if (!i.alive) return { kind: "gone", found: running };
+  return { kind: "resume_running", found: running };
 }

@@ -19,6 +19,7 @@ import {
   DEFAULT_LIMITS,
   inBarrier,
   isInFlight,
+  phaseFound,
   type CycleEvent,
   type Effect,
   type JournalEntry,
@@ -362,7 +363,7 @@ export function step(state: TaskState, ev: CycleEvent, limits: TimerLimits = DEF
       return closeTask(state, { type: "closed", closePane: ev.closePane }, true);
 
     case "restored":
-      return restore(state, ev.phase, ev.childAlive, limits);
+      return restore(state, phaseFound(ev.found), ev.childAlive, limits);
 
     case "steer": {
       // Only a cycle in flight (or queued for one) is steered; a settled one takes a follow-up (respondAs).

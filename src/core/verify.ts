@@ -10,7 +10,6 @@ import { landFieldsOf } from "./check-receipts.js";
 import {
   DEFAULT_LIMITS,
   isInFlight,
-  parseSettleReason,
   type CycleEvent,
   type Phase,
   type SettleReason,
@@ -25,7 +24,8 @@ import { withSiblingWarning } from "./sibling-warning.js";
 import { step } from "./task-cycle.js";
 import type { AgentResult, CheckReceipt, Landing } from "./types.js";
 
-export type JournalRecord = { type: string; [k: string]: unknown };
+import type { JournalRecord, JournalRecordOf } from "./journal-record.js";
+export type { JournalRecord };
 
 /** The task's record (task.json) as verify reads it: its own fields, its cycle, its checks and landing. */
 export type VerifyRecord = TaskFields & {
@@ -86,7 +86,7 @@ export interface JournalVerdict {
   /** A late result.md after the settle: the settled result stands (its text is not re-read). */
   lateEvidence: boolean;
   /** The status record whose pin result.json was built from (a settled harvest, or the close of a running cycle). */
-  pinned?: JournalRecord & { pin: HarvestPin; sessionOffset?: number };
+  pinned?: JournalRecordOf<"status"> & { pin: HarvestPin };
   /** The final result is that pinned settled result, closed afterwards (closedResult). */
   closedAfterSettle: boolean;
   /** A relayed task: the other machine's daemon built its results. */
@@ -104,7 +104,7 @@ export interface JournalVerdict {
 const REPLAY_LIMITS = { ...DEFAULT_LIMITS, idleMs: 0 };
 
 /** The journal replayed through the pure machine: the verdict it records, and the pin the result was built from. */
-export function journalVerdict(events: JournalRecord[]): JournalVerdict {
+export function journalVerdict(events: readonly JournalRecord[]): JournalVerdict {
   let state: TaskState = { phase: { name: "queued", cycle: 1 }, childConnected: false };
   const feed = (ev: CycleEvent) => (state = step(state, ev, REPLAY_LIMITS).state);
   const v: JournalVerdict = {
@@ -119,9 +119,8 @@ export function journalVerdict(events: JournalRecord[]): JournalVerdict {
   let settledPin: JournalVerdict["pinned"];
   let settledSha: string | undefined;
   for (const e of events) {
-    const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
-    if ((e.type === "respond" || e.type === "settle") && cycle !== undefined && cycle > v.cycle) {
-      v.cycle = cycle;
+    if ((e.type === "respond" || e.type === "settle") && e.cycle > v.cycle) {
+      v.cycle = e.cycle;
       delete v.settledStatus;
       delete v.sessionOffset;
       delete v.reason;
@@ -132,30 +131,26 @@ export function journalVerdict(events: JournalRecord[]): JournalVerdict {
     if (e.remote === true) v.remote = true;
     switch (e.type) {
       case "settle": {
-        const r = parseSettleReason(e.reason);
-        if (!r || cycle === undefined) break;
+        const { reason: r, cycle } = e;
+        if (!r) break;
         if (cycle === v.cycle) v.reason = r;
         // The settle record is the verdict: the machine settles the cycle it names with that reason.
         const p = state.phase;
         if (!(isInFlight(p) && p.name !== "closed" && p.cycle === cycle))
-          feed({ type: "restored", phase: { name: "running", cycle }, childAlive: false });
+          feed({ type: "restored", found: { found: "prompt_out", cycle }, childAlive: false });
         feed({ type: "settle_recovered", reason: r, journaled: true });
         break;
       }
       case "status": {
-        if (typeof e.status !== "string") break;
+        const { cycle } = e;
         v.lastStatus = e.status;
-        if (typeof e.sessionOffset === "number") v.sessionOffset = e.sessionOffset;
-        const pin = isPin(e.pin) ? (e as JournalVerdict["pinned"]) : undefined;
+        if (e.sessionOffset !== undefined) v.sessionOffset = e.sessionOffset;
+        const pin = isPin(e.pin) ? { ...e, pin: e.pin } : undefined;
         const sha = isObject(e.pin) && typeof e.pin.diffSha256 === "string" ? e.pin.diffSha256 : undefined;
         if (e.settled === true && cycle === v.cycle) {
           v.settledStatus = e.status;
           if (state.phase.name !== "settled")
-            feed({
-              type: "restored",
-              phase: { name: "settled", cycle, reason: v.reason ?? { kind: "settled_before_crash" } },
-              childAlive: false,
-            });
+            feed({ type: "restored", found: { found: "settled", cycle, reason: v.reason }, childAlive: false });
           feed({ type: "harvested", cycle, status: e.status });
           settledPin = pin;
           settledSha = sha;
@@ -174,14 +169,14 @@ export function journalVerdict(events: JournalRecord[]): JournalVerdict {
       }
       case "siblings":
         // Another task's settle set (or dropped) its warning about that task on this one's result.
-        if (typeof e.from === "string")
-          v.siblingNotes.push({ from: e.from, ...(typeof e.warning === "string" ? { warning: e.warning } : {}) });
+        if (e.from !== undefined)
+          v.siblingNotes.push({ from: e.from, ...(e.warning !== undefined ? { warning: e.warning } : {}) });
         break;
       case "respond":
-        if (cycle !== undefined) feed({ type: "restored", phase: { name: "queued", cycle }, childAlive: false });
+        feed({ type: "restored", found: { found: "follow_up", cycle: e.cycle }, childAlive: false });
         break;
       case "late_evidence":
-        if (cycle === v.cycle && v.settledStatus !== undefined) v.lateEvidence = true;
+        if (e.cycle === v.cycle && v.settledStatus !== undefined) v.lateEvidence = true;
         break;
       case "closed":
         v.closed = true;
@@ -189,6 +184,41 @@ export function journalVerdict(events: JournalRecord[]): JournalVerdict {
           e.via === "abort" ? { type: "abort" } : { type: "close", closePane: e.closePane === true, headless: true },
         );
         break;
+      // What the verdict does not rest on: the result is rebuilt from the status records' pins and the evidence.
+      case "prompt_accepted":
+      case "prompt_failed":
+      case "parked":
+      case "stalled":
+      case "interrupted":
+      case "steered":
+      case "steer_taken":
+      case "steer_missed":
+      case "created":
+      case "admitted":
+      case "worktree":
+      case "baseline":
+      case "setup_started":
+      case "setup":
+      case "setup_ended":
+      case "launched":
+      case "prompt_sent":
+      case "finalize_prompt":
+      case "contract_error":
+      case "report":
+      case "runtime_gone":
+      case "runtime_exited":
+      case "checks":
+      case "landability":
+      case "landed":
+      case "recovered":
+      case "owner_moved":
+      case "remote_cycle":
+      case "remote_spawned":
+      case "remote_request":
+      case "remote_request_refused":
+        break;
+      default:
+        e satisfies never;
     }
   }
   v.phase = state.phase;

@@ -6,7 +6,8 @@
 // the store is not wrapped, crashPoint() returns at once and no code path changes.
 import { onOutboxAppended } from "../store/outbox.js";
 
-export type CrashPoint = (event: { type: string; [k: string]: unknown }) => void;
+/** A kill point: a journal record (its type and status), an outbox record (its state), or a named code point. */
+export type CrashPoint = (event: { type: string; status?: unknown; state?: unknown }) => void;
 
 /** The hook crashHookFromEnv armed, for points between records (a process-wide test switch, like the env). */
 let armed: CrashPoint | undefined;
@@ -44,7 +45,7 @@ export function withCrashHook<A extends unknown[], L extends { type: string } | 
   return async (...args) => {
     const r = await append(...args);
     const last = args[args.length - 1] as { type: string } | { type: string }[];
-    for (const e of Array.isArray(last) ? last : [last]) hook(e as { type: string; [k: string]: unknown });
+    for (const e of Array.isArray(last) ? last : [last]) hook(e);
     return r;
   };
 }

@@ -147,7 +147,7 @@ export function onRuntime(live: Runner, e: RuntimeEvent): void {
   }
   if (live.runtimeState === "missing") return;
   live.runtimeState = "missing";
-  void live.journal({ type: "runtime_" + e.type, ...(e.type === "exited" ? { exit: e.exit } : {}) });
+  void live.journal(e.type === "exited" ? { type: "runtime_exited", exit: e.exit } : { type: "runtime_gone" });
   if (live.childEnded) return; // the daemon ended it: expected
   void live.dispatch({ type: "runtime_gone", how: e.type });
 }

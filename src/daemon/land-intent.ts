@@ -6,6 +6,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
+import type { JournalRecordOf } from "../core/journal-record.js";
 import type { AgentResult, Landing } from "../core/types.js";
 import { type LandIntent, resolveIntent, sweepLandScratch } from "./git-port.js";
 import { writeAtomic } from "../store/fsio.js";
@@ -36,7 +37,12 @@ export async function clearIntent(store: Pick<TaskStore, "taskPaths">, taskId: s
 }
 
 /** The journal record of a landing (the same for one done now and one found after a restart). */
-export function landedEvent(rec: TaskRecord, l: Landing, committed?: string, recovered = false) {
+export function landedEvent(
+  rec: TaskRecord,
+  l: Landing,
+  committed?: string,
+  recovered = false,
+): JournalRecordOf<"landed"> {
   return {
     type: "landed",
     cycle: rec.cycle,

@@ -4,6 +4,7 @@
 import { isInFlight } from "../core/cycle-phase.js";
 import { verifiedOf, withCheckWarnings } from "../core/check-receipts.js";
 import { DshError } from "../core/errors.js";
+import type { JournalRecord } from "../core/journal-record.js";
 import { KeyedQueue } from "../core/keyed-queue.js";
 import type { AgentResult, CheckReceipt, Landing } from "../core/types.js";
 import { DEFAULT_CHECK_LIMITS } from "../checks/run-check.js";
@@ -199,7 +200,7 @@ function withTarget<T>(sup: Supervisor, taskId: string, op: (t: Target) => Promi
 }
 
 /** The target's result with its check and landing fields set from the record; written with task.json, journaled. */
-async function save(store: TaskStore, t: Target, event: { type: string; [k: string]: unknown }): Promise<AgentResult> {
+async function save(store: TaskStore, t: Target, event: JournalRecord): Promise<AgentResult> {
   const { rec } = t;
   const fields = landFieldsOf(rec);
   const result: AgentResult = { ...t.result };

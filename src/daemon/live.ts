@@ -3,6 +3,7 @@
 // importing each other's behaviour.
 import type { Clock } from "../core/clock.js";
 import type { CrewReport } from "../core/crew-cycle.js";
+import type { JournalRecordOf } from "../core/journal-record.js";
 import type { SettleReason, TaskState } from "../core/task-cycle.js";
 import type { AgentResult, DiffEvidence, HerdrStatus, RuntimeKind } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
@@ -101,7 +102,7 @@ export interface Live {
 
 /** A status record that could not be written (a full or read-only home), and how often it was tried. */
 export interface UnsavedStatus {
-  ev: Record<string, unknown> & { type: string; cycle?: unknown };
+  ev: JournalRecordOf<"status">;
   sync: boolean;
   attempt: number;
   /** Files written with the record (result.md's pinned copy). */

@@ -1,6 +1,7 @@
 // Writing a task's record: live snapshots paced per task, and the record + status journal line of a harvest, with
 // retries when the home is full (the owner already heard the status). Split from settle.ts, which decides what to
 // write.
+import type { JournalRecordOf } from "../core/journal-record.js";
 import type { AgentResult } from "../core/types.js";
 import { DshError } from "../core/errors.js";
 import { lifecycleOf } from "../core/task-cycle.js";
@@ -45,7 +46,7 @@ export function deferSnapshot(r: Runner): void {
  * result: the owner already heard it, so the write is tried again with backoff until space is back (or a newer
  * harvest, a close or a daemon stop makes it moot).
  */
-type StatusEvent = Record<string, unknown> & { type: string; cycle?: unknown };
+type StatusEvent = JournalRecordOf<"status">;
 
 type Unsaved = UnsavedStatus;
 

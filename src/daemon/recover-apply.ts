@@ -1,5 +1,6 @@
 // Carrying out a recovery plan (src/core/recovery-plan.ts) for one task: the phase it resumes in, the slot it holds
 // again, the watches and timers it needs, and the one lifecycle event that finishes what the crash interrupted.
+import { recordStatus } from "../core/derive.js";
 import { readFile } from "node:fs/promises";
 import type { RecoveryPlan } from "../core/recovery-plan.js";
 import type { Runtime } from "../runtime/types.js";
@@ -29,7 +30,7 @@ export async function applyRecoveryPlan(
     case "finish_abort":
       // The journal holds the interruption; its harvest is what the crash cut short. The cycle was in flight.
       await live.resume();
-      await live.dispatch({ type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: alive });
+      await live.dispatch({ type: "restored", found: { found: "prompt_out", cycle: rec.cycle }, childAlive: alive });
       if (plan.timeout) await live.dispatch({ type: "timer_fired", kind: "timeout" });
       else await live.dispatch({ type: "abort" });
       await live.chain;
@@ -41,7 +42,7 @@ export async function applyRecoveryPlan(
       await dropUnusedWorktree(live, journaledWorktree);
       rec.workdir = rec.cwd;
       delete rec.worktree;
-      rec.status = "starting";
+      recordStatus(rec, { kind: "start_again" });
       await live.refresh(); // listed and waitable before the socket serves
       void live.run(live.ports.slot.acquire());
       return;
@@ -49,7 +50,7 @@ export async function applyRecoveryPlan(
       if (alive) live.watchRuntime(runtime);
       else live.childEnded = true;
       // A settled child that still runs is parked after idleChildMs again (the machine arms the timer).
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       if (!live.result) await live.refresh();
       // The settled result stands, and its owner must have heard it: the outbox record follows the settle's records
       // by timing only, so a power cut can keep the result and lose the record. The delivery service queues the
@@ -60,7 +61,7 @@ export async function applyRecoveryPlan(
       live.childEnded = true;
       await live.dispatch({
         type: "restored",
-        phase: { name: "awaiting_prompt", cycle: rec.cycle },
+        found: { found: "prompt_pending", cycle: rec.cycle },
         childAlive: false,
       });
       await live.dispatch({
@@ -75,7 +76,7 @@ export async function applyRecoveryPlan(
       live.prompt = { cycle: rec.cycle, text };
       holdSlot(live);
       live.watchRuntime(runtime);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       await live.refresh();
       return;
     }
@@ -86,7 +87,7 @@ export async function applyRecoveryPlan(
       live.prompt = { cycle: plan.cycle, text: await followUpText(live, plan.cycle) };
       await live.dispatch({
         type: "restored",
-        phase: { name: "queued", cycle: plan.cycle, parked: true },
+        found: { found: "follow_up", cycle: plan.cycle, childEnded: true },
         childAlive: false,
       });
       await live.refresh();
@@ -100,20 +101,20 @@ export async function applyRecoveryPlan(
     case "settle":
       holdSlot(live);
       if (alive) live.watchRuntime(runtime);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       await live.dispatch({ type: "settle_recovered", reason: plan.reason, journaled: plan.journaled });
       await live.chain;
       return;
     case "gone":
       holdSlot(live);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: false });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: false });
       await live.markGone();
       await live.chain;
       return;
     case "resume_running":
       holdSlot(live);
       live.watchRuntime(runtime);
-      await live.dispatch({ type: "restored", phase: plan.phase, childAlive: alive });
+      await live.dispatch({ type: "restored", found: plan.found, childAlive: alive });
       await live.refresh();
       return;
   }

@@ -60,7 +60,7 @@ export async function recoverLost(
   const rt = runtimes.get(runtime);
   rec.handle ??= await adopt(live.ports, rt, rec, undefined).then((ok) => (ok ? rec.handle : undefined));
   // Whatever ran, it ran in this cycle: the machine takes it as running, and settles it RECORD_LOST.
-  await live.dispatch({ type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
+  await live.dispatch({ type: "restored", found: { found: "prompt_out", cycle: rec.cycle }, childAlive: false });
   await live.resume();
   const why = cause instanceof Error ? cause.message : String(cause);
   await live.journal({ type: "recovered", plan: "record_lost", error: why });

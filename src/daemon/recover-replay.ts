@@ -1,9 +1,9 @@
 // The journal (events.jsonl) replayed: what happened to a task beyond its last task.json, and the pre-launch facts
 // (worktree, baseline) put back into a record that predates them. task.json is rewritten only when a status is
 // harvested, so the journal is what says what was in flight at a crash.
-import { parseSettleReason, type SettleReason } from "../core/task-cycle.js";
+import type { JournalRecord } from "../core/journal-record.js";
+import type { SettleReason } from "../core/task-cycle.js";
 import type { RuntimeHandle } from "../runtime/types.js";
-import type { TaskEvent } from "../store/task-store.js";
 import { gitMaybe } from "./git-port.js";
 import type { TaskRecord } from "./record.js";
 
@@ -46,7 +46,7 @@ export interface Replay {
   lastSteer: number;
 }
 
-export function replayJournal(events: TaskEvent[]): Replay {
+export function replayJournal(events: readonly JournalRecord[]): Replay {
   const r: Replay = {
     prompted: new Map(),
     accepted: new Set(),
@@ -60,64 +60,108 @@ export function replayJournal(events: TaskEvent[]): Replay {
     lastSteer: 0,
   };
   for (const e of events) {
-    const cycle = typeof e.cycle === "number" ? e.cycle : undefined;
-    if (e.type === "setup" || e.type === "launched") delete r.setupGroup; // that setup ended (its record says how)
-    if (e.type === "launched" && e.handle) {
-      r.handle = e.handle as RuntimeHandle;
-      delete r.handleStalled;
-      delete r.handleParked;
-    } else if (e.type === "worktree" && typeof e.path === "string") {
-      r.worktree = e.path;
-      if (typeof e.branch === "string") r.worktreeBranch = e.branch;
-    } else if (e.type === "baseline" && (typeof e.head === "string" || e.head === null)) {
-      const list =
-        Array.isArray(e.dirtyAtStart) && e.dirtyAtStart.every((x) => typeof x === "string")
-          ? (e.dirtyAtStart as string[])
-          : undefined;
-      r.baseline = {
-        head: e.head,
-        dirty: typeof e.dirty === "number" ? e.dirty : 0,
-        ...(list ? { dirtyAtStart: list } : {}),
-      };
-    } else if (e.type === "setup_started" && Number.isSafeInteger(e.pgid) && Number(e.pgid) > 1) {
-      r.setupGroup = Number(e.pgid);
-    } else if (e.type === "setup" && typeof e.from === "string" && typeof e.commit === "string") {
-      r.setupCommit = { from: e.from, commit: e.commit };
-    } else if (e.type === "stalled") {
-      r.stalled++;
-      delete r.handle; // that launch's child was closed; a later launch may not have been journaled
-      r.handleStalled = true;
-    } else if (e.type === "prompt_sent" && cycle !== undefined) {
-      if (!r.prompted.has(cycle)) r.prompted.set(cycle, typeof e.ts === "number" ? e.ts : Date.now());
-      r.cycle = Math.max(r.cycle, cycle);
-      // Typed into a runtime: nothing would recognise it a second time, so it counts as taken.
-      if (e.via === "runtime") r.accepted.add(cycle);
-    } else if (e.type === "prompt_accepted" && cycle !== undefined) r.accepted.add(cycle);
-    else if (e.type === "respond" && cycle !== undefined) {
-      // Journaled before the follow-up goes out: a respond without a prompt_sent never reached the child.
-      r.cycle = Math.max(r.cycle, cycle);
-    } else if (e.type === "remote_cycle" && cycle !== undefined) {
-      // A relayed follow-up's cycle started here, journaled before its record is rewritten (unsynced).
-      r.cycle = Math.max(r.cycle, cycle);
-    } else if (e.type === "parked") {
-      delete r.handle;
-      r.handleParked = true;
-    } else if (e.type === "settle" && cycle !== undefined) {
-      r.settling.add(cycle);
-      const reason = parseSettleReason(e.reason);
-      if (reason) {
-        r.settleReasons.set(cycle, reason);
-        // `disk`: "ok", or the note naming a full disk (records of older daemons carry neither).
-        if (typeof e.disk === "string") r.settleDisk.set(cycle, e.disk === "ok" ? {} : { note: e.disk });
-      }
-    } else if (e.type === "status" && e.settled === true && cycle !== undefined) r.settled.add(cycle);
-    else if (e.type === "steered" && cycle !== undefined && typeof e.n === "number") {
-      r.steers.push({ cycle, n: e.n });
-      r.lastSteer = Math.max(r.lastSteer, e.n);
-    } else if ((e.type === "steer_taken" || e.type === "steer_missed") && typeof e.n === "number")
-      r.steers = r.steers.filter((s) => !(s.cycle === cycle && s.n === e.n));
-    else if (e.type === "interrupted") r.interrupted = typeof e.code === "string" ? { code: e.code } : {};
-    else if (e.type === "closed") r.closed = { closePane: e.closePane === true };
+    switch (e.type) {
+      case "launched":
+        delete r.setupGroup; // that setup ended (its record says how)
+        if (e.handle) {
+          r.handle = e.handle as RuntimeHandle;
+          delete r.handleStalled;
+          delete r.handleParked;
+        }
+        break;
+      case "setup":
+        delete r.setupGroup; // that setup ended (this record says how)
+        if (e.from !== undefined && e.commit !== undefined) r.setupCommit = { from: e.from, commit: e.commit };
+        break;
+      case "worktree":
+        r.worktree = e.path;
+        if (e.branch !== undefined) r.worktreeBranch = e.branch;
+        break;
+      case "baseline":
+        r.baseline = {
+          head: e.head,
+          dirty: e.dirty ?? 0,
+          ...(e.dirtyAtStart ? { dirtyAtStart: e.dirtyAtStart } : {}),
+        };
+        break;
+      case "setup_started":
+        if (e.pgid > 1) r.setupGroup = e.pgid;
+        break;
+      case "stalled":
+        r.stalled++;
+        delete r.handle; // that launch's child was closed; a later launch may not have been journaled
+        r.handleStalled = true;
+        break;
+      case "prompt_sent":
+        if (!r.prompted.has(e.cycle)) r.prompted.set(e.cycle, e.ts ?? Date.now());
+        r.cycle = Math.max(r.cycle, e.cycle);
+        // Typed into a runtime: nothing would recognise it a second time, so it counts as taken.
+        if (e.via === "runtime") r.accepted.add(e.cycle);
+        break;
+      case "prompt_accepted":
+        r.accepted.add(e.cycle);
+        break;
+      case "respond":
+        // Journaled before the follow-up goes out: a respond without a prompt_sent never reached the child.
+        r.cycle = Math.max(r.cycle, e.cycle);
+        break;
+      case "remote_cycle":
+        // A relayed follow-up's cycle started here, journaled before its record is rewritten (unsynced).
+        r.cycle = Math.max(r.cycle, e.cycle);
+        break;
+      case "parked":
+        delete r.handle;
+        r.handleParked = true;
+        break;
+      case "settle":
+        r.settling.add(e.cycle);
+        if (e.reason) {
+          r.settleReasons.set(e.cycle, e.reason);
+          // `disk`: "ok", or the note naming a full disk (records of older daemons carry neither).
+          if (e.disk !== undefined) r.settleDisk.set(e.cycle, e.disk === "ok" ? {} : { note: e.disk });
+        }
+        break;
+      case "status":
+        if (e.settled === true) r.settled.add(e.cycle);
+        break;
+      case "steered":
+        r.steers.push({ cycle: e.cycle, n: e.n });
+        r.lastSteer = Math.max(r.lastSteer, e.n);
+        break;
+      case "steer_taken":
+      case "steer_missed":
+        r.steers = r.steers.filter((s) => !(s.cycle === e.cycle && s.n === e.n));
+        break;
+      case "interrupted":
+        r.interrupted = e.code !== undefined ? { code: e.code } : {};
+        break;
+      case "closed":
+        r.closed = { closePane: e.closePane === true };
+        break;
+      // What recovery does not need: notes for people, and facts the record or other readers keep.
+      case "created":
+      case "admitted":
+      case "setup_ended":
+      case "prompt_failed":
+      case "late_evidence":
+      case "finalize_prompt":
+      case "contract_error":
+      case "report":
+      case "runtime_gone":
+      case "runtime_exited":
+      case "checks":
+      case "landability":
+      case "siblings":
+      case "landed":
+      case "recovered":
+      case "owner_moved":
+      case "remote_spawned":
+      case "remote_request":
+      case "remote_request_refused":
+        break;
+      default:
+        e satisfies never;
+    }
   }
   return r;
 }

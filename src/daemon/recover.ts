@@ -7,8 +7,9 @@
 // Here: gathering each task's inputs and planning (src/core/recovery-plan.ts). The journal's replay is
 // recover-replay.ts, adopting a child recover-adopt.ts, carrying the plan out recover-apply.ts, a lost task.json
 // recover-lost.ts.
+import type { JournalRecord } from "../core/journal-record.js";
 import { planRecovery } from "../core/recovery-plan.js";
-import { isSettledStatus } from "../core/derive.js";
+import { isSettledStatus, recordStatus } from "../core/derive.js";
 import type { Runtimes } from "./runtimes.js";
 import { unsynced } from "../store/task-store.js";
 import type { TaskRecord } from "./record.js";
@@ -47,7 +48,7 @@ async function recoverRow(
     // A task relayed to another machine: its record and settled cycles only; the machine's daemon recovers the rest.
     const rec = await store.readTask<TaskRecord>(row.taskId).catch(() => undefined);
     if (relay && rec?.remote && !ended(rec)) {
-      const events = await store.readEvents(row.taskId);
+      const events = await journalOf(sup, row.taskId);
       await relay.recover(rec, replayJournal(events), events);
       return;
     }
@@ -65,11 +66,19 @@ async function recoverRow(
   }
 }
 
+/** The task's journal for recovery; records of no known kind or shape (another daemon version's) are left out, said. */
+async function journalOf(sup: Supervisor, taskId: string): Promise<JournalRecord[]> {
+  const { records, unknown } = await sup.deps.store.readJournal(taskId);
+  if (unknown > 0)
+    sup.deps.log.warn({ taskId, unknown }, "journal records of no known kind or shape were left out of recovery");
+  return records;
+}
+
 async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, read?: TaskRecord): Promise<void> {
   const { store } = sup.deps;
   const rec = read ?? (await store.readTask<TaskRecord>(taskId));
   if (ended(rec) || rec.token === undefined) return;
-  const j = replayJournal(await store.readEvents(taskId));
+  const j = replayJournal(await journalOf(sup, taskId));
   // A retry's or a parked child's relaunch may run unjournaled: find it below, never reuse the dead one. Else the
   // journal's last launch is the newest handle (task.json may predate a relaunch).
   if (j.handleStalled || j.handleParked) delete rec.handle;
@@ -84,12 +93,12 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
     if (j.settled.has(rec.cycle) && isSettledStatus(rec.status))
       await live.dispatch({
         type: "restored",
-        phase: {
-          name: "settled",
+        found: {
+          found: "settled",
           cycle: rec.cycle,
-          reason: j.settleReasons.get(rec.cycle) ?? { kind: "settled_before_crash" },
+          reason: j.settleReasons.get(rec.cycle),
           status: rec.status,
-          parked: true,
+          childEnded: true,
         },
         childAlive: false,
       });
@@ -112,7 +121,7 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
   if (j.cycle > rec.cycle) {
     rec.cycle = j.cycle;
     delete rec.timing.settledAt;
-    rec.status = "working";
+    recordStatus(rec, { kind: "follow_up_journaled" });
   }
   const promptedAt = j.prompted.get(rec.cycle) ?? (rec.cycle === 1 ? rec.timing.promptedAt : undefined);
   if (promptedAt !== undefined && rec.timing.promptedAt === undefined) rec.timing.promptedAt = promptedAt;

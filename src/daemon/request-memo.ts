@@ -63,7 +63,7 @@ export function respondOnce(
     async () => {
       const events = await sup.deps.store.readEvents(live.rec.taskId).catch(() => []);
       const first = events.find((e) => e.type === "respond" && e.requestId === requestId);
-      return first && typeof first.cycle === "number" ? { cycle: first.cycle, queued: false } : undefined;
+      return first?.type === "respond" ? { cycle: first.cycle, queued: false } : undefined;
     },
     run,
   );

@@ -5,6 +5,7 @@
 import type { CapLimits } from "../core/budget.js";
 import type { Clock } from "../core/clock.js";
 import type { CrewReport } from "../core/crew-cycle.js";
+import type { JournalRecord } from "../core/journal-record.js";
 import type { CycleEvent, SettleReason, TimerKind } from "../core/task-cycle.js";
 import type { AgentResult } from "../core/types.js";
 import type { Runtime } from "../runtime/types.js";
@@ -60,9 +61,9 @@ export interface Runner extends Live {
   /** Rebuild the live result (no diff); serialized per task. */
   refresh(opts?: { settled?: boolean; reason?: SettleReason }): Promise<void>;
   notify(result: AgentResult, info?: StatusInfo): void;
-  journal(event: JournalEvent): Promise<void>;
+  journal(event: JournalRecord): Promise<void>;
   /** Awaited until the record is in the journal (a daemon crash keeps it); made durable in the commit log behind. */
-  journalWritten(...events: [JournalEvent, ...JournalEvent[]]): Promise<void>;
+  journalWritten(...events: [JournalRecord, ...JournalRecord[]]): Promise<void>;
   /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
   reportOf(): CrewReport | undefined;
   sendPrompt(): void;
@@ -109,14 +110,12 @@ export interface Runner extends Live {
   pendingTimers(): number;
 }
 
-export type JournalEvent = { type: string; [k: string]: unknown };
-
 /**
  * A relayed task's settled cycle recorded (src/remote/relay-follow.ts settleWith). `settleRecord`: the cycle's settle
  * record, not written yet, when nothing comes between it and the settled record: the callback writes it first, in
  * the same append as its settled status record.
  */
-export type RemoteSettled = (reason: SettleReason, settleRecord?: JournalEvent) => Promise<void>;
+export type RemoteSettled = (reason: SettleReason, settleRecord?: JournalRecord) => Promise<void>;
 
 export type ChildEvent = {
   type: string;

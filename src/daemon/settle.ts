@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { readFile, statfs } from "node:fs/promises";
 import { sessionReport, type CrewReport } from "../core/crew-cycle.js";
-import { isSettledStatus } from "../core/derive.js";
+import { isSettledStatus, recordStatus } from "../core/derive.js";
 import { closedResult } from "../core/agent-result.js";
 import { parseYaml } from "../core/result-md.js";
 import {
@@ -140,7 +140,7 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
   const changed = result.status !== r.result?.status || settling;
   r.result = result;
   if (settling) r.settledCycle = rec.cycle;
-  rec.status = result.status;
+  recordStatus(rec, { kind: "result", status: result.status });
   rec.updatedAt = r.ports.clock.now();
   // The session offset the record pins is the one its result was built from: a close that keeps the settled result
   // keeps the settled offset (lines the ended child wrote after it are not in that result).
@@ -165,7 +165,7 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
   const copy = pinned && built ? await digest(r, built.pin, built.raw) : undefined;
   const ev = changed
     ? {
-        type: "status",
+        type: "status" as const,
         status: result.status,
         cycle: rec.cycle,
         ...(settling ? { settled: true } : {}),

@@ -9,12 +9,12 @@
 import type { CapLimits } from "../core/budget.js";
 import type { TimerHandle } from "../core/clock.js";
 import type { CrewReport } from "../core/crew-cycle.js";
+import { journalRecord, type JournalRecord } from "../core/journal-record.js";
 import {
   LATE_RESULT_WARNING,
   step,
   type CycleEvent,
   type Effect,
-  type JournalEntry,
   type SettleReason,
   type StepResult,
   type TaskState,
@@ -31,7 +31,7 @@ import { childConnected, childEvent, childReport, onFiles, onRuntime } from "./e
 import type { Live, UnsavedStatus } from "./live.js";
 import { diagnoseStart, launch, runPipeline } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
-import type { JournalEvent, RemoteSettled, Runner, StatusInfo, TaskPorts } from "./runner-types.js";
+import type { RemoteSettled, Runner, StatusInfo, TaskPorts } from "./runner-types.js";
 import type { Connection } from "./server-types.js";
 import { refresh, reportOf, settleDiskNote, settleHarvest } from "./settle.js";
 import { pushSteer, steersMissed } from "./steer.js";
@@ -111,7 +111,7 @@ export class TaskRunner implements Runner {
    */
   async dispatchRemote(ev: CycleEvent, onSettled?: RemoteSettled): Promise<void> {
     const effects = this.apply(ev).effects;
-    let held: JournalEvent | undefined;
+    let held: JournalRecord | undefined;
     for (const [i, e] of effects.entries()) {
       // A settle's record is awaited until written: the commit log makes it durable behind us, before the settled
       // status record and the owner's outbox record that follow it (as for a local settle). When the settled record
@@ -172,7 +172,8 @@ export class TaskRunner implements Runner {
           // the ending's error even when a crash comes before the harvest and the space is back by the restart).
           const note = await settleDiskNote(this, e.entry.reason);
           this.settleDisk = { cycle: e.entry.cycle, ...(note ? { note } : {}) };
-          await this.journalWritten({ ...journalRecord(e.entry), disk: note ?? "ok" });
+          const { cycle, why, reason } = e.entry;
+          await this.journalWritten({ type: "settle", cycle, why, reason, disk: note ?? "ok" });
         } else await this.journal(journalRecord(e.entry));
         if (e.entry.type === "late_evidence") await this.noteLateEvidence();
         return;
@@ -257,7 +258,7 @@ export class TaskRunner implements Runner {
 
   // ---- journal and listeners ----
 
-  journal(event: JournalEvent): Promise<void> {
+  journal(event: JournalRecord): Promise<void> {
     return this.ports.store.appendEvent(this.rec.taskId, event).catch((e: unknown) => this.journalFailed(e));
   }
 
@@ -267,7 +268,7 @@ export class TaskRunner implements Runner {
    * The owner's outbox record goes through the same log after both, so it is never durable without them (a power cut
    * keeps a prefix of the log), and neither the push nor `task.wait` waits for an fsync of its own for them.
    */
-  async journalWritten(...events: [JournalEvent, ...JournalEvent[]]): Promise<void> {
+  async journalWritten(...events: [JournalRecord, ...JournalRecord[]]): Promise<void> {
     try {
       const { durable } = await this.ports.store.appendEventsWritten(this.rec.taskId, events);
       durable.catch((e: unknown) => this.journalFailed(e));
@@ -457,12 +458,6 @@ export class TaskRunner implements Runner {
     this.unwatch?.();
     delete this.unwatch;
   }
-}
-
-/** The journal keeps the shapes recovery replays (settle{why,cycle,reason}; interrupted{code}). */
-function journalRecord(entry: JournalEntry): JournalEvent {
-  if (entry.type === "settle") return { type: "settle", why: entry.why, cycle: entry.cycle, reason: entry.reason };
-  return { ...entry };
 }
 
 export type { Live };

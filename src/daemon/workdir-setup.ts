@@ -101,7 +101,7 @@ export async function prepareWorkdir(live: Runner, repoRoot: string | undefined)
   const receipt = setup !== undefined ? await runSetup(live, setup, timeoutMs, repoRoot) : undefined;
   stopping();
   const summary = {
-    type: "setup",
+    type: "setup" as const,
     ...(setup !== undefined ? { command: setup } : {}),
     ...(include.length ? { include, copied: included.copied, linked: included.linked } : {}),
     ...(receipt

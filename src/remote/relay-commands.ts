@@ -1,6 +1,7 @@
 // The owner's commands on a remote task, forwarded to its machine's daemon: respond (a new cycle there, as an
 // idempotent request: relay-requests.ts), abort (the remote settles the cycle; its settle reaches us as for any
 // other), close (closed there, then here; a task the machine lost or whose word was refused closes here alone).
+import { recordStatus, statusFor, nextActionFor } from "../core/derive.js";
 import { closedResult } from "../core/agent-result.js";
 import { givenCaps, type CapLimits } from "../core/budget.js";
 import { DshError, isDshError } from "../core/errors.js";
@@ -73,7 +74,8 @@ export async function followUpUnanswered(ctx: RelayContext, live: RelayLive, req
 
 /** The last result, read again as its next cycle's start: running, waited for, without the last cycle's error. */
 export function runningAgain(last: AgentResult): AgentResult {
-  const result: AgentResult = { ...last, status: "running", nextAction: "wait" };
+  const status = statusFor({ kind: "running_there" });
+  const result: AgentResult = { ...last, status, nextAction: nextActionFor(status) };
   delete result.error;
   return result;
 }
@@ -88,7 +90,7 @@ async function startFollowUp(ctx: RelayContext, live: RelayLive, cycle: number):
   if (live.result && live.state.phase.name === "running") {
     const result = runningAgain(live.result);
     live.result = result;
-    live.rec.status = result.status;
+    recordStatus(live.rec, { kind: "result", status: result.status });
     ctx.sup.notifyStatus(live, result, { settled: false });
     await ctx.sup.deps.store.saveTask(live.rec, result, { sync: false });
   } else await ctx.sup.deps.store.writeTask(live.rec);
@@ -140,7 +142,7 @@ export async function relayClose(ctx: RelayContext, live: RelayLive, closePane: 
   if (ours && live.result) result = closedResult(live.result); // our verdict stands, not the machine's last word
   // The machine journals the close (the other machine's daemon ended its child); the phase says closed.
   await stepRemote(ctx, live, { type: "close", closePane, headless: false });
-  live.rec.status = result.status;
+  recordStatus(live.rec, { kind: "result", status: result.status });
   live.result = result;
   await ctx.sup.deps.store.saveTask(live.rec, result, { sync: true });
   ctx.sup.notifyStatus(live, result, { settled: false });

@@ -11,10 +11,10 @@ import { createHash } from "node:crypto";
 import type { TimerHandle } from "../core/clock.js";
 import { isDshError } from "../core/errors.js";
 import { backoffDelay, RELAY_RETRY_BACKOFF } from "../core/machines.js";
-import { isSettledStatus, nextActionFor } from "../core/derive.js";
+import { isSettledStatus, nextActionFor, recordStatus } from "../core/derive.js";
 import { settleVerdict, type CycleEvent, type SettleReason } from "../core/task-cycle.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
-import type { JournalEvent } from "../daemon/runner-types.js";
+import type { JournalRecord } from "../core/journal-record.js";
 import { writeAtomic } from "../store/fsio.js";
 import type { LinkDown, MachineLink } from "./link.js";
 import { fetchPart } from "./relay-fetch.js";
@@ -208,7 +208,7 @@ export class RemoteFollow {
     const result = localize(this.sup, live, remote);
     const changed = force || result.status !== live.result?.status || hadOutage(live);
     live.result = result;
-    live.rec.status = result.status;
+    recordStatus(live.rec, { kind: "result", status: result.status });
     live.rec.updatedAt = this.sup.deps.clock.now();
     if (!changed) return;
     this.sup.notifyStatus(live, result, { settled: false });
@@ -293,13 +293,13 @@ export class RemoteFollow {
       const result = build(reason);
       settled = result.status;
       live.result = result;
-      live.rec.status = result.status;
+      recordStatus(live.rec, { kind: "result", status: result.status });
       live.rec.updatedAt = this.sup.deps.clock.now();
       live.rec.timing = { ...result.timing };
       if (result.worktree) live.rec.worktree = result.worktree;
       if (result.sessionPath) live.rec.sessionPath = result.sessionPath;
       // The settle record (when the machine left it to us) and the settled status record: one append.
-      const records: JournalEvent[] = settleRecord ? [settleRecord] : [];
+      const records: JournalRecord[] = settleRecord ? [settleRecord] : [];
       if (live.statusJournaled !== cycle)
         records.push({
           type: "status",
@@ -309,7 +309,7 @@ export class RemoteFollow {
           remote: true,
           ...(diffSha256 ? { pin: { remote: true, diffSha256 } } : {}),
         });
-      if (records.length > 0) await live.journalWritten(...(records as [JournalEvent, ...JournalEvent[]]));
+      if (records.length > 0) await live.journalWritten(...(records as [JournalRecord, ...JournalRecord[]]));
       // The owner hears it first (its outbox record goes to the commit log ahead of these writes, as for a local
       // settle); the record's write goes on the task's chain in the same tick, so task.wait and task.get answer
       // after it (a caller may read result.json next).

@@ -2,7 +2,8 @@
 // result.json, with its unanswered request (relay-requests.ts) pending again. Start-up never waits on a machine:
 // reattaching runs in the background, each request bounded, while the socket serves; meanwhile an open remote task
 // reads its last status with a `machine LABEL unreachable since ...` warning, until the link answers.
-import { isSettledStatus } from "../core/derive.js";
+import { isSettledStatus, recordStatus } from "../core/derive.js";
+import type { JournalRecord } from "../core/journal-record.js";
 import { lifecycleOf, type SettleReason } from "../core/task-cycle.js";
 import type { MachineLink } from "./link.js";
 import { runningAgain } from "./relay-commands.js";
@@ -26,7 +27,7 @@ export async function relayRecover(
   follow: RemoteFollow,
   rec: RemoteRecord,
   journal: { cycle: number; settled: Set<number>; settleReasons: Map<number, SettleReason>; settling: Set<number> },
-  events: { type: string; [k: string]: unknown }[],
+  events: readonly JournalRecord[],
 ): Promise<void> {
   const { sup } = ctx;
   // A follow-up's cycle is journaled (remote_cycle) before its record is rewritten, unsynced: after a power cut
@@ -34,7 +35,7 @@ export async function relayRecover(
   const behind = journal.cycle > rec.cycle;
   if (behind) {
     rec.cycle = journal.cycle;
-    rec.status = "running";
+    recordStatus(rec, { kind: "running_there" });
     delete rec.timing.settledAt;
   }
   const live = sup.register(rec);
@@ -57,7 +58,7 @@ export async function relayRecover(
     const reason = journal.settleReasons.get(rec.cycle) ?? { kind: "remote", status: stored.status };
     await stepRemote(ctx, live, {
       type: "restored",
-      phase: { name: "settled", cycle: rec.cycle, reason, status: stored.status },
+      found: { found: "settled", cycle: rec.cycle, reason, status: stored.status },
       childAlive: false,
     });
     sup.notifyStatus(live, stored, { settled: true });
@@ -66,7 +67,11 @@ export async function relayRecover(
     if (journal.settling.has(rec.cycle)) live.settleJournaled = rec.cycle;
     // Its settled status was journaled, its result.json not written yet: recorded once the result is read again.
     if (journal.settled.has(rec.cycle)) live.statusJournaled = rec.cycle;
-    await stepRemote(ctx, live, { type: "restored", phase: { name: "running", cycle: rec.cycle }, childAlive: false });
+    await stepRemote(ctx, live, {
+      type: "restored",
+      found: { found: "prompt_out", cycle: rec.cycle },
+      childAlive: false,
+    });
     // The journaled verdict is this daemon's own: carried out now (its settle record is not written twice).
     const reason = journal.settling.has(rec.cycle) ? journal.settleReasons.get(rec.cycle) : undefined;
     if (reason && OWN_VERDICTS.has(reason.kind))
@@ -95,17 +100,14 @@ export async function relayRecover(
 
 /** The refusal (journaled) of the follow-up request that starts `cycle`, if the machine refused it. */
 function refusedFollowUp(
-  events: { type: string; [k: string]: unknown }[],
+  events: readonly JournalRecord[],
   cycle: number,
 ): { code: string; message?: string } | undefined {
   const req = events.findLast((e) => e.type === "remote_request" && e.method === "task.respond" && e.cycle === cycle);
-  if (!req) return undefined;
+  if (req?.type !== "remote_request") return undefined;
   const refused = events.find((e) => e.type === "remote_request_refused" && e.requestId === req.requestId);
-  if (!refused) return undefined;
-  return {
-    code: typeof refused.code === "string" ? refused.code : "INTERNAL",
-    ...(typeof refused.message === "string" ? { message: refused.message } : {}),
-  };
+  if (refused?.type !== "remote_request_refused") return undefined;
+  return { code: refused.code, message: refused.message };
 }
 
 /**

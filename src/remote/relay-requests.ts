@@ -13,6 +13,7 @@ import type { TimerHandle } from "../core/clock.js";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError, isDshError } from "../core/errors.js";
+import type { JournalRecord } from "../core/journal-record.js";
 import { backoffDelay, RELAY_RETRY_BACKOFF } from "../core/machines.js";
 import { writeAtomic } from "../store/fsio.js";
 import { RemoteViolation } from "./remote-check.js";
@@ -36,8 +37,17 @@ export const RECONCILE_WAIT_MS = 15_000;
 /** Bound of one send (the remote's spawn answers once the task is recorded there). */
 export const REQUEST_TIMEOUT_MS = 30_000;
 const REQUEST_FILE = "remote-request.json";
-/** Journal records that answer a request (they carry its id). */
-const ANSWERS = new Set(["remote_spawned", "respond", "remote_request_refused"]);
+/** The journal record answers the request `requestId` (the spawn's, a follow-up's, or the machine's refusal). */
+function answers(e: JournalRecord, requestId: string): boolean {
+  switch (e.type) {
+    case "remote_spawned":
+    case "respond":
+    case "remote_request_refused":
+      return e.requestId === requestId;
+    default:
+      return false;
+  }
+}
 
 export function newRequestId(): string {
   return `r${randomBytes(15).toString("base64url")}`;
@@ -75,10 +85,10 @@ export class RelayRequests {
   }
 
   /** At start-up: a request journaled and not answered is pending again (the reconcile sends it). */
-  async restore(live: RelayLive, events: { type: string; [k: string]: unknown }[]): Promise<void> {
+  async restore(live: RelayLive, events: readonly JournalRecord[]): Promise<void> {
     const last = events.findLast((e) => e.type === "remote_request");
-    if (!last) return;
-    if (events.some((e) => ANSWERS.has(e.type) && e.requestId === last.requestId)) return;
+    if (last?.type !== "remote_request") return;
+    if (events.some((e) => answers(e, last.requestId))) return;
     const file = join(this.ctx.sup.deps.store.taskPaths(live.rec.taskId).dir, REQUEST_FILE);
     const req = await readFile(file, "utf8")
       .then((t) => JSON.parse(t) as RemoteRequest)

@@ -5,7 +5,8 @@ import type { AgentResult, AgentStatus, Role, RuntimeKind } from "../core/types.
 import type { BackoffPolicy } from "../core/machines.js";
 import type { CycleEvent, TaskState } from "../core/task-cycle.js";
 import type { TaskRecord } from "../daemon/record.js";
-import type { JournalEvent, RemoteSettled } from "../daemon/runner-types.js";
+import type { JournalRecord } from "../core/journal-record.js";
+import type { RemoteSettled } from "../daemon/runner-types.js";
 import type { Config } from "../store/config.js";
 import type { TaskStore } from "../store/task-store.js";
 import type { MachineLink } from "./link.js";
@@ -62,9 +63,9 @@ export interface RelayLive {
   /** What a reader of the record waits for (task.wait and task.get await it before they answer). */
   chain: Promise<void>;
   /** Durable when it resolves. */
-  journal(event: { type: string; [k: string]: unknown }): Promise<void>;
+  journal(event: JournalRecord): Promise<void>;
   /** Written when it resolves, durable through the commit log behind the caller (before any later outbox record). */
-  journalWritten(...events: [JournalEvent, ...JournalEvent[]]): Promise<void>;
+  journalWritten(...events: [JournalRecord, ...JournalRecord[]]): Promise<void>;
   /**
    * Feed the machine one of the remote's events; `onSettled` records a settled cycle (after its settle record, or
    * with it: src/daemon/runner-types.ts RemoteSettled).

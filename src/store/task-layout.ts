@@ -1,7 +1,8 @@
-// A task's files (tasks/<taskId>/...) and the journal event type with its "not worth an fsync" mark. Split from
+// A task's files (tasks/<taskId>/...) and the journal record's "not worth an fsync" mark. Split from
 // task-store.ts, which reads and writes them.
 import { join } from "node:path";
 import { assertTaskId } from "../core/ids.js";
+import type { JournalRecord } from "../core/journal-record.js";
 
 /**
  * Mark a journal event as not worth an fsync (it is still written before appendEvent returns, so a daemon crash
@@ -9,14 +10,8 @@ import { assertTaskId } from "../core/ids.js";
  */
 export const UNSYNCED: unique symbol = Symbol("dsh-herdr.unsynced");
 
-export function unsynced<E extends TaskEvent>(event: E): E {
+export function unsynced<E extends JournalRecord>(event: E): E {
   return Object.assign(event, { [UNSYNCED]: true });
-}
-
-export interface TaskEvent {
-  type: string;
-  ts?: number;
-  [key: string]: unknown;
 }
 
 export interface TaskPaths {

@@ -6,6 +6,7 @@ import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
+import { parseJournal, type JournalRecord } from "../core/journal-record.js";
 import { KeyedQueue } from "../core/keyed-queue.js";
 import type { AgentResult } from "../core/types.js";
 import { CommitLog } from "./commit-log.js";
@@ -21,8 +22,8 @@ import {
 import { ensureHome, type HomePaths } from "./home.js";
 import { rowOf, summarize, TaskIndex, type TaskFilter, type TaskRecordBase, type TaskSummary } from "./task-index.js";
 export type { TaskRecordBase } from "./task-index.js";
-import { taskPathsIn, UNSYNCED, unsynced, type TaskEvent, type TaskPaths } from "./task-layout.js";
-export { UNSYNCED, unsynced, type TaskEvent, type TaskPaths } from "./task-layout.js";
+import { taskPathsIn, UNSYNCED, unsynced, type TaskPaths } from "./task-layout.js";
+export { UNSYNCED, unsynced, type TaskPaths } from "./task-layout.js";
 
 export interface StoreOptions {
   /**
@@ -120,7 +121,7 @@ export class TaskStore {
       if (rec.taskId !== taskId)
         throw new DshError("INTERNAL", "createTask: the built record must keep the allocated taskId.");
       await this.writeTask(rec, opts);
-      const created: TaskEvent = { type: "created", status: rec.status };
+      const created: JournalRecord = { type: "created", status: rec.status };
       await this.appendEvent(taskId, opts.sync === false ? unsynced(created) : created);
       return rec;
     } catch (e) {
@@ -203,7 +204,7 @@ export class TaskStore {
    * commit log, whose one fsync is shared by every task's record written meanwhile, or fsynced in the journal itself.
    * Either way the line is in the task's journal before this resolves, so a daemon crash loses nothing.
    */
-  async appendEvent(taskId: unknown, event: TaskEvent): Promise<void> {
+  async appendEvent(taskId: unknown, event: JournalRecord): Promise<void> {
     await (await this.writeEvents(taskId, [event])).durable;
   }
 
@@ -214,12 +215,12 @@ export class TaskStore {
    * durable while the harvest and the owner's outbox write go on; the owner's push waits for both. A relayed settle
    * writes its settle record and its settled status record together, as nothing comes between them.
    */
-  appendEventsWritten(taskId: unknown, events: TaskEvent[]): Promise<{ durable: Promise<void> }> {
+  appendEventsWritten(taskId: unknown, events: JournalRecord[]): Promise<{ durable: Promise<void> }> {
     return this.writeEvents(taskId, events);
   }
 
   // Every append in one place; kept apart from the public ones so a crash hook wraps each record exactly once.
-  private async writeEvents(taskId: unknown, events: TaskEvent[]): Promise<{ durable: Promise<void> }> {
+  private async writeEvents(taskId: unknown, events: JournalRecord[]): Promise<{ durable: Promise<void> }> {
     const p = await this.knownTask(taskId);
     const durable = events.every((e) => (e as { [UNSYNCED]?: boolean })[UNSYNCED] !== true);
     const ts = Date.now();
@@ -245,12 +246,20 @@ export class TaskStore {
     return { durable: durable && this.log ? this.log.commit(p.events, at, text) : Promise.resolve() };
   }
 
-  /** The journal in order; a torn last line (crash mid-append) is skipped. */
-  async readEvents(taskId: unknown): Promise<TaskEvent[]> {
+  /** The journal's records in order; a torn last line (crash mid-append) and records of unknown kinds are skipped. */
+  async readEvents(taskId: unknown): Promise<JournalRecord[]> {
+    return (await this.readJournal(taskId)).records;
+  }
+
+  /**
+   * The journal read back: its records of known kinds, in order (a torn last line skipped), and how many records were
+   * left out as of a kind or shape this daemon does not know (an older or newer daemon's).
+   */
+  async readJournal(taskId: unknown): Promise<{ records: JournalRecord[]; unknown: number }> {
     const p = this.taskPaths(taskId);
-    const events = await readJsonLines<TaskEvent>(p.events);
-    if (events.length === 0) await this.existing(taskId);
-    return events;
+    const lines = await readJsonLines<unknown>(p.events);
+    if (lines.length === 0) await this.existing(taskId);
+    return parseJournal(lines);
   }
 
   async writePrompt(taskId: unknown, text: string, opts: SyncOptions = {}): Promise<string> {

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { SessionReader, type SessionFacts } from "../core/session-reader.js";
 import { type ParseYaml, YAML_OPTIONS } from "../core/result-md-read.js";
 import type { AgentResult } from "../core/types.js";
-import { checkTask, journalVerdict, type Difference, type JournalRecord, type VerifyRecord } from "../core/verify.js";
+import { parseJournalRecord, type JournalRecord } from "../core/journal-record.js";
+import { checkTask, journalVerdict, type Difference, type VerifyRecord } from "../core/verify.js";
 
 /** The largest file verify reads (the journal, result.json, task.json, a pinned result.md): larger is "too large". */
 export const VERIFY_MAX_FILE_BYTES = 256 * 1024 * 1024;
@@ -193,7 +194,10 @@ class TaskFiles {
     }
   }
 
-  /** The journal's records, parsed line by line from chunks (lines that are not JSON objects left out). */
+  /**
+   * The journal's records, parsed line by line from chunks (lines that are not JSON, and records of kinds or shapes
+   * the daemon does not know, left out: as the daemon's own reader does).
+   */
   journal(name: string): JournalRecord[] {
     const f = this.open(name);
     if (!f) return [];
@@ -201,9 +205,8 @@ class TaskFiles {
     const take = (line: string) => {
       if (!line.trim()) return;
       try {
-        const e = JSON.parse(line) as unknown;
-        if (typeof e === "object" && e !== null && typeof (e as { type?: unknown }).type === "string")
-          out.push(e as JournalRecord);
+        const e = parseJournalRecord(JSON.parse(line));
+        if (e) out.push(e);
       } catch {
         /* a torn last line: the journal's reader skips it too */
       }

@@ -17,6 +17,7 @@ import { completeJsonLines } from "../helpers/jsonl.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import { knownTaskIds } from "../../src/cli/task-files.js";
 import { describeDifference } from "../../src/core/verify.js";
+import { parseJournalRecord } from "../../src/core/journal-record.js";
 
 export interface Harness {
   dir: string;
@@ -96,6 +97,13 @@ export async function startHarness(
           // Every task dir this version wrote is rebuilt in full: nothing left unchecked.
           ...(v.unchecked ?? []).map((u) => `${v.taskId} not checked: ${u}`),
         ]);
+      // Every record the daemon wrote is of a kind (and shape) the journal's type knows: one its readers would
+      // otherwise leave out of recovery and verify (src/core/journal-record.ts).
+      const unknownRecords = knownTaskIds(home).flatMap((id) =>
+        completeJsonLines<unknown>(join(home, "tasks", id, "events.jsonl"))
+          .filter((line) => parseJournalRecord(line) === undefined)
+          .map((line) => `${id} ${JSON.stringify(line).slice(0, 300)}`),
+      );
       if (process.env.DSH_TEST_VERIFY_DEBUG)
         for (const line of disagree) {
           const id = line.split(" ")[0]!;
@@ -107,6 +115,7 @@ export async function startHarness(
       killUnder(dir);
       rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
       assert.deepEqual(disagree, [], "verify --all at teardown");
+      assert.deepEqual(unknownRecords, [], "journal records of no known kind or shape");
     },
   };
   return h;

@@ -158,7 +158,7 @@ test("recovery puts back the steers the journal shows pending; a restored settle
   const base = step(st({ name: "queued", cycle: 1 }, false), ev).state;
   const resumed = run(
     base,
-    { type: "restored", phase: { name: "running", cycle: 2 }, childAlive: true },
+    { type: "restored", found: { found: "prompt_out", cycle: 2 }, childAlive: true },
     { type: "child_hello" },
   );
   assert.deepEqual(
@@ -166,12 +166,16 @@ test("recovery puts back the steers the journal shows pending; a restored settle
     [{ type: "push_steer", cycle: 2, n: 3 }],
   );
   assert.deepEqual(step(resumed.state, { type: "steer", n: 3, bytes: 1 }).effects, [], "a restored number is used");
-  const kept = step(base, { type: "restored", phase: { ...settledOk, cycle: 2 }, childAlive: true });
+  const kept = step(base, {
+    type: "restored",
+    found: { found: "settled", cycle: 2, reason: settledOk.reason },
+    childAlive: true,
+  });
   assert.deepEqual(kept.state.steers ?? [], []);
   // The cycle ended while the daemon was away: the steer is missed at the recovered settle.
   const ended = run(
     base,
-    { type: "restored", phase: { name: "running", cycle: 2 }, childAlive: false },
+    { type: "restored", found: { found: "prompt_out", cycle: 2 }, childAlive: false },
     { type: "settle_recovered", reason: { kind: "settled_before_crash" } },
   );
   assert.deepEqual(

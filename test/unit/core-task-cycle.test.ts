@@ -5,6 +5,7 @@ import {
   closedAfterSettle,
   commandAllowed,
   lifecycleOf,
+  phaseFound,
   settleVerdict,
   step,
   type CycleEvent,
@@ -247,7 +248,7 @@ test("planRecovery: what a restarted daemon does with each open task", () => {
   const t = planRecovery({ ...base, interrupted: { code: "TIMEOUT" } });
   assert.deepEqual(t, { kind: "finish_abort", timeout: true });
   const kept = planRecovery({ ...base, harvested: true, alive: false });
-  assert.deepEqual(kept.kind === "keep_settled" && kept.phase, {
+  assert.deepEqual(kept.kind === "keep_settled" && phaseFound(kept.found), {
     name: "settled",
     cycle: 1,
     reason: { kind: "settled_before_crash" },

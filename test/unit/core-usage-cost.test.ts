@@ -13,6 +13,10 @@ import { type VerifyInput, verifyTask as verifyWith } from "../../src/core/verif
 
 const verifyTask = (i: Omit<VerifyInput, "parseYaml">) => verifyWith({ ...i, parseYaml });
 import type { AgentResult } from "../../src/core/types.js";
+import { parseJournal } from "../../src/core/journal-record.js";
+
+/** Journal records as the store reads them back (parsed into known kinds). */
+const records = (xs: readonly unknown[]) => parseJournal(xs).records;
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const validate = new Ajv2020({ strict: true }).compile(
@@ -187,7 +191,7 @@ test("verify names a cost or input-token count that disagrees with the session",
     assistant("1.x", { input: 1000, output: 20, cacheRead: 0, cacheWrite: 0, total: 0.5 }, "stop"),
   ]);
   const r = result(f);
-  const events = [{ type: "settle", cycle: 1, why: "agent_end", reason: { kind: "agent_end" } }];
+  const events = records([{ type: "settle", cycle: 1, why: "agent_end", reason: { kind: "agent_end" } }]);
   assert.deepEqual(verifyTask({ events, result: r, session: f }), []);
   const tampered = { ...r, usage: { ...r.usage!, cost: 0.1, inputTokens: 3 } };
   const fields = verifyTask({ events, result: tampered, session: f }).map((d) => d.field);

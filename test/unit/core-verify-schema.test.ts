@@ -12,6 +12,10 @@ import {
 
 const checkTask = (i: Omit<VerifyInput, "parseYaml">) => checkWith({ ...i, parseYaml });
 import type { AgentResult } from "../../src/core/types.js";
+import { parseJournal } from "../../src/core/journal-record.js";
+
+/** Journal records as the store reads them back (parsed into known kinds). */
+const records = (xs: readonly unknown[]) => parseJournal(xs).records;
 
 const record: VerifyRecord = {
   taskId: "tabc123456789",
@@ -32,11 +36,11 @@ const pin: HarvestPin = {
   fresh: false,
   resultMd: { file: "result.c1.md", sha256: "a".repeat(64) },
 };
-const events = [
+const events = records([
   { type: "prompt_sent", cycle: 1 },
   { type: "settle", cycle: 1, why: "agent_end", reason: { kind: "agent_end" } },
   { type: "status", status: "completed", cycle: 1, settled: true, sessionOffset: 0, pin },
-];
+]);
 const readPinned = (name: string) =>
   name === "result.c1.md" ? { text: RESULT_MD, sha256: "a".repeat(64) } : undefined;
 

@@ -15,6 +15,10 @@ import {
 const checkTask = (i: Omit<VerifyInput, "parseYaml">) => checkWith({ ...i, parseYaml });
 import { SessionReader } from "../../src/core/session-reader.js";
 import type { AgentResult } from "../../src/core/types.js";
+import { parseJournal } from "../../src/core/journal-record.js";
+
+/** Journal records as the store reads them back (parsed into known kinds). */
+const records = (xs: readonly unknown[]) => parseJournal(xs).records;
 
 const record: VerifyRecord = {
   taskId: "tabc123456789",
@@ -37,11 +41,12 @@ const pin = (over: Partial<HarvestPin> = {}): HarvestPin => ({
   warnings: ["a git warning"],
   ...over,
 });
-const journal = (p: HarvestPin, reason: object, status: string) => [
-  { type: "prompt_sent", cycle: 1 },
-  { type: "settle", cycle: 1, why: (reason as { kind: string }).kind, reason },
-  { type: "status", status, cycle: 1, settled: true, sessionOffset: 0, pin: p },
-];
+const journal = (p: HarvestPin, reason: object, status: string) =>
+  records([
+    { type: "prompt_sent", cycle: 1 },
+    { type: "settle", cycle: 1, why: (reason as { kind: string }).kind, reason },
+    { type: "status", status, cycle: 1, settled: true, sessionOffset: 0, pin: p },
+  ]);
 const readPinned = (name: string) =>
   name === "result.c1.md" ? { text: RESULT_MD, sha256: "a".repeat(64) } : undefined;
 const stored = (p: HarvestPin, reason?: NonNullable<Parameters<typeof resultFromPin>[2]>["reason"]): AgentResult =>
@@ -145,10 +150,10 @@ test("the session is read up to the pinned offset: usage and the model pi ran co
 });
 
 test("a task dir from before harvests were pinned: the old checks, and what could not be checked is said", () => {
-  const events = [
+  const events = records([
     { type: "settle", cycle: 1, why: "agent_end", reason: { kind: "agent_end" } },
     { type: "status", status: "completed", cycle: 1, settled: true, sessionOffset: 0 },
-  ];
+  ]);
   const r = stored(pin(), { kind: "agent_end" });
   const v = checkTask({ events, result: { ...r, summary: "anything" }, record });
   assert.deepEqual(v.differences, []);
@@ -157,11 +162,11 @@ test("a task dir from before harvests were pinned: the old checks, and what coul
 
 test("the journal replayed through the machine: abort of a settled cycle closes it with its verdict kept", () => {
   const p = pin();
-  const events = [
+  const events = records([
     ...journal(p, { kind: "agent_end" }, "completed"),
     { type: "closed", closePane: false, via: "abort" },
     { type: "status", status: "closed", cycle: 1, sessionOffset: 0 },
-  ];
+  ]);
   const j = journalVerdict(events);
   assert.equal(j.phase.name, "closed");
   assert.equal(j.closedAfterSettle, true);
@@ -202,7 +207,7 @@ test("steers in the journal change no verdict; a missed steer's warning is pinne
     "a message sent with respond (steer.1.2.md in the task dir) did not reach the child: cycle 1 ended before pi took it; respond again to send it as a follow-up";
   const p = pin({ warnings: ["a git warning", note] });
   const r = stored(p, { kind: "agent_end", stopReason: "stop" });
-  const events = [
+  const events = records([
     { type: "prompt_sent", cycle: 1 },
     { type: "steered", cycle: 1, n: 1, bytes: 5 },
     { type: "steer_taken", cycle: 1, n: 1 },
@@ -210,7 +215,7 @@ test("steers in the journal change no verdict; a missed steer's warning is pinne
     { type: "settle", cycle: 1, why: "agent_end", reason: { kind: "agent_end", stopReason: "stop" } },
     { type: "steer_missed", cycle: 1, n: 2 },
     { type: "status", status: "completed", cycle: 1, settled: true, sessionOffset: 0, pin: p },
-  ];
+  ]);
   assert.deepEqual(checkTask({ events, result: r, record, readPinned }), { differences: [], unchecked: [] });
   assert.ok(r.warnings?.includes(note));
   const dropped = { ...r, warnings: r.warnings!.filter((w) => w !== note) };
@@ -227,7 +232,7 @@ test("a sibling's warning set on a settled result after its harvest (siblings{fr
   const warning =
     "conflicts with sibling task tother1234567 (worker-x-4567) in 1 path(s): a.txt; land one of the two, then respond to the other to rebase its work onto it";
   const told = { ...r, warnings: [...(r.warnings ?? []), warning] };
-  const events = [
+  const events = records([
     ...journal(p, { kind: "agent_end" }, "completed"),
     {
       type: "siblings",
@@ -236,7 +241,7 @@ test("a sibling's warning set on a settled result after its harvest (siblings{fr
       from: "tother1234567",
       warning,
     },
-  ];
+  ]);
   assert.deepEqual(checkTask({ events, result: told, record, readPinned }), { differences: [], unchecked: [] });
   // Without the record the warning is not the task dir's; a later record that drops it drops it in the rebuild too.
   const without = checkTask({ events: events.slice(0, -1), result: told, record, readPinned }).differences;
@@ -244,7 +249,7 @@ test("a sibling's warning set on a settled result after its harvest (siblings{fr
     without.map((d) => d.field),
     ["warnings"],
   );
-  const dropped = [...events, { type: "siblings", cycle: 1, conflicts: [], from: "tother1234567" }];
+  const dropped = records([...events, { type: "siblings", cycle: 1, conflicts: [], from: "tother1234567" }]);
   assert.deepEqual(checkTask({ events: dropped, result: r, record, readPinned }), { differences: [], unchecked: [] });
 });
 
@@ -263,12 +268,13 @@ test("a relayed cycle settled by this daemon's own verdict (REMOTE_INVALID, REMO
     owner: "cli",
     error: { code, message: `${code}: the words` },
   });
-  const relayed = (reason: object, status: string) => [
-    { type: "remote_request", requestId: "r12345678", method: "task.spawn", cycle: 1 },
-    { type: "remote_spawned", label: "box", remoteTaskId: "tzzz00000000", requestId: "r12345678" },
-    { type: "settle", cycle: 1, why: (reason as { kind: string }).kind, reason, remote: true },
-    { type: "status", status, cycle: 1, settled: true, remote: true },
-  ];
+  const relayed = (reason: object, status: string) =>
+    records([
+      { type: "remote_request", requestId: "r12345678", method: "task.spawn", cycle: 1 },
+      { type: "remote_spawned", label: "box", remoteTaskId: "tzzz00000000", requestId: "r12345678" },
+      { type: "settle", cycle: 1, why: (reason as { kind: string }).kind, reason, remote: true },
+      { type: "status", status, cycle: 1, settled: true, remote: true },
+    ]);
   const invalid = { kind: "remote_invalid", field: "usage.assistant", message: "REMOTE_INVALID: the words" };
   const lost = { kind: "remote_lost", message: "REMOTE_LOST: the words" };
   for (const [reason, status, code] of [
@@ -281,7 +287,7 @@ test("a relayed cycle settled by this daemon's own verdict (REMOTE_INVALID, REMO
     assert.deepEqual(clean.differences.map(describeDifference), [], `${code}: verify agrees`);
     // Closed here afterwards: the closed result keeps the verdict's error.
     const closed = checkTask({
-      events: [...events, { type: "closed", closePane: false, remote: true }],
+      events: records([...events, { type: "closed", closePane: false, remote: true }]),
       result: remoteResult("closed", code),
       record,
     });

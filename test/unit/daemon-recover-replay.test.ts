@@ -2,12 +2,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { replayJournal } from "../../src/daemon/recover-replay.js";
-import type { TaskEvent } from "../../src/store/task-store.js";
+import { parseJournalRecord, type JournalRecord } from "../../src/core/journal-record.js";
 
-const ev = (type: string, more: Record<string, unknown> = {}): TaskEvent => ({ ts: 1000, type, ...more }) as TaskEvent;
+/** A journal line as the store reads it back (a record of an unknown kind or shape would be left out). */
+const ev = (type: string, more: Record<string, unknown> = {}): JournalRecord | undefined =>
+  parseJournalRecord({ ts: 1000, type, ...more });
+const replay = (lines: (JournalRecord | undefined)[]) =>
+  replayJournal(lines.filter((e): e is JournalRecord => e !== undefined));
 
 test("replay: launch handle, worktree, baseline with its dirty list, prompts, settles, abort and close", () => {
-  const r = replayJournal([
+  const r = replay([
     ev("created"),
     ev("worktree", { path: "/w/repo-t1", branch: "dsh/t1" }),
     ev("baseline", { head: "abc", dirty: 2, dirtyAtStart: [" M a.txt", "?? b.txt"] }),
@@ -34,9 +38,9 @@ test("replay: launch handle, worktree, baseline with its dirty list, prompts, se
 });
 
 test("replay: a baseline journaled as a count only (a long dirty list, or an older daemon) has no list; junk is ignored", () => {
-  const r = replayJournal([ev("baseline", { head: null, dirty: 5000 })]);
+  const r = replay([ev("baseline", { head: null, dirty: 5000 })]);
   assert.deepEqual(r.baseline, { head: null, dirty: 5000 });
-  const junk = replayJournal([
+  const junk = replay([
     ev("baseline", { head: "abc", dirty: 1, dirtyAtStart: [1, 2] }),
     ev("launched", {}),
     ev("prompt_sent", {}),
@@ -47,14 +51,14 @@ test("replay: a baseline journaled as a count only (a long dirty list, or an old
 });
 
 test("replay: a stalled launch's handle is dead; a later launch journaled after it is the live one", () => {
-  const stalledLast = replayJournal([
+  const stalledLast = replay([
     ev("launched", { handle: { runtime: "headless", pid: 1 } }),
     ev("stalled", { attempt: 1 }),
   ]);
   assert.equal(stalledLast.handle, undefined, "recovery must ask the runtime (a retry may run unjournaled)");
   assert.equal(stalledLast.handleStalled, true);
   assert.equal(stalledLast.stalled, 1);
-  const relaunched = replayJournal([
+  const relaunched = replay([
     ev("launched", { handle: { runtime: "headless", pid: 1 } }),
     ev("stalled", { attempt: 1 }),
     ev("launched", { handle: { runtime: "headless", pid: 2 } }),

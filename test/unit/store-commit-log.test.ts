@@ -49,9 +49,9 @@ test("a journal that lost its durable tail (power cut) gets it back, in order, a
     const store = await TaskStore.open(t.home);
     const a = await newTask(store);
     const b = await newTask(store);
-    await store.appendEvent(a.taskId, { type: "launched", attempt: 1 });
+    await store.appendEvent(a.taskId, { type: "launched", attempt: 1, runtime: "tmux" });
     const cut = statSync(store.taskPaths(a.taskId).events).size;
-    await store.appendEvent(a.taskId, unsynced({ type: "baseline", head: null }));
+    await store.appendEvent(a.taskId, unsynced({ type: "baseline", head: null, dirty: 0 }));
     await store.appendEvent(a.taskId, { type: "settle", why: "report", cycle: 1 });
     await store.appendEvent(a.taskId, { type: "status", status: "completed", settled: true, cycle: 1 });
     await store.appendEvent(b.taskId, { type: "settle", why: "report", cycle: 1 });
@@ -88,7 +88,7 @@ test("a journal lost whole is rebuilt from the log's records", async () => {
   try {
     const store = await TaskStore.open(t.home);
     const a = await newTask(store);
-    await store.appendEvent(a.taskId, { type: "launched", attempt: 1 });
+    await store.appendEvent(a.taskId, { type: "launched", attempt: 1, runtime: "tmux" });
     await store.appendEvent(a.taskId, { type: "settle", why: "report", cycle: 1 });
     unlinkSync(store.taskPaths(a.taskId).events);
     const reopened = await TaskStore.open(t.home);
@@ -141,7 +141,7 @@ test("a relayed settle's two records are one append: both in the journal, one co
     truncateSync(store.taskPaths(a.taskId).events, journalCut);
     const reopened = await TaskStore.open(t.home);
     assert.deepEqual(
-      (await reopened.readEvents(a.taskId)).slice(1).map((e) => [e.type, e.status]),
+      (await reopened.readEvents(a.taskId)).slice(1).map((e) => [e.type, e.type === "status" ? e.status : undefined]),
       [
         ["settle", undefined],
         ["status", "completed"],

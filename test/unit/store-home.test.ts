@@ -108,7 +108,7 @@ test("a full disk gives HOME_UNWRITABLE and leaves the previous task.json and jo
     }
     const journal = unmount !== undefined ? readFileSync(events) : undefined;
     // Larger than the free room in the journal's last page, so the append needs a new block.
-    await assert.rejects(store.appendEvent(rec.taskId, { type: "status", note: "n".repeat(64 * 1024) }), {
+    await assert.rejects(store.appendEvent(rec.taskId, { type: "recovered", plan: "n".repeat(64 * 1024) }), {
       code: "HOME_UNWRITABLE",
     });
     if (journal !== undefined) {

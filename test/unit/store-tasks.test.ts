@@ -25,7 +25,7 @@ test("create, rewrite and read a task; prompt and result round-trip; journal is 
     assert.match(rec.taskId, /^t[0-9a-z]{11}$/);
     await store.writeTask<Rec>({ ...rec, status: "working", updatedAt: 2 });
     assert.equal((await store.readTask<Rec>(rec.taskId)).status, "working");
-    await store.appendEvent(rec.taskId, { type: "status", status: "working" });
+    await store.appendEvent(rec.taskId, { type: "status", status: "working", cycle: 1 });
     assert.deepEqual(
       (await store.readEvents(rec.taskId)).map((e) => e.type),
       ["created", "status"],
@@ -73,7 +73,7 @@ test("hostile task ids are refused before touching a path; unknown ids are TASK_
         store.readTask(bad),
         (e: Error & { code?: string }) => e.code === "BAD_TASK_ID" && /dsh-herdr list/.test(e.message),
       );
-      await assert.rejects(store.appendEvent(bad, { type: "x" }), { code: "BAD_TASK_ID" });
+      await assert.rejects(store.appendEvent(bad, { type: "parked", cycle: 1 }), { code: "BAD_TASK_ID" });
     }
     await assert.rejects(store.readTask("tmg3k2a1b2c3"), { code: "TASK_NOT_FOUND" });
     await assert.rejects(store.writeTask({ taskId: "tmg3k2a1b2c3", owner: "cli", status: "x", createdAt: 0 }), {
@@ -103,10 +103,10 @@ test("a torn last journal line is skipped, and the next append starts on a fresh
       ["created"],
     );
     const fresh = await TaskStore.open(t.home); // a restarted daemon
-    await fresh.appendEvent(taskId, { type: "settled" });
+    await fresh.appendEvent(taskId, { type: "parked", cycle: 1 });
     assert.deepEqual(
       (await fresh.readEvents(taskId)).map((e) => e.type),
-      ["created", "settled"],
+      ["created", "parked"],
     );
   } finally {
     t.done();
@@ -225,6 +225,33 @@ test("owner outbox: append-only states, pending = queued or sent but not acked",
       [["d1", "sent"]],
     );
     assert.deepEqual(pending[0]!.payload, { brief: "x" });
+  } finally {
+    t.done();
+  }
+});
+
+test("a journal line of no known kind or shape (another daemon version's) is left out and counted; the rest loads", async () => {
+  const t = tempHome();
+  try {
+    const store = await TaskStore.open(t.home);
+    const { taskId } = await store.createTask<Rec>((taskId) => ({
+      taskId,
+      owner: "cli",
+      status: "starting",
+      createdAt: 1,
+    }));
+    appendFileSync(store.taskPaths(taskId).events, '{"type":"hologram","cycle":1}\n{"type":"respond"}\n');
+    await store.appendEvent(taskId, { type: "respond", cycle: 2 });
+    const { records, unknown } = await store.readJournal(taskId);
+    assert.deepEqual(
+      records.map((e) => e.type),
+      ["created", "respond"],
+    );
+    assert.equal(unknown, 2);
+    assert.deepEqual(
+      (await store.readEvents(taskId)).map((e) => e.type),
+      ["created", "respond"],
+    );
   } finally {
     t.done();
   }
