@@ -23,10 +23,19 @@ export async function main(argv: string[]): Promise<number> {
     if (cmd === "run") {
       // <home>/env first (`daemon env set`; the unit's EnvironmentFile=): the daemon and its children get it.
       const envFile = applyEnvFile(home);
-      const d = await runDaemon(home, { envFile });
-      const onSignal = () => void d.stop();
+      // Listened for before the daemon starts: its socket answers before its start is done (the board starts
+      // after it), and a stop asked for then must stop it gracefully, not kill the process by the default action.
+      let stopAsked = false;
+      let running: Awaited<ReturnType<typeof runDaemon>> | undefined;
+      const onSignal = () => {
+        stopAsked = true;
+        void running?.stop();
+      };
       process.once("SIGTERM", onSignal);
       process.once("SIGINT", onSignal);
+      const d = await runDaemon(home, { envFile });
+      running = d;
+      if (stopAsked) void d.stop();
       await d.done;
       return 0;
     }
