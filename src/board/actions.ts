@@ -6,7 +6,7 @@ import { DshError } from "../core/errors.js";
 import type { AgentResult } from "../core/types.js";
 import type { Params, RequestMethod, Result } from "../protocol/methods.js";
 import { ProtocolSchemas } from "../protocol/schemas.js";
-import type { Connection, HandlerTable } from "../daemon/server-types.js";
+import type { Connection, HandlerTable } from "../protocol/connection.js";
 
 /** The daemon's handler table (the socket's own methods, hello and frame.page, are not the board's to call). */
 export type Handlers = Omit<HandlerTable, "hello" | "frame.page">;

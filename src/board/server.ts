@@ -7,7 +7,7 @@ import { join, sep } from "node:path";
 import { DshError } from "../core/errors.js";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
-import type { Logger } from "../daemon/server-types.js";
+import type { Logger } from "../core/logger.js";
 import { ASSETS, readAsset, readPage } from "./assets.js";
 import type { BoardActions, LandStrategy } from "./actions.js";
 import { cardOf, type Card } from "./cards.js";

@@ -1,7 +1,7 @@
 // The daemon's one hook for the board: start it when config allows (board.enabled, board.port), with the daemon's own
 // method handlers; a board that cannot start is logged and the daemon runs on without it.
 import type { Config } from "../store/config.js";
-import type { Logger } from "../daemon/server-types.js";
+import type { Logger } from "../core/logger.js";
 import { BoardActions, type Handlers } from "./actions.js";
 import { startBoard, type BoardServer } from "./server.js";
 import { ensureBoardToken } from "./token.js";

@@ -50,3 +50,10 @@ export async function chooseDemoRuntime(env: NodeJS.ProcessEnv): Promise<"herdr"
   const tmux = await execa("tmux", ["-V"], { reject: false, stdin: "ignore" });
   return tmux.failed ? "headless" : "tmux";
 }
+
+/** How to make a running daemon read the file again: systemd's restart when systemd runs it (INVOCATION_ID). */
+export function restartHint(names: readonly string[] | undefined): string {
+  return names?.includes("INVOCATION_ID")
+    ? "systemctl --user restart dsh-herdr (the daemon runs under systemd; use your unit's name)"
+    : "dsh-herdr daemon restart";
+}

@@ -1,39 +1,11 @@
 // The socket server's vocabulary: a client connection, a method handler, the logger, the options and the bounds
 // one client may cost; shared by the server's parts and by the method handlers.
-import type { Params, PushMethod, PushParams, RequestMethod, Result } from "../protocol/methods.js";
 import type { ProtocolSchemas } from "../protocol/schemas.js";
 
-export type ClientKind = "cli" | "owner" | "child";
-
-export interface Connection {
-  readonly id: number;
-  kind?: ClientKind;
-  ownerId?: string;
-  taskId?: string;
-  /** The protocol the client said hello with (1 when it named none): 2 and later fetch large frames by reference. */
-  protocol?: number;
-  /** The hello being checked (an owner's proof is read from disk): requests that follow it wait for it. */
-  helloing?: Promise<unknown>;
-  /** A push, its params as the protocol table declares them (src/protocol/). */
-  push<P extends PushMethod>(method: P, params: PushParams<P>): void;
-  /** frame.page: a page of a frame held for this connection by reference (src/daemon/server-large.ts). */
-  page?(p: { ref: string; offset: number }): unknown;
-  onClose(fn: () => void): void;
-  readonly closed: boolean;
-}
-
-/** One method's handler: its params already checked against the method's schema, its result checked as it leaves. */
-export type Handler<M extends RequestMethod> = (params: Params<M>, conn: Connection) => Result<M> | Promise<Result<M>>;
-
-/** The daemon's methods, one handler each, typed by the protocol table (src/protocol/). */
-export type HandlerTable = { [M in RequestMethod]: Handler<M> };
-
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
+export type { ClientKind, Connection, Handler, HandlerTable } from "../protocol/connection.js";
+export type { Logger } from "../core/logger.js";
+import type { Connection, HandlerTable } from "../protocol/connection.js";
+import type { Logger } from "../core/logger.js";
 
 export interface SocketServerOptions {
   socketPath: string;

@@ -27,7 +27,7 @@ import {
 } from "../core/task-cycle.js";
 import type { AgentResult, HerdrStatus } from "../core/types.js";
 import { agentAsked, diffFor, validateAgentResult } from "./harvest.js";
-import { settleChecks } from "./land-methods.js";
+import { settleChecks } from "./settle-checks.js";
 import { deferSnapshot, persist, snapshotWritten } from "./persist.js";
 import { landFieldsOf, type TaskRecord } from "./record.js";
 import type { Runner } from "./runner-types.js";

@@ -1,5 +1,5 @@
 // Siblings: two open isolated tasks of one repository whose work conflicts. At each settle that completes (the settle
-// hook, land-methods.ts settleChecks) the task's work (its branch plus what is uncommitted, without its setup commit)
+// hook, settle-checks.ts) the task's work (its branch plus what is uncommitted, without its setup commit)
 // is merged in memory (`git merge-tree --write-tree`) with each open sibling's work; a conflict puts a warning naming
 // the other task and the paths on both AgentResults, before either is landed, so the person (or the owner) can land
 // one and have the other rebase. A sibling already landed is left to landability (its work is then on the base).

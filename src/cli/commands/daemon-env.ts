@@ -7,16 +7,9 @@ import { DshError } from "../../core/errors.js";
 import { ensureHome } from "../../store/home.js";
 import { envFilePath, isEnvName, readEnvFile, updateEnvFile } from "../../store/env-file.js";
 import type { CliContext } from "../context.js";
-import { startDaemonFor, stopDaemonFor } from "../daemon-control.js";
+import { restartHint, startDaemonFor, stopDaemonFor } from "../daemon-control.js";
 import { printJson } from "../io.js";
 import { examples, jsonOption, usage } from "./shared.js";
-
-/** How to make a running daemon read the file again: systemd's restart when systemd runs it (INVOCATION_ID). */
-export function restartHint(names: readonly string[] | undefined): string {
-  return names?.includes("INVOCATION_ID")
-    ? "systemctl --user restart dsh-herdr (the daemon runs under systemd; use your unit's name)"
-    : "dsh-herdr daemon restart";
-}
 
 interface RunningEnv {
   pid: number;

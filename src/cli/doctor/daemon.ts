@@ -15,7 +15,7 @@ import {
 import { agentDirOf, authProviders, modelsKeyVar } from "../../pi/credentials.js";
 import { resolvePiBin } from "../../pi/launch.js";
 import { envFilePath, parseEnvFile, readEnvFile, type EnvFileState } from "../../store/env-file.js";
-import { restartHint } from "../commands/daemon-env.js";
+import { restartHint } from "../daemon-control.js";
 import type { CheckResult } from "./types.js";
 import { findUnitFor, type UnitEnv } from "./unit.js";
 import { readFileSync, statSync } from "node:fs";
