@@ -5,4 +5,3 @@ export interface Logger {
   error(obj: object, msg?: string): void;
   debug(obj: object, msg?: string): void;
 }
-

@@ -190,6 +190,6 @@ export const RELAY_RETRY_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({ base
 export function backoffDelay(attempt: number, random: number, policy: BackoffPolicy = DEFAULT_BACKOFF): number {
   const a = Number.isFinite(attempt) && attempt > 0 ? Math.floor(attempt) : 0;
   const r = Number.isFinite(random) ? Math.min(Math.max(random, 0), 1) : 0;
-  const full = Math.min(policy.maxMs, policy.baseMs * Math.pow(policy.factor, Math.min(a, 64)));
+  const full = Math.min(policy.maxMs, policy.baseMs * policy.factor ** Math.min(a, 64));
   return Math.round(full / 2 + (full / 2) * r);
 }

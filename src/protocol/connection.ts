@@ -26,4 +26,3 @@ export type Handler<M extends RequestMethod> = (params: Params<M>, conn: Connect
 
 /** The daemon's methods, one handler each, typed by the protocol table (src/protocol/). */
 export type HandlerTable = { [M in RequestMethod]: Handler<M> };
-
