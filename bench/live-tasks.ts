@@ -8,7 +8,7 @@
 // - task.list of them, one page of all (baseline: a directory scan reading every task.json).
 import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
-import { SessionReader } from "../src/core/session-reader.js";
+import { SessionReader } from "../src/core/session/session-reader.js";
 import { resultMdFor, writeResultMd } from "../src/extensions/child-report.js";
 import {
   attachOwner,

@@ -2,7 +2,7 @@
 // sshd and a second Unix user, from test/helpers/sshd.ts, which the build compiles next to the benches), against
 // the same N tasks on this machine, in the same run and with the same owner. Both daemons are bench daemons
 // (bench/_daemon.ts: stub runtimes, the driver plays the child); the remote one runs as the second user on its own
-// home, and this daemon relays to it over its ssh link (src/remote/relay.ts). Measured from the settling session
+// home, and this daemon relays to it over its ssh link (src/daemon/relay/relay.ts). Measured from the settling session
 // append (on the remote's session file, as its child would write it) to the local owner's owner.delivery push,
 // printed as remote / local (lower is better; target ≤ 2x at p50 and p99), with a per-stage trace of both paths
 // (bench/_remote.ts: remote settle → link push → local settled record → owner push).

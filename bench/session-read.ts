@@ -1,12 +1,12 @@
 // Figure 2, session reading: a 200 MB pi-shaped session file.
-// - full read throughput (MB/s) of the daemon's reader (src/daemon/watcher.ts TaskFiles) against `wc -l`;
+// - full read throughput (MB/s) of the daemon's reader (src/daemon/ports/watcher.ts TaskFiles) against `wc -l`;
 // - the same read inside a real daemon process: the file appears (rename) in a task dir, the daemon reads it all,
 //   settles the cycle and pushes; its RSS before, after and at peak (no whole-file buffering);
 // - the cost of one appended line after 200 MB were read, against the same append on a small session file.
 import { spawnSync } from "node:child_process";
 import { appendFileSync, createWriteStream, mkdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { TaskFiles } from "../src/daemon/watcher.js";
+import { TaskFiles } from "../src/daemon/ports/watcher.js";
 import type { DaemonClient } from "../src/client/index.js";
 import { attachOwner, spawnTask, startDaemon, type BenchTask, type Owner } from "./_harness.js";
 import { epochMs, fixtureEntries, median, printFigure, rssOf, sizes, sleep, stamped, tempDir, until } from "./_util.js";

@@ -11,7 +11,7 @@ import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { join } from "node:path";
 import type { DaemonClient } from "../src/client/index.js";
-import { SessionReader } from "../src/core/session-reader.js";
+import { SessionReader } from "../src/core/session/session-reader.js";
 import { resultMdFor, writeResultMd } from "../src/extensions/child-report.js";
 import { attachOwner, spawnTask, startDaemon, type BenchTask, type Owner } from "./_harness.js";
 import { monoMs, type FromListener, type ToListener } from "./_owner-listener.js";

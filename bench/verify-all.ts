@@ -9,11 +9,11 @@ import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { closedResult } from "../src/core/agent-result.js";
-import { pinnedResultFile, resultFromPin, resultMdOf, type HarvestPin } from "../src/core/harvest-pin.js";
+import { closedResult } from "../src/core/result/agent-result.js";
+import { pinnedResultFile, resultFromPin, resultMdOf, type HarvestPin } from "../src/core/lifecycle/harvest-pin.js";
 import { newTaskId } from "../src/core/ids.js";
-import { parseYaml } from "../src/core/result-md.js";
-import { SessionReader } from "../src/core/session-reader.js";
+import { parseYaml } from "../src/core/result/result-md.js";
+import { SessionReader } from "../src/core/session/session-reader.js";
 import type { DiffEvidence } from "../src/core/types.js";
 import { median, printFigure, repoRoot, sizes, tempDir } from "./_util.js";
 

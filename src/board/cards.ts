@@ -1,6 +1,6 @@
 // A task as the board shows it: one card in one column. Built from a full AgentResult (a status push, an open task)
 // or from a listing row (closed tasks: no warnings kept there, so no sibling line).
-import { SIBLING_PREFIX } from "../core/sibling-warning.js";
+import { SIBLING_PREFIX } from "../core/result/sibling-warning.js";
 import type { AgentResult } from "../core/types.js";
 
 export type Column = "running" | "blocked" | "completed" | "failed" | "landed";

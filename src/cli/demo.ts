@@ -11,16 +11,16 @@ import { DshError } from "../core/errors.js";
 import type { AgentResult } from "../core/types.js";
 import { setConfigValue } from "../store/config.js";
 import { ensureHome } from "../store/home.js";
-import type { CliContext } from "./context.js";
-import { connectDaemon } from "./connect.js";
-import { chooseDemoRuntime, startDaemonFor, stopDaemonFor } from "./daemon-control.js";
+import type { CliContext } from "./common/context.js";
+import { connectDaemon } from "./common/connect.js";
+import { chooseDemoRuntime, startDaemonFor, stopDaemonFor } from "./common/daemon-control.js";
 import { DEMO_TASKS, demoScript } from "./demo-script.js";
-import { EXIT } from "./exit-codes.js";
+import { EXIT } from "./common/exit-codes.js";
 import { renderCard } from "./format/card.js";
-import { packageRoot } from "./home.js";
-import { printJson } from "./io.js";
+import { packageRoot } from "./common/home.js";
+import { printJson } from "./common/io.js";
 import { watchTasks } from "./commands/watch.js";
-import { choice, jsonOption } from "./commands/shared.js";
+import { choice, jsonOption } from "./common/options.js";
 
 interface DemoOpts {
   runtime?: "herdr" | "tmux" | "headless";

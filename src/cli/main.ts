@@ -1,11 +1,11 @@
 // The dsh-herdr command line: builds the commander tree, runs one command, maps errors to exit codes.
 import { Command, CommanderError } from "commander";
 import { asDshError, DshError } from "../core/errors.js";
-import type { CliContext, DaemonConnection } from "./context.js";
-import { EXIT, exitCodeForError } from "./exit-codes.js";
-import { cliHome } from "./home.js";
-import { packageVersion } from "./version.js";
-import { type CliIo, processIo } from "./io.js";
+import type { CliContext, DaemonConnection } from "./common/context.js";
+import { EXIT, exitCodeForError } from "./common/exit-codes.js";
+import { cliHome } from "./common/home.js";
+import { packageVersion } from "./common/version.js";
+import { type CliIo, processIo } from "./common/io.js";
 import { fsError } from "../store/fsio.js";
 import { safeText } from "./format/safe.js";
 
@@ -188,7 +188,7 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<number
     process.on("SIGTERM", onSigint);
   } else opts.signal.addEventListener("abort", onSigint, { once: true });
   const home = cliHome(io.env);
-  const connect = opts.connect ?? (async (h, o) => (await import("./connect.js")).connectDaemon(h, o));
+  const connect = opts.connect ?? (async (h, o) => (await import("./common/connect.js")).connectDaemon(h, o));
   const opened: DaemonConnection[] = [];
   const ctx: CliContext = {
     io,

@@ -134,7 +134,7 @@ export async function connect(target: string, opts: ConnectOptions): Promise<Dae
 
 /**
  * The protocol client over any byte stream to a daemon: a Unix socket here, or an ssh process's stdio bridged to a
- * remote daemon's socket (src/remote/link.ts). The stream's "close" ends the client.
+ * remote daemon's socket (src/link/link.ts). The stream's "close" ends the client.
  */
 export async function clientOver(socket: Duplex, opts: ConnectOptions): Promise<DaemonClient> {
   let nextId = 1;

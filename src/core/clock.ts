@@ -1,4 +1,4 @@
-// The clock port: what the daemon's task runners time with (src/daemon/clock.ts is the real one; tests pass a fake
+// The clock port: what the daemon's task runners time with (src/daemon/ports/clock.ts is the real one; tests pass a fake
 // one and move time themselves). Types only: core keeps no time of its own.
 
 /** A timer set through a Clock; only that clock can clear it. */

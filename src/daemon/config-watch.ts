@@ -3,7 +3,7 @@
 import { watch, type FSWatcher } from "node:fs";
 import { dirname, basename } from "node:path";
 import { configFileDigest, configPath, loadConfig, type Config } from "../store/config.js";
-import type { Logger } from "./server.js";
+import type { Logger } from "./server/server.js";
 
 export interface ConfigWatch {
   /** sha256 of the config.json text the current config came from. */

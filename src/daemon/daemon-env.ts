@@ -1,7 +1,7 @@
 // The daemon's own environment: `<home>/env` applied at start (src/daemon/main.ts, before runDaemon), and what
 // daemon.status reports of the environment its children get, for `doctor` to compare with a shell's. Names only:
 // a variable's value never leaves the daemon (the locale and pi's paths excepted, which are not secrets).
-import { effectiveLocale } from "../core/provider-keys.js";
+import { effectiveLocale } from "../core/session/provider-keys.js";
 import { agentDirOf, authProviders } from "../pi/credentials.js";
 import { resolvePiBin } from "../pi/launch.js";
 import { readEnvFile } from "../store/env-file.js";

@@ -3,7 +3,7 @@ import { closeSync, fstatSync, openSync, renameSync, writeSync } from "node:fs";
 import { pino } from "pino";
 import type { AgentResult } from "../core/types.js";
 import { redactSecrets } from "../core/redact.js";
-import type { Logger } from "./server.js";
+import type { Logger } from "./server/server.js";
 
 /** Log fields whose values are secrets (child env, task tokens, keys). */
 const SECRET_KEYS = ["env", "token", "apiKey", "authorization", "secret"];

@@ -1,38 +1,38 @@
 // The daemon process: lock, config, store, socket server, supervisor, start-up reconciliation, graceful stop.
-import { useGitLauncher, gitEnv } from "./git-port.js";
+import { useGitLauncher, gitEnv } from "./ports/git-port.js";
 import { join } from "node:path";
 import type { Clock } from "../core/clock.js";
 import { DshError } from "../core/errors.js";
 import type { HerdrStatus, RuntimeKind } from "../core/types.js";
-import { deriveStatus } from "../core/derive.js";
+import { deriveStatus } from "../core/result/derive.js";
 import { HerdrClient, createTransport, herdrPing } from "../runtime/herdr/index.js";
 import { configFileDigest, loadConfig, type Config } from "../store/config.js";
 import { watchConfig } from "./config-watch.js";
-import { collectOwnerDir, collectOwnerDirs, type OwnerGcDeps } from "./owner-gc.js";
-import { OwnerAuth } from "./owner-auth.js";
+import { collectOwnerDir, collectOwnerDirs, type OwnerGcDeps } from "./delivery/owner-gc.js";
+import { OwnerAuth } from "./delivery/owner-auth.js";
 import { ensureHome, homePaths } from "../store/home.js";
 import { TaskStore } from "../store/task-store.js";
 import { acquireDaemonLock } from "./lock.js";
-import { crashHookFromEnv, withCrashHook } from "./crash-hook.js";
-import { createHandlers } from "./methods.js";
-import { taskOwnerOf } from "./owner-view.js";
-import { DeliveryService } from "./delivery.js";
-import { createOwnerHandlers } from "./delivery-methods.js";
+import { crashHookFromEnv, withCrashHook } from "./ports/crash-hook.js";
+import { createHandlers } from "./methods/methods.js";
+import { taskOwnerOf } from "./delivery/owner-view.js";
+import { DeliveryService } from "./delivery/delivery.js";
+import { createOwnerHandlers } from "./methods/delivery-methods.js";
 import { PROTOCOL_VERSION, type Result } from "../protocol/methods.js";
-import type { HandlerTable } from "./server.js";
+import type { HandlerTable } from "./server/server.js";
 
 /** The methods the daemon serves through handlers (the server answers hello and frame.page itself). */
 type ServedHandlers = Omit<HandlerTable, "hello" | "frame.page">;
 import { ProtocolSchemas, packageRoot } from "../protocol/schemas.js";
-import { recoverTasks } from "./recover.js";
-import { recoverLandings } from "./land-intent.js";
-import { abandonLandings } from "./land-methods.js";
-import { createRuntimes, type RuntimeFactories } from "./runtimes.js";
-import { startSocketServer, type ConnectionLimits } from "./server.js";
-import { flushSnapshot } from "./persist.js";
+import { recoverTasks } from "./recover/recover.js";
+import { recoverLandings } from "./methods/land-intent.js";
+import { abandonLandings } from "./methods/land-methods.js";
+import { createRuntimes, type RuntimeFactories } from "./ports/runtimes.js";
+import { startSocketServer, type ConnectionLimits } from "./server/server.js";
+import { flushSnapshot } from "./task/persist.js";
 import { Supervisor } from "./supervisor.js";
-import { Relay } from "../remote/relay.js";
-import type { TaskRecord } from "./record.js";
+import { Relay } from "./relay/relay.js";
+import type { TaskRecord } from "./task/record.js";
 import { readFileSync } from "node:fs";
 import { logTaskFailures, openDaemonLog } from "./daemon-log.js";
 import { daemonEnvFacts, type AppliedEnvFile } from "./daemon-env.js";
@@ -130,7 +130,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     void collectOwnerDir(ownerGc, owner).catch((e: unknown) =>
       log.warn({ owner, err: (e as Error).message }, "cannot remove an idle owner directory; kept"),
     );
-  // Owners prove their id on every hello (src/daemon/owner-auth.ts).
+  // Owners prove their id on every hello (src/daemon/delivery/owner-auth.ts).
   const ownerAuth = new OwnerAuth({ home, log, onIdle: collectIdle });
   const delivery = new DeliveryService({
     home,
@@ -151,7 +151,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   });
   await notify.start();
   notify.watch(sup);
-  // Tasks on other machines go through their links (src/remote/relay.ts).
+  // Tasks on other machines go through their links (src/daemon/relay/relay.ts).
   const relay = new Relay(sup, { version, forwardDir: paths.links });
   // A landing a killed daemon left between its intent record and its record of the result: decided from git first.
   await recoverLandings(store, homePaths(home).tasks, log, config.land?.timeoutMs);

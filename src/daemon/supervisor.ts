@@ -1,4 +1,4 @@
-// The supervisor: the task map (one runner per task, src/daemon/task-runner.ts), the status listeners and the
+// The supervisor: the task map (one runner per task, src/daemon/task/task-runner.ts), the status listeners and the
 // children's authentication. Everything a task does is its runner's: evidence in, the lifecycle machine, harvests,
 // timers and watches; the supervisor only builds each runner's ports and routes a child's connection to it.
 import { randomBytes } from "node:crypto";
@@ -6,22 +6,22 @@ import { join } from "node:path";
 import type { Clock } from "../core/clock.js";
 import { DshError } from "../core/errors.js";
 import { agentName } from "../core/ids.js";
-import { PI_DEFAULT_MODEL } from "../core/model-choice.js";
-import { lifecycleOf } from "../core/task-cycle.js";
+import { PI_DEFAULT_MODEL } from "../core/session/model-choice.js";
+import { lifecycleOf } from "../core/lifecycle/task-cycle.js";
 import type { AgentResult, AgentStatus } from "../core/types.js";
-import { Admission } from "./admission.js";
-import { systemClock } from "./clock.js";
-import { realGit, type GitPort } from "./git-port.js";
-import type { Live, SupervisorDeps } from "./live.js";
-import type { TaskRecord } from "./record.js";
-import type { Runner, StatusInfo, TaskPorts } from "./runner-types.js";
-import type { Connection } from "./server-types.js";
-import type { NewTaskInput, StatusListener, Supervisor as SupervisorPort } from "./supervisor-types.js";
-import { TaskRunner } from "./task-runner.js";
+import { Admission } from "./task/admission.js";
+import { systemClock } from "./ports/clock.js";
+import { realGit, type GitPort } from "./ports/git-port.js";
+import type { Live, SupervisorDeps } from "./task/live.js";
+import type { TaskRecord } from "./task/record.js";
+import type { Runner, StatusInfo, TaskPorts } from "./task/runner-types.js";
+import type { Connection } from "./server/server-types.js";
+import type { NewTaskInput, StatusListener, Supervisor as SupervisorPort } from "./task/supervisor-types.js";
+import { TaskRunner } from "./task/task-runner.js";
 
-export type { Live, SupervisorDeps } from "./live.js";
-export type { StatusInfo } from "./supervisor-types.js";
-export { TaskRunner } from "./task-runner.js";
+export type { Live, SupervisorDeps } from "./task/live.js";
+export type { StatusInfo } from "./task/supervisor-types.js";
+export { TaskRunner } from "./task/task-runner.js";
 
 export class Supervisor implements SupervisorPort {
   readonly tasks = new Map<string, TaskRunner>();
@@ -29,7 +29,7 @@ export class Supervisor implements SupervisorPort {
   readonly deps: SupervisorDeps & { clock: Clock; git: GitPort };
   /** Set first thing at daemon stop: unfinished launches are then left to the next daemon's recovery. */
   stopped = false;
-  /** Idempotent requests' first answers (src/daemon/request-memo.ts). */
+  /** Idempotent requests' first answers (src/daemon/methods/request-memo.ts). */
   readonly requestMemo = new Map<string, Promise<unknown>>();
   private readonly listeners = new Set<StatusListener>();
 

@@ -1,7 +1,7 @@
 // TUI cards for crew deliveries: rendered from the message's structured details (never from model-bound JSON).
 // The component is a plain object implementing pi-tui's Component shape, so nothing is imported from pi at runtime.
-import { checkLine, failedChecksLine } from "../core/check-lines.js";
-import type { CardData, WorkPlace } from "../core/crew-delivery.js";
+import { checkLine, failedChecksLine } from "../core/result/check-lines.js";
+import type { CardData, WorkPlace } from "../core/crew/crew-delivery.js";
 
 export const CARD_ICONS: Record<CardData["status"], string> = {
   completed: "✅",

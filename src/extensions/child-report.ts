@@ -2,9 +2,9 @@
 // (the daemon reads reports back from sessions with it); here: the tool's schema and the result.md it writes.
 import { writeFileSync, renameSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { renderResultMd } from "../core/result-md.js";
-import { capSummary, firstLine } from "../core/summary.js";
-import { checkCrewReport, type CrewReport } from "../core/crew-cycle.js";
+import { renderResultMd } from "../core/result/result-md.js";
+import { capSummary, firstLine } from "../core/result/summary.js";
+import { checkCrewReport, type CrewReport } from "../core/crew/crew-cycle.js";
 
 export { checkCrewReport, type CrewReport };
 

@@ -13,8 +13,8 @@ import {
   piLineOfEntry,
   piLineOfVersion,
   type PiLine,
-} from "../core/retry-outlook.js";
-import { CycleGuard, FINALIZE_PROMPT, checkCrewReport, judgeCycle, type CrewReport } from "../core/crew-cycle.js";
+} from "../core/session/retry-outlook.js";
+import { CycleGuard, FINALIZE_PROMPT, checkCrewReport, judgeCycle, type CrewReport } from "../core/crew/crew-cycle.js";
 import { readPiVersion, readRetrySettings } from "./child-settings.js";
 import { CREW_REPORT_DESCRIPTION, CREW_REPORT_PARAMETERS, resultMdFor, writeResultMd } from "./child-report.js";
 
@@ -180,7 +180,7 @@ export default function childExtension(pi: ExtensionAPI): void {
     };
     if (typeof last?.stopReason === "string") params.stopReason = last.stopReason;
     if (typeof last?.errorMessage === "string") params.errorMessage = last.errorMessage;
-    // Will pi retry? Each line's own signal (core/retry-outlook.ts): 0.73's rule now, or 1.x's agent_settled later.
+    // Will pi retry? Each line's own signal (core/session/retry-outlook.ts): 0.73's rule now, or 1.x's agent_settled later.
     awaitingSettle = undefined;
     const errorMessage = last?.errorMessage as string | undefined;
     retryErrors = last?.stopReason === "error" && isRetryableError073(errorMessage) ? retryErrors + 1 : 0;

@@ -9,7 +9,7 @@ import {
   type AgentDefinition,
   type AgentSource,
   type AgentWarning,
-} from "../core/crew-agents.js";
+} from "../core/crew/crew-agents.js";
 
 /** Package root from the compiled file: dist/src/extensions → root. */
 export const bundledAgentsDir = join(import.meta.dirname, "..", "..", "..", "agents");

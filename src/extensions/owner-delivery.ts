@@ -2,7 +2,7 @@
 // with {deliverAs:"steer", triggerTurn:true}; aborts as TUI-only cards. A delivery id already in the session
 // (or in flight in this process) is acknowledged without a second injection.
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { deliveryCycleOf, isExpired } from "../core/crew-delivery.js";
+import { deliveryCycleOf, isExpired } from "../core/crew/crew-delivery.js";
 import { cardMarkdown } from "./cards.js";
 import type { OwnerLink, PushedDelivery } from "./owner-link.js";
 

@@ -6,7 +6,7 @@ import { homedir } from "node:os";
 import { connect, type DaemonClient, type RequestArgs } from "../client/index.js";
 import type { Params, RequestMethod, Result } from "../protocol/methods.js";
 import { DshError } from "../core/errors.js";
-import { cardOfPushed, type DeliveryPayload } from "../core/crew-delivery.js";
+import { cardOfPushed, type DeliveryPayload } from "../core/crew/crew-delivery.js";
 
 export interface PushedDelivery extends DeliveryPayload {
   queuedAt: number;

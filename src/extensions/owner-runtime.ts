@@ -5,7 +5,7 @@
 // owner that is active (the session a /fork leaves), and the owners this runtime attached, whose subagents a runtime
 // of another version (a /reload after an upgrade) aborts before it attaches.
 import { connect } from "../client/index.js";
-import { crewStatusOf, isOpenCrewStatus } from "../core/crew-delivery.js";
+import { crewStatusOf, isOpenCrewStatus } from "../core/crew/crew-delivery.js";
 import type { AgentStatus } from "../core/types.js";
 
 /** Bump when an owner extension can no longer take over the work of the previous one in the same pi process. */

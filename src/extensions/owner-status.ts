@@ -11,7 +11,7 @@ import {
   statusIdOf,
   type ContextMessage,
   type StatusMessage,
-} from "../core/crew-status.js";
+} from "../core/crew/crew-status.js";
 import { ABORT_TYPE } from "./owner-delivery.js";
 import type { OwnerLink } from "./owner-link.js";
 import { listOpenSessions } from "./owner-tools.js";

@@ -1,8 +1,8 @@
 // The owner's crew_* tools over the daemon socket. Results are JSON in model context; every problem is thrown
 // as {"error": "..."} so pi marks the result as an error. Ownership is the daemon's rule; here it gets words.
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { agentSummary, type AgentDefinition } from "../core/crew-agents.js";
-import { crewStatusOf, isOpenCrewStatus, type CrewStatus } from "../core/crew-delivery.js";
+import { agentSummary, type AgentDefinition } from "../core/crew/crew-agents.js";
+import { crewStatusOf, isOpenCrewStatus, type CrewStatus } from "../core/crew/crew-delivery.js";
 import {
   CREW_TOOL_PARAMETERS,
   checkAbortArgs,
@@ -13,7 +13,7 @@ import {
   checkSpawnArgs,
   toolErrorText,
   type Checked,
-} from "../core/crew-tools.js";
+} from "../core/crew/crew-tools.js";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
 import type { Result } from "../protocol/methods.js";

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { join } from "node:path";
-import { porcelainPath } from "../core/summary.js";
+import { porcelainPath } from "../core/result/summary.js";
 import { repoFacts } from "./repo.js";
 import { git, gitMaybe, splitZ } from "./run.js";
 

@@ -2,7 +2,7 @@
 // webhook and command, queued in the home's notify log (log.ts) before it is sent, then sent in the background with
 // retries and backoff for 24 h until a 2xx answer, at most once after it. Nothing here holds up a settle, the owner's
 // delivery or the socket: the status listener only queues, and each delivery runs on its own timers.
-import { DELIVERY_TTL_MS } from "../core/crew-delivery.js";
+import { DELIVERY_TTL_MS } from "../core/crew/crew-delivery.js";
 import {
   isNotifyStatus,
   notifyBody,

@@ -4,7 +4,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { apiKeyVarName } from "../core/provider-keys.js";
+import { apiKeyVarName } from "../core/session/provider-keys.js";
 
 /** pi's agent dir for an environment: PI_CODING_AGENT_DIR (`~` expanded), else ~/.pi/agent. */
 export function agentDirOf(env: Readonly<Record<string, string | undefined>>): string {

@@ -2,7 +2,7 @@
 // signalled (pi's own tool processes go with it), SIGTERM first, SIGKILL after a grace; done once /proc says the
 // process is gone or a zombie (nobody may reap a detached one: PID 1 here does not).
 import { setTimeout as sleep } from "node:timers/promises";
-import { procAvailable, readProcStat } from "./headless/proc.js";
+import { procAvailable, readProcStat } from "./proc.js";
 
 /** The process has ended: no /proc entry, or a zombie; without /proc, kill(pid, 0) fails. */
 export function processGone(pid: number): boolean {

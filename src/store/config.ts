@@ -31,7 +31,7 @@ export interface Config {
   herdrBin?: string;
   herdrSession?: string;
   patchCapBytes: number;
-  /** Other machines by label (`dsh-herdr machine add`), reached over ssh (src/remote/link.ts). */
+  /** Other machines by label (`dsh-herdr machine add`), reached over ssh (src/link/link.ts). */
   machines: Record<string, MachineSpec>;
   workspaceLabel: string;
   topology: "auto" | "split" | "workspace";

@@ -11,7 +11,7 @@ export interface HomePaths {
   tasks: string;
   worktrees: string;
   owners: string;
-  /** The sockets of links' forwards to other machines' daemons (src/remote/link-forward.ts). */
+  /** The sockets of links' forwards to other machines' daemons (src/link/link-forward.ts). */
   links: string;
   config: string;
   socket: string;

@@ -162,7 +162,7 @@ export function pendingDeliveries(records: OutboxRecord[]): OutboxRecord[] {
 }
 
 /**
- * Remove an owner's directory (its secret and its outbox): the caller found nothing live in it (src/daemon/owner-gc.ts).
+ * Remove an owner's directory (its secret and its outbox): the caller found nothing live in it (src/daemon/delivery/owner-gc.ts).
  * A later append makes it again.
  */
 export async function removeOwnerDir(home: string, ownerId: unknown): Promise<void> {

@@ -1,6 +1,6 @@
 // A repository's own settings: `.dsh-herdr.json` at its root (shared with the project, in git or not), overridden key
 // by key by config.json `repos.<root>` (the person's own). Lists (include, checks) are joined, in that order; single
-// values (setup, timeouts) are the most specific one. A spawn's own values go on top (src/daemon/workdir-setup.ts).
+// values (setup, timeouts) are the most specific one. A spawn's own values go on top (src/daemon/task/workdir-setup.ts).
 // The file's settings apply only while the person trusts its content (src/store/repo-trust.ts).
 import { realpathSync } from "node:fs";
 import { join } from "node:path";

@@ -2,7 +2,7 @@
 // task-store.ts, which reads and writes them.
 import { join } from "node:path";
 import { assertTaskId } from "../core/ids.js";
-import type { JournalRecord } from "../core/journal-record.js";
+import type { JournalRecord } from "../core/lifecycle/journal-record.js";
 
 /**
  * Mark a journal event as not worth an fsync (it is still written before appendEvent returns, so a daemon crash

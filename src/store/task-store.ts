@@ -6,7 +6,7 @@ import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../core/errors.js";
 import { assertTaskId, newTaskId } from "../core/ids.js";
-import { parseJournal, type JournalRecord } from "../core/journal-record.js";
+import { parseJournal, type JournalRecord } from "../core/lifecycle/journal-record.js";
 import { KeyedQueue } from "../core/keyed-queue.js";
 import type { AgentResult } from "../core/types.js";
 import { CommitLog } from "./commit-log.js";

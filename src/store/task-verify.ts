@@ -1,4 +1,4 @@
-// A task dir read for verify (src/core/verify.ts does the rebuild and the comparison): result.json, the journal,
+// A task dir read for verify (src/core/lifecycle/verify.ts does the rebuild and the comparison): result.json, the journal,
 // task.json, result.md's pinned copies, diff.patch's digest and the session up to the pinned offset. Bounded: files are
 // read in chunks and a file over VERIFY_MAX_FILE_BYTES gets the task a "too large" verdict without being read, so one
 // huge file cannot end a `verify --all` for the others; a task dir or file that is a symlink is not followed (it could
@@ -8,11 +8,11 @@ import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { SessionReader, type SessionFacts } from "../core/session-reader.js";
-import { type ParseYaml, YAML_OPTIONS } from "../core/result-md-read.js";
+import { SessionReader, type SessionFacts } from "../core/session/session-reader.js";
+import { type ParseYaml, YAML_OPTIONS } from "../core/result/result-md-read.js";
 import type { AgentResult } from "../core/types.js";
-import { parseJournalRecord, type JournalRecord } from "../core/journal-record.js";
-import { checkTask, journalVerdict, type Difference, type VerifyRecord } from "../core/verify.js";
+import { parseJournalRecord, type JournalRecord } from "../core/lifecycle/journal-record.js";
+import { checkTask, journalVerdict, type Difference, type VerifyRecord } from "../core/lifecycle/verify.js";
 
 /** The largest file verify reads (the journal, result.json, task.json, a pinned result.md): larger is "too large". */
 export const VERIFY_MAX_FILE_BYTES = 256 * 1024 * 1024;

@@ -166,7 +166,7 @@ test("daemon run serves in the foreground and stops cleanly on SIGINT", async ()
 
 test("logs and open of a relayed task whose spawn that machine has not answered yet: BAD_STATE by name, no ssh", () =>
   withHome((home) => {
-    // The relay writes task.json with remote.taskId "" before the machine's answer (src/remote/relay-spawn.ts); tmux: a
+    // The relay writes task.json with remote.taskId "" before the machine's answer (src/daemon/relay/relay-spawn.ts); tmux: a
     // headless one has no pane to open either way.
     const taskId = "tmx7fuu0weyr";
     mkdirSync(join(home, "dsh", "tasks", taskId), { recursive: true });

@@ -7,7 +7,7 @@ import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-
 import { preparePiAgentDir, type ModelCost } from "../../fixtures/scripted-model/agent-dir.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
-import { validateAgentResult } from "../../src/daemon/harvest.js";
+import { validateAgentResult } from "../../src/daemon/task/harvest.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { AgentResult } from "../../src/core/types.js";
 import type { Config } from "../../src/store/config.js";
@@ -15,9 +15,9 @@ import { initRepo } from "../helpers/git.js";
 import { killUnder } from "../helpers/procs.js";
 import { completeJsonLines } from "../helpers/jsonl.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
-import { knownTaskIds } from "../../src/cli/task-files.js";
-import { describeDifference } from "../../src/core/verify.js";
-import { parseJournalRecord } from "../../src/core/journal-record.js";
+import { knownTaskIds } from "../../src/cli/common/task-files.js";
+import { describeDifference } from "../../src/core/lifecycle/verify.js";
+import { parseJournalRecord } from "../../src/core/lifecycle/journal-record.js";
 
 export interface Harness {
   dir: string;
@@ -98,7 +98,7 @@ export async function startHarness(
           ...(v.unchecked ?? []).map((u) => `${v.taskId} not checked: ${u}`),
         ]);
       // Every record the daemon wrote is of a kind (and shape) the journal's type knows: one its readers would
-      // otherwise leave out of recovery and verify (src/core/journal-record.ts).
+      // otherwise leave out of recovery and verify (src/core/lifecycle/journal-record.ts).
       const unknownRecords = knownTaskIds(home).flatMap((id) =>
         completeJsonLines<unknown>(join(home, "tasks", id, "events.jsonl"))
           .filter((line) => parseJournalRecord(line) === undefined)

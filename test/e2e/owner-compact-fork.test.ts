@@ -10,7 +10,7 @@ import { testPiLine } from "../helpers/pi.js";
 import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
-import { ownerLabel } from "../../src/daemon/owner-view.js";
+import { ownerLabel } from "../../src/daemon/delivery/owner-view.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";

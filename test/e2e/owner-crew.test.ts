@@ -9,7 +9,7 @@ import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { readOutbox } from "../../src/store/outbox.js";
-import { ownerLabel } from "../../src/daemon/owner-view.js";
+import { ownerLabel } from "../../src/daemon/delivery/owner-view.js";
 import { readJournal, startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";
 import { rpcCommand, until, untilQuiet } from "../helpers/wait.js";
@@ -427,7 +427,7 @@ test("owner away (/new): the result waits; back (/resume): delivered once; a red
   await toolEnd("crew_spawn");
   await idle();
   const later = (await ownedTasks("later"))[0]!;
-  // The CLI sees a label (src/daemon/owner-view.ts): the id is the daemon's record's.
+  // The CLI sees a label (src/daemon/delivery/owner-view.ts): the id is the daemon's record's.
   const ownerId = h.daemon.supervisor.tasks.get(later.taskId)!.rec.owner;
   assert.equal(later.owner, ownerLabel(ownerId));
   const raw = (cmd: Record<string, unknown>) => owner.child.stdin!.write(JSON.stringify(cmd) + "\n");
@@ -517,7 +517,7 @@ test("/clone: the open subagents (awaiting the owner or running) and their later
   };
   const newOwner = state.data.sessionId;
   assert.notEqual(newOwner, oldOwner);
-  // The CLI sees the owner's label, never its id (src/daemon/owner-view.ts).
+  // The CLI sees the owner's label, never its id (src/daemon/delivery/owner-view.ts).
   const ownerOf = async (taskId: string) => (await h.cli.request("task.get", { taskId })).owner;
   const newLabel = ownerLabel(newOwner);
   const end = Date.now() + 10_000;

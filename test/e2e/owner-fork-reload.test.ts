@@ -12,7 +12,7 @@ import type { RpcPi } from "../../fixtures/scripted-model/rpc-child.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { ownerLabel } from "../../src/daemon/owner-view.js";
+import { ownerLabel } from "../../src/daemon/delivery/owner-view.js";
 import { repoRoot } from "../helpers/pi.js";
 import { startHarness, type Harness } from "./daemon-harness.js";
 import { startOwnerPi } from "./owner-harness.js";

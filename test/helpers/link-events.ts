@@ -1,5 +1,5 @@
 // A machine link's up and down events, collected so a test can wait for "the next up after now".
-import type { LinkDown, LinkUp, MachineLink } from "../../src/remote/link.js";
+import type { LinkDown, LinkUp, MachineLink } from "../../src/link/link.js";
 
 export function linkEvents(link: MachineLink): { ups: LinkUp[]; downs: LinkDown[] } {
   const ups: LinkUp[] = [];

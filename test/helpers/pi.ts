@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { piLineOfVersion, type PiLine } from "../../src/core/retry-outlook.js";
+import { piLineOfVersion, type PiLine } from "../../src/core/session/retry-outlook.js";
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-model/server.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";

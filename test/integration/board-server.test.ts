@@ -10,7 +10,7 @@ import { BoardActions, type Handlers } from "../../src/board/actions.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { startBoard, type BoardServer } from "../../src/board/server.js";
 import { ensureBoardToken } from "../../src/board/token.js";
-import type { Connection } from "../../src/daemon/server-types.js";
+import type { Connection } from "../../src/daemon/server/server-types.js";
 import { chromium } from "playwright-core";
 
 const log = { info() {}, warn() {}, error() {}, debug() {} };

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startPiHarness, type PiHarness, testPiLine } from "../helpers/pi.js";
 import { startRpcPi } from "../../fixtures/scripted-model/rpc-child.js";
-import { SessionReader } from "../../src/core/session-reader.js";
+import { SessionReader } from "../../src/core/session/session-reader.js";
 
 let h: PiHarness;
 

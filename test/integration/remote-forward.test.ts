@@ -6,11 +6,11 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MachineLink } from "../../src/remote/link.js";
+import { MachineLink } from "../../src/link/link.js";
 import { sshdUnavailable, startSshd, uidOf, type TestSshd } from "../helpers/sshd.js";
 import { linkEvents } from "../helpers/link-events.js";
 import { waitFor } from "../helpers/tmux.js";
-import { packageVersion } from "../../src/cli/version.js";
+import { packageVersion } from "../../src/cli/common/version.js";
 
 const skip = sshdUnavailable();
 const version = packageVersion();

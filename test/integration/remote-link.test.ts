@@ -6,11 +6,11 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isDshError, type DshError } from "../../src/core/errors.js";
-import { connectMachine, MachineLink } from "../../src/remote/link.js";
+import { connectMachine, MachineLink } from "../../src/link/link.js";
 import { freePort, sshdUnavailable, startSshd, uidOf, type TestSshd } from "../helpers/sshd.js";
 import { linkEvents } from "../helpers/link-events.js";
 import { waitFor } from "../helpers/tmux.js";
-import { packageVersion } from "../../src/cli/version.js";
+import { packageVersion } from "../../src/cli/common/version.js";
 
 const skip = sshdUnavailable();
 const version = packageVersion();

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
-import { describeDifference } from "../../src/core/verify.js";
+import { describeDifference } from "../../src/core/lifecycle/verify.js";
 import { execFileSync } from "node:child_process";
 import {
   cpSync,
@@ -26,7 +26,7 @@ import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { ownerLabel } from "../../src/daemon/owner-view.js";
+import { ownerLabel } from "../../src/daemon/delivery/owner-view.js";
 import { initRepo } from "../helpers/git.js";
 import { freePort, sshdUnavailable, startSshd, uidOf, type TestSshd } from "../helpers/sshd.js";
 import { waitFor } from "../helpers/tmux.js";

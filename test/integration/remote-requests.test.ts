@@ -130,7 +130,7 @@ describe("requests over a link are idempotent (a filter drops one reply; real ss
     dir = mkdtempSync(join(tmpdir(), "dsh-requests-"));
     model = await startScriptedModel({ script: SCRIPT, logPath: join(dir, "requests.jsonl") });
     // The filter sits in front of `daemon connect`; a socket forward would go around it, so this server refuses
-    // forwarding and the link stays on the bridge (src/remote/link-forward.ts).
+    // forwarding and the link stays on the bridge (src/link/link-forward.ts).
     sshd = await startSshd({ streamLocalForwarding: false });
     preparePiAgentDir(join(dir, "pi"), model.url);
     cpSync(join(dir, "pi", "agent"), sshd.user.piDir, { recursive: true });

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRuntime, selectRuntime, tmuxInstalled } from "../../src/runtime/select.js";
+import { createRuntime, selectRuntime, tmuxInstalled } from "../../src/daemon/ports/runtime-select.js";
 import { herdrPing } from "../../src/runtime/herdr/index.js";
 import { isDshError } from "../../src/core/errors.js";
 import type { Runtime } from "../../src/runtime/types.js";

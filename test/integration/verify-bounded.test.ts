@@ -8,9 +8,9 @@ import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resultFromPin, type HarvestPin } from "../../src/core/harvest-pin.js";
-import { landFieldsOf } from "../../src/core/check-receipts.js";
-import type { VerifyRecord } from "../../src/core/verify.js";
+import { resultFromPin, type HarvestPin } from "../../src/core/lifecycle/harvest-pin.js";
+import { landFieldsOf } from "../../src/core/result/check-receipts.js";
+import type { VerifyRecord } from "../../src/core/lifecycle/verify.js";
 import type { AgentResult, CheckReceipt } from "../../src/core/types.js";
 import { runCliSync } from "../helpers/cli.js";
 

@@ -1,5 +1,5 @@
 // Crash recovery with real processes: the daemon (its own process) SIGKILLs itself right after journaling a chosen
-// point of a task's life (DSH_HERDR_CRASH_AT, see src/daemon/crash-hook.ts) or is SIGKILLed by the test mid-cycle,
+// point of a task's life (DSH_HERDR_CRASH_AT, see src/daemon/ports/crash-hook.ts) or is SIGKILLed by the test mid-cycle,
 // is started again on the same home, and the task is driven to its end. Each point checks: the right final
 // status, no prompt run twice (journal, the child's own session, the model's requests), exactly one pi child ever
 // ran for the task (its processes are sampled all along), and no orphan process or worktree. `launch_returned` kills
@@ -15,7 +15,7 @@ import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { DaemonClient } from "../../src/client/index.js";
 import { connectOwner } from "../helpers/owner-client.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { describeDifference } from "../../src/core/verify.js";
+import { describeDifference } from "../../src/core/lifecycle/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import { privateTmux, type PrivateTmux } from "../helpers/tmux.js";
 import { startFakeHerdr, type FakeHerdr } from "../../fixtures/fake-herdr/server.js";

@@ -16,9 +16,9 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TaskFiles } from "../../src/daemon/watcher.js";
+import { TaskFiles } from "../../src/daemon/ports/watcher.js";
 import { loadConfig } from "../../src/store/config.js";
-import { RESULT_MD_MAX_BYTES } from "../../src/core/result-md.js";
+import { RESULT_MD_MAX_BYTES } from "../../src/core/result/result-md.js";
 import type { DshError } from "../../src/core/errors.js";
 import { TaskStore } from "../../src/store/task-store.js";
 import { readOutboxSized } from "../../src/store/outbox.js";

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { DaemonClient } from "../../src/client/index.js";
-import { describeDifference } from "../../src/core/verify.js";
+import { describeDifference } from "../../src/core/lifecycle/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import { dshBin } from "../helpers/cli.js";
 import { git, write } from "../helpers/git.js";

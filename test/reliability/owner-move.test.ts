@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
-import { ownerLabel } from "../../src/daemon/owner-view.js";
+import { ownerLabel } from "../../src/daemon/delivery/owner-view.js";
 import { cliClient, makeRepo, startDaemonProc, startShared, until, type Shared } from "./proc-harness.js";
 import { killUnder } from "../helpers/procs.js";
 

@@ -1,5 +1,5 @@
 // The crash window of a remote task's result: the local daemon (its own process, DSH_HERDR_CRASH_AT, see
-// src/daemon/crash-hook.ts) SIGKILLs itself right after the relay durably recorded the remote's settled result
+// src/daemon/ports/crash-hook.ts) SIGKILLs itself right after the relay durably recorded the remote's settled result
 // (`status:completed`: result.json, task.json and the journal's settled status written, the owner's outbox not yet),
 // or right after the outbox's durable `queued` record (`outbox:queued`: before any push or ack). The remote task
 // runs on a second Unix user's daemon over real OpenSSH (test/helpers/sshd.ts); the owner is a real owner socket

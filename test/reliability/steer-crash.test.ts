@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import type { RecordedRequest } from "../../fixtures/scripted-model/server.js";
 import type { DaemonClient } from "../../src/client/index.js";
-import { describeDifference } from "../../src/core/verify.js";
+import { describeDifference } from "../../src/core/lifecycle/verify.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import {
   cliClient,

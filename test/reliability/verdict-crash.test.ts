@@ -20,7 +20,7 @@ import { join } from "node:path";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { verifyTaskDir } from "../../src/cli/commands/verify.js";
 import type { DaemonClient } from "../../src/client/index.js";
-import { describeDifference } from "../../src/core/verify.js";
+import { describeDifference } from "../../src/core/lifecycle/verify.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { readOutbox } from "../../src/store/outbox.js";
 import {

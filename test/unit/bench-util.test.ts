@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { figureLine, fixtureEntries, percentile, stamped } from "../../bench/_util.js";
-import { SessionReader } from "../../src/core/session-reader.js";
+import { SessionReader } from "../../src/core/session/session-reader.js";
 
 test("percentile uses the nearest rank and ignores input order", () => {
   const xs = [5, 1, 4, 2, 3, 10, 9, 8, 7, 6];

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DshError } from "../../src/core/errors.js";
-import { assertMayRaiseCaps } from "../../src/daemon/cap-consent.js";
+import { assertMayRaiseCaps } from "../../src/daemon/methods/cap-consent.js";
 import type { AgentResult } from "../../src/core/types.js";
 
 const paused = {

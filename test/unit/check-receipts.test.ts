@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { buildAgentResult, type HarvestInput } from "../../src/core/agent-result.js";
-import { checkWarning, verifiedOf, withCheckWarnings } from "../../src/core/check-receipts.js";
+import { buildAgentResult, type HarvestInput } from "../../src/core/result/agent-result.js";
+import { checkWarning, verifiedOf, withCheckWarnings } from "../../src/core/result/check-receipts.js";
 import type { CheckReceipt } from "../../src/core/types.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");

@@ -3,10 +3,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { AgentResult, CheckReceipt } from "../../src/core/types.js";
-import { EXIT, exitCodeForResults } from "../../src/cli/exit-codes.js";
+import { EXIT, exitCodeForResults } from "../../src/cli/common/exit-codes.js";
 import { renderCard } from "../../src/cli/format/card.js";
 import { renderTable } from "../../src/cli/format/table.js";
-import { deliveryFor } from "../../src/core/crew-delivery.js";
+import { deliveryFor } from "../../src/core/crew/crew-delivery.js";
 import { renderCrewCard } from "../../src/extensions/cards.js";
 
 const receipt = (command: string, exitCode: number | null, durationMs: number, extra: Partial<CheckReceipt> = {}) => ({

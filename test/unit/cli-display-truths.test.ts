@@ -6,8 +6,8 @@ import type { AgentResult } from "../../src/core/types.js";
 import { renderCard } from "../../src/cli/format/card.js";
 import { questionLine, renderTable } from "../../src/cli/format/table.js";
 import { KEYS_HELP, WatchKeys, type WatchKeysOptions } from "../../src/cli/commands/watch-keys.js";
-import { deliveryFor } from "../../src/core/crew-delivery.js";
-import { settleError } from "../../src/core/settle-verdict.js";
+import { deliveryFor } from "../../src/core/crew/crew-delivery.js";
+import { settleError } from "../../src/core/lifecycle/settle-verdict.js";
 import { rowOf } from "../../src/store/task-index.js";
 import { cardMarkdown, renderCrewCard } from "../../src/extensions/cards.js";
 

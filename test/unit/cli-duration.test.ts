@@ -1,8 +1,8 @@
 // `--timeout 5` is refused, not read as 5 ms: a bare number below 1000 names the units to write instead.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseDuration } from "../../src/cli/duration.js";
-import { exitCodeForError } from "../../src/cli/exit-codes.js";
+import { parseDuration } from "../../src/cli/common/duration.js";
+import { exitCodeForError } from "../../src/cli/common/exit-codes.js";
 import type { DshError } from "../../src/core/errors.js";
 
 test("a bare number below 1000 is a usage error naming s, m and ms", () => {

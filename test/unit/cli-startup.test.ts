@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dshBin } from "../helpers/cli.js";
 import { modulesLoadedBy } from "../helpers/module-log.js";
-import type { CliContext } from "../../src/cli/context.js";
-import { processIo } from "../../src/cli/io.js";
+import type { CliContext } from "../../src/cli/common/context.js";
+import { processIo } from "../../src/cli/common/io.js";
 import { buildProgram } from "../../src/cli/main.js";
 
 /** The non-builtin modules `dsh-herdr <args>` loads (ES and CommonJS), as file URLs, on a fresh home `seed` fills. */

@@ -12,7 +12,7 @@ import {
   startDaemon,
   stopDaemon,
 } from "../../src/client/daemon-control.js";
-import { runDaemonForeground } from "../../src/cli/daemon-control.js";
+import { runDaemonForeground } from "../../src/cli/common/daemon-control.js";
 import { until } from "../helpers/wait.js";
 
 const dir = mkdtempSync(join(tmpdir(), "dsh-ctl-"));

@@ -10,7 +10,7 @@ import { createConnection, createServer, type Server, type Socket } from "node:n
 import { connect, MAX_FRAME_BYTES } from "../../src/client/index.js";
 import type { DshError } from "../../src/core/errors.js";
 import { ProtocolSchemas } from "../../src/protocol/schemas.js";
-import { startSocketServer, type Connection } from "../../src/daemon/server.js";
+import { startSocketServer, type Connection } from "../../src/daemon/server/server.js";
 import type { AgentResult } from "../../src/core/types.js";
 
 type Logged = { level: string; obj: Record<string, unknown>; msg?: string };

@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { buildAgentResult, type HarvestInput } from "../../src/core/agent-result.js";
-import { parseResultMd } from "../../src/core/result-md.js";
-import { SessionReader } from "../../src/core/session-reader.js";
+import { buildAgentResult, type HarvestInput } from "../../src/core/result/agent-result.js";
+import { parseResultMd } from "../../src/core/result/result-md.js";
+import { SessionReader } from "../../src/core/session/session-reader.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const validate = new Ajv2020({ strict: true }).compile(

@@ -15,7 +15,7 @@ import {
   raiseCaps,
   type TaskCaps,
 } from "../../src/core/budget.js";
-import { SessionFactsBuilder, type SessionEntry } from "../../src/core/session-facts.js";
+import { SessionFactsBuilder, type SessionEntry } from "../../src/core/session/session-facts.js";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 

@@ -6,7 +6,7 @@ import {
   normalizeResultStatus,
   resultStatusWarning,
   type RawState,
-} from "../../src/core/derive.js";
+} from "../../src/core/result/derive.js";
 import type { AgentStatus, HerdrStatus } from "../../src/core/types.js";
 
 const base: RawState = { external: false, runtime: "idle", sessionError: false };

@@ -1,4 +1,4 @@
-// The journal's one type (src/core/journal-record.ts): every kind has a shape the reader accepts as written, a line
+// The journal's one type (src/core/lifecycle/journal-record.ts): every kind has a shape the reader accepts as written, a line
 // of no known kind or shape is left out (counted), and a reader that leaves a kind out does not compile.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,7 +12,7 @@ import {
   type JournalKind,
   type JournalRecord,
   type JournalRecordOf,
-} from "../../src/core/journal-record.js";
+} from "../../src/core/lifecycle/journal-record.js";
 
 /** One record of each kind as its writer writes it: a kind added to the union without one here does not compile. */
 const WRITTEN: { [K in JournalKind]: JournalRecordOf<K> } = {
@@ -104,7 +104,7 @@ test("a reader's switch that leaves a kind out does not compile (the readers end
   assert.equal(reader(WRITTEN.status), "status");
   // The readers that decide from the journal keep the check (recovery's replay, verify's, the relay's request restore).
   const src = join(repoRoot, "src");
-  for (const f of ["daemon/recover-replay.ts", "core/verify.ts"]) {
+  for (const f of ["daemon/recover/recover-replay.ts", "core/lifecycle/verify.ts"]) {
     const text = readFileSync(join(src, f), "utf8");
     assert.match(text, /e satisfies never/, `${f} switches exhaustively over the journal's kinds`);
     assert.doesNotMatch(text, /typeof e\.(cycle|status|n|code|path|from|pgid)\b/, `${f} reads typed fields`);

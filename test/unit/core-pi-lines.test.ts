@@ -1,9 +1,14 @@
 // The pure pieces of running on both pi lines: the retry outlook per line, pi's start-failure lines, model choice.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { errorEndingOutlook, isRetryOmission, piLineOfEntry, piLineOfVersion } from "../../src/core/retry-outlook.js";
-import { classifyPiStartFailure } from "../../src/core/pi-failure.js";
-import { resolveSpawnModel } from "../../src/core/model-choice.js";
+import {
+  errorEndingOutlook,
+  isRetryOmission,
+  piLineOfEntry,
+  piLineOfVersion,
+} from "../../src/core/session/retry-outlook.js";
+import { classifyPiStartFailure } from "../../src/core/session/pi-failure.js";
+import { resolveSpawnModel } from "../../src/core/session/model-choice.js";
 import { DshError } from "../../src/core/errors.js";
 
 const on = { enabled: true, maxRetries: 2 };

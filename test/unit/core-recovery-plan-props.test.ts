@@ -1,10 +1,10 @@
-// Property tests of the recovery plan (src/core/recovery-plan.ts): whatever a restarted daemon finds (a handle or
+// Property tests of the recovery plan (src/core/lifecycle/recovery-plan.ts): whatever a restarted daemon finds (a handle or
 // none, a launch record or none, a child alive or gone), a cycle that settled or was closed is never run again.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { planRecovery, type RecoveryInput } from "../../src/core/recovery-plan.js";
-import { phaseFound } from "../../src/core/task-cycle.js";
+import { planRecovery, type RecoveryInput } from "../../src/core/lifecycle/recovery-plan.js";
+import { phaseFound } from "../../src/core/lifecycle/task-cycle.js";
 
 const inputArb: fc.Arbitrary<RecoveryInput> = fc
   .record({

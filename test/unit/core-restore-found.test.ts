@@ -5,8 +5,8 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import fc from "fast-check";
 import { repoRoot } from "../helpers/pi.js";
-import { phaseFound, step, type FoundCycle, type Phase, type TaskState } from "../../src/core/task-cycle.js";
-import { planRecovery, type RecoveryInput } from "../../src/core/recovery-plan.js";
+import { phaseFound, step, type FoundCycle, type Phase, type TaskState } from "../../src/core/lifecycle/task-cycle.js";
+import { planRecovery, type RecoveryInput } from "../../src/core/lifecycle/recovery-plan.js";
 
 const agentEnd = { kind: "agent_end", stopReason: "stop" } as const;
 

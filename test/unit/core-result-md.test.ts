@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { normalizeBody, parseResultMd, renderResultMd } from "../../src/core/result-md.js";
+import { normalizeBody, parseResultMd, renderResultMd } from "../../src/core/result/result-md.js";
 
 const SPEC_EXAMPLE = `---
 status: completed

@@ -2,7 +2,7 @@
 // its summary does not send anyone to a session that was never written, and it warns of no missing session file.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { buildAgentResult, type HarvestInput } from "../../src/core/agent-result.js";
+import { buildAgentResult, type HarvestInput } from "../../src/core/result/agent-result.js";
 
 const input: HarvestInput = {
   taskId: "tmg3k2a1b2c3",

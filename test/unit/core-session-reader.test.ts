@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { isRetryableError, SessionReader, sessionErrorOf } from "../../src/core/session-reader.js";
+import { isRetryableError, SessionReader, sessionErrorOf } from "../../src/core/session/session-reader.js";
 
 // pi 0.73.1's real session file from an offline run (shared/reference/pi.md §1.4), verbatim.
 const PI_RUN = [

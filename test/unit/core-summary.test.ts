@@ -7,7 +7,7 @@ import {
   porcelainPath,
   SUMMARY_MAX_CHARS,
   type WarningInput,
-} from "../../src/core/summary.js";
+} from "../../src/core/result/summary.js";
 
 test("summary precedence: result.md summary → final message → body → status sentence", () => {
   const all = {

@@ -1,4 +1,4 @@
-// Property tests of the lifecycle machine (src/core/task-cycle.ts): random event sequences, with duplicates,
+// Property tests of the lifecycle machine (src/core/lifecycle/task-cycle.ts): random event sequences, with duplicates,
 // reordering, late and foreign cycles, timers that fire when armed (and stale ones that fire after a cancel), against
 // the invariants the daemon relies on.
 import { test } from "node:test";
@@ -14,7 +14,7 @@ import {
   type Effect,
   type TaskState,
   type TimerKind,
-} from "../../src/core/task-cycle.js";
+} from "../../src/core/lifecycle/task-cycle.js";
 
 const KINDS: TimerKind[] = ["timeout", "idle", "readiness", "follow_up"];
 

@@ -1,6 +1,6 @@
 // Steering (issue 25 item 8): `respond` to a task whose cycle is in flight is a steer of that cycle (its message
 // joins the running turn; no new cycle, no settle); to a settled completed/blocked one it is a follow-up (a new
-// cycle). The lifecycle machine (src/core/task-cycle.ts) decides which, journals the steer before its push, pushes
+// cycle). The lifecycle machine (src/core/lifecycle/task-cycle.ts) decides which, journals the steer before its push, pushes
 // pending steers to a child that (re)connects, and marks a steer the cycle ended without as missed. Table-driven.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import {
   type Effect,
   type Phase,
   type TaskState,
-} from "../../src/core/task-cycle.js";
+} from "../../src/core/lifecycle/task-cycle.js";
 
 const st = (phase: Phase, childConnected = true): TaskState => ({ phase, childConnected });
 const run = (s: TaskState, ...evs: CycleEvent[]) => {

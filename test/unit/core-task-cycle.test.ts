@@ -1,4 +1,4 @@
-// The lifecycle machine (src/core/task-cycle.ts) and the recovery plan, table-driven: no timers, no socket.
+// The lifecycle machine (src/core/lifecycle/task-cycle.ts) and the recovery plan, table-driven: no timers, no socket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -12,9 +12,9 @@ import {
   type Effect,
   type Phase,
   type TaskState,
-} from "../../src/core/task-cycle.js";
-import { planRecovery, type RecoveryInput } from "../../src/core/recovery-plan.js";
-import { deliveryFor } from "../../src/core/crew-delivery.js";
+} from "../../src/core/lifecycle/task-cycle.js";
+import { planRecovery, type RecoveryInput } from "../../src/core/lifecycle/recovery-plan.js";
+import { deliveryFor } from "../../src/core/crew/crew-delivery.js";
 import type { AgentResult } from "../../src/core/types.js";
 
 const st = (phase: Phase, childConnected = true): TaskState => ({ phase, childConnected });
@@ -364,7 +364,7 @@ test("a cap event outside a running cycle is moot; a recovered cap settle stops 
 });
 
 test("a cap's settle reason reads back from the journal; a malformed one does not", async () => {
-  const { parseSettleReason } = await import("../../src/core/task-cycle.js");
+  const { parseSettleReason } = await import("../../src/core/lifecycle/task-cycle.js");
   const reason = { kind: "cap", cap: "turns", limit: 3, spent: 3, step: 3 };
   assert.deepEqual(parseSettleReason(JSON.parse(JSON.stringify(reason))), reason);
   assert.equal(parseSettleReason({ ...reason, cap: "money" }), undefined);
@@ -399,7 +399,7 @@ test("the owner's model gets a blocked error naming the cap, the spend and the p
 });
 
 test("a relayed cycle settled by this daemon's own verdict: remote_invalid fails it (REMOTE_INVALID), remote_lost makes it gone (REMOTE_LOST), once", async () => {
-  const { parseSettleReason } = await import("../../src/core/task-cycle.js");
+  const { parseSettleReason } = await import("../../src/core/lifecycle/task-cycle.js");
   const running2 = st({ name: "running", cycle: 2 }, false);
   type Verdict = Extract<CycleEvent, { type: "remote_invalid" | "remote_lost" }>;
   const cases: [Verdict, string, string][] = [

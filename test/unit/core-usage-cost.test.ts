@@ -6,14 +6,14 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { SessionReader } from "../../src/core/session-reader.js";
-import { buildAgentResult } from "../../src/core/agent-result.js";
-import { parseYaml } from "../../src/core/result-md.js";
-import { type VerifyInput, verifyTask as verifyWith } from "../../src/core/verify.js";
+import { SessionReader } from "../../src/core/session/session-reader.js";
+import { buildAgentResult } from "../../src/core/result/agent-result.js";
+import { parseYaml } from "../../src/core/result/result-md.js";
+import { type VerifyInput, verifyTask as verifyWith } from "../../src/core/lifecycle/verify.js";
 
 const verifyTask = (i: Omit<VerifyInput, "parseYaml">) => verifyWith({ ...i, parseYaml });
 import type { AgentResult } from "../../src/core/types.js";
-import { parseJournal } from "../../src/core/journal-record.js";
+import { parseJournal } from "../../src/core/lifecycle/journal-record.js";
 
 /** Journal records as the store reads them back (parsed into known kinds). */
 const records = (xs: readonly unknown[]) => parseJournal(xs).records;

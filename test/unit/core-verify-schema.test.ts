@@ -1,18 +1,18 @@
 // verify names an edited schemaVersion: a reader of result.json decides how to read it from that field.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { resultFromPin, type HarvestPin } from "../../src/core/harvest-pin.js";
-import { parseYaml } from "../../src/core/result-md.js";
+import { resultFromPin, type HarvestPin } from "../../src/core/lifecycle/harvest-pin.js";
+import { parseYaml } from "../../src/core/result/result-md.js";
 import {
   checkTask as checkWith,
   describeDifference,
   type VerifyInput,
   type VerifyRecord,
-} from "../../src/core/verify.js";
+} from "../../src/core/lifecycle/verify.js";
 
 const checkTask = (i: Omit<VerifyInput, "parseYaml">) => checkWith({ ...i, parseYaml });
 import type { AgentResult } from "../../src/core/types.js";
-import { parseJournal } from "../../src/core/journal-record.js";
+import { parseJournal } from "../../src/core/lifecycle/journal-record.js";
 
 /** Journal records as the store reads them back (parsed into known kinds). */
 const records = (xs: readonly unknown[]) => parseJournal(xs).records;

@@ -1,21 +1,21 @@
-// verify's rebuild (src/core/verify.ts), pure: a journal with a settle record and the harvest's pinned status record,
+// verify's rebuild (src/core/lifecycle/verify.ts), pure: a journal with a settle record and the harvest's pinned status record,
 // result.json as the daemon builds it (resultFromPin), and what a hand edit or a disagreeing journal looks like.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { resultFromPin, type HarvestPin } from "../../src/core/harvest-pin.js";
-import { parseYaml } from "../../src/core/result-md.js";
+import { resultFromPin, type HarvestPin } from "../../src/core/lifecycle/harvest-pin.js";
+import { parseYaml } from "../../src/core/result/result-md.js";
 import {
   checkTask as checkWith,
   describeDifference,
   journalVerdict,
   type VerifyInput,
   type VerifyRecord,
-} from "../../src/core/verify.js";
+} from "../../src/core/lifecycle/verify.js";
 
 const checkTask = (i: Omit<VerifyInput, "parseYaml">) => checkWith({ ...i, parseYaml });
-import { SessionReader } from "../../src/core/session-reader.js";
+import { SessionReader } from "../../src/core/session/session-reader.js";
 import type { AgentResult } from "../../src/core/types.js";
-import { parseJournal } from "../../src/core/journal-record.js";
+import { parseJournal } from "../../src/core/lifecycle/journal-record.js";
 
 /** Journal records as the store reads them back (parsed into known kinds). */
 const records = (xs: readonly unknown[]) => parseJournal(xs).records;

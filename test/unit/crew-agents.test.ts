@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { agentSummary, mergeAgentSources, parseAgentDefinition } from "../../src/core/crew-agents.js";
+import { agentSummary, mergeAgentSources, parseAgentDefinition } from "../../src/core/crew/crew-agents.js";
 import { bundledAgentsDir, discoverAgents } from "../../src/extensions/crew-agents.js";
 
 const def = (fm: string, body = "Do the work.") => `---\n${fm}\n---\n${body}\n`;

@@ -2,8 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CycleGuard, judgeCycle, sessionReport, withReportAsFinalText } from "../../src/core/crew-cycle.js";
-import { SessionReader } from "../../src/core/session-reader.js";
+import { CycleGuard, judgeCycle, sessionReport, withReportAsFinalText } from "../../src/core/crew/crew-cycle.js";
+import { SessionReader } from "../../src/core/session/session-reader.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
 const call = (id: string, name: string, args: unknown = {}) => ({ type: "toolCall", id, name, arguments: args });

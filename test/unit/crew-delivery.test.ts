@@ -10,7 +10,7 @@ import {
   crewStatusOf,
   deliveryFor,
   isExpired,
-} from "../../src/core/crew-delivery.js";
+} from "../../src/core/crew/crew-delivery.js";
 import type { AgentResult, AgentStatus } from "../../src/core/types.js";
 import { cardMarkdown, renderCrewCard } from "../../src/extensions/cards.js";
 

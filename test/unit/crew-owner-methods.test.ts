@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, type DaemonClient } from "../../src/client/index.js";
-import type { DeliveryPayload } from "../../src/core/crew-delivery.js";
+import type { DeliveryPayload } from "../../src/core/crew/crew-delivery.js";
 import type { DshError } from "../../src/core/errors.js";
 import { runDaemon, type RunningDaemon } from "../../src/daemon/daemon.js";
 import { appendOutbox, readOutbox } from "../../src/store/outbox.js";

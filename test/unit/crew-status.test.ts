@@ -6,7 +6,7 @@ import {
   appendStatus,
   insertMissingStatus,
   type ContextMessage,
-} from "../../src/core/crew-status.js";
+} from "../../src/core/crew/crew-status.js";
 
 test("an owner that never had open work gets nothing, ever", () => {
   const s = new StatusContext("o");

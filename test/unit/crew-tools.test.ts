@@ -11,7 +11,7 @@ import {
   checkSpawnArgs,
   formatCrewTask,
   toolErrorText,
-} from "../../src/core/crew-tools.js";
+} from "../../src/core/crew/crew-tools.js";
 
 const task = { goal: "Add a flag", context: [], instructions: ["Edit cli.ts"] };
 const err = (c: { ok: boolean; error?: string }) => (c.ok ? "" : c.error!);

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Admission } from "../../src/daemon/admission.js";
+import { Admission } from "../../src/daemon/task/admission.js";
 import type { DshError } from "../../src/core/errors.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { checkCrewReport, resultMdFor } from "../../src/extensions/child-report.js";
-import { parseResultMd } from "../../src/core/result-md.js";
+import { parseResultMd } from "../../src/core/result/result-md.js";
 
 test("crew_report: valid reports pass; bad ones get a message naming the fix", () => {
   assert.deepEqual(checkCrewReport({ outcome: "completed", report: "done" }), { outcome: "completed", report: "done" });

@@ -1,4 +1,4 @@
-// The daemon asks git through one module (src/daemon/git-port.ts): no other daemon module imports src/git, type
+// The daemon asks git through one module (src/daemon/ports/git-port.ts): no other daemon module imports src/git, type
 // imports included, so what the daemon needs of git is read in one place.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -15,7 +15,7 @@ function files(dir: string): string[] {
 }
 
 test("daemon modules reach src/git only through git-port.ts", () => {
-  const door = join(src, "daemon", "git-port.ts");
+  const door = join(src, "daemon", "ports", "git-port.ts");
   const bad: string[] = [];
   for (const f of files(join(src, "daemon"))) {
     if (f === door) continue;
@@ -25,5 +25,5 @@ test("daemon modules reach src/git only through git-port.ts", () => {
       if (to.split("/")[0] === "git") bad.push(`${relative(src, f)} → ${to}`);
     }
   }
-  assert.deepEqual(bad, [], "import these from ./git-port.js (add what is missing there)");
+  assert.deepEqual(bad, [], "import these from daemon/ports/git-port.ts (add what is missing there)");
 });

@@ -1,8 +1,8 @@
 // replayJournal: what start-up recovery learns from a task's journal beyond its last task.json.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { replayJournal } from "../../src/daemon/recover-replay.js";
-import { parseJournalRecord, type JournalRecord } from "../../src/core/journal-record.js";
+import { replayJournal } from "../../src/daemon/recover/recover-replay.js";
+import { parseJournalRecord, type JournalRecord } from "../../src/core/lifecycle/journal-record.js";
 
 /** A journal line as the store reads it back (a record of an unknown kind or shape would be left out). */
 const ev = (type: string, more: Record<string, unknown> = {}): JournalRecord | undefined =>

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createConnection } from "node:net";
-import { startSocketServer, type Connection, type Handler } from "../../src/daemon/server.js";
+import { startSocketServer, type Connection, type Handler } from "../../src/daemon/server/server.js";
 import { ProtocolSchemas } from "../../src/protocol/schemas.js";
 import type { PushParams } from "../../src/protocol/methods.js";
 import { connect } from "../../src/client/index.js";

@@ -1,4 +1,4 @@
-// The settle hook settle.ts is to call (src/daemon/settle-checks.ts settleChecks), over a real daemon with a stub
+// The settle hook settle.ts is to call (src/daemon/task/settle-checks.ts settleChecks), over a real daemon with a stub
 // runtime and a real git repo: the task's checks run in its worktree and its landability is measured into the
 // record, journaled; landFieldsOf then gives what assemble adds to the settled AgentResult (receipts, verified, the
 // failing check's warning, landing). Also: task.check is refused while the cycle runs, and task.land is CLI-only.
@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "../../src/client/index.js";
-import { buildAgentResult } from "../../src/core/agent-result.js";
+import { buildAgentResult } from "../../src/core/result/agent-result.js";
 import { runDaemon } from "../../src/daemon/daemon.js";
-import { landFieldsOf } from "../../src/daemon/land-methods.js";
-import { settleChecks } from "../../src/daemon/settle-checks.js";
+import { landFieldsOf } from "../../src/daemon/methods/land-methods.js";
+import { settleChecks } from "../../src/daemon/task/settle-checks.js";
 import { commitAll, git, makeRepo, write } from "../helpers/git.js";
 import { stubRuntime } from "../helpers/stub-runtime.js";
 import { until } from "../helpers/wait.js";

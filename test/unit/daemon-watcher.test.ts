@@ -1,4 +1,4 @@
-// TaskFiles (src/daemon/watcher.ts) against a real directory: lines appended a few ms apart (as pi writes its
+// TaskFiles (src/daemon/ports/watcher.ts) against a real directory: lines appended a few ms apart (as pi writes its
 // settling tool result right after the assistant line) must all be read without any other nudge. chokidar's
 // 50 ms per-file change throttle used to drop the last one.
 import { test } from "node:test";
@@ -17,7 +17,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createConnection, createServer } from "node:net";
-import { TaskFiles } from "../../src/daemon/watcher.js";
+import { TaskFiles } from "../../src/daemon/ports/watcher.js";
 import { until } from "../helpers/wait.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 

@@ -98,3 +98,25 @@ test("src/ has no import cycle, value or type", () => {
   const cycles = cyclesOf(graph).map((c) => c.map((f) => relative(repoRoot, f)).join(" ↔ "));
   assert.deepEqual(cycles, [], `import cycles:\n${cycles.join("\n")}`);
 });
+
+test("no import cycle between folders at any level (a folder and its subfolder are two folders), type imports counted", () => {
+  const graph = new Map<string, string[]>();
+  for (const f of sources(SRC)) {
+    const from = relative(SRC, dirname(f)) || ".";
+    const to = importsOf(f, readFileSync(f, "utf8"))
+      .filter((t) => t.startsWith(SRC))
+      .map((t) => relative(SRC, dirname(t)) || ".")
+      .filter((t) => t !== from);
+    graph.set(from, [...new Set([...(graph.get(from) ?? []), ...to])]);
+  }
+  assert.ok(graph.size > 15, `read ${graph.size} folders`);
+  const cycles = cyclesOf(graph).map((c) => c.join(" ↔ "));
+  assert.deepEqual(cycles, [], `folder cycles:\n${cycles.join("\n")}`);
+});
+
+test("no folder in src/ holds more than 25 modules flat", () => {
+  const counts = new Map<string, number>();
+  for (const f of sources(SRC)) counts.set(dirname(f), (counts.get(dirname(f)) ?? 0) + 1);
+  const big = [...counts].filter(([, n]) => n > 25).map(([d, n]) => `${relative(repoRoot, d)}: ${n}`);
+  assert.deepEqual(big, []);
+});

@@ -5,7 +5,7 @@
 // test/e2e/owner-crew.test.ts, where a power cut cannot be staged.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { deliveryCycleOf, deliveryIdFor } from "../../src/core/crew-delivery.js";
+import { deliveryCycleOf, deliveryIdFor } from "../../src/core/crew/crew-delivery.js";
 import { DeliveryInjector, RESULT_TYPE } from "../../src/extensions/owner-delivery.js";
 import type { PushedDelivery } from "../../src/extensions/owner-link.js";
 import { until } from "../helpers/wait.js";

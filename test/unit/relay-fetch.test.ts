@@ -1,13 +1,13 @@
-// Reading a relayed task's result in pages (src/remote/relay-fetch.ts) against a link that serves task.fetch pages
+// Reading a relayed task's result in pages (src/daemon/relay/relay-fetch.ts) against a link that serves task.fetch pages
 // the test shapes. A result whose version changes under every read (a task that runs there, a follow-up under way)
 // is the machine's honest word, not a violation: it used to be refused as REMOTE_INVALID, which settles the cycle
 // `failed` here; now it is REMOTE_CHANGING, which the relay treats as a read to try again.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isDshError } from "../../src/core/errors.js";
-import type { MachineLink } from "../../src/remote/link.js";
-import { fetchPart } from "../../src/remote/relay-fetch.js";
-import { isRemoteViolation } from "../../src/remote/remote-check.js";
+import type { MachineLink } from "../../src/link/link.js";
+import { fetchPart } from "../../src/daemon/relay/relay-fetch.js";
+import { isRemoteViolation } from "../../src/daemon/relay/remote-check.js";
 
 const TASK = "tremote00001";
 const body = Buffer.from(JSON.stringify({ report: "x".repeat(1_200_000) }));

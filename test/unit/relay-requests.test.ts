@@ -1,4 +1,4 @@
-// The relay's requests to a machine (src/remote/relay-requests.ts) against a link whose state the test sets: a send
+// The relay's requests to a machine (src/daemon/relay/relay-requests.ts) against a link whose state the test sets: a send
 // that finds the link down waits for the next "up" (reconcile), and an "up" that comes while that send is still
 // marking the request unanswered must not be lost (the request never went again while the link stayed up).
 import assert from "node:assert/strict";
@@ -7,11 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { DshError } from "../../src/core/errors.js";
-import type { MachineLink } from "../../src/remote/link.js";
-import type { RemoteRequest } from "../../src/remote/relay-request-state.js";
-import { RelayRequests } from "../../src/remote/relay-requests.js";
-import type { RelayContext, RelayLive } from "../../src/remote/relay-types.js";
-import { systemClock } from "../../src/daemon/clock.js";
+import type { MachineLink } from "../../src/link/link.js";
+import type { RemoteRequest } from "../../src/daemon/task/relay-request-state.js";
+import { RelayRequests } from "../../src/daemon/relay/relay-requests.js";
+import type { RelayContext, RelayLive } from "../../src/daemon/relay/relay-types.js";
+import { systemClock } from "../../src/daemon/ports/clock.js";
 
 const dir = mkdtempSync(join(tmpdir(), "dsh-relay-requests-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,10 +1,10 @@
-// What a remote result must be before the relay takes it (src/remote/remote-check.ts), and how a link's client
+// What a remote result must be before the relay takes it (src/daemon/relay/remote-check.ts), and how a link's client
 // reads a reply over the frame limit (src/protocol/frames.ts). The real-ssh cases are in
 // test/integration/remote-untrusted.test.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FrameReader, frameHead } from "../../src/protocol/frames.js";
-import { checkRemoteResult, checkSize, RemoteViolation } from "../../src/remote/remote-check.js";
+import { checkRemoteResult, checkSize, RemoteViolation } from "../../src/daemon/relay/remote-check.js";
 
 const ID = "tmx7abcdefgh";
 

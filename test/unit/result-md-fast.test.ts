@@ -1,11 +1,11 @@
-// The frontmatter fast path (plainFrontmatter in src/core/result-md.ts) against the YAML library it stands in for:
+// The frontmatter fast path (plainFrontmatter in src/core/result/result-md.ts) against the YAML library it stands in for:
 // whatever it takes, it must read exactly as `yaml` reads it; what crew_report writes must take it; the rest falls
 // back. Inputs are generated from values and keys chosen to sit on YAML's edges (indicators, comments, core-schema
 // words, quotes, escapes, odd line breaks), with a fixed seed so a failure replays.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parse as parseYaml } from "yaml";
-import { parseResultMd, plainFrontmatter, YAML_OPTIONS } from "../../src/core/result-md.js";
+import { parseResultMd, plainFrontmatter, YAML_OPTIONS } from "../../src/core/result/result-md.js";
 import { resultMdFor } from "../../src/extensions/child-report.js";
 
 const VALUES = [

@@ -1,12 +1,12 @@
-// One writer of a task record's status: recordStatus (src/core/derive.ts), from the verdict of the place it changes.
+// One writer of a task record's status: recordStatus (src/core/result/derive.ts), from the verdict of the place it changes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { repoRoot } from "../helpers/pi.js";
-import { nextActionFor, recordStatus, statusFor, type StatusVerdict } from "../../src/core/derive.js";
+import { nextActionFor, recordStatus, statusFor, type StatusVerdict } from "../../src/core/result/derive.js";
 import type { AgentStatus } from "../../src/core/types.js";
-import { runningAgain } from "../../src/remote/relay-commands.js";
+import { runningAgain } from "../../src/daemon/relay/relay-commands.js";
 
 const src = join(repoRoot, "src");
 function files(dir: string): string[] {
@@ -16,11 +16,11 @@ function files(dir: string): string[] {
   });
 }
 
-test("exactly one module assigns a task record's status: src/core/derive.ts (recordStatus)", () => {
+test("exactly one module assigns a task record's status: src/core/result/derive.ts (recordStatus)", () => {
   const writers = files(src)
     .filter((f) => /\b(rec|record)\.status\s*=(?!=)/.test(readFileSync(f, "utf8")))
     .map((f) => relative(src, f));
-  assert.deepEqual(writers, ["core/derive.ts"]);
+  assert.deepEqual(writers, ["core/result/derive.ts"]);
 });
 
 test("statusFor: each verdict gives the status the flowchart does", () => {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { DshError } from "../../src/core/errors.js";
 import { formatEnvValue, parseEnvFile, readEnvFile, updateEnvFile } from "../../src/store/env-file.js";
 import { parseUnit } from "../../src/cli/doctor/unit.js";
-import { unitText } from "../../src/cli/commands/daemon-extras.js";
+import { unitText } from "../../src/cli/commands/daemon/daemon-extras.js";
 
 const VALUES = [
   "",

@@ -6,11 +6,11 @@ import { DshError, isDshError } from "../../core/errors.js";
 import { daemonStatus } from "../../client/daemon-control.js";
 import { configFileDigest, configPath, loadConfig, setConfigValue } from "../../store/config.js";
 import { ensureHome } from "../../store/home.js";
-import type { CliContext } from "../context.js";
-import { packageRoot } from "../home.js";
-import { printJson } from "../io.js";
-import { examples, jsonOption, usage } from "./shared.js";
-import { registerDaemonCommands } from "./daemon.js";
+import type { CliContext } from "../common/context.js";
+import { packageRoot } from "../common/home.js";
+import { printJson } from "../common/io.js";
+import { examples, jsonOption, usage } from "../common/options.js";
+import { registerDaemonCommands } from "./daemon/daemon.js";
 
 /** Read one key (`maxParallelAgents`, `modelAliases.flash`) from the effective config. */
 export function configValue(cfg: Record<string, unknown>, key: string): unknown {

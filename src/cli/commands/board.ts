@@ -4,9 +4,9 @@ import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
 import { boardAddressPath, ensureBoardToken, rotateBoardToken } from "../../board/token.js";
-import type { CliContext } from "../context.js";
-import { printJson } from "../io.js";
-import { examples, jsonOption } from "./shared.js";
+import type { CliContext } from "../common/context.js";
+import { printJson } from "../common/io.js";
+import { examples, jsonOption } from "../common/options.js";
 
 export function registerBoardCommand(program: Command, ctx: CliContext): void {
   const cmd = program

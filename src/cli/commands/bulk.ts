@@ -6,10 +6,10 @@ import { createInterface } from "node:readline/promises";
 import { DshError, isDshError } from "../../core/errors.js";
 import type { AgentStatus } from "../../core/types.js";
 import type { Result } from "../../protocol/methods.js";
-import type { CliContext, DaemonConnection } from "../context.js";
+import type { CliContext, DaemonConnection } from "../common/context.js";
 import { safeLine } from "../format/safe.js";
 import type { TaskRow } from "../format/table.js";
-import { usage } from "./shared.js";
+import { usage } from "../common/options.js";
 
 export type Pick = "failed" | "settled";
 

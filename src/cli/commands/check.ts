@@ -1,12 +1,12 @@
 // check: run a task's checks (spawn --check) again in its worktree, through the daemon; receipts printed.
 import type { Command } from "commander";
 import type { CheckReceipt } from "../../core/types.js";
-import type { CliContext } from "../context.js";
-import { EXIT } from "../exit-codes.js";
+import type { CliContext } from "../common/context.js";
+import { EXIT } from "../common/exit-codes.js";
 import { columns, shortenHome } from "../format/text.js";
-import { printJson } from "../io.js";
-import { resolveId } from "../task-files.js";
-import { examples, jsonOption } from "./shared.js";
+import { printJson } from "../common/io.js";
+import { resolveId } from "../common/task-files.js";
+import { examples, jsonOption } from "../common/options.js";
 
 /** How long the CLI waits for the daemon's reply: the checks' own timeouts bound it. */
 const CHECK_REPLY_MS = 6 * 60 * 60_000;

@@ -1,10 +1,10 @@
 // completion bash|zsh|fish: a shell completion script for commands, flags and flag choices, generated from the
 // command tree itself; open task ids come from the task index at completion time (`dsh-herdr __complete ids`).
 import type { Command, Option } from "commander";
-import type { CliContext } from "../context.js";
+import type { CliContext } from "../common/context.js";
 import { loadConfig } from "../../store/config.js";
-import { offlineRows } from "../task-files.js";
-import { examples, usage } from "./shared.js";
+import { offlineRows } from "../common/task-files.js";
+import { examples, usage } from "../common/options.js";
 
 const SHELLS = ["bash", "zsh", "fish"] as const;
 type Shell = (typeof SHELLS)[number];

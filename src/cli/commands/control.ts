@@ -1,16 +1,16 @@
 // wait, respond, abort, close: acting on tasks through the daemon (several at once: bulk.ts).
 import type { Command } from "commander";
 import type { Result } from "../../protocol/methods.js";
-import type { CliContext } from "../context.js";
-import { parseDuration } from "../duration.js";
-import { EXIT } from "../exit-codes.js";
+import type { CliContext } from "../common/context.js";
+import { parseDuration } from "../common/duration.js";
+import { EXIT } from "../common/exit-codes.js";
 import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
-import { printJson } from "../io.js";
-import { resolveId } from "../task-files.js";
+import { printJson } from "../common/io.js";
+import { resolveId } from "../common/task-files.js";
 import type { TaskRow } from "../format/table.js";
 import { closeEach, confirmPicked, pickTasks, printCloseOutcomes, type Pick } from "./bulk.js";
-import { capOptions, capParams, examples, jsonOption, readStdin, usage } from "./shared.js";
+import { capOptions, capParams, examples, jsonOption, readStdin, usage } from "../common/options.js";
 import { waitAndPrint } from "./wait-print.js";
 
 export function registerControlCommands(program: Command, ctx: CliContext): void {

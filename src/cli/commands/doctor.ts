@@ -1,12 +1,12 @@
 // doctor: check everything dsh-herdr depends on; exit 1 on any FAIL.
 import type { Command } from "commander";
 import { loadConfig } from "../../store/config.js";
-import type { CliContext } from "../context.js";
+import type { CliContext } from "../common/context.js";
 import { runDoctor, type CheckResult } from "../doctor/checks.js";
-import { EXIT } from "../exit-codes.js";
-import { packageRoot } from "../home.js";
-import { printJson } from "../io.js";
-import { examples, jsonOption } from "./shared.js";
+import { EXIT } from "../common/exit-codes.js";
+import { packageRoot } from "../common/home.js";
+import { printJson } from "../common/io.js";
+import { examples, jsonOption } from "../common/options.js";
 
 export function renderChecks(checks: readonly CheckResult[]): string {
   const tag = { ok: "OK  ", warn: "WARN", fail: "FAIL" } as const;

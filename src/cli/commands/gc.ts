@@ -5,12 +5,12 @@ import { join } from "node:path";
 import type { AgentResult } from "../../core/types.js";
 import { gc, type Announced, type GcPlanItem, type GcTask } from "../../git/gc.js";
 import { loadConfig } from "../../store/config.js";
-import type { CliContext } from "../context.js";
+import type { CliContext } from "../common/context.js";
 import { columns, shortenHome } from "../format/text.js";
-import { printJson } from "../io.js";
-import { knownTaskIds, taskDir } from "../task-files.js";
+import { printJson } from "../common/io.js";
+import { knownTaskIds, taskDir } from "../common/task-files.js";
 import { remoteGc, type RemoteGcRow } from "./remote-panes.js";
-import { examples, jsonOption } from "./shared.js";
+import { examples, jsonOption } from "../common/options.js";
 
 /** Where a dry run records the ignored files it named: `gc --yes` deletes no other. */
 export function announcedPath(home: string): string {
@@ -67,14 +67,14 @@ function readRecord(home: string, taskId: string): RecordFacts | undefined {
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
-/** task.json's `included`: what --include copied and linked into the worktree (src/daemon/workdir-setup.ts). */
+/** task.json's `included`: what --include copied and linked into the worktree (src/daemon/task/workdir-setup.ts). */
 function recordedIncluded(rec: RecordFacts | undefined): GcTask["included"] | undefined {
   const i = rec?.included;
   if (i === undefined || typeof i !== "object" || i === null) return undefined;
   return { copied: strings(i.copied), linked: strings(i.linked) };
 }
 
-/** task.json's `landing` once `land` landed the task (src/daemon/land-methods.ts keeps it in the record). */
+/** task.json's `landing` once `land` landed the task (src/daemon/methods/land-methods.ts keeps it in the record). */
 function recordedLanding(rec: RecordFacts | undefined): GcTask["landing"] | undefined {
   try {
     const l = rec?.landing;

@@ -2,12 +2,12 @@
 // in the order given; --dry-run only says whether each would land cleanly.
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
-import { usage } from "./shared.js";
+import { usage } from "../common/options.js";
 import type { Result } from "../../protocol/methods.js";
-import type { CliContext } from "../context.js";
-import { printJson } from "../io.js";
-import { resolveId } from "../task-files.js";
-import { examples, jsonOption } from "./shared.js";
+import type { CliContext } from "../common/context.js";
+import { printJson } from "../common/io.js";
+import { resolveId } from "../common/task-files.js";
+import { examples, jsonOption } from "../common/options.js";
 
 const LAND_REPLY_MS = 6 * 60 * 60_000;
 

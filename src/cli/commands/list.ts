@@ -2,13 +2,13 @@
 import { safeLine } from "../format/safe.js";
 import type { Command } from "commander";
 import type { Result } from "../../protocol/methods.js";
-import type { CliContext } from "../context.js";
+import type { CliContext } from "../common/context.js";
 import { colorEnabled } from "../format/color.js";
 import { renderTable, type TaskRow } from "../format/table.js";
-import { printJson } from "../io.js";
+import { printJson } from "../common/io.js";
 import { isDshError } from "../../core/errors.js";
-import { offlineRows } from "../task-files.js";
-import { examples, jsonOption, STATUSES, usage } from "./shared.js";
+import { offlineRows } from "../common/task-files.js";
+import { examples, jsonOption, STATUSES, usage } from "../common/options.js";
 
 export function registerListCommand(program: Command, ctx: CliContext): void {
   const list = program

@@ -8,8 +8,8 @@ import { dirname } from "node:path";
 import { execa } from "execa";
 import { DshError } from "../../core/errors.js";
 import { machineTarget, sshErrorLine, type MachineSpec } from "../../core/machines.js";
-import { resolveSpec } from "../../remote/link.js";
-import type { CliContext } from "../context.js";
+import { resolveSpec } from "../../link/link.js";
+import type { CliContext } from "../common/context.js";
 
 export interface TrustPlan {
   label: string;

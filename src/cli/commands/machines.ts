@@ -1,5 +1,5 @@
 // machine add|set|list|remove|check|trust: other machines, each running its own dsh-herdr daemon, reached over ssh
-// (src/remote/link.ts). Stored in config.json under `machines`; a running daemon follows a change at once (its link
+// (src/link/link.ts). Stored in config.json under `machines`; a running daemon follows a change at once (its link
 // to a changed machine is made again). Setting one up step by step: docs/remote.md.
 import type { Command } from "commander";
 import { existsSync, statSync } from "node:fs";
@@ -17,19 +17,19 @@ import {
   sshFailureFix,
   type MachineSpec,
 } from "../../core/machines.js";
-import { connectMachine } from "../../remote/link.js";
+import { connectMachine } from "../../link/link.js";
 import { loadConfig, setConfigValue } from "../../store/config.js";
 import { ensureHome, expandHome } from "../../store/home.js";
 import type { CheckResult } from "../doctor/checks.js";
 import type { Result } from "../../protocol/methods.js";
-import type { CliContext } from "../context.js";
-import { EXIT } from "../exit-codes.js";
-import { printJson } from "../io.js";
-import { packageVersion } from "../version.js";
+import type { CliContext } from "../common/context.js";
+import { EXIT } from "../common/exit-codes.js";
+import { printJson } from "../common/io.js";
+import { packageVersion } from "../common/version.js";
 import { daemonTook } from "./admin.js";
 import { renderChecks } from "./doctor.js";
 import { addHostKeys, trustPlan } from "./machine-trust.js";
-import { examples, jsonOption, usage } from "./shared.js";
+import { examples, jsonOption, usage } from "../common/options.js";
 
 interface AddOptions {
   ssh: string;

@@ -6,12 +6,12 @@ import { randomBytes } from "node:crypto";
 import type { NotifyBody } from "../../core/notify.js";
 import { describeAnswer, postWebhook, runCommand, webhookLabel, type Answer } from "../../notify/send.js";
 import { loadConfig } from "../../store/config.js";
-import type { CliContext } from "../context.js";
-import { EXIT } from "../exit-codes.js";
+import type { CliContext } from "../common/context.js";
+import { EXIT } from "../common/exit-codes.js";
 import { safeLine } from "../format/safe.js";
-import { printJson } from "../io.js";
-import { packageVersion } from "../version.js";
-import { examples, jsonOption } from "./shared.js";
+import { printJson } from "../common/io.js";
+import { packageVersion } from "../common/version.js";
+import { examples, jsonOption } from "../common/options.js";
 
 /** What a sample carries: the real body's shape, a task id that no task has. */
 export function sampleBody(now: number): NotifyBody {

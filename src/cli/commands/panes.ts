@@ -14,11 +14,11 @@ import { renderRpcLog } from "../format/rpc-log.js";
 import { createHerdrRuntime, createTransport, HerdrClient } from "../../runtime/herdr/index.js";
 import { createTmuxRuntime } from "../../runtime/tmux/runtime.js";
 import type { Runtime, RuntimeHandle } from "../../runtime/types.js";
-import type { CliContext } from "../context.js";
-import { printJson } from "../io.js";
-import { resolveId, taskDir } from "../task-files.js";
+import type { CliContext } from "../common/context.js";
+import { printJson } from "../common/io.js";
+import { resolveId, taskDir } from "../common/task-files.js";
 import { remoteLogs, remoteOpen } from "./remote-panes.js";
-import { examples, jsonOption } from "./shared.js";
+import { examples, jsonOption } from "../common/options.js";
 
 interface TaskJson {
   taskId: string;

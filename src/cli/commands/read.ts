@@ -3,14 +3,14 @@ import type { Command } from "commander";
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import type { AgentResult } from "../../core/types.js";
-import type { CliContext } from "../context.js";
-import { EXIT } from "../exit-codes.js";
+import type { CliContext } from "../common/context.js";
+import { EXIT } from "../common/exit-codes.js";
 import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
-import { printJson } from "../io.js";
-import { readResult, readResultText, resolveId, taskDir } from "../task-files.js";
-import { pageText } from "../pager.js";
-import { examples, jsonOption } from "./shared.js";
+import { printJson } from "../common/io.js";
+import { readResult, readResultText, resolveId, taskDir } from "../common/task-files.js";
+import { pageText } from "../common/pager.js";
+import { examples, jsonOption } from "../common/options.js";
 
 export function registerReadCommands(program: Command, ctx: CliContext): void {
   const show = program

@@ -1,4 +1,4 @@
-// logs and open of a task relayed to another machine (src/remote/relay.ts): its child, pane and output are there.
+// logs and open of a task relayed to another machine (src/daemon/relay/relay.ts): its child, pane and output are there.
 // `logs` runs that machine's own `dsh-herdr logs <its task id>` over ssh, with the machine's entry in config.json
 // (the same key, known_hosts and command the daemon's link uses), and streams what it prints. `open` needs a
 // terminal there: with one it runs `ssh -t ... open <its task id>`; without one (or --json) it prints that command.
@@ -7,10 +7,10 @@ import { spawnSync } from "node:child_process";
 import { execa } from "execa";
 import { DshError, ERROR_CODES, type ErrorCode } from "../../core/errors.js";
 import { machineTarget, sshArgv, sshErrorLine, type MachineSpec } from "../../core/machines.js";
-import { resolveSpec } from "../../remote/link.js";
+import { resolveSpec } from "../../link/link.js";
 import { loadConfig } from "../../store/config.js";
-import type { CliContext } from "../context.js";
-import { printJson } from "../io.js";
+import type { CliContext } from "../common/context.js";
+import { printJson } from "../common/io.js";
 
 export interface RemoteRef {
   label: string;

@@ -10,9 +10,9 @@ import type { RepoSettings } from "../../store/config.js";
 import { ensureHome } from "../../store/home.js";
 import { type ConsentedSettings, readRepoFileHashed, untrustedLine } from "../../store/repo-settings.js";
 import { readTrustBook, setTrust, trustKey, trustStateOf } from "../../store/repo-trust.js";
-import type { CliContext } from "../context.js";
-import { printJson } from "../io.js";
-import { examples, jsonOption } from "./shared.js";
+import type { CliContext } from "../common/context.js";
+import { printJson } from "../common/io.js";
+import { examples, jsonOption } from "../common/options.js";
 
 /** What the file makes the daemon do, one line each. */
 function whatItRuns(s: RepoSettings): string[] {

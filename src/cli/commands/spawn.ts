@@ -4,11 +4,11 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { loadConfig } from "../../store/config.js";
 import type { TaskSpawnParams } from "../../protocol/methods.js";
-import type { CliContext } from "../context.js";
-import { parseDuration } from "../duration.js";
-import { printJson } from "../io.js";
+import type { CliContext } from "../common/context.js";
+import { parseDuration } from "../common/duration.js";
+import { printJson } from "../common/io.js";
 import { untrustedNote } from "./repo-trust.js";
-import { capOptions, capParams, choice, examples, jsonOption, readStdin, usage } from "./shared.js";
+import { capOptions, capParams, choice, examples, jsonOption, readStdin, usage } from "../common/options.js";
 import { waitAndPrint } from "./wait-print.js";
 
 export interface SpawnOpts {

@@ -3,12 +3,12 @@
 import type { Command } from "commander";
 import { formatUsd, usageReport, type UsageReport, type UsageTotals } from "../../core/budget.js";
 import { localDay } from "../../store/usage-day.js";
-import type { CliContext } from "../context.js";
+import type { CliContext } from "../common/context.js";
 import { columns } from "../format/text.js";
 import { safeLine } from "../format/safe.js";
-import { printJson } from "../io.js";
-import { offlineRows } from "../task-files.js";
-import { examples, jsonOption, usage } from "./shared.js";
+import { printJson } from "../common/io.js";
+import { offlineRows } from "../common/task-files.js";
+import { examples, jsonOption, usage } from "../common/options.js";
 
 export function registerUsageCommand(program: Command, ctx: CliContext): void {
   const cmd = program

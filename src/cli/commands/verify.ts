@@ -1,15 +1,15 @@
 // verify: each task's result.json rebuilt from its task dir (the journal replayed through the machine, the pinned
 // harvest through the derivation, the session up to the pinned offset, result.md's pinned copy, diff.patch's digest)
-// and compared field by field (src/core/verify.ts). Reads files only: no daemon needed.
+// and compared field by field (src/core/lifecycle/verify.ts). Reads files only: no daemon needed.
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
-import { describeDifference } from "../../core/verify.js";
+import { describeDifference } from "../../core/lifecycle/verify.js";
 import { verifyTaskDir } from "../../store/task-verify.js";
-import type { CliContext } from "../context.js";
-import { EXIT } from "../exit-codes.js";
-import { printJson } from "../io.js";
-import { knownTaskIds, resolveId, taskDir } from "../task-files.js";
-import { examples, jsonOption } from "./shared.js";
+import type { CliContext } from "../common/context.js";
+import { EXIT } from "../common/exit-codes.js";
+import { printJson } from "../common/io.js";
+import { knownTaskIds, resolveId, taskDir } from "../common/task-files.js";
+import { examples, jsonOption } from "../common/options.js";
 
 export { verifyTaskDir, type TaskVerification } from "../../store/task-verify.js";
 

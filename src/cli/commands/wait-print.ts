@@ -1,11 +1,11 @@
 // Waiting for tasks to settle and printing their AgentResults (spawn --wait, wait): Ctrl+C stops the wait only.
 import type { AgentResult } from "../../core/types.js";
-import type { CliContext } from "../context.js";
-import { exitCodeForResults, EXIT } from "../exit-codes.js";
+import type { CliContext } from "../common/context.js";
+import { exitCodeForResults, EXIT } from "../common/exit-codes.js";
 import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
-import { printJson } from "../io.js";
-import { spinner } from "../spinner.js";
+import { printJson } from "../common/io.js";
+import { spinner } from "../common/spinner.js";
 
 /** A wait without --timeout: longer than any task runs (tasks are bounded by their own timeoutMs). */
 const WAIT_FOREVER_MS = 7 * 24 * 3_600_000;

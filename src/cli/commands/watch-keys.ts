@@ -9,14 +9,14 @@ import { join } from "node:path";
 import { emitKeypressEvents } from "node:readline";
 import { promisify } from "node:util";
 import { isDshError } from "../../core/errors.js";
-import type { CliContext, DaemonConnection } from "../context.js";
+import type { CliContext, DaemonConnection } from "../common/context.js";
 import { renderCard } from "../format/card.js";
 import { colorEnabled } from "../format/color.js";
 import { ANSI } from "../format/live.js";
 import { safeLine, safeText } from "../format/safe.js";
 import { questionLine, type TaskRow } from "../format/table.js";
 import { textWidth, truncate } from "../format/text.js";
-import { readResult } from "../task-files.js";
+import { readResult } from "../common/task-files.js";
 import { respondSaid } from "./control.js";
 import { landLine } from "./land.js";
 

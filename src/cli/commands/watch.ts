@@ -3,14 +3,14 @@
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
 import type { AgentResult, AgentStatus } from "../../core/types.js";
-import type { CliContext } from "../context.js";
+import type { CliContext } from "../common/context.js";
 import { ANSI, LiveBlock } from "../format/live.js";
 import { colorEnabled, painter, statusStyle } from "../format/color.js";
 import { questionLine, renderTable, type TaskRow } from "../format/table.js";
 import { neutraliseResult, safeLine } from "../format/safe.js";
-import { printJson } from "../io.js";
-import { resolveId } from "../task-files.js";
-import { examples, jsonOption } from "./shared.js";
+import { printJson } from "../common/io.js";
+import { resolveId } from "../common/task-files.js";
+import { examples, jsonOption } from "../common/options.js";
 import { keysPossible, WatchKeys } from "./watch-keys.js";
 
 const NOT_CLOSED: AgentStatus[] = [

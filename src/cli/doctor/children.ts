@@ -3,7 +3,7 @@
 // memory nobody uses: doctor names it.
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { readIndex } from "../task-files.js";
+import { readIndex } from "../common/task-files.js";
 import type { CheckResult } from "./types.js";
 
 /** taskId → pids of its live (not zombie) processes, for the tasks of `home`; empty without /proc. */

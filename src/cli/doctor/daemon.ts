@@ -4,18 +4,18 @@
 // else the next command starts one from this shell (plus <home>/env). Compared with this shell: a provider key, a
 // UTF-8 locale or PI_CODING_AGENT_DIR the shell has and the daemon lacks is a FAIL naming the variable and the fix.
 import { daemonStatus } from "../../client/daemon-control.js";
-import { resolveSpawnModel } from "../../core/model-choice.js";
+import { resolveSpawnModel } from "../../core/session/model-choice.js";
 import {
   effectiveLocale,
   isUtf8Locale,
   providerKeyTable,
   providerKeyVars,
   providerOf,
-} from "../../core/provider-keys.js";
+} from "../../core/session/provider-keys.js";
 import { agentDirOf, authProviders, modelsKeyVar } from "../../pi/credentials.js";
 import { resolvePiBin } from "../../pi/launch.js";
 import { envFilePath, parseEnvFile, readEnvFile, type EnvFileState } from "../../store/env-file.js";
-import { restartHint } from "../daemon-control.js";
+import { restartHint } from "../common/daemon-control.js";
 import type { CheckResult } from "./types.js";
 import { findUnitFor, type UnitEnv } from "./unit.js";
 import { readFileSync, statSync } from "node:fs";

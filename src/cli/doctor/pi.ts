@@ -1,6 +1,6 @@
 // pi: the binary the daemon launches, and the default model it can run with the credentials it has.
 import { execa } from "execa";
-import { resolveSpawnModel } from "../../core/model-choice.js";
+import { resolveSpawnModel } from "../../core/session/model-choice.js";
 import { PI_INSTALL_HINT, findPi } from "../../pi/launch.js";
 import type { CheckResult } from "./types.js";
 import { compareVersions } from "./versions.js";

@@ -1,8 +1,8 @@
 // The AgentResult card: the layout of the original plugin's result card (shared/reference/dsh.md §5.3).
 import { formatUsd } from "../../core/budget.js";
-import { cardCheckOf, checkLine, failedChecksLine } from "../../core/check-lines.js";
+import { cardCheckOf, checkLine, failedChecksLine } from "../../core/result/check-lines.js";
 import type { AgentResult, Usage } from "../../core/types.js";
-import { formatDuration } from "../duration.js";
+import { formatDuration } from "../common/duration.js";
 import { painter, statusStyle } from "./color.js";
 import { neutraliseResult } from "./safe.js";
 import { shortenHome } from "./text.js";

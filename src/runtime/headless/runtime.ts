@@ -11,7 +11,7 @@ import type { ChildExit, LaunchSpec, Runtime, RuntimeEvent, RuntimeHandle } from
 import { checkLaunchSpec } from "../launch-check.js";
 import { ensureFifo, writeFifo } from "./fifo.js";
 import { pathsIn, pathsOf, protocolOf, readExit, readState, type HeadlessState } from "./files.js";
-import { isOurProcess } from "./proc.js";
+import { isOurProcess } from "../proc.js";
 import type { WrapperSpec } from "./wrapper.js";
 
 export interface HeadlessRuntimeOptions {

@@ -8,7 +8,7 @@ import { closeSync, constants, openSync, readFileSync, writeSync } from "node:fs
 import { constants as osConstants } from "node:os";
 // Not write-file-atomic: it ignores a short write on a full disk (src/store/fsio.ts says more).
 import { writeAtomic } from "../../store/fsio.js";
-import { readProcStat } from "./proc.js";
+import { readProcStat } from "../proc.js";
 import type { HeadlessExit, HeadlessPaths, HeadlessState } from "./files.js";
 
 export interface WrapperSpec extends HeadlessPaths {

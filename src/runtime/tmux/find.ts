@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { DshError } from "../../core/errors.js";
 import type { RuntimeHandle } from "../types.js";
-import { procAvailable } from "../headless/proc.js";
+import { procAvailable } from "../proc.js";
 import { PANE_FORMAT } from "./pane-state.js";
 import { runTmux, isGoneError, type TmuxServer } from "./tmux-cli.js";
 

@@ -3,7 +3,7 @@
 import { constants as osConstants } from "node:os";
 import { DshError } from "../../core/errors.js";
 import type { ChildExit, RuntimeHandle } from "../types.js";
-import { procAvailable, readProcStat } from "../headless/proc.js";
+import { procAvailable, readProcStat } from "../proc.js";
 import { runTmux, isGoneError, type TmuxServer } from "./tmux-cli.js";
 
 export interface PaneState {

@@ -1,0 +1,153 @@
+// Evidence in: the child extension's connection, events and crew_report, changes to the task's files, and the
+// runtime's state. Each becomes a lifecycle event (src/core/lifecycle/task-cycle.ts); the machine decides what it means.
+import type { RuntimeEvent } from "../../runtime/types.js";
+import type { Runner } from "./runner-types.js";
+import type { Connection } from "../server/server-types.js";
+import { freshSession } from "./settle.js";
+import { capReached } from "./budget.js";
+import { steerAnswered } from "./steer.js";
+import type { ChildEvent, ChildReport } from "./supervisor-types.js";
+
+export type { ChildEvent, ChildReport } from "./supervisor-types.js";
+
+export function childConnected(live: Runner, conn: Connection): void {
+  live.child = conn;
+  conn.onClose(() => {
+    // The push record names the connection only to tell a new one from it: holding it would keep the closed
+    // socket and its buffers for the task's life (also when a newer connection already took its place).
+    if (live.promptPushed?.child === conn) delete live.promptPushed;
+    if (live.child !== conn) return;
+    delete live.child;
+    void live.dispatch({ type: "child_left" });
+    // While the extension was connected its agent_end was awaited; its session may already show the cycle settled
+    // (read before the close was seen). Without the extension the session alone decides: re-read and decide now.
+    if (live.state.phase.name === "running")
+      void live.files?.readSession().then(() => live.state.phase.name === "running" && onFiles(live));
+  });
+  void live.dispatch({ type: "child_hello" });
+}
+
+export async function childEvent(live: Runner, ev: ChildEvent): Promise<{ ok: true }> {
+  if (live.state.phase.name === "closed") return { ok: true };
+  const cycle = ev.cycle ?? live.rec.cycle;
+  if (ev.type === "prompt_accepted") {
+    if (ev.cycle === undefined) return { ok: true };
+    if (live.state.phase.name === "launching" || live.state.phase.name === "awaiting_prompt")
+      live.rec.timing.promptedAt = live.promptSentAt ?? live.ports.clock.now();
+    await live.dispatch({ type: "prompt_accepted", cycle: ev.cycle });
+  } else if (ev.type === "agent_start") {
+    const first = (live.agentStartedCycle ?? 0) < 1;
+    live.agentStartedCycle = Math.max(live.agentStartedCycle ?? 0, cycle);
+    if (first && live.state.phase.name === "running") await live.refresh(); // starting → running
+  } else if (ev.type === "agent_end") {
+    if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
+    if (ev.errorMessage !== undefined) live.lastErrorMessage = ev.errorMessage;
+    await Promise.all([live.files?.readSession(), live.files?.readResult()]);
+    // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
+    // the child's retry settings; without it, the session's own guess stands.
+    const willRetry = ev.willRetry ?? live.files?.facts()?.retryMayFollow ?? false;
+    await live.dispatch({
+      type: "agent_end",
+      cycle,
+      willRetry,
+      ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
+    });
+  } else if (ev.type === "prompt_failed") {
+    const words = await piWords(live, ev.errorMessage ?? "pi did not start the prompt");
+    await live.dispatch({ type: "prompt_failed", cycle, message: words });
+  } else if (ev.type === "finalize_prompt") {
+    // A reportless normal ending: the child sent itself the one finalization follow-up; the cycle goes on.
+    void live.journal({ type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
+  } else if (ev.type === "steer_taken" || ev.type === "steer_missed") {
+    await steerAnswered(live, ev);
+  } else if (ev.type === "contract_error" && live.state.phase.name === "running") {
+    void live.journal({ type: "contract_error", cycle: ev.cycle, why: ev.why });
+    await live.files?.readSession();
+    await live.dispatch({ type: "contract_error" });
+  }
+  return { ok: true };
+}
+
+/**
+ * pi's own words for a prompt it did not run: the extension_error it printed (headless: a JSON line on stdout; a
+ * TUI: a line of the screen), else what the extension saw. Only the first line: the rest is pi's help text.
+ */
+async function piWords(live: Runner, fromExtension: string): Promise<string> {
+  const first = fromExtension.split("\n")[0]!.trim();
+  const handle = live.rec.handle;
+  if (!handle) return first;
+  const out = await live.ports
+    .runtimeFor(live.rec.runtime)
+    .readOutput(handle, { lines: 40 })
+    .catch(() => "");
+  for (const line of out.split("\n").reverse()) {
+    if (line.startsWith("{") && line.includes('"extension_error"')) {
+      try {
+        const e = JSON.parse(line) as { error?: unknown };
+        if (typeof e.error === "string" && e.error.trim()) return e.error.split("\n")[0]!.trim();
+      } catch {
+        /* not a JSON line after all */
+      }
+    }
+  }
+  const key = first.slice(0, 24);
+  const seen = key && out.split("\n").find((l) => l.includes(key));
+  // The TUI frames it as `Extension "<runtime>" error: <pi's message>`: the message is pi's words.
+  return seen
+    ? seen
+        .trim()
+        .replace(/^Error:\s*/, "")
+        .replace(/^Extension "[^"]*" error:\s*/, "")
+    : first;
+}
+
+export async function childReport(live: Runner, p: ChildReport): Promise<{ ok: true }> {
+  // Kept before any await: the agent_end that follows on the same connection may settle the cycle next.
+  live.report = {
+    cycle: p.cycle ?? live.rec.cycle,
+    outcome: p.outcome,
+    report: p.report,
+    ...(p.needs !== undefined ? { needs: p.needs } : {}),
+  };
+  await live.journal({ type: "report", cycle: p.cycle, outcome: p.outcome });
+  await live.files?.readResult();
+  return { ok: true };
+}
+
+/** The task's session or result.md changed. */
+export function onFiles(live: Runner, what: "session" | "result" = "session"): void {
+  const p = live.state.phase;
+  if (p.name === "closed" || p.name === "queued") return;
+  if (p.name === "launching" || p.name === "awaiting_prompt") return; // the new cycle has not begun
+  const f = live.files?.facts();
+  // A spend cap reached as the session grows: the machine settles the cycle blocked and stops the turn.
+  const cap = p.name === "running" && what === "session" ? capReached(live) : undefined;
+  if (cap) {
+    void live.dispatch({ type: "cap_reached", ...cap });
+    return;
+  }
+  if (p.name === "running" && !live.child && f?.cycleSettled) {
+    // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
+    void live.dispatch({
+      type: "session_settled",
+      retryMayFollow: f.retryMayFollow,
+      fresh: freshSession(live),
+      ...(f.lastStopReason !== undefined ? { stopReason: f.lastStopReason } : {}),
+    });
+    return;
+  }
+  void live.dispatch({ type: "evidence_changed", what });
+}
+
+export function onRuntime(live: Runner, e: RuntimeEvent): void {
+  if (e.type === "state") {
+    live.runtimeState = e.state;
+    void live.dispatch({ type: "evidence_changed", what: "runtime_state" });
+    return;
+  }
+  if (live.runtimeState === "missing") return;
+  live.runtimeState = "missing";
+  void live.journal(e.type === "exited" ? { type: "runtime_exited", exit: e.exit } : { type: "runtime_gone" });
+  if (live.childEnded) return; // the daemon ended it: expected
+  void live.dispatch({ type: "runtime_gone", how: e.type });
+}

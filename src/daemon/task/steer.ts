@@ -1,0 +1,157 @@
+// Steering: `respond` to a task whose cycle is in flight (core's respondAs says so). The message is durable first
+// (`steer.<cycle>.<n>.md`, then the machine's `steered` record), then pushed to the child extension, which hands it
+// to pi as a steer (pi adds it to the running turn before its next model call) and answers `steer_taken`. A restarted
+// daemon pushes a steer the journal shows pending again; the child knows what it took, so pi never gets it twice.
+// A steer pi never took when the cycle ends is missed (journaled after the settle): the person who sent it learns it
+// from their respond, whose message then becomes the follow-up of the settled cycle (a new cycle) when it settled
+// completed or blocked; nobody waiting, the settled result carries a warning instead.
+import { readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { DshError } from "../../core/errors.js";
+import { crashPoint } from "../ports/crash-hook.js";
+import { cycleOf, respondAs } from "../../core/lifecycle/task-cycle.js";
+import { writeAtomic } from "../../store/fsio.js";
+import type { Live } from "./live.js";
+import type { ChildEvent, Runner } from "./runner-types.js";
+
+/** How long a respond waits for pi to take its steer before answering that it is pending. */
+const STEER_WAIT_MS = 5000;
+
+export function steerPath(taskDir: string, cycle: number, n: number): string {
+  return join(taskDir, `steer.${cycle}.${n}.md`);
+}
+
+export interface SteerReply {
+  cycle: number;
+  /** The message went into the cycle in flight (no new cycle). */
+  steered?: true;
+  /** Not taken by pi yet (the cycle is queued or starting, or the child is away): it joins the run when it can. */
+  pending?: true;
+  /** The cycle ended before pi took the message: it started the next cycle as a follow-up instead. */
+  late?: true;
+  queued?: true;
+}
+
+type Fate = "taken" | "missed";
+
+/** The task's steering bookkeeping: steer number → the respond waiting for its fate, and the numbers handed out. */
+function steering(live: Live): NonNullable<Live["steering"]> {
+  live.steering ??= { reserved: 0, waiters: new Map() };
+  return live.steering;
+}
+
+/** Steer the cycle in flight with `message`. */
+export async function steerTask(live: Runner, message: string): Promise<SteerReply> {
+  const { rec } = live;
+  const phase = live.state.phase;
+  if (phase.name === "closed") throw new DshError("BAD_STATE", `task ${rec.taskId} is closed`);
+  const cycle = phase.cycle;
+  // Handed out before any await: two responds at once get two numbers (the machine learns it with the event).
+  const n = Math.max(live.state.lastSteer ?? 0, steering(live).reserved) + 1;
+  steering(live).reserved = n;
+  const file = steerPath(live.ports.store.taskPaths(rec.taskId).dir, cycle, n);
+  // The text is on disk before the record that names it, and the record before the push: a crash anywhere leaves a
+  // steer that is pushed (again) or one that never was, never one the journal cannot account for.
+  await writeAtomic(file, message);
+  if (cycleOf(live.state.phase) !== cycle) {
+    // Another cycle meanwhile (this one settled and a follow-up started): the text was named for the old one.
+    await rm(file, { force: true });
+    if (respondAs(live.state.phase, statusOf(live)) === "steer") return steerTask(live, message);
+    return asFollowUp(live, message, cycle);
+  }
+  const fate = new Promise<Fate>((resolve) => steering(live).waiters.set(n, resolve));
+  const done = live.dispatch({ type: "steer", n, bytes: Buffer.byteLength(message) });
+  const accepted = live.state.lastSteer === n; // the phase moves synchronously: taken as a steer, or moot
+  await done;
+  if (!accepted) {
+    // The cycle settled while the text was written: the machine took no steer. It is a follow-up now, or nothing.
+    forget(live, n);
+    await rm(file, { force: true });
+    return asFollowUp(live, message, cycle);
+  }
+  // A cycle still queued for a slot has no child to take it yet: no point waiting.
+  const waited = phase.name === "queued" ? undefined : await within(live, fate, STEER_WAIT_MS);
+  if (waited === "taken") return { cycle, steered: true };
+  if (waited === undefined) {
+    // Kept for the run: pushed when the child is there and taken when its run starts (a miss is a warning then).
+    forget(live, n);
+    return { cycle, steered: true, pending: true };
+  }
+  // Missed: the cycle ended before pi took it. Its settle (and harvest) runs on; the message is the next cycle's.
+  await live.effectsDone;
+  return asFollowUp(live, message, cycle);
+}
+
+/** The status the task shows now: the live result's, else the record's. */
+const statusOf = (live: Live): string => live.result?.status ?? live.rec.status;
+
+async function asFollowUp(live: Runner, message: string, cycle: number): Promise<SteerReply> {
+  const status = statusOf(live);
+  if (respondAs(live.state.phase, status) !== "follow_up")
+    throw new DshError(
+      "BAD_STATE",
+      `task ${live.rec.taskId}'s cycle ${cycle} ended (${status}) before the message reached it, so it was not delivered; read the result (dsh-herdr show ${live.rec.taskId}) and spawn a new task`,
+    );
+  const r = await live.respond(message);
+  return { cycle: r.cycle, late: true, ...(r.queued ? { queued: true } : {}) };
+}
+
+function forget(live: Live, n: number): void {
+  live.steering?.waiters.delete(n);
+}
+
+/** `p`'s value, or undefined after `ms` on the task's clock. */
+function within<T>(live: Runner, p: Promise<T>, ms: number): Promise<T | undefined> {
+  const { clock } = live.ports;
+  return new Promise((resolve) => {
+    const t = clock.setTimer(ms, () => resolve(undefined));
+    void p.then((v) => {
+      clock.clearTimer(t);
+      resolve(v);
+    });
+  });
+}
+
+/** The machine's push_steer effect: the steer's text to the connected child (it answers steer_taken). */
+export async function pushSteer(live: Runner, cycle: number, n: number): Promise<void> {
+  const child = live.child;
+  if (!child) return; // its hello pushes the pending steers again
+  const text = await readFile(steerPath(live.ports.store.taskPaths(live.rec.taskId).dir, cycle, n), "utf8").catch(
+    () => undefined,
+  );
+  if (text === undefined) {
+    live.ports.log.warn({ taskId: live.rec.taskId, cycle, n }, "steer text missing; not pushed");
+    return;
+  }
+  if (live.child === child) child.push("child.steer", { cycle, n, text });
+}
+
+/** The machine's steers_missed effect (before the settled harvest): tell the waiting respond, else warn in the result. */
+export function steersMissed(live: Live, cycle: number, ns: number[]): void {
+  for (const n of ns) {
+    const waiting = live.steering?.waiters.get(n);
+    if (waiting) {
+      forget(live, n);
+      waiting("missed");
+      continue;
+    }
+    const note = `a message sent with respond (steer.${cycle}.${n}.md in the task dir) did not reach the child: cycle ${cycle} ended before pi took it; respond again to send it as a follow-up`;
+    live.rec.warnings = [...(live.rec.warnings ?? []), note];
+  }
+}
+
+/** The child's answer to a pushed steer: taken into pi's running turn, or too late for its run (the settle follows). */
+export async function steerAnswered(live: Runner, ev: ChildEvent): Promise<void> {
+  if (ev.cycle === undefined || ev.n === undefined) return;
+  if (ev.type === "steer_taken") {
+    crashPoint("steer_answer"); // crash tests: pi has it, the journal does not say so yet
+    await live.dispatch({ type: "steer_taken", cycle: ev.cycle, n: ev.n });
+    const waiting = live.steering?.waiters.get(ev.n);
+    if (waiting) {
+      forget(live, ev.n);
+      waiting("taken");
+    }
+  } else {
+    live.ports.log.debug({ taskId: live.rec.taskId, cycle: ev.cycle, n: ev.n }, "steer came after the run ended");
+  }
+}
