@@ -326,20 +326,23 @@ async function listen(server: Server, port: number, home: string): Promise<numbe
  * the first moment; a stale socket of a previous daemon is replaced, any other file at the path is refused.
  */
 async function listenOnSocket(server: Server, socket: string): Promise<void> {
+  // sockaddr_un holds about 104 bytes (macOS) to 108 (Linux): a longer path cannot be listened on at all.
+  if (Buffer.byteLength(socket) > 103)
+    throw new DshError("CONFIG_INVALID", `board.socket ${socket} is too long for a Unix socket: choose a shorter path`);
   const dir = dirname(socket);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const d = await stat(dir);
   if (process.getuid && d.uid !== process.getuid())
-    throw new DshError("BAD_PARAMS", `board.socket's folder ${dir} is not yours: choose a folder of your own`);
+    throw new DshError("CONFIG_INVALID", `board.socket's folder ${dir} is not yours: choose a folder of your own`);
   if ((d.mode & 0o077) !== 0)
     throw new DshError(
-      "BAD_PARAMS",
+      "CONFIG_INVALID",
       `board.socket's folder ${dir} is open to others (mode ${(d.mode & 0o777).toString(8)}): \`chmod 700 ${dir}\` or choose another folder`,
     );
   const old = await lstat(socket).catch(() => undefined);
   if (old && !old.isSocket())
     throw new DshError(
-      "BAD_PARAMS",
+      "CONFIG_INVALID",
       `board.socket ${socket} is a file that is not a socket: remove it or choose another path`,
     );
   if (old) await unlink(socket);

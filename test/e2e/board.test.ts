@@ -225,7 +225,7 @@ test("a task appears on the board and moves by its status within a second; its d
   await page.waitForSelector(`.column[data-column="landed"] .card[data-task-id="${taskId}"]`, { timeout: 5000 });
 });
 
-test("a failed check shows ✗ on the card and the page; its log is served from the task's directory", async () => {
+test("a failed check shows ✗ on the card and the page; its log is served from the task's directory; spend and the status latency of the last hour at a glance", async () => {
   const id = await spawnDone("[b-check]", { checks: ["echo checking; exit 3"] });
   await page.goto(`${base}#/`);
   const sel = `.card[data-task-id="${id}"] .checks`;
@@ -240,6 +240,21 @@ test("a failed check shows ✗ on the card and the page; its log is served from 
   await page.click("#spend summary");
   await page.waitForSelector("#spend .bar-row");
   assert.match((await page.textContent("#spend .chart")) ?? "", /\d{4}-\d{2}-\d{2}\s*\$0\.0\d*[1-9]\d* · \d+ tok/);
+  // Status latency at a glance, from the daemon's own counters: the settles of this file's tasks, settle → announcement.
+  const host = `127.0.0.1:${port}`;
+  const lat = JSON.parse((await raw("GET", "/api/latency", { host, cookie: cookie() })).body) as {
+    bucketMs: number;
+    buckets: { start: number; count: number; p50?: number; p99?: number }[];
+  };
+  assert.equal(lat.bucketMs, 5 * 60_000);
+  assert.equal(lat.buckets.length, 12);
+  const counted = lat.buckets.filter((b) => b.count > 0);
+  const settles = counted.reduce((n, b) => n + b.count, 0);
+  console.log(`status latency (settle → announcement): ${JSON.stringify(counted)}`);
+  assert.ok(settles >= 2, `the daemon counted ${settles} settles`);
+  for (const b of counted) assert.ok(b.p50! >= 0 && b.p99! >= b.p50! && b.p99! < 10_000, JSON.stringify(b));
+  await page.waitForSelector("#spend .latency svg rect.p50");
+  assert.match((await page.textContent("#spend .latency")) ?? "", new RegExp(`${settles} settles · worst p99 \\d+ ms`));
 });
 
 test("a hostile report renders inert: no script ran, no javascript: link, no handler", async () => {
