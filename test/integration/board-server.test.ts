@@ -11,7 +11,8 @@ import { BoardActions, type Handlers } from "../../src/board/actions.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { startBoard, type BoardServer } from "../../src/board/server.js";
 import { boardAddressPath, ensureBoardToken } from "../../src/board/token.js";
-import { boardSocketPath } from "../../src/board/start.js";
+import { boardSocketPath, startDaemonBoard } from "../../src/board/start.js";
+import type { Config } from "../../src/store/config.js";
 import { boardLink } from "../../src/board/link.js";
 import type { Connection } from "../../src/daemon/server-types.js";
 import { chromium } from "playwright-core";
@@ -153,22 +154,19 @@ test("board.socket: served on a Unix socket (0600 in a 0700 folder) with the sam
   const sockToken = await ensureBoardToken(sockHome);
   const socketPath = boardSocketPath(sockHome, true)!;
   assert.equal(socketPath, join(sockHome, "board.sock"));
-  const actions = new BoardActions({
-    mayActOnOwnerTasks: () => false,
+  // Started as the daemon starts it: board.socket true means the home's board.sock.
+  const sock = (await startDaemonBoard({
+    home: sockHome,
+    config: () => ({ board: { socket: true } }) as Config,
+    log,
+    latency: { buckets: () => [{ start: 0, count: 2, p50: 3, p99: 5, max: 5 }] },
     handlers: {
       "task.list": () => ({ tasks: [] }),
       "task.get": (p: { taskId: string }) => ({ taskId: p.taskId, owner: "cli", status: "completed" }),
       "task.close": () => ({ status: "closed" }),
     } as unknown as Handlers,
-  });
-  const sock = await startBoard({
-    home: sockHome,
-    port: 0,
-    socket: socketPath,
-    actions,
-    log,
-    latency: () => [{ start: 0, count: 2, p50: 3, p99: 5, max: 5 }],
-  });
+  }))!;
+  assert.equal(sock.socket, socketPath);
   try {
     assert.equal(statSync(socketPath).mode & 0o777, 0o600, "the socket is the user's alone");
     assert.ok(statSync(socketPath).isSocket());
