@@ -141,7 +141,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     onOwnerLeft: collectIdle,
   });
   delivery.watch(sup);
-  const latency = watchStatusLatency(sup); // after the delivery's listener: the board shows the last hour's
+  const latency = watchStatusLatency(sup); // settle → announcement, the last hour, for the board (after delivery's listener)
   logTaskFailures(sup, log); // from the start too: a failure recovery settles is logged like any other
   // Webhooks and notify commands (src/notify): queued durably from each settle, sent in the background.
   const notify = new NotifyService({
