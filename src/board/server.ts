@@ -2,8 +2,9 @@
 // middleware chain; a framework would add a dependency tree to the daemon for less than this file, and the checks that
 // matter here (token, Host, Origin) are clearer written out than configured.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { readFile, realpath, writeFile } from "node:fs/promises";
-import { join, sep } from "node:path";
+import { chmod, lstat, mkdir, readFile, realpath, stat, unlink, writeFile } from "node:fs/promises";
+import { dirname, join, sep } from "node:path";
+import { LATENCY_BUCKET_MS, type LatencyBucket } from "../core/status-latency.js";
 import { DshError } from "../core/errors.js";
 import { isValidTaskId } from "../core/ids.js";
 import type { AgentResult } from "../core/types.js";
@@ -18,7 +19,11 @@ import { localDay } from "../store/usage-day.js";
 export interface BoardOptions {
   home: string;
   port: number;
+  /** Serve on this Unix socket instead of 127.0.0.1 (for `ssh -L` from a laptop); its folder must be 0700. */
+  socket?: string;
   actions: BoardActions;
+  /** The daemon's status latency of the last hour (src/daemon/delivery/status-latency.ts), for /api/latency. */
+  latency?: () => LatencyBucket[];
   log: Logger;
   /** At most this many live event streams at once (one per open page); one more is refused 503. */
   maxClients?: number;
@@ -27,9 +32,11 @@ export interface BoardOptions {
 }
 
 export interface BoardServer {
-  /** http://127.0.0.1:PORT/ (no token). */
+  /** http://127.0.0.1:PORT/ (no token); on a socket, http://localhost:LOCALPORT/ as `ssh -L` forwards it. */
   url: string;
+  /** The TCP port; 0 on a socket. */
   port: number;
+  socket?: string;
   close(): Promise<void>;
 }
 
@@ -38,6 +45,10 @@ const BODY_MAX = 256 * 1024;
 const LOG_MAX = 512 * 1024;
 const LIST_LIMIT = 1000;
 const STRATEGIES = new Set<LandStrategy>(["auto", "merge", "squash", "rebase"]);
+/** Loopback names with any port: the Host a board forwarded by `ssh -L` from a socket may be reached by. */
+const SOCKET_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/;
+/** The laptop port the printed `ssh -L` line uses (any free one works: the Host check takes any port). */
+export const FORWARD_PORT = 8080;
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -58,6 +69,9 @@ export async function startBoard(opts: BoardOptions): Promise<BoardServer> {
   const maxUnsent = opts.maxUnsentBytes ?? 4 * 1024 * 1024;
   let port = 0;
   const hosts = () => new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+  // On a socket the port is the laptop's end of `ssh -L`, unknown here: any port, but only a loopback name, which a
+  // page of another site cannot make a browser send (its Host is its own name, whatever that resolves to).
+  const hostOk = (host: string) => (opts.socket ? SOCKET_HOST.test(host) : hosts().has(host));
 
   const server: Server = createServer((req, res) => {
     void route(req, res).catch((e: unknown) => fail(res, e));
@@ -66,7 +80,7 @@ export async function startBoard(opts: BoardOptions): Promise<BoardServer> {
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // DNS rebinding: a page of another site resolved to 127.0.0.1 still sends its own name as Host.
     const host = req.headers.host ?? "";
-    if (!hosts().has(host)) throw new Refusal(421, "wrong Host: open the board by the URL `dsh-herdr board` prints");
+    if (!hostOk(host)) throw new Refusal(421, "wrong Host: open the board by the URL `dsh-herdr board` prints");
     const url = new URL(req.url ?? "/", `http://${host}`);
     const path = url.pathname;
     if (req.method === "GET" && path === "/" && url.searchParams.has("token")) {
@@ -102,6 +116,7 @@ export async function startBoard(opts: BoardOptions): Promise<BoardServer> {
     if (path === "/api/tasks") return json(res, { cards: await cards() });
     if (path === "/api/events") return stream(req, res);
     if (path === "/api/usage") return json(res, await usage());
+    if (path === "/api/latency") return json(res, { bucketMs: LATENCY_BUCKET_MS, buckets: opts.latency?.() ?? [] });
     const m = /^\/api\/task\/([^/]+)(?:\/(patch|checks\/(\d{1,3})\/log))?$/.exec(path);
     if (m) {
       const taskId = taskIdOf(m[1]!);
@@ -252,19 +267,28 @@ export async function startBoard(opts: BoardOptions): Promise<BoardServer> {
     json(res, { error: { code: "INTERNAL", message: String((e as Error)?.message ?? e) } }, 500);
   }
 
-  port = await listen(server, opts.port, opts.home);
-  const url = `http://127.0.0.1:${port}/`;
-  await writeFile(boardAddressPath(opts.home), `${JSON.stringify({ url, port, pid: process.pid })}\n`, { mode: 0o600 });
-  opts.log.info({ port }, "board serving");
+  let url: string;
+  if (opts.socket) {
+    await listenOnSocket(server, opts.socket);
+    url = `http://localhost:${FORWARD_PORT}/`;
+  } else {
+    port = await listen(server, opts.port, opts.home);
+    url = `http://127.0.0.1:${port}/`;
+  }
+  const address = { url, port, ...(opts.socket ? { socket: opts.socket } : {}), pid: process.pid };
+  await writeFile(boardAddressPath(opts.home), `${JSON.stringify(address)}\n`, { mode: 0o600 });
+  opts.log.info(opts.socket ? { socket: opts.socket } : { port }, "board serving");
   return {
     url,
     port,
+    ...(opts.socket ? { socket: opts.socket } : {}),
     async close() {
       for (const s of streams) s.end();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      if (opts.socket) await unlink(opts.socket).catch(() => undefined);
     },
   };
 }
@@ -295,6 +319,46 @@ async function listen(server: Server, port: number, home: string): Promise<numbe
     }
   }
   return tryPort(0);
+}
+
+/**
+ * Listens on a Unix socket in a folder only the user may enter (0700, made so when missing), owner-only (0600) from
+ * the first moment; a stale socket of a previous daemon is replaced, any other file at the path is refused.
+ */
+async function listenOnSocket(server: Server, socket: string): Promise<void> {
+  // sockaddr_un holds about 104 bytes (macOS) to 108 (Linux): a longer path cannot be listened on at all.
+  if (Buffer.byteLength(socket) > 103)
+    throw new DshError("CONFIG_INVALID", `board.socket ${socket} is too long for a Unix socket: choose a shorter path`);
+  const dir = dirname(socket);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const d = await stat(dir);
+  if (process.getuid && d.uid !== process.getuid())
+    throw new DshError("CONFIG_INVALID", `board.socket's folder ${dir} is not yours: choose a folder of your own`);
+  if ((d.mode & 0o077) !== 0)
+    throw new DshError(
+      "CONFIG_INVALID",
+      `board.socket's folder ${dir} is open to others (mode ${(d.mode & 0o777).toString(8)}): \`chmod 700 ${dir}\` or choose another folder`,
+    );
+  const old = await lstat(socket).catch(() => undefined);
+  if (old && !old.isSocket())
+    throw new DshError(
+      "CONFIG_INVALID",
+      `board.socket ${socket} is a file that is not a socket: remove it or choose another path`,
+    );
+  if (old) await unlink(socket);
+  const oldUmask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(socket, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } finally {
+    process.umask(oldUmask);
+  }
+  await chmod(socket, 0o600);
 }
 
 function taskIdOf(s: string): string {

@@ -38,6 +38,7 @@ import { logTaskFailures, openDaemonLog } from "./daemon-log.js";
 import { daemonEnvFacts, type AppliedEnvFile } from "./daemon-env.js";
 import { NotifyService } from "../notify/service.js";
 import { startDaemonBoard } from "../board/start.js";
+import { watchStatusLatency } from "./delivery/status-latency.js";
 
 export interface RunDaemonOptions {
   /** Extra env for every child (tests: HOME, PI_CODING_AGENT_DIR, PI_OFFLINE...). */
@@ -140,6 +141,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     onOwnerLeft: collectIdle,
   });
   delivery.watch(sup);
+  const latency = watchStatusLatency(sup); // settle → announcement, the last hour, for the board (after delivery's listener)
   logTaskFailures(sup, log); // from the start too: a failure recovery settles is logged like any other
   // Webhooks and notify commands (src/notify): queued durably from each settle, sent in the background.
   const notify = new NotifyService({
@@ -215,7 +217,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     } satisfies ServedHandlers),
   });
   // The browser board (src/board): served by the same handlers; a board that cannot listen is logged, not fatal.
-  const board = await startDaemonBoard({ home, handlers, config: () => config, log });
+  const board = await startDaemonBoard({ home, handlers, config: () => config, log, latency });
   log.info({ home, socket: paths.socket, version, tasks: sup.tasks.size }, "daemon started");
 
   function stop(): Promise<void> {

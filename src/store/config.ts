@@ -48,7 +48,7 @@ export interface Config {
    * The browser board (src/board): `port` on 127.0.0.1 (0: any free one), `enabled: false` serves none, and
    * `mayActOnOwnerTasks` lets the page land/respond/close/abort an owner pi's tasks (else they are read-only there).
    */
-  board?: { enabled?: boolean; port?: number; mayActOnOwnerTasks?: boolean };
+  board?: { enabled?: boolean; port?: number; socket?: string | boolean; mayActOnOwnerTasks?: boolean };
   /** land: each git process (and hook) a landing starts ends, with its process group, after `timeoutMs`. */
   land?: { timeoutMs?: number };
   /** Settings per repository root (absolute, `~` expanded): a .dsh-herdr.json's keys, overriding that file's. */
@@ -187,6 +187,7 @@ export async function loadConfig(home: string, env: NodeJS.ProcessEnv = process.
   cfg.allowCwd = cfg.allowCwd.map((p) => expandHome(p, env));
   if (cfg.herdrSocketPath !== undefined) cfg.herdrSocketPath = expandHome(cfg.herdrSocketPath, env);
   if (cfg.herdrBin !== undefined) cfg.herdrBin = expandHome(cfg.herdrBin, env);
+  if (typeof cfg.board?.socket === "string") cfg.board = { ...cfg.board, socket: expandHome(cfg.board.socket, env) };
   if (cfg.repos !== undefined)
     cfg.repos = Object.fromEntries(
       Object.entries(cfg.repos).map(([k, v]) => [expandHome(k, env).replace(/(.)\/+$/, "$1"), v]),
@@ -217,7 +218,7 @@ export async function setConfigValue(home: string, key: string, value: unknown):
       .join(", ");
     throw new DshError(
       "CONFIG_INVALID",
-      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, owner.mayRaiseCaps, board.port, board.enabled, board.mayActOnOwnerTasks, budget.perDay, budget.reservePerTask, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
+      `unknown config key "${key}"; known keys: ${known} (and modelAliases.<alias>, owner.mayLand, owner.mayRaiseCaps, board.port, board.socket, board.enabled, board.mayActOnOwnerTasks, budget.perDay, budget.reservePerTask, budget.maxCost, budget.maxOutputTokens, budget.maxTurns; edit config.json for repos).`,
     );
   }
   const node = sub === undefined ? props[top] : top === "modelAliases" ? { type: "string" } : subProps![sub];
@@ -226,10 +227,13 @@ export async function setConfigValue(home: string, key: string, value: unknown):
     try {
       v = JSON.parse(v);
     } catch {
-      throw new DshError(
-        "CONFIG_INVALID",
-        `"${key}" needs a ${node.type}; got ${JSON.stringify(value)}. Example: dsh-herdr config set ${key} ${exampleFor(node.type)}`,
-      );
+      // A key that takes a string among other types (board.socket: a path or a boolean) keeps a non-JSON word.
+      if (Array.isArray(node.type) && node.type.includes("string")) v = value;
+      else
+        throw new DshError(
+          "CONFIG_INVALID",
+          `"${key}" needs a ${node.type}; got ${JSON.stringify(value)}. Example: dsh-herdr config set ${key} ${exampleFor(node.type)}`,
+        );
     }
   }
   const raw = await readRaw(home);

@@ -6,6 +6,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { request } from "node:http";
+import { connect as netConnect, createServer as createNetServer } from "node:net";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import type { Script } from "../../fixtures/scripted-model/script.js";
@@ -225,7 +226,7 @@ test("a task appears on the board and moves by its status within a second; its d
   await page.waitForSelector(`.column[data-column="landed"] .card[data-task-id="${taskId}"]`, { timeout: 5000 });
 });
 
-test("a failed check shows ✗ on the card and the page; its log is served from the task's directory", async () => {
+test("a failed check shows ✗ on the card and the page; its log is served from the task's directory; spend and the status latency of the last hour at a glance", async () => {
   const id = await spawnDone("[b-check]", { checks: ["echo checking; exit 3"] });
   await page.goto(`${base}#/`);
   const sel = `.card[data-task-id="${id}"] .checks`;
@@ -240,6 +241,21 @@ test("a failed check shows ✗ on the card and the page; its log is served from 
   await page.click("#spend summary");
   await page.waitForSelector("#spend .bar-row");
   assert.match((await page.textContent("#spend .chart")) ?? "", /\d{4}-\d{2}-\d{2}\s*\$0\.0\d*[1-9]\d* · \d+ tok/);
+  // Status latency at a glance, from the daemon's own counters: the settles of this file's tasks, settle → announcement.
+  const host = `127.0.0.1:${port}`;
+  const lat = JSON.parse((await raw("GET", "/api/latency", { host, cookie: cookie() })).body) as {
+    bucketMs: number;
+    buckets: { start: number; count: number; p50?: number; p99?: number }[];
+  };
+  assert.equal(lat.bucketMs, 5 * 60_000);
+  assert.equal(lat.buckets.length, 12);
+  const counted = lat.buckets.filter((b) => b.count > 0);
+  const settles = counted.reduce((n, b) => n + b.count, 0);
+  console.log(`status latency (settle → announcement): ${JSON.stringify(counted)}`);
+  assert.ok(settles >= 2, `the daemon counted ${settles} settles`);
+  for (const b of counted) assert.ok(b.p50! >= 0 && b.p99! >= b.p50! && b.p99! < 10_000, JSON.stringify(b));
+  await page.waitForSelector("#spend .latency svg rect.p50");
+  assert.match((await page.textContent("#spend .latency")) ?? "", new RegExp(`${settles} settles · worst p99 \\d+ ms`));
 });
 
 test("a hostile report renders inert: no script ran, no javascript: link, no handler", async () => {
@@ -327,4 +343,49 @@ test("the page reconnects to a restarted daemon by itself and shows what changed
   const { taskId } = await h.spawn({ prompt: "[b-check] after the restart", isolated: true, runtime: "headless" });
   await page.waitForSelector(`.card[data-task-id="${taskId}"]`, { timeout: 10_000 });
   await h.wait(taskId);
+});
+
+test("board.socket: the daemon serves the board on a Unix socket, `board` prints the ssh -L line, and a page through a forwarded port is live", async () => {
+  h.cli.close();
+  await h.daemon.stop();
+  h.daemon = await runDaemon(h.home, {
+    childEnv: h.childEnv,
+    config: { readinessTimeoutMs: 60_000, runtime: "headless", board: { socket: true } },
+  });
+  h.cli = await connect(h.home, { kind: "cli", timeoutMs: 120_000 });
+  const socketPath = join(h.home, "board.sock");
+  assert.equal(statSync(socketPath).mode & 0o777, 0o600);
+  const json = await cli(["board", "--json"]);
+  assert.equal(json.code, 0, json.err);
+  const link = JSON.parse(json.out) as { url: string; ssh: string };
+  assert.match(link.ssh, new RegExp(`^ssh -N -L 8080:${socketPath.replace(/[.]/g, "\\.")} \\S+$`));
+  assert.equal(link.url, `http://localhost:8080/?token=${token}`);
+  const plain = await cli(["board", "--no-open"]);
+  assert.equal(plain.code, 0, plain.err);
+  assert.match(
+    plain.out,
+    /on your laptop, run:\n {2}ssh -N -L 8080:\S+ \S+\nthen open:\n {2}http:\/\/localhost:8080\/\?token=/,
+  );
+  // What `ssh -L` does on the laptop: a local port whose connections are carried to the socket (here in-process).
+  const piped = new Set<import("node:net").Socket>();
+  const forward = createNetServer((c) => {
+    const s = netConnect(socketPath);
+    piped.add(c).add(s);
+    c.pipe(s).pipe(c);
+    c.on("error", () => s.destroy());
+    s.on("error", () => c.destroy());
+  });
+  await new Promise<void>((r) => forward.listen(0, "127.0.0.1", r));
+  const laptopPort = (forward.address() as { port: number }).port;
+  try {
+    await page.goto(`http://localhost:${laptopPort}/?token=${token}`);
+    await page.waitForSelector("#live:not(.off)", { timeout: 15_000 });
+    const { taskId } = await h.spawn({ prompt: "[b-check] over the socket", isolated: true, runtime: "headless" });
+    await page.waitForSelector(`.card[data-task-id="${taskId}"]`, { timeout: 10_000 });
+    await h.wait(taskId);
+  } finally {
+    await page.goto("about:blank");
+    forward.close();
+    for (const c of piped) c.destroy();
+  }
 });

@@ -2,14 +2,18 @@
 // is bounded per client (a page too many is refused, a page that does not read is cut off and its subscription ends).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BoardActions, type Handlers } from "../../src/board/actions.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { startBoard, type BoardServer } from "../../src/board/server.js";
-import { ensureBoardToken } from "../../src/board/token.js";
+import { boardAddressPath, ensureBoardToken } from "../../src/board/token.js";
+import { boardSocketPath, startDaemonBoard } from "../../src/board/start.js";
+import type { Config } from "../../src/store/config.js";
+import { boardLink } from "../../src/board/link.js";
 import type { Connection } from "../../src/daemon/server/server-types.js";
 import { chromium } from "playwright-core";
 
@@ -124,4 +128,117 @@ test("1,000 tasks: the listing answers in well under a second and the page draws
     await browser.close();
     listed = [];
   }
+});
+
+/** A request over the board's Unix socket (as `ssh -L` delivers it), with the Host header the laptop's browser sends. */
+function overSocket(
+  socketPath: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ socketPath, method, path, headers }, (res) => {
+      let text = "";
+      res.on("data", (d: Buffer) => (text += d.toString("utf8")));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+test("board.socket: served on a Unix socket (0600 in a 0700 folder) with the same token, Host and Origin rules; any loopback port as Host", async () => {
+  const sockHome = mkdtempSync(join(tmpdir(), "dsh-board-sock-"));
+  const sockToken = await ensureBoardToken(sockHome);
+  const socketPath = boardSocketPath(sockHome, true)!;
+  assert.equal(socketPath, join(sockHome, "board.sock"));
+  // Started as the daemon starts it: board.socket true means the home's board.sock.
+  const sock = (await startDaemonBoard({
+    home: sockHome,
+    config: () => ({ board: { socket: true } }) as Config,
+    log,
+    latency: { buckets: () => [{ start: 0, count: 2, p50: 3, p99: 5, max: 5 }] },
+    handlers: {
+      "task.list": () => ({ tasks: [] }),
+      "task.get": (p: { taskId: string }) => ({ taskId: p.taskId, owner: "cli", status: "completed" }),
+      "task.close": () => ({ status: "closed" }),
+    } as unknown as Handlers,
+  }))!;
+  assert.equal(sock.socket, socketPath);
+  try {
+    assert.equal(statSync(socketPath).mode & 0o777, 0o600, "the socket is the user's alone");
+    assert.ok(statSync(socketPath).isSocket());
+    assert.equal(statSync(sockHome).mode & 0o777, 0o700);
+    assert.equal(sock.port, 0);
+    const address = JSON.parse(readFileSync(boardAddressPath(sockHome), "utf8")) as { url: string; socket: string };
+    assert.equal(address.socket, socketPath);
+    assert.equal(boardLink(address, sockToken, "box").ssh, `ssh -N -L 8080:${socketPath} box`);
+    const cookie = `dsh_board=${sockToken}`;
+    // The laptop's forwarded port is not known here: any loopback name and port is the board's Host.
+    for (const host of ["localhost:8080", "localhost:51234", "127.0.0.1:9000", "[::1]:8080", "localhost"]) {
+      const r = await overSocket(socketPath, "GET", "/api/tasks", { host, cookie });
+      assert.equal(r.status, 200, `${host}: ${r.body}`);
+    }
+    // The same refusals as on a port: no token, a wrong token, another site's name (DNS rebinding).
+    assert.equal((await overSocket(socketPath, "GET", "/api/tasks", { host: "localhost:8080" })).status, 401);
+    assert.equal(
+      (
+        await overSocket(socketPath, "GET", "/api/tasks", {
+          host: "localhost:8080",
+          cookie: "dsh_board=" + "z".repeat(43),
+        })
+      ).status,
+      401,
+    );
+    for (const host of ["evil.example:8080", "localhost.evil.example:8080", "127.0.0.1.nip.io:8080", "evil.example"])
+      assert.equal((await overSocket(socketPath, "GET", "/api/tasks", { host, cookie })).status, 421, host);
+    const login = await overSocket(socketPath, "GET", `/?token=${sockToken}`, { host: "localhost:8080" });
+    assert.equal(login.status, 303);
+    assert.match(String(login.headers["set-cookie"]), /HttpOnly; SameSite=Strict/);
+    // State changes: only from the page's own origin (another localhost port is another origin).
+    const post = (origin: string | undefined) =>
+      overSocket(
+        socketPath,
+        "POST",
+        "/api/task/tm0000000001/close",
+        { host: "localhost:8080", cookie, "content-type": "application/json", ...(origin ? { origin } : {}) },
+        "{}",
+      );
+    assert.equal((await post("http://localhost:3000")).status, 403);
+    assert.equal((await post("http://evil.example")).status, 403);
+    assert.equal((await post(undefined)).status, 403);
+    assert.equal((await post("http://localhost:8080")).status, 200);
+    const latency = JSON.parse(
+      (await overSocket(socketPath, "GET", "/api/latency", { host: "localhost:8080", cookie })).body,
+    ) as {
+      bucketMs: number;
+      buckets: { count: number }[];
+    };
+    assert.equal(latency.bucketMs, 300_000);
+    assert.equal(latency.buckets[0]!.count, 2);
+  } finally {
+    await sock.close();
+  }
+  assert.ok(!existsSync(socketPath), "the socket is removed when the board closes");
+  rmSync(sockHome, { recursive: true, force: true });
+});
+
+test("board.socket in a folder others may enter is refused by name; a file that is not a socket is not replaced", async () => {
+  const sockHome = mkdtempSync(join(tmpdir(), "dsh-board-sock-"));
+  await ensureBoardToken(sockHome);
+  const open = join(sockHome, "open");
+  mkdirSync(open, { mode: 0o755 });
+  chmodSync(open, 0o755);
+  const actions = new BoardActions({ mayActOnOwnerTasks: () => false, handlers: {} as unknown as Handlers });
+  await assert.rejects(
+    startBoard({ home: sockHome, port: 0, socket: join(open, "b.sock"), actions, log }),
+    /open to others \(mode 755\): `chmod 700/,
+  );
+  const file = join(sockHome, "not-a-socket");
+  writeFileSync(file, "keep me");
+  await assert.rejects(startBoard({ home: sockHome, port: 0, socket: file, actions, log }), /not a socket/);
+  assert.equal(readFileSync(file, "utf8"), "keep me");
+  rmSync(sockHome, { recursive: true, force: true });
 });

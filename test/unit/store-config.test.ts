@@ -151,3 +151,18 @@ test("owner.mayLand is set like any key; repos entries are validated; a reposito
     t.done();
   }
 });
+
+test("board.socket takes a path (~ expanded) or a boolean from `config set`; anything else is refused", async () => {
+  const t = tempHome();
+  try {
+    const c = await setConfigValue(t.home, "board.socket", "~/run/board.sock");
+    assert.equal(c.board?.socket, join(process.env.HOME ?? "", "run/board.sock"));
+    assert.deepEqual(JSON.parse(readFileSync(configPath(t.home), "utf8")), { board: { socket: "~/run/board.sock" } });
+    assert.equal((await setConfigValue(t.home, "board.socket", "true")).board?.socket, true);
+    assert.equal((await setConfigValue(t.home, "board.socket", "false")).board?.socket, false);
+    await assert.rejects(setConfigValue(t.home, "board.socket", "3"), { code: "CONFIG_INVALID" });
+    await assert.rejects(setConfigValue(t.home, "board.socket", ""), { code: "CONFIG_INVALID" });
+  } finally {
+    t.done();
+  }
+});

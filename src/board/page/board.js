@@ -165,10 +165,56 @@
       rows.length ? "" : el("p", { class: "more", text: "nothing spent yet" }),
     );
   }
+  // Status latency of the last hour, from the daemon's own counters: per 5-minute bucket, p50 over p99 (plain SVG).
+  function svg(tag, attrs, ...children) {
+    const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    for (const c of children) e.append(c);
+    return e;
+  }
+  function latencyChart(l) {
+    const buckets = l.buckets || [];
+    const count = buckets.reduce((n, b) => n + b.count, 0);
+    const top = Math.max(1, ...buckets.map((b) => b.p99 || 0));
+    const W = 240;
+    const H = 80;
+    const w = buckets.length ? W / buckets.length : W;
+    const h = (v) => Math.max(1, Math.round(((v || 0) / top) * (H - 4)));
+    const bars = buckets.map((b, i) => {
+      const time = new Date(b.start).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      const tip = b.count
+        ? time + ": " + b.count + " settles, p50 " + b.p50 + " ms, p99 " + b.p99 + " ms"
+        : time + ": none";
+      return svg(
+        "g",
+        { "data-count": b.count },
+        svg("title", {}, tip),
+        b.count ? svg("rect", { class: "p99", x: i * w + 1, y: H - h(b.p99), width: w - 2, height: h(b.p99) }) : "",
+        b.count ? svg("rect", { class: "p50", x: i * w + 1, y: H - h(b.p50), width: w - 2, height: h(b.p50) }) : "",
+      );
+    });
+    const worst = Math.max(0, ...buckets.map((b) => b.p99 || 0));
+    return el(
+      "div",
+      { class: "chart latency" },
+      el("h3", { text: "status latency, last hour" }),
+      svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img" }, ...bars),
+      el("p", {
+        class: "more",
+        text: count
+          ? count +
+            (count === 1 ? " settle" : " settles") +
+            " · worst p99 " +
+            worst +
+            " ms (per 5 minutes: p50 dark, p99 light)"
+          : "no settles in the last hour",
+      }),
+    );
+  }
   async function loadSpend() {
     if (!spend.open) return;
     try {
-      const u = await api("/api/usage");
+      const [u, l] = await Promise.all([api("/api/usage"), api("/api/latency")]);
       spend.querySelector(".charts").replaceChildren(
         bars(
           "per day",
@@ -178,6 +224,7 @@
           "costliest tasks",
           u.tasks.map((t) => ({ label: t.agent, cost: t.cost, tokens: t.tokens })),
         ),
+        latencyChart(l),
       );
     } catch (e) {
       spend.querySelector(".charts").replaceChildren(el("p", { class: "bad", text: e.code + ": " + e.message }));

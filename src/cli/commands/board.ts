@@ -1,6 +1,8 @@
 // board: the URL of the browser board the daemon serves (with its token), opened in a browser when one is at hand.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { hostname, userInfo } from "node:os";
+import { boardLink, type BoardAddress } from "../../board/link.js";
 import type { Command } from "commander";
 import { DshError } from "../../core/errors.js";
 import { boardAddressPath, ensureBoardToken, rotateBoardToken } from "../../board/token.js";
@@ -20,9 +22,15 @@ export function registerBoardCommand(program: Command, ctx: CliContext): void {
     const conn = await ctx.connect({ start: true });
     const status = await conn.request("daemon.status", {});
     const token = o.rotate ? await rotateBoardToken(ctx.home) : await ensureBoardToken(ctx.home);
-    const address = servedBoard(ctx.home, status.pid);
-    const url = `${address}?token=${token}`;
-    if (o.json) return printJson(ctx.io, { url });
+    const link = boardLink(servedBoard(ctx.home, status.pid), token, hostname(), userInfo().username);
+    const url = link.url;
+    if (o.json) return printJson(ctx.io, link);
+    if (link.ssh) {
+      // On a Unix socket: nothing to open here; the laptop forwards a port of its own to the socket.
+      ctx.io.out(`on your laptop, run:\n  ${link.ssh}\nthen open:\n  ${url}\n`);
+      if (o.rotate) ctx.io.err("the board's token was replaced: pages opened before must use this URL\n");
+      return;
+    }
     ctx.io.out(`${url}\n`);
     if (o.rotate) ctx.io.err("the board's token was replaced: pages opened before must use this URL\n");
     // Only for a person at a terminal: scripts (and tests) get the URL and nothing opens.
@@ -31,8 +39,8 @@ export function registerBoardCommand(program: Command, ctx: CliContext): void {
 }
 
 /** The address the running daemon's board listens on (board.json, written by that daemon). */
-function servedBoard(home: string, pid: number): string {
-  let a: { url?: unknown; pid?: unknown } | undefined;
+function servedBoard(home: string, pid: number): BoardAddress {
+  let a: { url?: unknown; pid?: unknown; socket?: unknown } | undefined;
   try {
     a = JSON.parse(readFileSync(boardAddressPath(home), "utf8")) as typeof a;
   } catch {
@@ -43,7 +51,7 @@ function servedBoard(home: string, pid: number): string {
       "BAD_STATE",
       "the daemon serves no board: it is off in config (`dsh-herdr config set board.enabled true`) or could not listen (see daemon.log); then `dsh-herdr daemon stop` and `dsh-herdr daemon start`",
     );
-  return a.url;
+  return { url: a.url, ...(typeof a.socket === "string" ? { socket: a.socket } : {}) };
 }
 
 function openBrowser(url: string): void {
