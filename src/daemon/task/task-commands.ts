@@ -14,7 +14,10 @@ import { followUpPath } from "./record.js";
 import type { Runner } from "./runner-types.js";
 
 /** Abort (the owner's or a person's). False when there is nothing to abort. */
-export async function abort(r: Runner): Promise<boolean> {
+/** What abort and close ask of their task: its state, and the runner's dispatch. */
+export type CommandPort = Pick<Runner, "state" | "result" | "rec" | "chain" | "stopWatching" | "dispatch">;
+
+export async function abort(r: CommandPort): Promise<boolean> {
   if (!commandAllowed(r.state, "abort", r.result?.status ?? r.rec.status)) return false;
   r.stopWatching();
   await r.dispatch({ type: "abort" });
@@ -88,7 +91,7 @@ export async function respond(
   return { cycle, queued: !slotFree };
 }
 
-export async function close(r: Runner, closePane: boolean): Promise<AgentResult> {
+export async function close(r: CommandPort, closePane: boolean): Promise<AgentResult> {
   if (r.state.phase.name !== "closed") {
     r.stopWatching();
     await r.dispatch({ type: "close", closePane, headless: r.rec.runtime === "headless" });
