@@ -72,7 +72,7 @@ export async function childEvent(live: Runner, ev: ChildEvent): Promise<{ ok: tr
  * pi's own words for a prompt it did not run: the extension_error it printed (headless: a JSON line on stdout; a
  * TUI: a line of the screen), else what the extension saw. Only the first line: the rest is pi's help text.
  */
-async function piWords(live: Runner, fromExtension: string): Promise<string> {
+async function piWords(live: Pick<Runner, "rec" | "ports">, fromExtension: string): Promise<string> {
   const first = fromExtension.split("\n")[0]!.trim();
   const handle = live.rec.handle;
   if (!handle) return first;

@@ -17,7 +17,8 @@ import type { Runner } from "./runner-types.js";
 import type { Logger } from "../server/server-types.js";
 
 /** The phase allows no more launching: closed, aborted or otherwise settled meanwhile. */
-const launchMoot = (r: Runner): boolean => r.state.phase.name === "closed" || r.state.phase.name === "settled";
+const launchMoot = (r: Pick<Runner, "state">): boolean =>
+  r.state.phase.name === "closed" || r.state.phase.name === "settled";
 
 /**
  * A task admitted at once into a repo found without git: `git worktree add` starts as soon as the task id exists,

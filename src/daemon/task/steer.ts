@@ -101,7 +101,7 @@ function forget(live: Live, n: number): void {
 }
 
 /** `p`'s value, or undefined after `ms` on the task's clock. */
-function within<T>(live: Runner, p: Promise<T>, ms: number): Promise<T | undefined> {
+function within<T>(live: Pick<Runner, "ports">, p: Promise<T>, ms: number): Promise<T | undefined> {
   const { clock } = live.ports;
   return new Promise((resolve) => {
     const t = clock.setTimer(ms, () => resolve(undefined));
