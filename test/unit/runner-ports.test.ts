@@ -33,13 +33,7 @@ const STILL_WHOLE = new Set([
   "settle.ts:pinNow",
   "settle.ts:settleDiskNote",
   "settle.ts:settleHarvest",
-  "steer.ts:steerTask",
-  "steer.ts:asFollowUp",
-  "steer.ts:pushSteer",
-  "steer.ts:steerAnswered",
   "task-commands.ts:respond",
-  "workdir-setup.ts:prepareWorkdir",
-  "workdir-setup.ts:runSetup",
 ]);
 
 /** `file:function` for every function in the task modules with a parameter typed exactly `Runner`. */
