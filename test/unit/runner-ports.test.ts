@@ -16,11 +16,6 @@ const RUNNER_ITSELF = new Set(["task-runner.ts", "runner-types.ts", "supervisor-
  * and take it out; a function not listed here must not take the whole runner.
  */
 const STILL_WHOLE = new Set([
-  "evidence.ts:childConnected",
-  "evidence.ts:childEvent",
-  "evidence.ts:childReport",
-  "evidence.ts:onFiles",
-  "evidence.ts:onRuntime",
   "pipeline.ts:runPipeline",
   "pipeline.ts:startFailed",
   "pipeline.ts:launch",
@@ -33,7 +28,6 @@ const STILL_WHOLE = new Set([
   "settle.ts:pinNow",
   "settle.ts:settleDiskNote",
   "settle.ts:settleHarvest",
-  "task-commands.ts:respond",
 ]);
 
 /** `file:function` for every function in the task modules with a parameter typed exactly `Runner`. */

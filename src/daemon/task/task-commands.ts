@@ -29,8 +29,24 @@ export async function abort(r: CommandPort): Promise<boolean> {
  * A follow-up for a completed or blocked task: durable first (its text and the respond record), then the next
  * cycle starts, at once when a slot is free, else when one frees (the cycle is queued meanwhile). Returns at once.
  */
+/** What a respond asks of its task: its record and evidence, its slot and store, the machine and the journal. */
+export type RespondPort = Pick<
+  Runner,
+  | "rec"
+  | "state"
+  | "result"
+  | "files"
+  | "prompt"
+  | "lastStopReason"
+  | "lastErrorMessage"
+  | "ports"
+  | "dispatch"
+  | "journal"
+  | "refresh"
+>;
+
 export async function respond(
-  r: Runner,
+  r: RespondPort,
   message: string,
   caps: CapLimits = {},
   requestId?: string,
