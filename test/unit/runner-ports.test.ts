@@ -19,14 +19,10 @@ const STILL_WHOLE = new Set([
   "pipeline.ts:runPipeline",
   "pipeline.ts:startFailed",
   "pipeline.ts:launch",
-  "pipeline.ts:diagnoseStart",
   "pipeline.ts:prepare",
   "pipeline.ts:launchOnce",
-  "pipeline.ts:childEnv",
   "settle.ts:refresh",
   "settle.ts:harvest",
-  "settle.ts:pinNow",
-  "settle.ts:settleDiskNote",
   "settle.ts:settleHarvest",
 ]);
 

@@ -194,7 +194,19 @@ function evidenceOf(r: ReportPort & Pick<Runner, "lastStopReason" | "lastErrorMe
 
 /** The harvest's inputs as the runner holds them now: the pin, and the evidence it stands for. */
 function pinNow(
-  r: Runner,
+  r: Pick<
+    Runner,
+    | "rec"
+    | "state"
+    | "files"
+    | "report"
+    | "promptSentAt"
+    | "agentStartedCycle"
+    | "runtimeState"
+    | "lastStopReason"
+    | "lastErrorMessage"
+    | "diff"
+  >,
   opts: HarvestOpts,
   diskNote: string | undefined,
 ): { pin: HarvestPin; ev: PinnedEvidence; raw?: { text: string } | { refused: string } } {
@@ -280,7 +292,10 @@ function closesSettled(r: Pick<Runner, "state" | "settledCycle" | "rec" | "resul
  * The disk note a settle with this reason pins in its record: asked of the disk only when the ending's error would
  * be PANE_GONE or AGENT_ERROR (the endings a full disk causes).
  */
-export async function settleDiskNote(r: Runner, reason: SettleReason): Promise<string | undefined> {
+/** What a settle's disk note is judged from: the evidence, and the directories on disk. */
+type DiskNotePort = ReportPort & Pick<Runner, "lastStopReason" | "lastErrorMessage" | "ports">;
+
+export async function settleDiskNote(r: DiskNotePort, reason: SettleReason): Promise<string | undefined> {
   const code = settleError(reason, evidenceOf(r))?.code;
   return code === "PANE_GONE" || code === "AGENT_ERROR" ? diskFullNote(r) : undefined;
 }
