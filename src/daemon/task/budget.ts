@@ -28,7 +28,7 @@ import type { Supervisor } from "./supervisor-types.js";
  * called tools (other than a lone crew_report, which ends the cycle), whether or not their results are in yet. A
  * message that ends the cycle costs nothing more to let be.
  */
-export function capReached(live: Live): CapHit | undefined {
+export function capReached(live: Pick<Live, "rec" | "files">): CapHit | undefined {
   const caps = live.rec.caps;
   const f = caps && live.files?.facts();
   if (!f || f.cycleSettled || f.lastStopReason !== "toolUse") return undefined;
@@ -38,7 +38,7 @@ export function capReached(live: Live): CapHit | undefined {
 }
 
 /** A respond: each reached cap gets its amount again on top of the spend, or the amount given with the respond. */
-export function raiseForRespond(live: Live, given: CapLimits): void {
+export function raiseForRespond(live: Pick<Live, "files" | "result" | "rec">, given: CapLimits): void {
   const usage = live.files?.facts()?.usage ?? live.result?.usage;
   if (!usage) return;
   const caps = raiseCaps(live.rec.caps, usage, given);

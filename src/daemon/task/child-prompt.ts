@@ -5,14 +5,20 @@ import type { Live } from "./live.js";
 import type { Runner } from "./runner-types.js";
 
 /** The cycle's prompt, while the phase says it is not taken yet. */
-export function pendingPrompt(live: Live): { cycle: number; text: string } | undefined {
+export function pendingPrompt(live: Pick<Live, "state" | "prompt">): { cycle: number; text: string } | undefined {
   const p = live.state.phase;
   return promptPending(p) && live.prompt && live.prompt.cycle === (p as { cycle: number }).cycle
     ? live.prompt
     : undefined;
 }
 
-export function sendPrompt(r: Runner): void {
+/** What pushing the prompt reads and sets of its task. */
+export type PromptPort = Pick<
+  Runner,
+  "state" | "prompt" | "child" | "promptPushed" | "promptSentAt" | "ports" | "journal"
+>;
+
+export function sendPrompt(r: PromptPort): void {
   const p = pendingPrompt(r);
   const child = r.child;
   if (!p || !child || (r.promptPushed?.child === child && r.promptPushed.prompt === p)) return;
@@ -29,7 +35,10 @@ export function sendPrompt(r: Runner): void {
  * The machine gave up waiting for the extension of a follow-up's child: the follow-up is typed into the runtime
  * (once, journaled first; typed text is taken as soon as it is typed, so the cycle runs).
  */
-export function typePrompt(r: Runner, cycle: number): void {
+export function typePrompt(
+  r: Pick<Runner, "prompt" | "rec" | "promptSentAt" | "ports" | "journal">,
+  cycle: number,
+): void {
   const p = r.prompt;
   const handle = r.rec.handle;
   if (!p || p.cycle !== cycle || !handle) return;

@@ -10,7 +10,29 @@ import type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
 export type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
-export function childConnected(live: Runner, conn: Connection): void {
+/** What evidence reads and sets of its task, and the machine it feeds (the runner alone carries out the effects). */
+export type EvidencePort = Pick<
+  Runner,
+  | "rec"
+  | "state"
+  | "files"
+  | "child"
+  | "promptPushed"
+  | "promptSentAt"
+  | "agentStartedCycle"
+  | "lastStopReason"
+  | "lastErrorMessage"
+  | "report"
+  | "runtimeState"
+  | "childEnded"
+  | "steering"
+  | "ports"
+  | "dispatch"
+  | "refresh"
+  | "journal"
+>;
+
+export function childConnected(live: EvidencePort, conn: Connection): void {
   live.child = conn;
   conn.onClose(() => {
     // The push record names the connection only to tell a new one from it: holding it would keep the closed
@@ -27,7 +49,7 @@ export function childConnected(live: Runner, conn: Connection): void {
   void live.dispatch({ type: "child_hello" });
 }
 
-export async function childEvent(live: Runner, ev: ChildEvent): Promise<{ ok: true }> {
+export async function childEvent(live: EvidencePort, ev: ChildEvent): Promise<{ ok: true }> {
   if (live.state.phase.name === "closed") return { ok: true };
   const cycle = ev.cycle ?? live.rec.cycle;
   if (ev.type === "prompt_accepted") {
@@ -72,7 +94,7 @@ export async function childEvent(live: Runner, ev: ChildEvent): Promise<{ ok: tr
  * pi's own words for a prompt it did not run: the extension_error it printed (headless: a JSON line on stdout; a
  * TUI: a line of the screen), else what the extension saw. Only the first line: the rest is pi's help text.
  */
-async function piWords(live: Runner, fromExtension: string): Promise<string> {
+async function piWords(live: Pick<Runner, "rec" | "ports">, fromExtension: string): Promise<string> {
   const first = fromExtension.split("\n")[0]!.trim();
   const handle = live.rec.handle;
   if (!handle) return first;
@@ -101,7 +123,10 @@ async function piWords(live: Runner, fromExtension: string): Promise<string> {
     : first;
 }
 
-export async function childReport(live: Runner, p: ChildReport): Promise<{ ok: true }> {
+export async function childReport(
+  live: Pick<Runner, "report" | "rec" | "journal" | "files">,
+  p: ChildReport,
+): Promise<{ ok: true }> {
   // Kept before any await: the agent_end that follows on the same connection may settle the cycle next.
   live.report = {
     cycle: p.cycle ?? live.rec.cycle,
@@ -115,7 +140,7 @@ export async function childReport(live: Runner, p: ChildReport): Promise<{ ok: t
 }
 
 /** The task's session or result.md changed. */
-export function onFiles(live: Runner, what: "session" | "result" = "session"): void {
+export function onFiles(live: EvidencePort, what: "session" | "result" = "session"): void {
   const p = live.state.phase;
   if (p.name === "closed" || p.name === "queued") return;
   if (p.name === "launching" || p.name === "awaiting_prompt") return; // the new cycle has not begun
@@ -139,7 +164,10 @@ export function onFiles(live: Runner, what: "session" | "result" = "session"): v
   void live.dispatch({ type: "evidence_changed", what });
 }
 
-export function onRuntime(live: Runner, e: RuntimeEvent): void {
+export function onRuntime(
+  live: Pick<Runner, "runtimeState" | "childEnded" | "dispatch" | "journal">,
+  e: RuntimeEvent,
+): void {
   if (e.type === "state") {
     live.runtimeState = e.state;
     void live.dispatch({ type: "evidence_changed", what: "runtime_state" });

@@ -17,12 +17,18 @@ const SNAPSHOT_EVERY_MS = 250;
  */
 const SNAPSHOT_MS_PER_TASK = 25;
 /** The result is being written now: a deferred snapshot of it is moot. */
-export function snapshotWritten(r: Runner): void {
+export function snapshotWritten(r: Pick<Runner, "snapshotDue">): void {
   delete r.snapshotDue;
 }
 
+/** What writing a task's record touches: its record and result, its chain, the store and log, and its own timers. */
+export type PersistPort = Pick<
+  Runner,
+  "rec" | "result" | "state" | "chain" | "snapshotDue" | "unsaved" | "ports" | "journal" | "journalWritten" | "later"
+>;
+
 /** Write a deferred live snapshot now (daemon stop), on the task's chain. */
-export function flushSnapshot(r: Runner): Promise<void> {
+export function flushSnapshot(r: PersistPort): Promise<void> {
   if (!r.snapshotDue) return r.chain;
   r.chain = r.chain
     .then(async () => {
@@ -35,7 +41,7 @@ export function flushSnapshot(r: Runner): Promise<void> {
   return r.chain;
 }
 
-export function deferSnapshot(r: Runner): void {
+export function deferSnapshot(r: PersistPort): void {
   if (r.snapshotDue) return;
   r.snapshotDue = true;
   r.later(Math.max(SNAPSHOT_EVERY_MS, r.ports.taskCount() * SNAPSHOT_MS_PER_TASK), () => void flushSnapshot(r));
@@ -51,7 +57,7 @@ type StatusEvent = JournalRecordOf<"status">;
 type Unsaved = UnsavedStatus;
 
 export async function persist(
-  r: Runner,
+  r: PersistPort,
   result: AgentResult,
   sync: boolean,
   ev: StatusEvent | undefined,
@@ -83,7 +89,7 @@ export async function persist(
  * (0.5 s doubling to 30 s) on the task's chain, with whatever result is current then, until it is written, a newer
  * status is written, the task is closed or the daemon stops.
  */
-function retryLater(r: Runner, u: Unsaved): void {
+function retryLater(r: PersistPort, u: Unsaved): void {
   r.unsaved = u;
   const delay = Math.min(30_000, 500 * 2 ** u.attempt);
   r.ports.log.warn(

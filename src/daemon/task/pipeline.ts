@@ -17,7 +17,8 @@ import type { Runner } from "./runner-types.js";
 import type { Logger } from "../server/server-types.js";
 
 /** The phase allows no more launching: closed, aborted or otherwise settled meanwhile. */
-const launchMoot = (r: Runner): boolean => r.state.phase.name === "closed" || r.state.phase.name === "settled";
+const launchMoot = (r: Pick<Runner, "state">): boolean =>
+  r.state.phase.name === "closed" || r.state.phase.name === "settled";
 
 /**
  * A task admitted at once into a repo found without git: `git worktree add` starts as soon as the task id exists,
@@ -95,7 +96,13 @@ export async function launch(r: Runner, attempt: number): Promise<void> {
  * The machine's `diagnose_start`: the launch stalled twice. pi may have said why it could not start (e.g. `Model "x"
  * not found`): that, in pi's words; else AGENT_STALLED with its last output.
  */
-export async function diagnoseStart(r: Runner, why: string): Promise<void> {
+/** What diagnosing a start that stalled reads of its task (its runtime's last words), and the machine it tells. */
+export type DiagnosePort = Pick<
+  Runner,
+  "rec" | "stalledOutput" | "stalledHerdrWord" | "runtimeState" | "ports" | "stopWatching" | "dispatch"
+>;
+
+export async function diagnoseStart(r: DiagnosePort, why: string): Promise<void> {
   const { rec } = r;
   const runtime = r.ports.runtimeFor(rec.runtime);
   const tail =
@@ -270,7 +277,7 @@ async function launchOnce(r: Runner, attempt: number): Promise<void> {
   if (ph === "running" || ph === "settled") await r.refresh();
 }
 
-function childEnv(r: Runner, rec: TaskRecord): Record<string, string> {
+function childEnv(r: Pick<Runner, "ports">, rec: TaskRecord): Record<string, string> {
   return {
     ...r.ports.env.childEnv,
     DSH_HERDR_SOCKET: r.ports.env.socketPath,

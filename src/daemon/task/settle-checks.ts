@@ -7,9 +7,8 @@ import { DEFAULT_CHECK_LIMITS } from "../../checks/run-check.js";
 import { runTaskChecks } from "../../checks/task-checks.js";
 import { childIdentity, landabilityOf } from "../ports/git-port.js";
 import type { TaskStore } from "../../store/task-store.js";
-import type { Runner } from "./runner-types.js";
 import type { TaskRecord } from "./record.js";
-import { checkSiblings } from "./siblings.js";
+import { checkSiblings, type SiblingCheckPort } from "./siblings.js";
 
 /** A receipt in the journal: what it ran and how it ended, not its output. */
 export function journaled(r: CheckReceipt) {
@@ -76,7 +75,7 @@ export function withLanded(now: Landing, prev: Landing | undefined): Landing {
  * settled harvest after it then carries them (landFieldsOf, warnings). A git or check problem becomes a warning, never
  * a lost settle. Journals `checks`, `landability` and `siblings`.
  */
-export async function settleChecks(r: Runner): Promise<void> {
+export async function settleChecks(r: SiblingCheckPort): Promise<void> {
   const { rec } = r;
   if (rec.checks?.length) {
     const receipts = await runChecksOf(r.ports.store, rec, rec.workdir, "worktree");

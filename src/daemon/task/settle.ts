@@ -33,21 +33,24 @@ import { landFieldsOf, type TaskRecord } from "./record.js";
 import type { Runner } from "./runner-types.js";
 
 /** The session moved after the prompt was sent (a second of slack for the child's clock). */
-export function freshSession(r: Runner): boolean {
+export function freshSession(r: Pick<Runner, "files" | "promptSentAt" | "rec">): boolean {
   const f = r.files?.facts();
   const since = r.promptSentAt ?? r.rec.timing.promptedAt;
   if (!f || since === undefined) return false;
   return (f.lastTimestampMs ?? 0) >= since - 1000 || (r.files?.sessionMtimeMs ?? 0) >= since;
 }
 
-function runtimeRaw(r: Runner): HerdrStatus | "missing" {
+function runtimeRaw(r: Pick<Runner, "runtimeState" | "state">): HerdrStatus | "missing" {
   if (r.runtimeState === "missing") return "missing";
   if (r.runtimeState === "blocked") return "blocked";
   return isInFlight(r.state.phase) || r.state.phase.name === "queued" ? "working" : "idle";
 }
 
+/** What the cycle's report is read from: the one the child sent, else its session. */
+type ReportPort = Pick<Runner, "report" | "rec" | "files">;
+
 /** The validated crew_report of the current cycle: as the child sent it, else read back from its session. */
-export function reportOf(r: Runner): CrewReport | undefined {
+export function reportOf(r: ReportPort): CrewReport | undefined {
   const rep = r.report;
   if (rep && rep.cycle === r.rec.cycle)
     return rep.needs !== undefined
@@ -177,7 +180,7 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
 }
 
 /** What a settle's error is judged from, as the runner holds it now. */
-function evidenceOf(r: Runner) {
+function evidenceOf(r: ReportPort & Pick<Runner, "lastStopReason" | "lastErrorMessage">) {
   const f = r.files?.facts();
   const stopReason = f?.lastStopReason ?? r.lastStopReason;
   const errorMessage = f?.lastErrorMessage ?? r.lastErrorMessage;
@@ -191,7 +194,19 @@ function evidenceOf(r: Runner) {
 
 /** The harvest's inputs as the runner holds them now: the pin, and the evidence it stands for. */
 function pinNow(
-  r: Runner,
+  r: Pick<
+    Runner,
+    | "rec"
+    | "state"
+    | "files"
+    | "report"
+    | "promptSentAt"
+    | "agentStartedCycle"
+    | "runtimeState"
+    | "lastStopReason"
+    | "lastErrorMessage"
+    | "diff"
+  >,
   opts: HarvestOpts,
   diskNote: string | undefined,
 ): { pin: HarvestPin; ev: PinnedEvidence; raw?: { text: string } | { refused: string } } {
@@ -244,7 +259,7 @@ const sha256 = (data: string | Buffer) => createHash("sha256").update(data).dige
 
 /** A pin that goes into the journal: result.md's text copied beside it (named and hashed), diff.patch's digest. */
 async function digest(
-  r: Runner,
+  r: Pick<Runner, "ports" | "rec">,
   pin: HarvestPin,
   raw: { text: string } | { refused: string } | undefined,
 ): Promise<{ name: string; data: string } | undefined> {
@@ -264,7 +279,7 @@ async function digest(
  * The machine closed the task after its cycle settled (closedAfterSettle): the closed result is that settled result,
  * when the runner holds it (a restarted daemon holds it once result.json is that cycle's harvest).
  */
-function closesSettled(r: Runner): boolean {
+function closesSettled(r: Pick<Runner, "state" | "settledCycle" | "rec" | "result">): boolean {
   return (
     closedAfterSettle(r.state.phase) &&
     r.settledCycle === r.rec.cycle &&
@@ -277,7 +292,10 @@ function closesSettled(r: Runner): boolean {
  * The disk note a settle with this reason pins in its record: asked of the disk only when the ending's error would
  * be PANE_GONE or AGENT_ERROR (the endings a full disk causes).
  */
-export async function settleDiskNote(r: Runner, reason: SettleReason): Promise<string | undefined> {
+/** What a settle's disk note is judged from: the evidence, and the directories on disk. */
+type DiskNotePort = ReportPort & Pick<Runner, "lastStopReason" | "lastErrorMessage" | "ports">;
+
+export async function settleDiskNote(r: DiskNotePort, reason: SettleReason): Promise<string | undefined> {
   const code = settleError(reason, evidenceOf(r))?.code;
   return code === "PANE_GONE" || code === "AGENT_ERROR" ? diskFullNote(r) : undefined;
 }
@@ -286,7 +304,7 @@ export async function settleDiskNote(r: Runner, reason: SettleReason): Promise<s
  * The disk holding the task dir (the session is written there) or the workdir is full (below 64 KiB free): the note
  * a PANE_GONE or AGENT_ERROR ending then carries.
  */
-async function diskFullNote(r: Runner): Promise<string | undefined> {
+async function diskFullNote(r: Pick<Runner, "ports" | "rec">): Promise<string | undefined> {
   for (const dir of [r.ports.env.home, r.rec.workdir]) {
     if (!dir) continue;
     const fs = await statfs(dir).catch(() => undefined);

@@ -36,11 +36,16 @@ async function workOf(rec: TaskRecord): Promise<string | undefined> {
   }
 }
 
+/** What the check asks of the settling task: its record, the daemon's tasks and log, its journal. */
+export type SiblingCheckPort = Pick<Runner, "rec" | "ports" | "journal">;
+/** What a sibling is told through: its record and result, written on its own chain, and its owner notified. */
+type SiblingPort = Pick<Runner, "rec" | "state" | "result" | "chain" | "ports" | "journal" | "notify">;
+
 /** The task is open: not closed, its cycle not interrupted. */
-const isOpen = (r: Runner): boolean => lifecycleOf(r.state.phase) === undefined;
+const isOpen = (r: Pick<Runner, "state">): boolean => lifecycleOf(r.state.phase) === undefined;
 
 /** Open isolated tasks of the same repository, not landed, newest first. */
-function siblingsOf(live: Runner): Runner[] {
+function siblingsOf(live: SiblingCheckPort): SiblingPort[] {
   const repo = live.rec.worktree!.repo;
   return [...live.ports.tasks()]
     .filter(
@@ -66,13 +71,13 @@ function replaced(warnings: readonly string[] | undefined, drop: (w: string) => 
  * harvest after it carries them), each sibling's warning about this task in its record and, when it has a result,
  * in that result too (under its own chain: a settled result is otherwise final). A git problem is a warning.
  */
-export async function checkSiblings(live: Runner): Promise<void> {
+export async function checkSiblings(live: SiblingCheckPort): Promise<void> {
   const { rec } = live;
   if (!rec.worktree || rec.remote) return;
   const others = siblingsOf(live);
   if (others.length === 0 && !(rec.warnings ?? []).some((w) => w.startsWith(SIBLING_PREFIX))) return;
-  const found: { other: Runner; paths: string[] }[] = [];
-  const clear: Runner[] = [];
+  const found: { other: SiblingPort; paths: string[] }[] = [];
+  const clear: SiblingPort[] = [];
   try {
     const mine = await workOf(rec);
     if (mine === undefined) return;
@@ -107,7 +112,7 @@ export async function checkSiblings(live: Runner): Promise<void> {
  * journal records the warning (`siblings{from, warning?}`): the result changed after its harvest, and verify applies
  * the record to the rebuilt result (withSiblingWarning, the same replacement as here).
  */
-function tellSibling(other: Runner, about: TaskRecord, paths: string[]): void {
+function tellSibling(other: SiblingPort, about: TaskRecord, paths: string[]): void {
   const warning = paths.length ? warningAbout(about, paths) : undefined;
   other.rec.warnings = withSiblingWarning(other.rec.warnings, about.taskId, warning);
   if (other.rec.warnings.length === 0) delete other.rec.warnings;

@@ -35,13 +35,19 @@ export interface SteerReply {
 type Fate = "taken" | "missed";
 
 /** The task's steering bookkeeping: steer number → the respond waiting for its fate, and the numbers handed out. */
-function steering(live: Live): NonNullable<Live["steering"]> {
+function steering(live: Pick<Live, "steering">): NonNullable<Live["steering"]> {
   live.steering ??= { reserved: 0, waiters: new Map() };
   return live.steering;
 }
 
+/** What a steer asks of its task: its state, its steering bookkeeping, the machine, and respond for a late one. */
+export type SteerPort = Pick<
+  Runner,
+  "rec" | "state" | "result" | "steering" | "ports" | "dispatch" | "effectsDone" | "respond"
+>;
+
 /** Steer the cycle in flight with `message`. */
-export async function steerTask(live: Runner, message: string): Promise<SteerReply> {
+export async function steerTask(live: SteerPort, message: string): Promise<SteerReply> {
   const { rec } = live;
   const phase = live.state.phase;
   if (phase.name === "closed") throw new DshError("BAD_STATE", `task ${rec.taskId} is closed`);
@@ -83,9 +89,13 @@ export async function steerTask(live: Runner, message: string): Promise<SteerRep
 }
 
 /** The status the task shows now: the live result's, else the record's. */
-const statusOf = (live: Live): string => live.result?.status ?? live.rec.status;
+const statusOf = (live: Pick<Live, "result" | "rec">): string => live.result?.status ?? live.rec.status;
 
-async function asFollowUp(live: Runner, message: string, cycle: number): Promise<SteerReply> {
+async function asFollowUp(
+  live: Pick<Runner, "rec" | "state" | "result" | "respond">,
+  message: string,
+  cycle: number,
+): Promise<SteerReply> {
   const status = statusOf(live);
   if (respondAs(live.state.phase, status) !== "follow_up")
     throw new DshError(
@@ -96,12 +106,12 @@ async function asFollowUp(live: Runner, message: string, cycle: number): Promise
   return { cycle: r.cycle, late: true, ...(r.queued ? { queued: true } : {}) };
 }
 
-function forget(live: Live, n: number): void {
+function forget(live: Pick<Live, "steering">, n: number): void {
   live.steering?.waiters.delete(n);
 }
 
 /** `p`'s value, or undefined after `ms` on the task's clock. */
-function within<T>(live: Runner, p: Promise<T>, ms: number): Promise<T | undefined> {
+function within<T>(live: Pick<Runner, "ports">, p: Promise<T>, ms: number): Promise<T | undefined> {
   const { clock } = live.ports;
   return new Promise((resolve) => {
     const t = clock.setTimer(ms, () => resolve(undefined));
@@ -113,7 +123,11 @@ function within<T>(live: Runner, p: Promise<T>, ms: number): Promise<T | undefin
 }
 
 /** The machine's push_steer effect: the steer's text to the connected child (it answers steer_taken). */
-export async function pushSteer(live: Runner, cycle: number, n: number): Promise<void> {
+export async function pushSteer(
+  live: Pick<Runner, "child" | "ports" | "rec">,
+  cycle: number,
+  n: number,
+): Promise<void> {
   const child = live.child;
   if (!child) return; // its hello pushes the pending steers again
   const text = await readFile(steerPath(live.ports.store.taskPaths(live.rec.taskId).dir, cycle, n), "utf8").catch(
@@ -141,7 +155,10 @@ export function steersMissed(live: Live, cycle: number, ns: number[]): void {
 }
 
 /** The child's answer to a pushed steer: taken into pi's running turn, or too late for its run (the settle follows). */
-export async function steerAnswered(live: Runner, ev: ChildEvent): Promise<void> {
+export async function steerAnswered(
+  live: Pick<Runner, "rec" | "steering" | "ports" | "dispatch">,
+  ev: ChildEvent,
+): Promise<void> {
   if (ev.cycle === undefined || ev.n === undefined) return;
   if (ev.type === "steer_taken") {
     crashPoint("steer_answer"); // crash tests: pi has it, the journal does not say so yet

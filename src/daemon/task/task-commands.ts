@@ -14,7 +14,10 @@ import { followUpPath } from "./record.js";
 import type { Runner } from "./runner-types.js";
 
 /** Abort (the owner's or a person's). False when there is nothing to abort. */
-export async function abort(r: Runner): Promise<boolean> {
+/** What abort and close ask of their task: its state, and the runner's dispatch. */
+export type CommandPort = Pick<Runner, "state" | "result" | "rec" | "chain" | "stopWatching" | "dispatch">;
+
+export async function abort(r: CommandPort): Promise<boolean> {
   if (!commandAllowed(r.state, "abort", r.result?.status ?? r.rec.status)) return false;
   r.stopWatching();
   await r.dispatch({ type: "abort" });
@@ -26,8 +29,24 @@ export async function abort(r: Runner): Promise<boolean> {
  * A follow-up for a completed or blocked task: durable first (its text and the respond record), then the next
  * cycle starts, at once when a slot is free, else when one frees (the cycle is queued meanwhile). Returns at once.
  */
+/** What a respond asks of its task: its record and evidence, its slot and store, the machine and the journal. */
+export type RespondPort = Pick<
+  Runner,
+  | "rec"
+  | "state"
+  | "result"
+  | "files"
+  | "prompt"
+  | "lastStopReason"
+  | "lastErrorMessage"
+  | "ports"
+  | "dispatch"
+  | "journal"
+  | "refresh"
+>;
+
 export async function respond(
-  r: Runner,
+  r: RespondPort,
   message: string,
   caps: CapLimits = {},
   requestId?: string,
@@ -88,7 +107,7 @@ export async function respond(
   return { cycle, queued: !slotFree };
 }
 
-export async function close(r: Runner, closePane: boolean): Promise<AgentResult> {
+export async function close(r: CommandPort, closePane: boolean): Promise<AgentResult> {
   if (r.state.phase.name !== "closed") {
     r.stopWatching();
     await r.dispatch({ type: "close", closePane, headless: r.rec.runtime === "headless" });

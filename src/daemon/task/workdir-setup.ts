@@ -57,7 +57,10 @@ function warn(rec: TaskRecord, w: string): void {
  * The repository's settings applied to the record (checks joined, include and setup for a worktree), then the
  * worktree made ready. `repoRoot`: the user's repository (undefined outside one).
  */
-export async function prepareWorkdir(live: Runner, repoRoot: string | undefined): Promise<void> {
+/** What the worktree setup asks of its task: its record and phase, the daemon's config, the journal, its own run. */
+export type SetupPort = Pick<Runner, "rec" | "state" | "ports" | "journal" | "onPhase" | "setupRun">;
+
+export async function prepareWorkdir(live: SetupPort, repoRoot: string | undefined): Promise<void> {
   const { rec } = live;
   const asked = (rec.include?.length ?? 0) > 0 || rec.setup !== undefined;
   if (repoRoot === undefined) {
@@ -134,7 +137,7 @@ export async function prepareWorkdir(live: Runner, repoRoot: string | undefined)
 }
 
 /** The setup command in the worktree; a close or abort of the task meanwhile ends it. */
-async function runSetup(live: Runner, command: string, timeoutMs: number, repoRoot: string): Promise<CheckReceipt> {
+async function runSetup(live: SetupPort, command: string, timeoutMs: number, repoRoot: string): Promise<CheckReceipt> {
   const { rec } = live;
   const ac = new AbortController();
   // Closed, or its cycle interrupted (an abort): the setup is ended.
