@@ -6,7 +6,6 @@ import { isSettledStatus } from "../../core/result/derive.js";
 import type { AgentResult } from "../../core/types.js";
 import { respondAs } from "../../core/lifecycle/task-cycle.js";
 import { spawnTask } from "./spawn-method.js";
-import { steerTask, type SteerReply } from "../task/steer.js";
 import { assertMayRaiseCaps } from "./cap-consent.js";
 import { createLandHandlers } from "./land-methods.js";
 import { createLinkHandlers } from "./link-methods.js";
@@ -14,7 +13,7 @@ import { respondOnce } from "./request-memo.js";
 import { listTasks } from "./listing.js";
 import type { Connection, HandlerTable } from "../server/server.js";
 import type { Live } from "../task/live.js";
-import type { Runner } from "../task/runner-types.js";
+import type { Runner, SteerReply } from "../task/runner-types.js";
 import type { Result } from "../../protocol/methods.js";
 import type { MethodContext } from "./method-context.js";
 import { knownOwners, resolveOwner, shownOwner, viewOf } from "../delivery/owner-view.js";
@@ -159,7 +158,11 @@ export function createHandlers(ctx: MethodContext): TaskHandlers {
       // `steer`: a cycle in flight takes the message into its running turn (src/daemon/task/steer.ts). Without it a
       // running task is refused, as the pi-crew protocol has it for crew_respond.
       if (p.steer && respondAs(live.state.phase, sup.statusOf(live)) === "steer")
-        return { taskId: p.taskId, subagent_id: p.taskId, ...(await steerOrRefuse(ctx, live, p.message)) };
+        return {
+          taskId: p.taskId,
+          subagent_id: p.taskId,
+          ...(await steerOrRefuse(live, ctx.relay?.owns(live) === true, p.message)),
+        };
       // Relay: a remote task's follow-up goes to its machine's daemon. A follow-up with a request id (a relaying
       // daemon's) runs once: a repeat gets the first answer (src/daemon/methods/request-memo.ts).
       const { cycle, queued } = ctx.relay?.owns(live)
@@ -236,12 +239,12 @@ export function createHandlers(ctx: MethodContext): TaskHandlers {
   };
 }
 
-/** A steer of a local task; a task relayed to another machine is not steered from here (yet): refused by name. */
-function steerOrRefuse(ctx: MethodContext, live: Runner, message: string): Promise<SteerReply> {
-  if (ctx.relay?.owns(live))
+/** A steer of a local task; a task `relayed` to another machine is not steered from here (yet): refused by name. */
+function steerOrRefuse(live: Pick<Runner, "rec" | "steer">, relayed: boolean, message: string): Promise<SteerReply> {
+  if (relayed)
     throw new DshError(
       "BAD_STATE",
       `task ${live.rec.taskId} runs on machine ${live.rec.machine ?? "(remote)"}, whose running cycle cannot be steered from here; wait for its result (dsh-herdr wait ${live.rec.taskId}), then respond`,
     );
-  return steerTask(live, message);
+  return live.steer(message);
 }

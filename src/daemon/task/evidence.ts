@@ -1,5 +1,7 @@
-// Evidence in: the child extension's connection, events and crew_report, changes to the task's files, and the
-// runtime's state. Each becomes a lifecycle event (src/core/lifecycle/task-cycle.ts); the machine decides what it means.
+// Evidence in, events out: the child extension's connection, events and crew_report, changes to the task's files, and
+// the runtime's state. Each function returns the lifecycle event (src/core/lifecycle/task-cycle.ts) it found; the
+// runner (task-runner.ts) alone feeds it to the machine, which decides what it means.
+import type { CycleEvent } from "../../core/lifecycle/task-cycle.js";
 import type { RuntimeEvent } from "../../runtime/types.js";
 import type { Runner } from "./runner-types.js";
 import type { Connection } from "../server/server-types.js";
@@ -10,7 +12,7 @@ import type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
 export type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
-/** What evidence reads and sets of its task, and the machine it feeds (the runner alone carries out the effects). */
+/** What evidence reads and sets of its task (the machine is the runner's: it feeds the events returned). */
 export type EvidencePort = Pick<
   Runner,
   | "rec"
@@ -27,67 +29,72 @@ export type EvidencePort = Pick<
   | "childEnded"
   | "steering"
   | "ports"
-  | "dispatch"
   | "refresh"
   | "journal"
 >;
 
-export function childConnected(live: EvidencePort, conn: Connection): void {
+/** The task's child extension connected (after its hello): it is the task's child now. */
+export function childJoined(live: Pick<Runner, "child">, conn: Connection): CycleEvent {
   live.child = conn;
-  conn.onClose(() => {
-    // The push record names the connection only to tell a new one from it: holding it would keep the closed
-    // socket and its buffers for the task's life (also when a newer connection already took its place).
-    if (live.promptPushed?.child === conn) delete live.promptPushed;
-    if (live.child !== conn) return;
-    delete live.child;
-    void live.dispatch({ type: "child_left" });
-    // While the extension was connected its agent_end was awaited; its session may already show the cycle settled
-    // (read before the close was seen). Without the extension the session alone decides: re-read and decide now.
-    if (live.state.phase.name === "running")
-      void live.files?.readSession().then(() => live.state.phase.name === "running" && onFiles(live));
-  });
-  void live.dispatch({ type: "child_hello" });
+  return { type: "child_hello" };
 }
 
-export async function childEvent(live: EvidencePort, ev: ChildEvent): Promise<{ ok: true }> {
-  if (live.state.phase.name === "closed") return { ok: true };
+/** A connection closed: child_left when it was the task's child (a newer one may have taken its place). */
+export function childLeft(live: Pick<Runner, "child" | "promptPushed">, conn: Connection): CycleEvent | undefined {
+  // The push record names the connection only to tell a new one from it: holding it would keep the closed socket
+  // and its buffers for the task's life (also when a newer connection already took its place).
+  if (live.promptPushed?.child === conn) delete live.promptPushed;
+  if (live.child !== conn) return undefined;
+  delete live.child;
+  return { type: "child_left" };
+}
+
+/** An event of the child extension: the lifecycle event it is, if any (a steer taken is one: see steerTaken). */
+export async function childEvent(live: EvidencePort, ev: ChildEvent): Promise<CycleEvent | undefined> {
+  if (live.state.phase.name === "closed") return undefined;
   const cycle = ev.cycle ?? live.rec.cycle;
   if (ev.type === "prompt_accepted") {
-    if (ev.cycle === undefined) return { ok: true };
+    if (ev.cycle === undefined) return undefined;
     if (live.state.phase.name === "launching" || live.state.phase.name === "awaiting_prompt")
       live.rec.timing.promptedAt = live.promptSentAt ?? live.ports.clock.now();
-    await live.dispatch({ type: "prompt_accepted", cycle: ev.cycle });
-  } else if (ev.type === "agent_start") {
+    return { type: "prompt_accepted", cycle: ev.cycle };
+  }
+  if (ev.type === "agent_start") {
     const first = (live.agentStartedCycle ?? 0) < 1;
     live.agentStartedCycle = Math.max(live.agentStartedCycle ?? 0, cycle);
     if (first && live.state.phase.name === "running") await live.refresh(); // starting → running
-  } else if (ev.type === "agent_end") {
+    return undefined;
+  }
+  if (ev.type === "agent_end") {
     if (ev.stopReason !== undefined) live.lastStopReason = ev.stopReason;
     if (ev.errorMessage !== undefined) live.lastErrorMessage = ev.errorMessage;
     await Promise.all([live.files?.readSession(), live.files?.readResult()]);
     // pi may retry a retryable error; the next agent_end (or the process exit) decides then. The extension knows
     // the child's retry settings; without it, the session's own guess stands.
     const willRetry = ev.willRetry ?? live.files?.facts()?.retryMayFollow ?? false;
-    await live.dispatch({
+    return {
       type: "agent_end",
       cycle,
       willRetry,
       ...(ev.stopReason !== undefined ? { stopReason: ev.stopReason } : {}),
-    });
-  } else if (ev.type === "prompt_failed") {
+    };
+  }
+  if (ev.type === "prompt_failed") {
     const words = await piWords(live, ev.errorMessage ?? "pi did not start the prompt");
-    await live.dispatch({ type: "prompt_failed", cycle, message: words });
-  } else if (ev.type === "finalize_prompt") {
+    return { type: "prompt_failed", cycle, message: words };
+  }
+  if (ev.type === "finalize_prompt") {
     // A reportless normal ending: the child sent itself the one finalization follow-up; the cycle goes on.
     void live.journal({ type: "finalize_prompt", cycle: ev.cycle, why: ev.why });
-  } else if (ev.type === "steer_taken" || ev.type === "steer_missed") {
-    await steerAnswered(live, ev);
-  } else if (ev.type === "contract_error" && live.state.phase.name === "running") {
+    return undefined;
+  }
+  if (ev.type === "steer_taken" || ev.type === "steer_missed") return steerAnswered(live, ev);
+  if (ev.type === "contract_error" && live.state.phase.name === "running") {
     void live.journal({ type: "contract_error", cycle: ev.cycle, why: ev.why });
     await live.files?.readSession();
-    await live.dispatch({ type: "contract_error" });
+    return { type: "contract_error" };
   }
-  return { ok: true };
+  return undefined;
 }
 
 /**
@@ -139,43 +146,38 @@ export async function childReport(
   return { ok: true };
 }
 
-/** The task's session or result.md changed. */
-export function onFiles(live: EvidencePort, what: "session" | "result" = "session"): void {
+/** The task's session or result.md changed: what the machine is to hear of it, if anything. */
+export function onFiles(live: EvidencePort, what: "session" | "result" = "session"): CycleEvent | undefined {
   const p = live.state.phase;
-  if (p.name === "closed" || p.name === "queued") return;
-  if (p.name === "launching" || p.name === "awaiting_prompt") return; // the new cycle has not begun
+  if (p.name === "closed" || p.name === "queued") return undefined;
+  if (p.name === "launching" || p.name === "awaiting_prompt") return undefined; // the new cycle has not begun
   const f = live.files?.facts();
   // A spend cap reached as the session grows: the machine settles the cycle blocked and stops the turn.
   const cap = p.name === "running" && what === "session" ? capReached(live) : undefined;
-  if (cap) {
-    void live.dispatch({ type: "cap_reached", ...cap });
-    return;
-  }
-  if (p.name === "running" && !live.child && f?.cycleSettled) {
+  if (cap) return { type: "cap_reached", ...cap };
+  if (p.name === "running" && !live.child && f?.cycleSettled)
     // Without a connected extension, the session alone can settle a cycle that moved after its prompt.
-    void live.dispatch({
+    return {
       type: "session_settled",
       retryMayFollow: f.retryMayFollow,
       fresh: freshSession(live),
       ...(f.lastStopReason !== undefined ? { stopReason: f.lastStopReason } : {}),
-    });
-    return;
-  }
-  void live.dispatch({ type: "evidence_changed", what });
+    };
+  return { type: "evidence_changed", what };
 }
 
+/** The runtime's word on the child: its state, or its exit (journaled here; the machine hears it unless expected). */
 export function onRuntime(
-  live: Pick<Runner, "runtimeState" | "childEnded" | "dispatch" | "journal">,
+  live: Pick<Runner, "runtimeState" | "childEnded" | "journal">,
   e: RuntimeEvent,
-): void {
+): CycleEvent | undefined {
   if (e.type === "state") {
     live.runtimeState = e.state;
-    void live.dispatch({ type: "evidence_changed", what: "runtime_state" });
-    return;
+    return { type: "evidence_changed", what: "runtime_state" };
   }
-  if (live.runtimeState === "missing") return;
+  if (live.runtimeState === "missing") return undefined;
   live.runtimeState = "missing";
   void live.journal(e.type === "exited" ? { type: "runtime_exited", exit: e.exit } : { type: "runtime_gone" });
-  if (live.childEnded) return; // the daemon ended it: expected
-  void live.dispatch({ type: "runtime_gone", how: e.type });
+  if (live.childEnded) return undefined; // the daemon ended it: expected
+  return { type: "runtime_gone", how: e.type };
 }

@@ -89,6 +89,8 @@ export interface Runner extends Live {
    */
   respond(message: string, caps?: CapLimits, requestId?: string): Promise<{ cycle: number; queued: boolean }>;
   close(closePane: boolean): Promise<AgentResult>;
+  /** Steer the cycle in flight with a message (steer.ts): a respond while the cycle runs. */
+  steer(message: string): Promise<SteerReply>;
   /** A recovered cycle that cannot finish: the child is gone. */
   markGone(): Promise<void>;
   /** A relayed task's event: only the journal and the settled record mean something here (src/remote). */
@@ -116,6 +118,18 @@ export interface Runner extends Live {
  * the same append as its settled status record.
  */
 export type RemoteSettled = (reason: SettleReason, settleRecord?: JournalRecord) => Promise<void>;
+
+/** What a steer's respond answers (steer.ts). */
+export interface SteerReply {
+  cycle: number;
+  /** The message went into the cycle in flight (no new cycle). */
+  steered?: true;
+  /** Not taken by pi yet (the cycle is queued or starting, or the child is away): it joins the run when it can. */
+  pending?: true;
+  /** The cycle ended before pi took the message: it started the next cycle as a follow-up instead. */
+  late?: true;
+  queued?: true;
+}
 
 export type ChildEvent = {
   type: string;

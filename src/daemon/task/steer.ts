@@ -9,27 +9,18 @@ import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../../core/errors.js";
 import { crashPoint } from "../ports/crash-hook.js";
-import { cycleOf, respondAs } from "../../core/lifecycle/task-cycle.js";
+import { cycleOf, respondAs, type CycleEvent } from "../../core/lifecycle/task-cycle.js";
 import { writeAtomic } from "../../store/fsio.js";
 import type { Live } from "./live.js";
-import type { ChildEvent, Runner } from "./runner-types.js";
+import type { ChildEvent, Runner, SteerReply } from "./runner-types.js";
+
+export type { SteerReply } from "./runner-types.js";
 
 /** How long a respond waits for pi to take its steer before answering that it is pending. */
 const STEER_WAIT_MS = 5000;
 
 export function steerPath(taskDir: string, cycle: number, n: number): string {
   return join(taskDir, `steer.${cycle}.${n}.md`);
-}
-
-export interface SteerReply {
-  cycle: number;
-  /** The message went into the cycle in flight (no new cycle). */
-  steered?: true;
-  /** Not taken by pi yet (the cycle is queued or starting, or the child is away): it joins the run when it can. */
-  pending?: true;
-  /** The cycle ended before pi took the message: it started the next cycle as a follow-up instead. */
-  late?: true;
-  queued?: true;
 }
 
 type Fate = "taken" | "missed";
@@ -40,14 +31,29 @@ function steering(live: Pick<Live, "steering">): NonNullable<Live["steering"]> {
   return live.steering;
 }
 
-/** What a steer asks of its task: its state, its steering bookkeeping, the machine, and respond for a late one. */
-export type SteerPort = Pick<
-  Runner,
-  "rec" | "state" | "result" | "steering" | "ports" | "dispatch" | "effectsDone" | "respond"
->;
+/** What a steer asks of its task: its state, its steering bookkeeping, and respond for a late one. */
+export type SteerPort = Pick<Runner, "rec" | "state" | "result" | "steering" | "ports" | "effectsDone" | "respond">;
 
-/** Steer the cycle in flight with `message`. */
-export async function steerTask(live: SteerPort, message: string): Promise<SteerReply> {
+/** A steer numbered and on disk, for the runner to feed to the machine (`event`), with the fate pi will give it. */
+export interface WrittenSteer {
+  cycle: number;
+  n: number;
+  file: string;
+  event: CycleEvent;
+  fate: Promise<Fate>;
+  /** The cycle was queued for a slot: no child to take it yet. */
+  queued: boolean;
+}
+
+/**
+ * The first half of a steer of the cycle in flight with `message`: its text durable and its number handed out.
+ * `again`: the cycle moved on meanwhile and the next one is in flight too (steer that one); a reply: it moved on and
+ * the message went as a follow-up (or is refused).
+ */
+export async function writeSteer(
+  live: SteerPort,
+  message: string,
+): Promise<WrittenSteer | { reply: SteerReply } | "again"> {
   const { rec } = live;
   const phase = live.state.phase;
   if (phase.name === "closed") throw new DshError("BAD_STATE", `task ${rec.taskId} is closed`);
@@ -62,21 +68,33 @@ export async function steerTask(live: SteerPort, message: string): Promise<Steer
   if (cycleOf(live.state.phase) !== cycle) {
     // Another cycle meanwhile (this one settled and a follow-up started): the text was named for the old one.
     await rm(file, { force: true });
-    if (respondAs(live.state.phase, statusOf(live)) === "steer") return steerTask(live, message);
-    return asFollowUp(live, message, cycle);
+    if (respondAs(live.state.phase, statusOf(live)) === "steer") return "again";
+    return { reply: await asFollowUp(live, message, cycle) };
   }
   const fate = new Promise<Fate>((resolve) => steering(live).waiters.set(n, resolve));
-  const done = live.dispatch({ type: "steer", n, bytes: Buffer.byteLength(message) });
-  const accepted = live.state.lastSteer === n; // the phase moves synchronously: taken as a steer, or moot
-  await done;
+  const event: CycleEvent = { type: "steer", n, bytes: Buffer.byteLength(message) };
+  return { cycle, n, file, event, fate, queued: phase.name === "queued" };
+}
+
+/**
+ * The second half, once the runner fed the steer's event: `accepted` when the machine took it (read as the phase
+ * moved, synchronously). Waits a while for pi to take it; a steer the cycle ended before becomes a follow-up.
+ */
+export async function steerFate(
+  live: SteerPort,
+  s: WrittenSteer,
+  accepted: boolean,
+  message: string,
+): Promise<SteerReply> {
+  const { cycle, n } = s;
   if (!accepted) {
     // The cycle settled while the text was written: the machine took no steer. It is a follow-up now, or nothing.
     forget(live, n);
-    await rm(file, { force: true });
+    await rm(s.file, { force: true });
     return asFollowUp(live, message, cycle);
   }
   // A cycle still queued for a slot has no child to take it yet: no point waiting.
-  const waited = phase.name === "queued" ? undefined : await within(live, fate, STEER_WAIT_MS);
+  const waited = s.queued ? undefined : await within(live, s.fate, STEER_WAIT_MS);
   if (waited === "taken") return { cycle, steered: true };
   if (waited === undefined) {
     // Kept for the run: pushed when the child is there and taken when its run starts (a miss is a warning then).
@@ -154,21 +172,22 @@ export function steersMissed(live: Live, cycle: number, ns: number[]): void {
   }
 }
 
-/** The child's answer to a pushed steer: taken into pi's running turn, or too late for its run (the settle follows). */
-export async function steerAnswered(
-  live: Pick<Runner, "rec" | "steering" | "ports" | "dispatch">,
-  ev: ChildEvent,
-): Promise<void> {
-  if (ev.cycle === undefined || ev.n === undefined) return;
+/** The child's answer to a pushed steer: taken into pi's running turn (an event), or too late for its run (the settle follows). */
+export function steerAnswered(live: Pick<Runner, "rec" | "ports">, ev: ChildEvent): CycleEvent | undefined {
+  if (ev.cycle === undefined || ev.n === undefined) return undefined;
   if (ev.type === "steer_taken") {
     crashPoint("steer_answer"); // crash tests: pi has it, the journal does not say so yet
-    await live.dispatch({ type: "steer_taken", cycle: ev.cycle, n: ev.n });
-    const waiting = live.steering?.waiters.get(ev.n);
-    if (waiting) {
-      forget(live, ev.n);
-      waiting("taken");
-    }
-  } else {
-    live.ports.log.debug({ taskId: live.rec.taskId, cycle: ev.cycle, n: ev.n }, "steer came after the run ended");
+    return { type: "steer_taken", cycle: ev.cycle, n: ev.n };
+  }
+  live.ports.log.debug({ taskId: live.rec.taskId, cycle: ev.cycle, n: ev.n }, "steer came after the run ended");
+  return undefined;
+}
+
+/** Once the machine recorded a steer taken: the respond waiting for it answers. */
+export function steerTaken(live: Pick<Live, "steering">, n: number): void {
+  const waiting = live.steering?.waiters.get(n);
+  if (waiting) {
+    forget(live, n);
+    waiting("taken");
   }
 }

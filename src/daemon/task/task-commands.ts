@@ -1,56 +1,45 @@
 // The owner's commands on a task: abort, respond (the next cycle) and close. Each asks the machine whether it is
-// allowed (commandAllowed, src/core/lifecycle/task-cycle.ts) and is a lifecycle event; the files a command needs (a follow-up's
-// text) are durable before the event is fed.
+// allowed (commandAllowed, src/core/lifecycle/task-cycle.ts) and returns its lifecycle event, which the runner alone
+// feeds to the machine; the files a command needs (a follow-up's text) are durable before the event's effects end.
 import { existsSync } from "node:fs";
 import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { CapLimits } from "../../core/budget.js";
 import { DshError } from "../../core/errors.js";
-import { commandAllowed } from "../../core/lifecycle/task-cycle.js";
-import type { AgentResult } from "../../core/types.js";
+import { commandAllowed, type CycleEvent } from "../../core/lifecycle/task-cycle.js";
 import { writeAtomic } from "../../store/fsio.js";
 import { raiseForRespond } from "./budget.js";
 import { followUpPath } from "./record.js";
 import type { Runner } from "./runner-types.js";
 
-/** Abort (the owner's or a person's). False when there is nothing to abort. */
-/** What abort and close ask of their task: its state, and the runner's dispatch. */
-export type CommandPort = Pick<Runner, "state" | "result" | "rec" | "chain" | "stopWatching" | "dispatch">;
+/** What abort and close read and stop of their task (the runner feeds the event and awaits its effects). */
+export type CommandPort = Pick<Runner, "state" | "result" | "rec" | "stopWatching">;
 
-export async function abort(r: CommandPort): Promise<boolean> {
-  if (!commandAllowed(r.state, "abort", r.result?.status ?? r.rec.status)) return false;
+/** Abort (the owner's or a person's): its event, or none when there is nothing to abort. */
+export function abortEvent(r: CommandPort): CycleEvent | undefined {
+  if (!commandAllowed(r.state, "abort", r.result?.status ?? r.rec.status)) return undefined;
   r.stopWatching();
-  await r.dispatch({ type: "abort" });
-  await r.chain;
-  return true;
+  return { type: "abort" };
+}
+
+/** What a respond reads and sets of its task: its record and evidence, its slot and store, and the journal. */
+export type RespondPort = Pick<
+  Runner,
+  "rec" | "state" | "result" | "files" | "prompt" | "lastStopReason" | "lastErrorMessage" | "ports" | "journal"
+>;
+
+/** A respond let through: its cycle, and its slot (held now, or queued for). */
+export interface NextCycle {
+  cycle: number;
+  slot: Promise<unknown>;
+  slotFree: boolean;
 }
 
 /**
- * A follow-up for a completed or blocked task: durable first (its text and the respond record), then the next
- * cycle starts, at once when a slot is free, else when one frees (the cycle is queued meanwhile). Returns at once.
+ * A respond's first half, before the runner feeds the machine its `respond` event (synchronously, no await in
+ * between): refused by name when the task cannot take it, else the next cycle's bookkeeping and its slot.
  */
-/** What a respond asks of its task: its record and evidence, its slot and store, the machine and the journal. */
-export type RespondPort = Pick<
-  Runner,
-  | "rec"
-  | "state"
-  | "result"
-  | "files"
-  | "prompt"
-  | "lastStopReason"
-  | "lastErrorMessage"
-  | "ports"
-  | "dispatch"
-  | "journal"
-  | "refresh"
->;
-
-export async function respond(
-  r: RespondPort,
-  message: string,
-  caps: CapLimits = {},
-  requestId?: string,
-): Promise<{ cycle: number; queued: boolean }> {
+export function nextCycle(r: RespondPort, message: string, caps: CapLimits = {}): NextCycle {
   const { rec } = r;
   const phase = r.state.phase;
   if (!commandAllowed(r.state, "respond", r.result?.status ?? rec.status) || phase.name !== "settled") {
@@ -78,40 +67,39 @@ export async function respond(
   delete r.lastErrorMessage;
   r.prompt = { cycle, text: message };
   const slot = r.ports.slot.acquire();
-  const slotFree = r.ports.slot.holds();
-  // The phase moves before result.md does: a harvest the move triggers must read "working", not a settled cycle.
-  const started = r.dispatch({ type: "respond" });
-  const dir = r.ports.store.taskPaths(rec.taskId).dir;
+  return { cycle, slot, slotFree: r.ports.slot.holds() };
+}
+
+/**
+ * A respond's second half, while the machine takes its event: the old result.md set aside, the follow-up's text and
+ * its record durable before any child sees it.
+ */
+export async function followUpWritten(
+  r: RespondPort,
+  message: string,
+  cycle: number,
+  requestId?: string,
+): Promise<void> {
+  const dir = r.ports.store.taskPaths(r.rec.taskId).dir;
   // The new cycle must earn its own result.md: keep the old one beside it for the record.
-  await rename(rec.resultPath, join(dir, `result.cycle${cycle - 1}.md`)).catch(() => undefined);
+  await rename(r.rec.resultPath, join(dir, `result.cycle${cycle - 1}.md`)).catch(() => undefined);
   await r.files?.readResult();
   // The follow-up and its record are durable before any child sees it: a restarted daemon sends it (once) if no
   // prompt_sent follows, and never a second time if one does.
   await writeAtomic(followUpPath(dir, cycle), message);
   // A relayed follow-up's request id goes in the same record: a repeat of it finds its cycle here (request-memo.ts).
   await r.journal({ type: "respond", cycle, bytes: message.length, ...(requestId ? { requestId } : {}) });
-  await started;
-  // With the extension away (a daemon restart), the machine waits readinessTimeoutMs for it, then types the prompt.
-  const begin = () => void r.dispatch({ type: "slot_granted" }).then(() => r.refresh());
-  if (slotFree) {
-    await slot;
-    begin();
-    await r.refresh();
-  } else {
-    void slot.then(begin, (e: unknown) => {
-      const err = e instanceof DshError ? e : new DshError("CONCURRENCY_LIMIT", String(e));
-      void r.dispatch({ type: "launch_failed", code: err.code, message: err.message });
-    });
-    await r.refresh();
-  }
-  return { cycle, queued: !slotFree };
 }
 
-export async function close(r: CommandPort, closePane: boolean): Promise<AgentResult> {
-  if (r.state.phase.name !== "closed") {
-    r.stopWatching();
-    await r.dispatch({ type: "close", closePane, headless: r.rec.runtime === "headless" });
-  }
-  await r.chain;
-  return r.result!;
+/** The slot a follow-up waited for, as the machine's event: granted, or refused (CONCURRENCY_LIMIT). */
+export function slotRefused(e: unknown): CycleEvent {
+  const err = e instanceof DshError ? e : new DshError("CONCURRENCY_LIMIT", String(e));
+  return { type: "launch_failed", code: err.code, message: err.message };
+}
+
+/** Close: its event, or none when the task is closed already (the runner then waits for its chain all the same). */
+export function closeEvent(r: CommandPort, closePane: boolean): CycleEvent | undefined {
+  if (r.state.phase.name === "closed") return undefined;
+  r.stopWatching();
+  return { type: "close", closePane, headless: r.rec.runtime === "headless" };
 }

@@ -27,16 +27,16 @@ import type { PendingRequest } from "./relay-request-state.js";
 import type { Runtime, RuntimeEvent } from "../../runtime/types.js";
 import type { CreatedWorktree } from "../ports/git-port.js";
 import { sendPrompt, typePrompt } from "./child-prompt.js";
-import { childConnected, childEvent, childReport, onFiles, onRuntime } from "./evidence.js";
+import { childEvent, childJoined, childLeft, childReport, onFiles, onRuntime } from "./evidence.js";
 import type { Live, UnsavedStatus } from "./live.js";
 import { diagnoseStart, launch, runPipeline } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
-import type { RemoteSettled, Runner, StatusInfo, TaskPorts } from "./runner-types.js";
+import type { RemoteSettled, Runner, StatusInfo, SteerReply, TaskPorts } from "./runner-types.js";
 import type { Connection } from "../server/server-types.js";
 import { refresh, reportOf, settleDiskNote, settleHarvest } from "./settle.js";
-import { pushSteer, steersMissed } from "./steer.js";
+import { pushSteer, steerFate, steersMissed, steerTaken, writeSteer } from "./steer.js";
 import type { ChildEvent, ChildReport } from "./supervisor-types.js";
-import { abort, close, respond } from "./task-commands.js";
+import { abortEvent, closeEvent, followUpWritten, nextCycle, slotRefused } from "./task-commands.js";
 import { TaskFiles } from "../ports/watcher.js";
 
 export class TaskRunner implements Runner {
@@ -300,12 +300,31 @@ export class TaskRunner implements Runner {
     sendPrompt(this);
   }
 
-  childConnected(conn: Connection): void {
-    childConnected(this, conn);
+  /** The evidence modules find the events; the runner feeds them (not awaited: a watch callback waits for nothing). */
+  private feed(ev: CycleEvent | undefined): void {
+    if (ev) void this.dispatch(ev);
   }
 
-  childEvent(ev: ChildEvent): Promise<{ ok: true }> {
-    return childEvent(this, ev);
+  childConnected(conn: Connection): void {
+    const hello = childJoined(this, conn);
+    conn.onClose(() => {
+      const left = childLeft(this, conn);
+      if (!left) return; // not the task's child (any more)
+      void this.dispatch(left);
+      // While the extension was connected its agent_end was awaited; its session may already show the cycle settled
+      // (read before the close was seen). Without the extension the session alone decides: re-read and decide now.
+      if (this.state.phase.name === "running")
+        void this.files?.readSession().then(() => this.state.phase.name === "running" && this.feed(onFiles(this)));
+    });
+    void this.dispatch(hello);
+  }
+
+  async childEvent(ev: ChildEvent): Promise<{ ok: true }> {
+    const event = await childEvent(this, ev);
+    if (event) await this.dispatch(event);
+    // A respond waiting for its steer answers once the machine has recorded it taken.
+    if (event?.type === "steer_taken") steerTaken(this, event.n);
+    return { ok: true };
   }
 
   childReport(p: ChildReport): Promise<{ ok: true }> {
@@ -375,16 +394,50 @@ export class TaskRunner implements Runner {
   }
 
   /** Abort the task; false when nothing is left to abort (closed, or ended on its own). */
-  abort(): Promise<boolean> {
-    return abort(this);
+  async abort(): Promise<boolean> {
+    const ev = abortEvent(this);
+    if (!ev) return false;
+    await this.dispatch(ev);
+    await this.chain;
+    return true;
   }
 
-  respond(message: string, caps?: CapLimits, requestId?: string): Promise<{ cycle: number; queued: boolean }> {
-    return respond(this, message, caps, requestId);
+  /**
+   * A follow-up for a completed or blocked task: durable first (its text and the respond record), then the next
+   * cycle starts, at once when a slot is free, else when one frees (the cycle is queued meanwhile). Returns at once.
+   */
+  async respond(message: string, caps?: CapLimits, requestId?: string): Promise<{ cycle: number; queued: boolean }> {
+    const { cycle, slot, slotFree } = nextCycle(this, message, caps);
+    // The phase moves before result.md does: a harvest the move triggers must read "working", not a settled cycle.
+    const started = this.dispatch({ type: "respond" });
+    await followUpWritten(this, message, cycle, requestId);
+    await started;
+    // With the extension away (a daemon restart), the machine waits readinessTimeoutMs for it, then types the prompt.
+    const begin = () => void this.dispatch({ type: "slot_granted" }).then(() => this.refresh());
+    if (slotFree) {
+      await slot;
+      begin();
+    } else void slot.then(begin, (e: unknown) => void this.dispatch(slotRefused(e)));
+    await this.refresh();
+    return { cycle, queued: !slotFree };
   }
 
-  close(closePane: boolean): Promise<AgentResult> {
-    return close(this, closePane);
+  async close(closePane: boolean): Promise<AgentResult> {
+    const ev = closeEvent(this, closePane);
+    if (ev) await this.dispatch(ev);
+    await this.chain;
+    return this.result!;
+  }
+
+  /** Steer the cycle in flight: the text durable, then the machine's steer, then pi's answer awaited a while. */
+  async steer(message: string): Promise<SteerReply> {
+    const s = await writeSteer(this, message);
+    if (s === "again") return this.steer(message);
+    if ("reply" in s) return s.reply;
+    const done = this.dispatch(s.event);
+    const accepted = this.state.lastSteer === s.n; // the phase moves synchronously: taken as a steer, or moot
+    await done;
+    return steerFate(this, s, accepted, message);
   }
 
   /** A recovered cycle that cannot finish: the child is gone. */
@@ -403,7 +456,7 @@ export class TaskRunner implements Runner {
       taskDir: this.ports.store.taskPaths(rec.taskId).dir,
       sessionPath: rec.sessionPath,
       resultPath: rec.resultPath,
-      onChange: (what) => onFiles(this, what),
+      onChange: (what) => this.feed(onFiles(this, what)),
       clock: this.ports.clock,
     });
     this.files.start();
@@ -437,7 +490,7 @@ export class TaskRunner implements Runner {
     // An event is about the handle it was watched for: a parked child's old pane may report its exit after respond
     // launched a new child, and that must not end the new cycle.
     const ofThisHandle = (e: RuntimeEvent): void => {
-      if (this.rec.handle === handle) onRuntime(this, e);
+      if (this.rec.handle === handle) this.feed(onRuntime(this, e));
     };
     if (runtime.watch) {
       this.unwatch = runtime.watch(handle, ofThisHandle);
