@@ -4,7 +4,8 @@
 // daemon pushes a steer the journal shows pending again; the child knows what it took, so pi never gets it twice.
 // A steer pi never took when the cycle ends is missed (journaled after the settle): the person who sent it learns it
 // from their respond, whose message then becomes the follow-up of the settled cycle (a new cycle) when it settled
-// completed or blocked; nobody waiting, the settled result carries a warning instead.
+// completed or blocked; nobody waiting, the settled result carries a warning instead. The machine's events (`steer`,
+// `steer_taken`) are returned to the runner, which feeds them (TaskRunner.steer, childEvent).
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { DshError } from "../../core/errors.js";
