@@ -16,12 +16,6 @@ const DIRS = [join(repoRoot, "src", "daemon", "task"), join(repoRoot, "src", "da
 /** The runner itself: the one place that feeds the machine. */
 const RUNNER_ITSELF = new Set(["task-runner.ts", "runner-types.ts"]);
 
-/**
- * Files that still reach for the runner's `dispatch`. This list may only shrink: a module that returns its events
- * comes off it, and a file not listed here must not feed the machine itself.
- */
-const STILL_DISPATCHING = new Set(["pipeline.ts", "settle.ts"]);
-
 /** Files under the checked folders that name `dispatch`: a call or reference (`x.dispatch`) or a port's `"dispatch"`. */
 function dispatching(): string[] {
   const out = new Set<string>();
@@ -39,15 +33,8 @@ function dispatching(): string[] {
   return [...out].sort();
 }
 
-test("events out: no task module or method handler feeds the machine unless it is still on the (shrinking) list", () => {
-  const regressed = dispatching().filter((f) => !STILL_DISPATCHING.has(f));
-  assert.deepEqual(regressed, [], "these call dispatch: return the event and let the runner feed it");
-});
-
-test("events out: the list of files still dispatching names none that stopped", () => {
-  const found = new Set(dispatching());
-  const stale = [...STILL_DISPATCHING].filter((f) => !found.has(f));
-  assert.deepEqual(stale, [], "these no longer dispatch: take them off the list");
+test("events out: no module of the daemon but the runner feeds the machine", () => {
+  assert.deepEqual(dispatching(), [], "these call dispatch: return the event and let the runner feed it");
 });
 
 test("events out: task.respond's steer takes a narrow port, not the whole Runner", () => {

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import type { Lifecycle } from "../../core/result/derive.js";
 import { DshError } from "../../core/errors.js";
-import { resultFromPin } from "../../core/lifecycle/harvest-pin.js";
+import { resultFromPin, type TaskFields } from "../../core/lifecycle/harvest-pin.js";
 import { PI_DEFAULT_MODEL } from "../../core/session/model-choice.js";
 import type { SessionFacts } from "../../core/session/session-reader.js";
 import type { AgentResult, DiffEvidence, HerdrStatus } from "../../core/types.js";
@@ -52,16 +52,7 @@ export interface Evidence {
 export function assemble(ev: Evidence): AgentResult {
   const { rec } = ev;
   const result = resultFromPin(
-    {
-      taskId: rec.taskId,
-      role: rec.role,
-      ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
-      cwd: rec.cwd,
-      owner: rec.owner,
-      ...(rec.worktree ? { worktree: rec.worktree } : {}),
-      sessionPath: rec.sessionPath,
-      resultPath: rec.resultPath,
-    },
+    taskFields(rec),
     {
       agent: agentAsked(rec),
       timing: { ...rec.timing },
@@ -84,6 +75,20 @@ export function assemble(ev: Evidence): AgentResult {
   );
   validateAgentResult(result);
   return result;
+}
+
+/** The task's own fields a result carries (task.json). */
+export function taskFields(rec: TaskRecord): TaskFields {
+  return {
+    taskId: rec.taskId,
+    role: rec.role,
+    ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
+    cwd: rec.cwd,
+    owner: rec.owner,
+    ...(rec.worktree ? { worktree: rec.worktree } : {}),
+    sessionPath: rec.sessionPath,
+    resultPath: rec.resultPath,
+  };
 }
 
 /**

@@ -4,14 +4,14 @@
 // timer and stall decision live in src/core/lifecycle/task-cycle.ts; this module only launches and diagnoses.
 import { DshError } from "../../core/errors.js";
 import { classifyPiStartFailure } from "../../core/session/pi-failure.js";
-import { launchWanted } from "../../core/lifecycle/task-cycle.js";
+import { launchWanted, type CycleEvent } from "../../core/lifecycle/task-cycle.js";
 import { buildPiCommand } from "../../pi/launch.js";
 import { unsynced } from "../../store/task-store.js";
 import { assertDayBudgetAtStart } from "./budget.js";
 import { crashPoint } from "../ports/crash-hook.js";
 import type { CreatedWorktree, GitPort } from "../ports/git-port.js";
 import { buildPrompt } from "./prompt.js";
-import { prepareWorkdir } from "./workdir-setup.js";
+import { prepareWorkdir, type SetupPort } from "./workdir-setup.js";
 import type { TaskRecord } from "./record.js";
 import type { Runner } from "./runner-types.js";
 import type { Logger } from "../server/server-types.js";
@@ -49,66 +49,103 @@ export function dropStartedWorktree(
     .catch((e: unknown) => log.warn({ repo: repoRoot, err: String(e) }, "unused worktree not removed"));
 }
 
-export async function runPipeline(r: Runner, slot: Promise<{ queuedMs: number }>): Promise<void> {
-  const { rec } = r;
+/** What the spawn pipeline ends in for the machine: its launch returned (the readiness barrier arms), or it failed. */
+export type LaunchEnded = Extract<CycleEvent, { type: "launch_returned" | "launch_failed" }>;
+type LaunchFailed = Extract<CycleEvent, { type: "launch_failed" }>;
+
+/** What admission reads and sets of its task: the queue wait, the repository found at the request, the phase. */
+export type AdmitPort = Pick<Runner, "rec" | "state" | "ports" | "knownRepo" | "stopWatching">;
+
+/**
+ * The task got its slot: `admitted` for the machine (fed at once by the runner, not awaited, while start() writes
+ * its records); nothing when the daemon stopped meanwhile (the next daemon's recovery starts it); launch_failed when
+ * waiting for the slot failed.
+ */
+export async function admit(
+  r: AdmitPort,
+  slot: Promise<{ queuedMs: number }>,
+): Promise<Extract<CycleEvent, { type: "admitted" }> | LaunchFailed | undefined> {
   try {
     const { queuedMs } = await slot;
-    if (r.ports.stopped()) return; // admitted as the daemon stopped: the next daemon's recovery starts it
-    rec.timing.queuedMs = queuedMs;
+    if (r.ports.stopped()) return undefined;
+    r.rec.timing.queuedMs = queuedMs;
     if (queuedMs > 0) delete r.knownRepo;
-    void r.dispatch({ type: "admitted" });
+    return { type: "admitted" };
+  } catch (e) {
+    return startFailed(r, e);
+  }
+}
+
+/** What starting an admitted task reads and writes: its baseline and worktree, prompt.md, the launch and its watches. */
+export type StartPort = PreparePort & LaunchPort & Pick<Runner, "stopWatching">;
+
+/**
+ * After the machine heard `admitted`: the admission's record, the day's budget again, the baseline (and worktree),
+ * prompt.md and the first launch. Resolves to what the launch ended in for the machine (nothing when moot).
+ */
+export async function start(r: StartPort): Promise<LaunchEnded | undefined> {
+  const { rec } = r;
+  try {
     // Until the launch nothing runs: these records are written but not fsynced (a crash of the daemon keeps them;
     // a power cut can only lose a task that never started). The launch itself is journaled durably.
-    await r.journal(unsynced({ type: "admitted", queuedMs }));
+    await r.journal(unsynced({ type: "admitted", queuedMs: rec.timing.queuedMs ?? 0 }));
     // budget.perDay again at the start: a task that waited in the queue may find its owner's day spent meanwhile.
     const { config, store, clock } = r.ports;
     assertDayBudgetAtStart({ config, store, tasks: r.ports.tasks(), now: clock.now() }, rec.owner, rec.taskId);
     await prepare(r);
-    await launchOnce(r, 1);
+    return await launchOnce(r, 1);
   } catch (e) {
-    await startFailed(r, e);
+    return startFailed(r, e);
   }
 }
 
-async function startFailed(r: Runner, e: unknown): Promise<void> {
-  if (launchMoot(r)) return; // aborted or closed meanwhile: already harvested
-  if (r.ports.stopped()) return; // the next daemon's recovery starts or re-attaches it
+/** What judging a failed start reads of its task: the phase, the daemon's stop, and the watches it ends. */
+export type StartFailedPort = Pick<Runner, "state" | "ports" | "stopWatching">;
+
+/** A start that threw: the launch_failed the machine hears (any error reads as LAUNCH_FAILED), or nothing when moot. */
+export function startFailed(r: StartFailedPort, e: unknown): LaunchFailed | undefined {
+  if (launchMoot(r)) return undefined; // aborted or closed meanwhile: already harvested
+  if (r.ports.stopped()) return undefined; // the next daemon's recovery starts or re-attaches it
   const err = e instanceof DshError ? e : new DshError("LAUNCH_FAILED", String((e as Error)?.message ?? e));
   // Logged once as "task failed" (daemon-log.ts logTaskFailures) when the failed status is out.
   r.stopWatching();
-  await r.dispatch({ type: "launch_failed", code: err.code, message: err.message });
+  return { type: "launch_failed", code: err.code, message: err.message };
 }
 
 /**
  * The machine's `relaunch`: pi starts again on the task's session file, so the conversation goes on (a parked
- * task's follow-up), or once more after a stall (attempt 2).
+ * task's follow-up), or once more after a stall (attempt 2). Resolves to what the launch ended in for the machine.
  */
-export async function launch(r: Runner, attempt: number): Promise<void> {
+export async function launch(
+  r: LaunchPort & Pick<Runner, "startWatching" | "stopWatching">,
+  attempt: number,
+): Promise<LaunchEnded | undefined> {
   try {
     r.startWatching();
-    await launchOnce(r, attempt);
+    return await launchOnce(r, attempt);
   } catch (e) {
-    await startFailed(r, e);
+    return startFailed(r, e);
   }
 }
 
-/**
- * The machine's `diagnose_start`: the launch stalled twice. pi may have said why it could not start (e.g. `Model "x"
- * not found`): that, in pi's words; else AGENT_STALLED with its last output.
- */
-/** What diagnosing a start that stalled reads of its task (its runtime's last words), and the machine it tells. */
+/** What diagnosing a start that stalled reads of its task: its runtime's last words, and the watches it ends. */
 export type DiagnosePort = Pick<
   Runner,
-  "rec" | "stalledOutput" | "stalledHerdrWord" | "runtimeState" | "ports" | "stopWatching" | "dispatch"
+  "rec" | "stalledOutput" | "stalledHerdrWord" | "runtimeState" | "ports" | "stopWatching"
 >;
 
-export async function diagnoseStart(r: DiagnosePort, why: string): Promise<void> {
+/**
+ * The machine's `diagnose_start`: the launch stalled twice. pi may have said why it could not start (e.g. `Model "x"
+ * not found`): that, in pi's words; else AGENT_STALLED with its last output. Resolves to the launch_failed the
+ * machine hears (nothing once the daemon is stopping).
+ */
+export async function diagnoseStart(r: DiagnosePort, why: string): Promise<LaunchFailed | undefined> {
   const { rec } = r;
   const runtime = r.ports.runtimeFor(rec.runtime);
   const tail =
     r.stalledOutput || (rec.handle ? await runtime.readOutput(rec.handle, { lines: 5 }).catch(() => "") : "");
   const herdr = rec.runtime === "herdr" ? herdrSaid(r.stalledHerdrWord ?? r.runtimeState) : "";
-  if (r.ports.stopped()) return;
+  if (r.ports.stopped()) return undefined;
   const said = classifyPiStartFailure(tail);
   const err = said
     ? new DshError(said.code, `pi could not start the child: ${said.line}`)
@@ -117,7 +154,7 @@ export async function diagnoseStart(r: DiagnosePort, why: string): Promise<void>
         `the child showed no sign of life twice (${why}); ${herdr}check the model (${rec.model ?? "pi's default"}), pi's install and ${r.ports.store.taskPaths(rec.taskId).dir}${tail ? `; last output: ${tail.slice(-300)}` : ""}`,
       );
   r.stopWatching();
-  await r.dispatch({ type: "launch_failed", code: err.code, message: err.message });
+  return { type: "launch_failed", code: err.code, message: err.message };
 }
 
 /**
@@ -140,7 +177,10 @@ function sharedDirty(cwd: string, dirty: string[]): string {
 /** Dirty paths journaled with the baseline; past this many only the count is (the diff then warns after a crash). */
 const DIRTY_JOURNAL_MAX = 2000;
 
-async function prepare(r: Runner): Promise<void> {
+/** What preparing the launch writes: the baseline and worktree, the repository's setup, prompt.md, the file watch. */
+type PreparePort = SetupPort & Pick<Runner, "knownRepo" | "journal" | "promptWrite" | "prompt" | "startWatching">;
+
+async function prepare(r: PreparePort): Promise<void> {
   const { rec } = r;
   const { store, git } = r.ports;
   const { home } = r.ports.env;
@@ -216,13 +256,28 @@ async function prepare(r: Runner): Promise<void> {
   r.startWatching();
 }
 
+/** What one launch reads and writes: the runtime's handle and watch, the prompt being written, the journal. */
+type LaunchPort = Pick<
+  Runner,
+  | "rec"
+  | "state"
+  | "ports"
+  | "promptWrite"
+  | "runtimeState"
+  | "childEnded"
+  | "journal"
+  | "watchRuntime"
+  | "unwatchRuntime"
+>;
+
 /**
  * One launch of pi for the current cycle (attempt 1, or 2 after a stall): the runtime starts the child, the launch
- * is journaled with its handle, and the machine hears launch_returned (which arms the readiness barrier).
+ * is journaled with its handle, and it resolves to launch_returned for the machine (which arms the readiness
+ * barrier); nothing when the launch became moot.
  */
-async function launchOnce(r: Runner, attempt: number): Promise<void> {
+async function launchOnce(r: LaunchPort, attempt: number): Promise<LaunchEnded | undefined> {
   const { rec } = r;
-  if (launchMoot(r) || r.ports.stopped()) return;
+  if (launchMoot(r) || r.ports.stopped()) return undefined;
   r.unwatchRuntime(); // a relaunch: the old child is ended, its watch is moot
   const runtime = r.ports.runtimeFor(rec.runtime);
   const argv = buildPiCommand({
@@ -263,18 +318,14 @@ async function launchOnce(r: Runner, attempt: number): Promise<void> {
   delete r.runtimeState;
   delete r.childEnded;
   await r.journal({ type: "launched", attempt, runtime: rec.runtime, handle });
-  if (r.ports.stopped()) return; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
+  if (r.ports.stopped()) return undefined; // stopped mid-launch: the journal has the handle, the next daemon re-attaches
   if (!launchWanted(r.state.phase)) {
     // Closed or aborted while the launch call ran: that close could not reach this child, so end it here.
     await runtime.close(handle).catch(() => undefined);
-    return;
+    return undefined;
   }
   r.watchRuntime(runtime);
-  await r.dispatch({ type: "launch_returned" });
-  // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being
-  // journaled: its status moves on now; a slower one is pushed its prompt on hello (the machine's barrier waits).
-  const ph = r.state.phase.name;
-  if (ph === "running" || ph === "settled") await r.refresh();
+  return { type: "launch_returned" };
 }
 
 function childEnv(r: Pick<Runner, "ports">, rec: TaskRecord): Record<string, string> {

@@ -14,7 +14,6 @@ import {
   resultMdOf,
   type HarvestPin,
   type PinnedEvidence,
-  type TaskFields,
 } from "../../core/lifecycle/harvest-pin.js";
 import {
   closedAfterSettle,
@@ -23,13 +22,14 @@ import {
   promptPending,
   settleError,
   settleVerdict,
+  type CycleEvent,
   type SettleReason,
 } from "../../core/lifecycle/task-cycle.js";
 import type { AgentResult, HerdrStatus } from "../../core/types.js";
-import { agentAsked, diffFor, validateAgentResult } from "./harvest.js";
+import { agentAsked, diffFor, taskFields, validateAgentResult } from "./harvest.js";
 import { settleChecks } from "./settle-checks.js";
-import { deferSnapshot, persist, snapshotWritten } from "./persist.js";
-import { landFieldsOf, type TaskRecord } from "./record.js";
+import { deferSnapshot, persist, snapshotWritten, type PersistPort } from "./persist.js";
+import { landFieldsOf } from "./record.js";
 import type { Runner } from "./runner-types.js";
 
 /** The session moved after the prompt was sent (a second of slack for the child's clock). */
@@ -59,10 +59,19 @@ export function reportOf(r: ReportPort): CrewReport | undefined {
   return sessionReport(r.files?.facts());
 }
 
-type HarvestOpts = { settled?: boolean; reason?: SettleReason };
+export type HarvestOpts = { settled?: boolean; reason?: SettleReason };
 
-/** Rebuild the live result (no diff); serialized per task. */
-export function refresh(r: Runner, opts: HarvestOpts = {}): Promise<void> {
+/** What serializing a task's harvests touches: its chain and the one harvest waiting on it. */
+type RefreshPort = Pick<Runner, "queued" | "chain" | "ports" | "rec">;
+
+/**
+ * Run `harvest` (the runner's: build, tell, record) on the task's chain: one at a time per task, at most one waiting.
+ */
+export function refresh(
+  r: RefreshPort,
+  opts: HarvestOpts,
+  harvest: (opts: HarvestOpts) => Promise<void>,
+): Promise<void> {
   // At most one refresh waits per task: a burst of session lines costs one harvest, not one per line.
   const waiting = r.queued;
   if (waiting?.done) {
@@ -74,31 +83,53 @@ export function refresh(r: Runner, opts: HarvestOpts = {}): Promise<void> {
   r.queued = next;
   const run = r.chain.then(() => {
     if (r.queued === next) delete r.queued;
-    return harvest(r, next);
+    return harvest(next);
   });
   r.chain = run.catch((e: unknown) => r.ports.log.error({ taskId: r.rec.taskId, err: String(e) }, "harvest failed"));
   next.done = r.chain;
   return r.chain;
 }
 
-/** The task's own fields a result carries (task.json). */
-export function taskFields(rec: TaskRecord): TaskFields {
-  return {
-    taskId: rec.taskId,
-    role: rec.role,
-    ...(rec.brief !== undefined ? { brief: rec.brief } : {}),
-    cwd: rec.cwd,
-    owner: rec.owner,
-    ...(rec.worktree ? { worktree: rec.worktree } : {}),
-    sessionPath: rec.sessionPath,
-    resultPath: rec.resultPath,
-  };
+/** What a harvest reads of its task: the evidence, the phase, the record it updates, the settle's checks. */
+export type HarvestPort = Pick<
+  Runner,
+  | "rec"
+  | "state"
+  | "result"
+  | "ports"
+  | "journal"
+  | "settleDisk"
+  | "diff"
+  | "settledCycle"
+  | "files"
+  | "report"
+  | "promptSentAt"
+  | "agentStartedCycle"
+  | "runtimeState"
+  | "lastStopReason"
+  | "lastErrorMessage"
+>;
+
+/** A harvest built, for the runner: the owners hear its result, the machine its settle, then recordHarvest writes it. */
+export interface Harvest {
+  result: AgentResult;
+  /** The status moved, or the cycle settled: the owners hear it and the record is journaled. */
+  changed: boolean;
+  settling: boolean;
+  /** A settled harvest's event: the machine keeps the settled status (what respond and abort are asked against). */
+  harvested?: Extract<CycleEvent, { type: "harvested" }>;
+  /** A final pin (a settled harvest, the close of a running cycle): it goes into the journal with the status. */
+  pinned?: { pin: HarvestPin; raw?: { text: string } | { refused: string } };
 }
 
-async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
+/**
+ * Build the task's result from what it holds now (a settled harvest: with the diff, the disk note and the checks)
+ * and set it on the runner and the record; nothing when a settled cycle's result stands.
+ */
+export async function harvest(r: HarvestPort, opts: HarvestOpts): Promise<Harvest | undefined> {
   const { rec } = r;
   // A settled cycle is final: only its own settled harvest (or a close) writes its result.
-  if (r.state.phase.name === "settled" && !opts.settled && r.result) return;
+  if (r.state.phase.name === "settled" && !opts.settled && r.result) return undefined;
   const { store } = r.ports;
   const settling = opts.settled === true;
   let diskNote: string | undefined;
@@ -148,13 +179,25 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
   // The session offset the record pins is the one its result was built from: a close that keeps the settled result
   // keeps the settled offset (lines the ended child wrote after it are not in that result).
   if (r.files && !keepsSettled) rec.sessionOffset = r.files.sessionOffset;
-  // Owners hear first; then the record. fsync only what an owner acts on: a settled cycle, or a status that waits
-  // for an answer (blocked). A status while a cycle runs (starting, running, working) flips with every tool call of
-  // every task and is derived again from the session after a crash or a power cut, so it is written unsynced: with
-  // 1,000 tasks streaming those fsyncs were hundreds a second, and start-up fsynced one per recovered task.
-  if (changed) r.notify(result, { settled: settling });
-  // The machine keeps the settled status: what respond and abort are asked against.
-  if (settling) void r.dispatch({ type: "harvested", cycle: rec.cycle, status: result.status });
+  return {
+    result,
+    changed,
+    settling,
+    ...(settling ? { harvested: { type: "harvested" as const, cycle: rec.cycle, status: result.status } } : {}),
+    ...(pinned && built ? { pinned: { pin: built.pin, ...(built.raw ? { raw: built.raw } : {}) } } : {}),
+  };
+}
+
+/**
+ * Write a harvest's record, after the owners and the machine heard it. fsync only what an owner acts on: a settled
+ * cycle, or a status that waits for an answer (blocked). A status while a cycle runs (starting, running, working)
+ * flips with every tool call of every task and is derived again from the session after a crash or a power cut, so
+ * it is written unsynced: with 1,000 tasks streaming those fsyncs were hundreds a second, and start-up fsynced one
+ * per recovered task.
+ */
+export async function recordHarvest(r: PersistPort, h: Harvest): Promise<void> {
+  const { rec } = r;
+  const { result, changed, settling, pinned } = h;
   const sync = changed && (settling || isSettledStatus(result.status));
   if (!changed && !lifecycleOf(r.state.phase)) {
     // Same status, newer details (a session line): owners read it from memory (task.get, pushes), so the record
@@ -165,7 +208,7 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
   }
   snapshotWritten(r);
   // The digests and result.md's copy go with the record (after the owners heard: they are not in the result).
-  const copy = pinned && built ? await digest(r, built.pin, built.raw) : undefined;
+  const copy = pinned ? await digest(r, pinned.pin, pinned.raw) : undefined;
   const ev = changed
     ? {
         type: "status" as const,
@@ -173,7 +216,7 @@ async function harvest(r: Runner, opts: HarvestOpts): Promise<void> {
         cycle: rec.cycle,
         ...(settling ? { settled: true } : {}),
         sessionOffset: rec.sessionOffset,
-        ...(pinned && built ? { pin: built.pin } : {}),
+        ...(pinned ? { pin: pinned.pin } : {}),
       }
     : undefined;
   await persist(r, result, sync, ev, copy ? [copy] : undefined);
@@ -320,12 +363,15 @@ async function diskFullNote(r: Pick<Runner, "ports" | "rec">): Promise<string | 
  * interrupt, a prompt pi did not run fails, ...), else the evidence decides; the error is judged in core
  * (settleError) from the pinned evidence. Whether the child ends is the machine's (harvested).
  */
-export async function settleHarvest(r: Runner, reason: SettleReason): Promise<void> {
+export async function settleHarvest(
+  r: Pick<Runner, "rec" | "ports" | "runtimeState" | "refresh">,
+  reason: SettleReason,
+): Promise<void> {
   r.rec.timing.settledAt ??= r.ports.clock.now();
   // The verdict fixes the status where it can: a child the machine judged gone reads as gone, also after a restart
   // (a fresh daemon has no runtime event of its own to say so).
   if (settleVerdict(reason).status === "gone") r.runtimeState = "missing";
-  await refresh(r, { settled: true, reason });
+  await r.refresh({ settled: true, reason });
 }
 
 export type { AgentResult };

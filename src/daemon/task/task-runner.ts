@@ -29,11 +29,19 @@ import type { CreatedWorktree } from "../ports/git-port.js";
 import { sendPrompt, typePrompt } from "./child-prompt.js";
 import { childEvent, childJoined, childLeft, childReport, onFiles, onRuntime } from "./evidence.js";
 import type { Live, UnsavedStatus } from "./live.js";
-import { diagnoseStart, launch, runPipeline } from "./pipeline.js";
+import { admit, diagnoseStart, launch, start, type LaunchEnded } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
 import type { RemoteSettled, Runner, StatusInfo, SteerReply, TaskPorts } from "./runner-types.js";
 import type { Connection } from "../server/server-types.js";
-import { refresh, reportOf, settleDiskNote, settleHarvest } from "./settle.js";
+import {
+  harvest,
+  recordHarvest,
+  refresh,
+  reportOf,
+  settleDiskNote,
+  settleHarvest,
+  type HarvestOpts,
+} from "./settle.js";
 import { pushSteer, steerFate, steersMissed, steerTaken, writeSteer } from "./steer.js";
 import type { ChildEvent, ChildReport } from "./supervisor-types.js";
 import { abortEvent, closeEvent, followUpWritten, nextCycle, slotRefused } from "./task-commands.js";
@@ -200,10 +208,10 @@ export class TaskRunner implements Runner {
         return;
       case "relaunch":
         delete this.runtimeState; // the old child's exit is old news: a new one starts
-        void launch(this, e.attempt);
+        void launch(this, e.attempt).then((ended) => this.launchEnded(ended));
         return;
       case "diagnose_start":
-        void diagnoseStart(this, e.why);
+        void diagnoseStart(this, e.why).then((failed) => failed && this.dispatch(failed));
         return;
       case "refresh":
         await this.refresh();
@@ -288,8 +296,17 @@ export class TaskRunner implements Runner {
 
   // ---- evidence, derivation, prompts ----
 
-  refresh(opts: { settled?: boolean; reason?: SettleReason } = {}): Promise<void> {
-    return refresh(this, opts);
+  refresh(opts: HarvestOpts = {}): Promise<void> {
+    return refresh(this, opts, (next) => this.harvest(next));
+  }
+
+  /** One harvest, on the task's chain: the owners hear first, then the machine (a settle), then the record. */
+  private async harvest(opts: HarvestOpts): Promise<void> {
+    const h = await harvest(this, opts);
+    if (!h) return;
+    if (h.changed) this.notify(h.result, { settled: h.settling });
+    if (h.harvested) void this.dispatch(h.harvested); // the settled status: what respond and abort are asked against
+    await recordHarvest(this, h);
   }
 
   reportOf(): CrewReport | undefined {
@@ -389,8 +406,22 @@ export class TaskRunner implements Runner {
   // ---- spawn, commands ----
 
   /** Admission → baseline/worktree → prompt.md → launch (the readiness barrier is the machine's). In the background. */
-  run(slot: Promise<{ queuedMs: number }>): Promise<void> {
-    return runPipeline(this, slot);
+  async run(slot: Promise<{ queuedMs: number }>): Promise<void> {
+    const admitted = await admit(this, slot);
+    if (admitted?.type !== "admitted") return this.launchEnded(admitted);
+    void this.dispatch(admitted); // not awaited: the admission's records are written meanwhile
+    await this.launchEnded(await start(this));
+  }
+
+  /** What a launch ended in, fed to the machine. */
+  private async launchEnded(ended: LaunchEnded | undefined): Promise<void> {
+    if (!ended) return;
+    await this.dispatch(ended);
+    if (ended.type !== "launch_returned") return;
+    // A fast child said hello and took its prompt (perhaps even finished its cycle) while the launch was being
+    // journaled: its status moves on now; a slower one is pushed its prompt on hello (the machine's barrier waits).
+    const ph = this.state.phase.name;
+    if (ph === "running" || ph === "settled") await this.refresh();
   }
 
   /** Abort the task; false when nothing is left to abort (closed, or ended on its own). */
