@@ -89,3 +89,27 @@ test("pipeline and settle modules: no call of the machine's dispatch (they retur
   }
   assert.deepEqual(calls, [], "these feed the machine themselves: return the event and let the runner dispatch it");
 });
+
+/** `file:line` of every `Pick<Runner, ...>` in the task modules that hands over `"ports"`: all of the task's ports. */
+function pickingAllPorts(): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).filter((n) => n.endsWith(".ts") && !RUNNER_ITSELF.has(n))) {
+    const sf = ts.createSourceFile(name, readFileSync(join(dir, name), "utf8"), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (
+        ts.isTypeReferenceNode(node) &&
+        node.typeName.getText(sf) === "Pick" &&
+        node.typeArguments?.[0]?.getText(sf) === "Runner" &&
+        /"ports"/.test(node.typeArguments[1]?.getText(sf) ?? "")
+      )
+        out.push(`${name}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`);
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+  }
+  return out;
+}
+
+test("task modules: a port names the task's ports it uses (TaskPort<K, P>), never all of them", () => {
+  assert.deepEqual(pickingAllPorts(), [], "these hand over every port: use TaskPort<state keys, port keys>");
+});

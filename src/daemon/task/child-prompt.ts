@@ -2,7 +2,7 @@
 // comes back for a follow-up (the machine's follow_up timer ran out), typed into the runtime once.
 import { promptPending } from "../../core/lifecycle/task-cycle.js";
 import type { Live } from "./live.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 
 /** The cycle's prompt, while the phase says it is not taken yet. */
 export function pendingPrompt(live: Pick<Live, "state" | "prompt">): { cycle: number; text: string } | undefined {
@@ -13,10 +13,7 @@ export function pendingPrompt(live: Pick<Live, "state" | "prompt">): { cycle: nu
 }
 
 /** What pushing the prompt reads and sets of its task. */
-export type PromptPort = Pick<
-  Runner,
-  "state" | "prompt" | "child" | "promptPushed" | "promptSentAt" | "ports" | "journal"
->;
+export type PromptPort = TaskPort<"state" | "prompt" | "child" | "promptPushed" | "promptSentAt" | "journal", "clock">;
 
 export function sendPrompt(r: PromptPort): void {
   const p = pendingPrompt(r);
@@ -36,7 +33,7 @@ export function sendPrompt(r: PromptPort): void {
  * (once, journaled first; typed text is taken as soon as it is typed, so the cycle runs).
  */
 export function typePrompt(
-  r: Pick<Runner, "prompt" | "rec" | "promptSentAt" | "ports" | "journal">,
+  r: TaskPort<"prompt" | "rec" | "promptSentAt" | "journal", "clock" | "log" | "runtimeFor">,
   cycle: number,
 ): void {
   const p = r.prompt;

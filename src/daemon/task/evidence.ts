@@ -3,7 +3,7 @@
 // runner (task-runner.ts) alone feeds it to the machine, which decides what it means.
 import type { CycleEvent } from "../../core/lifecycle/task-cycle.js";
 import type { RuntimeEvent } from "../../runtime/types.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 import type { Connection } from "../server/server-types.js";
 import { freshSession } from "./settle.js";
 import { capReached } from "./budget.js";
@@ -13,8 +13,7 @@ import type { ChildEvent, ChildReport } from "./supervisor-types.js";
 export type { ChildEvent, ChildReport } from "./supervisor-types.js";
 
 /** What evidence reads and sets of its task (the machine is the runner's: it feeds the events returned). */
-export type EvidencePort = Pick<
-  Runner,
+export type EvidencePort = TaskPort<
   | "rec"
   | "state"
   | "files"
@@ -28,9 +27,9 @@ export type EvidencePort = Pick<
   | "runtimeState"
   | "childEnded"
   | "steering"
-  | "ports"
   | "refresh"
-  | "journal"
+  | "journal",
+  "clock" | "log" | "runtimeFor"
 >;
 
 /** The task's child extension connected (after its hello): it is the task's child now. */
@@ -101,7 +100,7 @@ export async function childEvent(live: EvidencePort, ev: ChildEvent): Promise<Cy
  * pi's own words for a prompt it did not run: the extension_error it printed (headless: a JSON line on stdout; a
  * TUI: a line of the screen), else what the extension saw. Only the first line: the rest is pi's help text.
  */
-async function piWords(live: Pick<Runner, "rec" | "ports">, fromExtension: string): Promise<string> {
+async function piWords(live: TaskPort<"rec", "runtimeFor">, fromExtension: string): Promise<string> {
   const first = fromExtension.split("\n")[0]!.trim();
   const handle = live.rec.handle;
   if (!handle) return first;

@@ -7,7 +7,7 @@ import { DshError } from "../../core/errors.js";
 import { lifecycleOf } from "../../core/lifecycle/task-cycle.js";
 import { unsynced } from "../../store/task-store.js";
 import type { UnsavedStatus } from "./live.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 
 const SNAPSHOT_EVERY_MS = 250;
 /**
@@ -22,9 +22,9 @@ export function snapshotWritten(r: Pick<Runner, "snapshotDue">): void {
 }
 
 /** What writing a task's record touches: its record and result, its chain, the store and log, and its own timers. */
-export type PersistPort = Pick<
-  Runner,
-  "rec" | "result" | "state" | "chain" | "snapshotDue" | "unsaved" | "ports" | "journal" | "journalWritten" | "later"
+export type PersistPort = TaskPort<
+  "rec" | "result" | "state" | "chain" | "snapshotDue" | "unsaved" | "journal" | "journalWritten" | "later",
+  "log" | "store" | "taskCount"
 >;
 
 /** Write a deferred live snapshot now (daemon stop), on the task's chain. */

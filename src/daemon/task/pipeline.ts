@@ -13,7 +13,7 @@ import type { CreatedWorktree, GitPort } from "../ports/git-port.js";
 import { buildPrompt } from "./prompt.js";
 import { prepareWorkdir, type SetupPort } from "./workdir-setup.js";
 import type { TaskRecord } from "./record.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 import type { Logger } from "../server/server-types.js";
 
 /** The phase allows no more launching: closed, aborted or otherwise settled meanwhile. */
@@ -54,7 +54,7 @@ export type LaunchEnded = Extract<CycleEvent, { type: "launch_returned" | "launc
 type LaunchFailed = Extract<CycleEvent, { type: "launch_failed" }>;
 
 /** What admission reads and sets of its task: the queue wait, the repository found at the request, the phase. */
-export type AdmitPort = Pick<Runner, "rec" | "state" | "ports" | "knownRepo" | "stopWatching">;
+export type AdmitPort = TaskPort<"rec" | "state" | "knownRepo" | "stopWatching", "stopped">;
 
 /**
  * The task got its slot: `admitted` for the machine (fed at once by the runner, not awaited, while start() writes
@@ -77,7 +77,7 @@ export async function admit(
 }
 
 /** What starting an admitted task reads and writes: its baseline and worktree, prompt.md, the launch and its watches. */
-export type StartPort = PreparePort & LaunchPort & Pick<Runner, "stopWatching">;
+export type StartPort = PreparePort & LaunchPort & TaskPort<"stopWatching", "clock" | "tasks">;
 
 /**
  * After the machine heard `admitted`: the admission's record, the day's budget again, the baseline (and worktree),
@@ -100,7 +100,7 @@ export async function start(r: StartPort): Promise<LaunchEnded | undefined> {
 }
 
 /** What judging a failed start reads of its task: the phase, the daemon's stop, and the watches it ends. */
-export type StartFailedPort = Pick<Runner, "state" | "ports" | "stopWatching">;
+export type StartFailedPort = TaskPort<"state" | "stopWatching", "stopped">;
 
 /** A start that threw: the launch_failed the machine hears (any error reads as LAUNCH_FAILED), or nothing when moot. */
 export function startFailed(r: StartFailedPort, e: unknown): LaunchFailed | undefined {
@@ -129,9 +129,9 @@ export async function launch(
 }
 
 /** What diagnosing a start that stalled reads of its task: its runtime's last words, and the watches it ends. */
-export type DiagnosePort = Pick<
-  Runner,
-  "rec" | "stalledOutput" | "stalledHerdrWord" | "runtimeState" | "ports" | "stopWatching"
+export type DiagnosePort = TaskPort<
+  "rec" | "stalledOutput" | "stalledHerdrWord" | "runtimeState" | "stopWatching",
+  "runtimeFor" | "stopped" | "store"
 >;
 
 /**
@@ -178,7 +178,7 @@ function sharedDirty(cwd: string, dirty: string[]): string {
 const DIRTY_JOURNAL_MAX = 2000;
 
 /** What preparing the launch writes: the baseline and worktree, the repository's setup, prompt.md, the file watch. */
-type PreparePort = SetupPort & Pick<Runner, "knownRepo" | "journal" | "promptWrite" | "prompt" | "startWatching">;
+type PreparePort = SetupPort & TaskPort<"knownRepo" | "journal" | "promptWrite" | "prompt" | "startWatching", "git">;
 
 async function prepare(r: PreparePort): Promise<void> {
   const { rec } = r;
@@ -257,17 +257,9 @@ async function prepare(r: PreparePort): Promise<void> {
 }
 
 /** What one launch reads and writes: the runtime's handle and watch, the prompt being written, the journal. */
-type LaunchPort = Pick<
-  Runner,
-  | "rec"
-  | "state"
-  | "ports"
-  | "promptWrite"
-  | "runtimeState"
-  | "childEnded"
-  | "journal"
-  | "watchRuntime"
-  | "unwatchRuntime"
+type LaunchPort = TaskPort<
+  "rec" | "state" | "promptWrite" | "runtimeState" | "childEnded" | "journal" | "watchRuntime" | "unwatchRuntime",
+  "config" | "env" | "log" | "runtimeFor" | "stopped" | "store"
 >;
 
 /**
@@ -328,7 +320,7 @@ async function launchOnce(r: LaunchPort, attempt: number): Promise<LaunchEnded |
   return { type: "launch_returned" };
 }
 
-function childEnv(r: Pick<Runner, "ports">, rec: TaskRecord): Record<string, string> {
+function childEnv(r: TaskPort<never, "config" | "env">, rec: TaskRecord): Record<string, string> {
   return {
     ...r.ports.env.childEnv,
     DSH_HERDR_SOCKET: r.ports.env.socketPath,

@@ -142,3 +142,11 @@ export type ChildEvent = {
   n?: number;
 };
 export type ChildReport = { cycle?: number; outcome: "completed" | "needs_input"; report: string; needs?: string };
+
+/**
+ * What a task module is handed: some of the task's state and acts (`K`) and some of its ports (`P`), never the whole
+ * of either (test/unit/runner-ports.test.ts). The runner, which has them all, fits every such port.
+ */
+export type TaskPort<K extends Exclude<keyof Runner, "ports">, P extends keyof TaskPorts = never> = Pick<Runner, K> & {
+  readonly ports: Pick<TaskPorts, P>;
+};

@@ -9,6 +9,7 @@ import { childIdentity, landabilityOf } from "../ports/git-port.js";
 import type { TaskStore } from "../../store/task-store.js";
 import type { TaskRecord } from "./record.js";
 import { checkSiblings, type SiblingCheckPort } from "./siblings.js";
+import type { TaskPort } from "./runner-types.js";
 
 /** A receipt in the journal: what it ran and how it ended, not its output. */
 export function journaled(r: CheckReceipt) {
@@ -75,7 +76,10 @@ export function withLanded(now: Landing, prev: Landing | undefined): Landing {
  * settled harvest after it then carries them (landFieldsOf, warnings). A git or check problem becomes a warning, never
  * a lost settle. Journals `checks`, `landability` and `siblings`.
  */
-export async function settleChecks(r: SiblingCheckPort): Promise<void> {
+/** What the settle's checks ask of the task: the sibling check's port, the store (receipts) and the clock. */
+export type SettleChecksPort = SiblingCheckPort & TaskPort<never, "clock" | "store">;
+
+export async function settleChecks(r: SettleChecksPort): Promise<void> {
   const { rec } = r;
   if (rec.checks?.length) {
     const receipts = await runChecksOf(r.ports.store, rec, rec.workdir, "worktree");

@@ -30,7 +30,7 @@ import { agentAsked, diffFor, taskFields, validateAgentResult } from "./harvest.
 import { settleChecks } from "./settle-checks.js";
 import { deferSnapshot, persist, snapshotWritten, type PersistPort } from "./persist.js";
 import { landFieldsOf } from "./record.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 
 /** The session moved after the prompt was sent (a second of slack for the child's clock). */
 export function freshSession(r: Pick<Runner, "files" | "promptSentAt" | "rec">): boolean {
@@ -62,7 +62,7 @@ export function reportOf(r: ReportPort): CrewReport | undefined {
 export type HarvestOpts = { settled?: boolean; reason?: SettleReason };
 
 /** What serializing a task's harvests touches: its chain and the one harvest waiting on it. */
-type RefreshPort = Pick<Runner, "queued" | "chain" | "ports" | "rec">;
+type RefreshPort = TaskPort<"queued" | "chain" | "rec", "log">;
 
 /**
  * Run `harvest` (the runner's: build, tell, record) on the task's chain: one at a time per task, at most one waiting.
@@ -91,12 +91,10 @@ export function refresh(
 }
 
 /** What a harvest reads of its task: the evidence, the phase, the record it updates, the settle's checks. */
-export type HarvestPort = Pick<
-  Runner,
+export type HarvestPort = TaskPort<
   | "rec"
   | "state"
   | "result"
-  | "ports"
   | "journal"
   | "settleDisk"
   | "diff"
@@ -107,7 +105,8 @@ export type HarvestPort = Pick<
   | "agentStartedCycle"
   | "runtimeState"
   | "lastStopReason"
-  | "lastErrorMessage"
+  | "lastErrorMessage",
+  "clock" | "config" | "env" | "git" | "log" | "store" | "tasks"
 >;
 
 /** A harvest built, for the runner: the owners hear its result, the machine its settle, then recordHarvest writes it. */
@@ -302,7 +301,7 @@ const sha256 = (data: string | Buffer) => createHash("sha256").update(data).dige
 
 /** A pin that goes into the journal: result.md's text copied beside it (named and hashed), diff.patch's digest. */
 async function digest(
-  r: Pick<Runner, "ports" | "rec">,
+  r: TaskPort<"rec", "store">,
   pin: HarvestPin,
   raw: { text: string } | { refused: string } | undefined,
 ): Promise<{ name: string; data: string } | undefined> {
@@ -336,7 +335,7 @@ function closesSettled(r: Pick<Runner, "state" | "settledCycle" | "rec" | "resul
  * be PANE_GONE or AGENT_ERROR (the endings a full disk causes).
  */
 /** What a settle's disk note is judged from: the evidence, and the directories on disk. */
-type DiskNotePort = ReportPort & Pick<Runner, "lastStopReason" | "lastErrorMessage" | "ports">;
+type DiskNotePort = ReportPort & TaskPort<"lastStopReason" | "lastErrorMessage", "env">;
 
 export async function settleDiskNote(r: DiskNotePort, reason: SettleReason): Promise<string | undefined> {
   const code = settleError(reason, evidenceOf(r))?.code;
@@ -347,7 +346,7 @@ export async function settleDiskNote(r: DiskNotePort, reason: SettleReason): Pro
  * The disk holding the task dir (the session is written there) or the workdir is full (below 64 KiB free): the note
  * a PANE_GONE or AGENT_ERROR ending then carries.
  */
-async function diskFullNote(r: Pick<Runner, "ports" | "rec">): Promise<string | undefined> {
+async function diskFullNote(r: TaskPort<"rec", "env">): Promise<string | undefined> {
   for (const dir of [r.ports.env.home, r.rec.workdir]) {
     if (!dir) continue;
     const fs = await statfs(dir).catch(() => undefined);
@@ -364,7 +363,7 @@ async function diskFullNote(r: Pick<Runner, "ports" | "rec">): Promise<string | 
  * (settleError) from the pinned evidence. Whether the child ends is the machine's (harvested).
  */
 export async function settleHarvest(
-  r: Pick<Runner, "rec" | "ports" | "runtimeState" | "refresh">,
+  r: TaskPort<"rec" | "runtimeState" | "refresh", "clock">,
   reason: SettleReason,
 ): Promise<void> {
   r.rec.timing.settledAt ??= r.ports.clock.now();

@@ -10,7 +10,7 @@ import type { AgentResult } from "../../core/types.js";
 import { childIdentity, mergeTree, snapshotWork, workWithoutSetup } from "../ports/git-port.js";
 import { validateAgentResult } from "./harvest.js";
 import type { TaskRecord } from "./record.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 
 export { SIBLING_PREFIX } from "../../core/result/sibling-warning.js";
 /** At most this many siblings are merged with per settle (the newest first): each costs a snapshot and a merge. */
@@ -37,9 +37,9 @@ async function workOf(rec: TaskRecord): Promise<string | undefined> {
 }
 
 /** What the check asks of the settling task: its record, the daemon's tasks and log, its journal. */
-export type SiblingCheckPort = Pick<Runner, "rec" | "ports" | "journal">;
+export type SiblingCheckPort = TaskPort<"rec" | "journal", "log" | "tasks">;
 /** What a sibling is told through: its record and result, written on its own chain, and its owner notified. */
-type SiblingPort = Pick<Runner, "rec" | "state" | "result" | "chain" | "ports" | "journal" | "notify">;
+type SiblingPort = TaskPort<"rec" | "state" | "result" | "chain" | "journal" | "notify", "log" | "store">;
 
 /** The task is open: not closed, its cycle not interrupted. */
 const isOpen = (r: Pick<Runner, "state">): boolean => lifecycleOf(r.state.phase) === undefined;

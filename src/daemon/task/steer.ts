@@ -13,7 +13,7 @@ import { crashPoint } from "../ports/crash-hook.js";
 import { cycleOf, respondAs, type CycleEvent } from "../../core/lifecycle/task-cycle.js";
 import { writeAtomic } from "../../store/fsio.js";
 import type { Live } from "./live.js";
-import type { ChildEvent, Runner, SteerReply } from "./runner-types.js";
+import type { ChildEvent, Runner, SteerReply, TaskPort } from "./runner-types.js";
 
 export type { SteerReply } from "./runner-types.js";
 
@@ -33,7 +33,10 @@ function steering(live: Pick<Live, "steering">): NonNullable<Live["steering"]> {
 }
 
 /** What a steer asks of its task: its state, its steering bookkeeping, and respond for a late one. */
-export type SteerPort = Pick<Runner, "rec" | "state" | "result" | "steering" | "ports" | "effectsDone" | "respond">;
+export type SteerPort = TaskPort<
+  "rec" | "state" | "result" | "steering" | "effectsDone" | "respond",
+  "clock" | "store"
+>;
 
 /** A steer numbered and on disk, for the runner to feed to the machine (`event`), with the fate pi will give it. */
 export interface WrittenSteer {
@@ -130,7 +133,7 @@ function forget(live: Pick<Live, "steering">, n: number): void {
 }
 
 /** `p`'s value, or undefined after `ms` on the task's clock. */
-function within<T>(live: Pick<Runner, "ports">, p: Promise<T>, ms: number): Promise<T | undefined> {
+function within<T>(live: TaskPort<never, "clock">, p: Promise<T>, ms: number): Promise<T | undefined> {
   const { clock } = live.ports;
   return new Promise((resolve) => {
     const t = clock.setTimer(ms, () => resolve(undefined));
@@ -143,7 +146,7 @@ function within<T>(live: Pick<Runner, "ports">, p: Promise<T>, ms: number): Prom
 
 /** The machine's push_steer effect: the steer's text to the connected child (it answers steer_taken). */
 export async function pushSteer(
-  live: Pick<Runner, "child" | "ports" | "rec">,
+  live: TaskPort<"child" | "rec", "log" | "store">,
   cycle: number,
   n: number,
 ): Promise<void> {
@@ -174,7 +177,7 @@ export function steersMissed(live: Live, cycle: number, ns: number[]): void {
 }
 
 /** The child's answer to a pushed steer: taken into pi's running turn (an event), or too late for its run (the settle follows). */
-export function steerAnswered(live: Pick<Runner, "rec" | "ports">, ev: ChildEvent): CycleEvent | undefined {
+export function steerAnswered(live: TaskPort<"rec", "log">, ev: ChildEvent): CycleEvent | undefined {
   if (ev.cycle === undefined || ev.n === undefined) return undefined;
   if (ev.type === "steer_taken") {
     crashPoint("steer_answer"); // crash tests: pi has it, the journal does not say so yet

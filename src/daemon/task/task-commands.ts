@@ -10,7 +10,7 @@ import { commandAllowed, type CycleEvent } from "../../core/lifecycle/task-cycle
 import { writeAtomic } from "../../store/fsio.js";
 import { raiseForRespond } from "./budget.js";
 import { followUpPath } from "./record.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 
 /** What abort and close read and stop of their task (the runner feeds the event and awaits its effects). */
 export type CommandPort = Pick<Runner, "state" | "result" | "rec" | "stopWatching">;
@@ -23,9 +23,9 @@ export function abortEvent(r: CommandPort): CycleEvent | undefined {
 }
 
 /** What a respond reads and sets of its task: its record and evidence, its slot and store, and the journal. */
-export type RespondPort = Pick<
-  Runner,
-  "rec" | "state" | "result" | "files" | "prompt" | "lastStopReason" | "lastErrorMessage" | "ports" | "journal"
+export type RespondPort = TaskPort<
+  "rec" | "state" | "result" | "files" | "prompt" | "lastStopReason" | "lastErrorMessage" | "journal",
+  "slot" | "store"
 >;
 
 /** A respond let through: its cycle, and its slot (held now, or queued for). */

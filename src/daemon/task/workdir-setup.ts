@@ -15,7 +15,7 @@ import { checkIncludePattern, commitSetup, includeInto, type Included } from "..
 import { consentedRepoSettings, joinLists, untrustedLine } from "../../store/repo-settings.js";
 import { unsynced } from "../../store/task-store.js";
 import type { TaskRecord } from "./record.js";
-import type { Runner } from "./runner-types.js";
+import type { Runner, TaskPort } from "./runner-types.js";
 
 /** The setup's output in the task dir. */
 export const SETUP_LOG = "setup.log";
@@ -58,7 +58,10 @@ function warn(rec: TaskRecord, w: string): void {
  * worktree made ready. `repoRoot`: the user's repository (undefined outside one).
  */
 /** What the worktree setup asks of its task: its record and phase, the daemon's config, the journal, its own run. */
-export type SetupPort = Pick<Runner, "rec" | "state" | "ports" | "journal" | "onPhase" | "setupRun">;
+export type SetupPort = TaskPort<
+  "rec" | "state" | "journal" | "onPhase" | "setupRun",
+  "config" | "env" | "stopped" | "store"
+>;
 
 export async function prepareWorkdir(live: SetupPort, repoRoot: string | undefined): Promise<void> {
   const { rec } = live;
