@@ -13,7 +13,8 @@ import type { Runtime } from "../../src/runtime/types.js";
 import { recoverySteps, type RecoveringTask } from "../../src/daemon/recover/recover-apply.js";
 import { branchFor } from "../../src/daemon/ports/git-port.js";
 import { followUpPath, type TaskRecord } from "../../src/daemon/task/record.js";
-import type { RecoveryStep } from "../../src/daemon/task/runner-types.js";
+import type { RecoveryStep, TaskPorts } from "../../src/daemon/task/runner-types.js";
+import { TaskRunner } from "../../src/daemon/task/task-runner.js";
 
 type Fake = {
   task: RecoveringTask;
@@ -260,4 +261,36 @@ test("recoverySteps: starting again with no worktree in task.json drops the one 
   } finally {
     f.cleanup();
   }
+});
+
+test("TaskRunner.restore: the steps in order, each awaited; an event that comes later (a queued slot) is not awaited", async () => {
+  const acquired: string[] = [];
+  let grant: (ev: CycleEvent) => void = () => undefined;
+  const ports = {
+    config: () => ({ idleChildMs: 60_000, readinessTimeoutMs: 60_000 }),
+    clock: { now: () => 0, setTimer: () => ({}), clearTimer: () => undefined },
+    log: { debug: () => undefined, warn: () => undefined, error: () => undefined, info: () => undefined },
+    slot: {
+      acquire: () => {
+        acquired.push("acquire");
+        throw new Error("queue full"); // holding the slot again: the cycle runs anyway
+      },
+    },
+    stopped: () => false,
+  } as unknown as TaskPorts;
+  const runner = new TaskRunner({ taskId: "tmg3k2a1b2c3", cycle: 1, timing: { createdAt: 0 } } as TaskRecord, ports);
+  await runner.restore([
+    { feed: { type: "steers_restored", steers: [], last: 3 } },
+    { do: "set_prompt", prompt: { cycle: 1, text: "the prompt" } },
+    { do: "child_ended" },
+    { do: "hold_slot" },
+    { feedWhen: () => new Promise<CycleEvent>((resolve) => (grant = resolve)) },
+  ]);
+  assert.equal(runner.state.lastSteer, 3, "the event was fed");
+  assert.deepEqual(runner.prompt, { cycle: 1, text: "the prompt" });
+  assert.equal(runner.childEnded, true);
+  assert.deepEqual(acquired, ["acquire"], "a full queue while holding the slot again does not stop the recovery");
+  grant({ type: "steers_restored", steers: [], last: 5 });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(runner.state.lastSteer, 5, "the later event is fed when it comes");
 });
