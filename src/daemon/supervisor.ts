@@ -44,7 +44,7 @@ export class Supervisor implements SupervisorPort {
   }
 
   /** A status change (or a settled harvest) reaches every listener before it is recorded. */
-  notifyStatus(live: Runner, result: AgentResult, info: StatusInfo = { settled: false }): void {
+  notifyStatus(live: Live, result: AgentResult, info: StatusInfo = { settled: false }): void {
     for (const fn of this.listeners) fn(live, result, info);
   }
 

@@ -1,57 +1,12 @@
 // Events in, effects out: a task's modules read its evidence and commands and return the lifecycle events they found;
-// the runner (task-runner.ts) alone feeds them to the machine. Checked from the source (no module reaches for
-// `dispatch`), and the events themselves are tested here on plain objects, without a runner, a daemon or a socket.
+// the runner (task-runner.ts) alone feeds them to the machine (checked from the source in runner-ports.test.ts). The
+// events themselves are tested here on plain objects, without a runner, a daemon or a socket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import ts from "typescript";
 import type { SessionFacts } from "../../src/core/session/session-facts.js";
 import type { TaskState } from "../../src/core/lifecycle/task-cycle.js";
 import { childEvent, onFiles, onRuntime, type EvidencePort } from "../../src/daemon/task/evidence.js";
 import { abortEvent, closeEvent } from "../../src/daemon/task/task-commands.js";
-import { repoRoot } from "../helpers/pi.js";
-
-const DIRS = [join(repoRoot, "src", "daemon", "task"), join(repoRoot, "src", "daemon", "methods")];
-/** The runner itself: the one place that feeds the machine. */
-const RUNNER_ITSELF = new Set(["task-runner.ts", "runner-types.ts"]);
-
-/** Files under the checked folders that name `dispatch`: a call or reference (`x.dispatch`) or a port's `"dispatch"`. */
-function dispatching(): string[] {
-  const out = new Set<string>();
-  for (const dir of DIRS)
-    for (const name of readdirSync(dir).filter((n) => n.endsWith(".ts") && !RUNNER_ITSELF.has(n))) {
-      const sf = ts.createSourceFile(name, readFileSync(join(dir, name), "utf8"), ts.ScriptTarget.Latest, true);
-      const visit = (node: ts.Node): void => {
-        if (ts.isPropertyAccessExpression(node) && node.name.text === "dispatch") out.add(name);
-        if (ts.isLiteralTypeNode(node) && ts.isStringLiteral(node.literal) && node.literal.text === "dispatch")
-          out.add(name);
-        ts.forEachChild(node, visit);
-      };
-      visit(sf);
-    }
-  return [...out].sort();
-}
-
-test("events out: no module of the daemon but the runner feeds the machine", () => {
-  assert.deepEqual(dispatching(), [], "these call dispatch: return the event and let the runner feed it");
-});
-
-test("events out: task.respond's steer takes a narrow port, not the whole Runner", () => {
-  const file = join(repoRoot, "src", "daemon", "methods", "methods.ts");
-  const sf = ts.createSourceFile("methods.ts", readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
-  let params: string[] | undefined;
-  const visit = (node: ts.Node): void => {
-    if (ts.isFunctionDeclaration(node) && node.name?.text === "steerOrRefuse")
-      params = node.parameters.map((p) => p.type?.getText(sf) ?? "");
-    ts.forEachChild(node, visit);
-  };
-  visit(sf);
-  assert.ok(params, "methods.ts has steerOrRefuse");
-  assert.ok(!params.includes("Runner"), `steerOrRefuse takes ${params.join(", ")}`);
-});
-
-// ---- the events, on plain objects ----
 
 function facts(over: Partial<SessionFacts> = {}): SessionFacts {
   return {

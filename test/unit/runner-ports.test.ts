@@ -1,108 +1,73 @@
-// A task's modules act on the task through narrow ports (a `Pick<Runner, ...>` or a small interface), not the whole
-// runner: checked from the source, so a narrowed function cannot quietly take the whole `Runner` again.
+// Events in, effects out, checked from the source of the whole product: a task's modules (evidence, commands, steer,
+// pipeline, settle, recovery, the socket methods, the relay) are handed narrow ports, never the whole runner nor all
+// of its ports, and none of them feeds the task's machine: they return the events they found and the runner
+// (task-runner.ts) alone dispatches them. The events themselves are tested on plain objects in events-out.test.ts,
+// task-launch-events, task-harvest-events and daemon-recover-steps.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
 import ts from "typescript";
 import { repoRoot } from "../helpers/pi.js";
 
-const dir = join(repoRoot, "src", "daemon", "task");
-/** The class itself and the type module: they are the runner, not modules handed it. */
-const RUNNER_ITSELF = new Set(["task-runner.ts", "runner-types.ts", "supervisor-types.ts"]);
+const src = join(repoRoot, "src");
+/** The runner itself and its type: the one place that holds the whole task and feeds its machine. */
+const RUNNER_ITSELF = new Set(["daemon/task/task-runner.ts", "daemon/task/runner-types.ts"]);
+/** A relayed task's events are fed through the relay's one door to its runner (the remote half of dispatch). */
+const RELAY_DOOR = "daemon/relay/relay-machine.ts";
 
-/**
- * The functions that still take the whole `Runner`, as `file:function`. This list may only shrink: narrow a function
- * and take it out; a function not listed here must not take the whole runner.
- */
-const STILL_WHOLE = new Set<string>([]);
+function sources(): { name: string; sf: ts.SourceFile }[] {
+  const walk = (d: string): string[] =>
+    readdirSync(d).flatMap((n) => {
+      const p = join(d, n);
+      return statSync(p).isDirectory() ? walk(p) : p.endsWith(".ts") ? [p] : [];
+    });
+  return walk(src)
+    .map((p) => ({ name: relative(src, p), p }))
+    .filter(({ name }) => !RUNNER_ITSELF.has(name))
+    .map(({ name, p }) => ({
+      name,
+      sf: ts.createSourceFile(name, readFileSync(p, "utf8"), ts.ScriptTarget.Latest, true),
+    }));
+}
 
-/** `file:function` for every function in the task modules with a parameter typed exactly `Runner`. */
-function takingWholeRunner(): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".ts") && !RUNNER_ITSELF.has(n))) {
-    const sf = ts.createSourceFile(name, readFileSync(join(dir, name), "utf8"), ts.ScriptTarget.Latest, true);
+const at = (name: string, sf: ts.SourceFile, node: ts.Node): string =>
+  `${name}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`;
+
+/** Every function with a parameter typed exactly `Runner`, every `Pick<Runner, ...>` that hands over "ports", and every
+ * use of the runner's `dispatch` / `dispatchRemote` (a call, a reference or a port's key). */
+function scan(): { whole: string[]; allPorts: string[]; dispatch: string[]; dispatchRemote: string[] } {
+  const out = {
+    whole: [] as string[],
+    allPorts: [] as string[],
+    dispatch: [] as string[],
+    dispatchRemote: [] as string[],
+  };
+  for (const { name, sf } of sources()) {
     const visit = (node: ts.Node): void => {
-      if (ts.isFunctionLike(node) && "parameters" in node) {
-        const whole = node.parameters.some(
-          (p) =>
-            p.type !== undefined &&
+      if (ts.isFunctionLike(node) && "parameters" in node)
+        for (const p of node.parameters)
+          if (
+            p.type &&
             ts.isTypeReferenceNode(p.type) &&
-            p.type.typeArguments === undefined &&
-            p.type.typeName.getText(sf) === "Runner",
-        );
-        if (whole) out.push(`${name}:${functionName(node, sf)}`);
-      }
-      ts.forEachChild(node, visit);
-    };
-    visit(sf);
-  }
-  return out.sort();
-}
-
-function functionName(node: ts.Node, sf: ts.SourceFile): string {
-  const named = node as { name?: ts.Node };
-  if (named.name) return named.name.getText(sf);
-  const parent = node.parent;
-  if (parent && ts.isVariableDeclaration(parent)) return parent.name.getText(sf);
-  return `<anonymous at line ${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}>`;
-}
-
-test("task modules: no function takes the whole Runner unless it is still on the (shrinking) list", () => {
-  const found = takingWholeRunner();
-  const regressed = found.filter((f) => !STILL_WHOLE.has(f));
-  assert.deepEqual(regressed, [], "these take the whole Runner: give them a narrow port (Pick<Runner, ...>)");
-});
-
-test("task modules: the list of functions still taking the whole Runner names none that was narrowed", () => {
-  const found = new Set(takingWholeRunner());
-  const stale = [...STILL_WHOLE].filter((f) => !found.has(f));
-  assert.deepEqual(stale, [], "these no longer take the whole Runner: take them off the list");
-});
-
-/**
- * The spawn pipeline, the harvest and the settle feed the machine nothing themselves: they return the events their
- * work ended in (admitted, launch_returned, launch_failed, harvested) and the runner alone dispatches them.
- */
-const RETURNING_EVENTS = [
-  "pipeline.ts",
-  "settle.ts",
-  "harvest.ts",
-  "settle-checks.ts",
-  "persist.ts",
-  "workdir-setup.ts",
-  "budget.ts",
-];
-
-test("pipeline and settle modules: no call of the machine's dispatch (they return events, the runner feeds them)", () => {
-  const calls: string[] = [];
-  for (const name of RETURNING_EVENTS) {
-    const sf = ts.createSourceFile(name, readFileSync(join(dir, name), "utf8"), ts.ScriptTarget.Latest, true);
-    const visit = (node: ts.Node): void => {
-      if (ts.isPropertyAccessExpression(node) && (node.name.text === "dispatch" || node.name.text === "dispatchRemote"))
-        calls.push(`${name}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`);
-      if (ts.isLiteralTypeNode(node) && ts.isStringLiteral(node.literal) && node.literal.text === "dispatch")
-        calls.push(`${name}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1} (in a port)`);
-      ts.forEachChild(node, visit);
-    };
-    visit(sf);
-  }
-  assert.deepEqual(calls, [], "these feed the machine themselves: return the event and let the runner dispatch it");
-});
-
-/** `file:line` of every `Pick<Runner, ...>` in the task modules that hands over `"ports"`: all of the task's ports. */
-function pickingAllPorts(): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".ts") && !RUNNER_ITSELF.has(n))) {
-    const sf = ts.createSourceFile(name, readFileSync(join(dir, name), "utf8"), ts.ScriptTarget.Latest, true);
-    const visit = (node: ts.Node): void => {
+            !p.type.typeArguments &&
+            p.type.typeName.getText(sf) === "Runner"
+          )
+            out.whole.push(at(name, sf, p));
       if (
         ts.isTypeReferenceNode(node) &&
         node.typeName.getText(sf) === "Pick" &&
         node.typeArguments?.[0]?.getText(sf) === "Runner" &&
         /"ports"/.test(node.typeArguments[1]?.getText(sf) ?? "")
       )
-        out.push(`${name}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}`);
+        out.allPorts.push(at(name, sf, node));
+      const key = ts.isPropertyAccessExpression(node)
+        ? node.name.text
+        : ts.isLiteralTypeNode(node) && ts.isStringLiteral(node.literal)
+          ? node.literal.text
+          : undefined;
+      if (key === "dispatch") out.dispatch.push(at(name, sf, node));
+      if (key === "dispatchRemote") out.dispatchRemote.push(at(name, sf, node));
       ts.forEachChild(node, visit);
     };
     visit(sf);
@@ -110,6 +75,31 @@ function pickingAllPorts(): string[] {
   return out;
 }
 
-test("task modules: a port names the task's ports it uses (TaskPort<K, P>), never all of them", () => {
-  assert.deepEqual(pickingAllPorts(), [], "these hand over every port: use TaskPort<state keys, port keys>");
+const found = scan();
+
+test("no module but the runner takes the whole Runner: each is handed a narrow port (TaskPort<state, ports>)", () => {
+  assert.deepEqual(found.whole, [], "these take the whole Runner: give them a TaskPort naming what they use");
+});
+
+test("no port hands over all of a task's ports: TaskPort<K, P> names the ones it uses", () => {
+  assert.deepEqual(found.allPorts, [], "these hand over every port: use TaskPort<state keys, port keys>");
+});
+
+test("no module but the runner feeds a task's machine: they return their events (dispatch)", () => {
+  assert.deepEqual(found.dispatch, [], "these call dispatch: return the event and let the runner feed it");
+});
+
+test("a relayed task's events reach its runner through the relay's one door (dispatchRemote)", () => {
+  assert.deepEqual(
+    found.dispatchRemote.filter((f) => !f.startsWith(`${RELAY_DOOR}:`)),
+    [],
+    `feed a relayed task through stepRemote (${RELAY_DOOR})`,
+  );
+  assert.ok(found.dispatchRemote.length > 0, "the scan finds the relay's door (else it looks in the wrong place)");
+});
+
+test("the scan sees what it checks: the runner's own file dispatches, so a rename cannot empty these lists", () => {
+  const runner = readFileSync(join(src, "daemon", "task", "task-runner.ts"), "utf8");
+  assert.match(runner, /this\.dispatch\(/);
+  assert.ok(sources().length > 100, "the scan reads the whole of src/");
 });

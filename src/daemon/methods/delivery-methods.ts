@@ -2,7 +2,7 @@
 // injected, and on /fork or /clone takes over the open tasks and queued deliveries of the session it came from.
 import { DshError } from "../../core/errors.js";
 import { checkOwnerSecret } from "../../store/owner-secret.js";
-import type { Runner } from "../task/runner-types.js";
+import type { Runner, TaskPorts } from "../task/runner-types.js";
 import type { DeliveryService } from "../delivery/delivery.js";
 import type { HandlerTable } from "../server/server.js";
 import type { Supervisor } from "../task/supervisor-types.js";
@@ -38,8 +38,13 @@ export function createOwnerHandlers(
   };
 }
 
+/** What moving a task's owner touches: its record, result and journal, behind its harvests (the chain). */
+type MovedTask = Pick<Runner, "rec" | "result" | "chain" | "journal"> & {
+  readonly ports: Pick<TaskPorts, "store" | "log">;
+};
+
 /** Serialized with the task's harvests, so a concurrent rewrite of task.json cannot restore the old owner. */
-function moveTask(live: Runner, to: string): Promise<void> {
+function moveTask(live: MovedTask, to: string): Promise<void> {
   const { rec } = live;
   const { store } = live.ports;
   const from = rec.owner;

@@ -53,7 +53,7 @@ export function spawnOnce(sup: Supervisor, requestId: string, run: () => Promise
 /** task.respond with a request id: the cycle an earlier request with that id started, else a new cycle. */
 export function respondOnce(
   sup: Supervisor,
-  live: Runner,
+  live: Pick<Runner, "rec">,
   requestId: string,
   run: () => Promise<{ cycle: number; queued: boolean }>,
 ): Promise<{ cycle: number; queued: boolean }> {

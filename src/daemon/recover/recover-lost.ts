@@ -60,13 +60,19 @@ export async function recoverLost(
   const rt = runtimes.get(runtime);
   rec.handle ??= await adopt(live.ports, rt, rec, undefined).then((ok) => (ok ? rec.handle : undefined));
   // Whatever ran, it ran in this cycle: the machine takes it as running, and settles it RECORD_LOST.
-  await live.dispatch({ type: "restored", found: { found: "prompt_out", cycle: rec.cycle }, childAlive: false });
-  await live.resume();
+  await live.restore([
+    { feed: { type: "restored", found: { found: "prompt_out", cycle: rec.cycle }, childAlive: false } },
+    { do: "resume" },
+  ]);
   const why = cause instanceof Error ? cause.message : String(cause);
   await live.journal({ type: "recovered", plan: "record_lost", error: why });
-  await live.dispatch({
-    type: "record_lost",
-    message: `task.json of task ${taskId} was lost or unreadable while the daemon was down (${why.slice(0, 200)}); its child was ended. Inspect ${paths.dir}, then spawn the task again`,
-  });
-  await live.chain;
+  await live.restore([
+    {
+      feed: {
+        type: "record_lost",
+        message: `task.json of task ${taskId} was lost or unreadable while the daemon was down (${why.slice(0, 200)}); its child was ended. Inspect ${paths.dir}, then spawn the task again`,
+      },
+    },
+    { do: "wait_chain" },
+  ]);
 }

@@ -5,7 +5,7 @@
 // there is no /proc nothing is found (best-effort, as the docs say).
 import { readFileSync, readdirSync } from "node:fs";
 import { readProcStat } from "../../runtime/proc.js";
-import type { Runner } from "../task/runner-types.js";
+import type { Runner, TaskPorts } from "../task/runner-types.js";
 
 /** Pids of the running (not zombie) processes in group `pgid` whose environment carries DSH_HERDR_TASK_ID=taskId. */
 export function setupProcesses(pgid: number, taskId: string): number[] {
@@ -32,7 +32,10 @@ export function setupProcesses(pgid: number, taskId: string): number[] {
 }
 
 /** End (SIGKILL: the worktree it works in is dropped next) what is left of the task's setup; journaled when any. */
-export async function endOrphanedSetup(live: Runner, pgid: number): Promise<void> {
+export async function endOrphanedSetup(
+  live: Pick<Runner, "rec" | "journal"> & { readonly ports: Pick<TaskPorts, "log"> },
+  pgid: number,
+): Promise<void> {
   const pids = setupProcesses(pgid, live.rec.taskId);
   if (pids.length === 0) return;
   for (const pid of pids) {

@@ -5,20 +5,20 @@
 // effects it does not show are done now (a prompt never sent is sent; a task never launched starts again). A launch
 // the daemon died in before journaling it is asked of the runtime (find): a child it left running is adopted.
 // Here: gathering each task's inputs and planning (src/core/lifecycle/recovery-plan.ts). The journal's replay is
-// recover-replay.ts, adopting a child recover-adopt.ts, carrying the plan out recover-apply.ts, a lost task.json
-// recover-lost.ts.
+// recover-replay.ts, adopting a child recover-adopt.ts, the plan's steps recover-apply.ts (the runner carries them
+// out: TaskRunner.restore), a lost task.json recover-lost.ts.
 import type { JournalRecord } from "../../core/lifecycle/journal-record.js";
 import { planRecovery } from "../../core/lifecycle/recovery-plan.js";
 import { isSettledStatus, recordStatus } from "../../core/result/derive.js";
 import type { Runtimes } from "../ports/runtimes.js";
 import { unsynced } from "../../store/task-store.js";
 import type { TaskRecord } from "../task/record.js";
-import type { Runner } from "../task/runner-types.js";
+import type { Runner, TaskPorts } from "../task/runner-types.js";
 import type { Supervisor } from "../task/supervisor-types.js";
 import type { Relay } from "../relay/relay.js";
 import { replayJournal, restorePrelaunch } from "./recover-replay.js";
 import { adopt } from "./recover-adopt.js";
-import { applyRecoveryPlan } from "./recover-apply.js";
+import { recoverySteps } from "./recover-apply.js";
 import { recoverLost } from "./recover-lost.js";
 
 /** Open tasks recovered at once: each waits mostly on its own reads and journal records, not on the CPU. */
@@ -91,17 +91,21 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
     // Closed by its owner; the crash came before the record said so. Finish the close, do not supervise. A cycle
     // that had settled and been harvested closes with its verdict (the machine is told it settled first).
     if (j.settled.has(rec.cycle) && isSettledStatus(rec.status))
-      await live.dispatch({
-        type: "restored",
-        found: {
-          found: "settled",
-          cycle: rec.cycle,
-          reason: j.settleReasons.get(rec.cycle),
-          status: rec.status,
-          childEnded: true,
+      await live.restore([
+        {
+          feed: {
+            type: "restored",
+            found: {
+              found: "settled",
+              cycle: rec.cycle,
+              reason: j.settleReasons.get(rec.cycle),
+              status: rec.status,
+              childEnded: true,
+            },
+            childAlive: false,
+          },
         },
-        childAlive: false,
-      });
+      ]);
     await live.close(j.closed.closePane);
     sup.tasks.delete(taskId);
     return;
@@ -168,8 +172,8 @@ async function recoverOne(sup: Supervisor, runtimes: Runtimes, taskId: string, r
 
   // Steers the crash left untaken go back to the machine: pushed to the child when it says hello (it takes each once).
   const steers = j.steers.filter((s) => s.cycle === rec.cycle);
-  if (j.lastSteer > 0) await live.dispatch({ type: "steers_restored", steers, last: j.lastSteer });
-  await applyRecoveryPlan(live, plan, runtime, alive, j.worktree, j.setupGroup);
+  if (j.lastSteer > 0) await live.restore([{ feed: { type: "steers_restored", steers, last: j.lastSteer } }]);
+  await live.restore(await recoverySteps(live, plan, runtime, alive, j.worktree, j.setupGroup));
 }
 
 /**
@@ -185,7 +189,10 @@ function ended(rec: TaskRecord): boolean {
  * result.json, or the next live result (and the close) would drop the diff of a cycle that settled before the
  * crash, and a settled cycle would be judged again.
  */
-async function restoreResult(live: Runner, settledCycles: Set<number>): Promise<void> {
+async function restoreResult(
+  live: Pick<Runner, "rec" | "diff" | "result" | "settledCycle"> & { readonly ports: Pick<TaskPorts, "store"> },
+  settledCycles: Set<number>,
+): Promise<void> {
   const stored = await live.ports.store.readResult(live.rec.taskId).catch(() => undefined);
   if (stored?.diff && !live.diff) live.diff = stored.diff;
   if (stored && stored.status === live.rec.status) {

@@ -330,7 +330,7 @@ export class RemoteFollow {
       await saved;
     });
     // The machine keeps the settled status (what abort and respond are asked against).
-    if (settled !== undefined) await live.dispatchRemote({ type: "harvested", cycle, status: settled });
+    if (settled !== undefined) await stepRemote(this.ctx, live, { type: "harvested", cycle, status: settled });
     delete live.settleJournaled;
     delete live.statusJournaled;
   }

@@ -93,6 +93,8 @@ export interface Runner extends Live {
   steer(message: string): Promise<SteerReply>;
   /** A recovered cycle that cannot finish: the child is gone. */
   markGone(): Promise<void>;
+  /** Carry out a recovery's steps in order (src/daemon/recover/recover-apply.ts decides them), each awaited. */
+  restore(steps: RecoveryStep[]): Promise<void>;
   /** A relayed task's event: only the journal and the settled record mean something here (src/remote). */
   dispatchRemote(ev: CycleEvent, onSettled?: RemoteSettled): Promise<void>;
   /** `fn` after each change of the task's phase (the worktree setup ends its command on a close or abort); returns its off. */
@@ -111,6 +113,38 @@ export interface Runner extends Live {
   /** Timers of any kind pending now (the machine's and the runner's own). */
   pendingTimers(): number;
 }
+
+/**
+ * One step of taking a task back after a restart, in order: an event for the task's machine, or an act on the task
+ * outside it. Recovery decides them from what it read; the runner (restore) carries them out.
+ */
+export type RecoveryStep =
+  /** Fed to the machine; awaited with its effects. */
+  | { feed: CycleEvent }
+  /**
+   * Started at this step and fed when it resolves, not awaited: a slot queued behind the cap must not hold start-up.
+   * The event never rejects (a refusal is an event too).
+   */
+  | { feedWhen: () => Promise<CycleEvent> }
+  /** Re-read the task's files from the start and watch them again. */
+  | { do: "resume" }
+  /** Rebuild the live result. */
+  | { do: "refresh" }
+  /** A running or pending cycle holds its slot again (over the cap if the config shrank meanwhile: it already runs). */
+  | { do: "hold_slot" }
+  | { do: "watch_runtime"; runtime: Runtime }
+  /** The child is known to have ended (nothing to watch). */
+  | { do: "child_ended" }
+  /** The prompt the cycle is to send (or has sent). */
+  | { do: "set_prompt"; prompt: { cycle: number; text: string } }
+  /** The cycle cannot finish: its child is gone. */
+  | { do: "mark_gone" }
+  /** The settled result stands and is announced again (refreshed first when none is held): its delivery may be lost. */
+  | { do: "announce_settled" }
+  /** Start the task from the beginning (admission, worktree, launch), in the background. */
+  | { do: "start" }
+  /** Wait until the work the events queued (a settle's harvest) is done. */
+  | { do: "wait_chain" };
 
 /**
  * A relayed task's settled cycle recorded (src/daemon/relay/relay-follow.ts settleWith). `settleRecord`: the cycle's settle

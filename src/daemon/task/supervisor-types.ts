@@ -32,7 +32,7 @@ export interface Supervisor {
    */
   readonly requestMemo: Map<string, Promise<unknown>>;
   onStatus(fn: StatusListener): () => void;
-  notifyStatus(live: Runner, result: AgentResult, info?: StatusInfo): void;
+  notifyStatus(live: Live, result: AgentResult, info?: StatusInfo): void;
   authenticate(taskId: string, token: string): boolean;
   /** A child's extension said hello: its task's runner takes the connection. */
   childConnected(conn: Connection): void;

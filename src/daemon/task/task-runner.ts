@@ -31,7 +31,7 @@ import { childEvent, childJoined, childLeft, childReport, onFiles, onRuntime } f
 import type { Live, UnsavedStatus } from "./live.js";
 import { admit, diagnoseStart, launch, start, type LaunchEnded } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
-import type { RemoteSettled, Runner, StatusInfo, SteerReply, TaskPorts } from "./runner-types.js";
+import type { RecoveryStep, RemoteSettled, Runner, StatusInfo, SteerReply, TaskPorts } from "./runner-types.js";
 import type { Connection } from "../server/server-types.js";
 import {
   harvest,
@@ -476,6 +476,54 @@ export class TaskRunner implements Runner {
     this.runtimeState = "missing";
     this.childEnded = true;
     return this.dispatch({ type: "runtime_gone", how: "gone" });
+  }
+
+  /** A recovery's steps, in order, each awaited (a `feedWhen` event is fed when it comes, not awaited). */
+  async restore(steps: RecoveryStep[]): Promise<void> {
+    for (const s of steps) {
+      if ("feed" in s) await this.dispatch(s.feed);
+      else if ("feedWhen" in s) void s.feedWhen().then((ev) => this.dispatch(ev));
+      else
+        switch (s.do) {
+          case "resume":
+            await this.resume();
+            break;
+          case "refresh":
+            await this.refresh();
+            break;
+          case "hold_slot":
+            try {
+              void this.ports.slot.acquire().catch(() => undefined);
+            } catch {
+              /* queue full: the cycle runs anyway */
+            }
+            break;
+          case "watch_runtime":
+            this.watchRuntime(s.runtime);
+            break;
+          case "child_ended":
+            this.childEnded = true;
+            break;
+          case "set_prompt":
+            this.prompt = s.prompt;
+            break;
+          case "mark_gone":
+            await this.markGone();
+            break;
+          case "announce_settled":
+            // The outbox record follows the settle's records by timing only, so a power cut can keep the result and
+            // lose the record: the delivery service queues the cycle again unless the outbox has it.
+            if (!this.result) await this.refresh();
+            if (this.result) this.notify(this.result, { settled: true, recovered: true });
+            break;
+          case "start":
+            void this.run(this.ports.slot.acquire());
+            break;
+          case "wait_chain":
+            await this.chain;
+            break;
+        }
+    }
   }
 
   // ---- watches ----
