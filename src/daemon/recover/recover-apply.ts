@@ -49,7 +49,8 @@ export async function recoverySteps(
     case "start_again":
       // Never launched: no child ever saw this task. A worktree created before the crash held no work yet; it is
       // removed so the pipeline can create it afresh; a setup still running in it is ended first.
-      if (setupGroup !== undefined) await endOrphanedSetup(task, setupGroup);
+      // A setup runs only in a worktree; its group is unknown when the daemon died before recording it.
+      if (setupGroup !== undefined || rec.isolated) await endOrphanedSetup(task, setupGroup);
       await dropUnusedWorktree(task, journaledWorktree);
       rec.workdir = rec.cwd;
       delete rec.worktree;

@@ -12,6 +12,7 @@ import { DEFAULT_CHECK_LIMITS, runCheck } from "../../checks/run-check.js";
 import { lifecycleOf } from "../../core/lifecycle/task-cycle.js";
 import type { CheckReceipt } from "../../core/types.js";
 import { checkIncludePattern, commitSetup, includeInto, type Included } from "../ports/git-port.js";
+import { crashPoint } from "../ports/crash-hook.js";
 import { consentedRepoSettings, joinLists, untrustedLine } from "../../store/repo-settings.js";
 import { unsynced } from "../../store/task-store.js";
 import type { TaskRecord } from "./record.js";
@@ -162,7 +163,10 @@ async function runSetup(live: SetupPort, command: string, timeoutMs: number, rep
     signal: ac.signal,
     scopeName: `setup-${rec.taskId}`,
     // A daemon killed outright cannot end it: the next one finds what is left by this group (recover-setup.ts).
-    onSpawn: (pgid) => void live.journal(unsynced({ type: "setup_started", pgid })),
+    onSpawn: (pgid) => {
+      crashPoint("setup_spawned"); // crash tests: the setup runs, no record names its group yet
+      void live.journal(unsynced({ type: "setup_started", pgid }));
+    },
   });
   // A daemon stop ends it too (TaskRunner.stop) and waits for its end: else it ran on with no daemon, and the next
   // daemon's recovery ran the setup again beside it in a recreated worktree.
