@@ -10,13 +10,11 @@ import type { CycleEvent } from "../../core/lifecycle/task-cycle.js";
 import type { Runtime } from "../../runtime/types.js";
 import { branchFor, worktreePathFor, gitMaybe } from "../ports/git-port.js";
 import { followUpPath } from "../task/record.js";
-import type { RecoveryStep, Runner, TaskPorts } from "../task/runner-types.js";
+import type { RecoveryStep, TaskPort } from "../task/runner-types.js";
 import { endOrphanedSetup } from "./recover-setup.js";
 
 /** What planning a task's recovery reads and puts right: its record, its journal, and a few of its ports. */
-export type RecoveringTask = Pick<Runner, "rec" | "journal"> & {
-  readonly ports: Pick<TaskPorts, "store" | "git" | "env" | "slot" | "log">;
-};
+export type RecoveringTask = TaskPort<"rec" | "journal", "store" | "git" | "env" | "slot" | "log">;
 
 /**
  * The steps that take the task back under supervision, for TaskRunner.restore (in order). `alive`: the launched

@@ -13,7 +13,7 @@ import { isSettledStatus, recordStatus } from "../../core/result/derive.js";
 import type { Runtimes } from "../ports/runtimes.js";
 import { unsynced } from "../../store/task-store.js";
 import type { TaskRecord } from "../task/record.js";
-import type { Runner, TaskPorts } from "../task/runner-types.js";
+import type { Runner, TaskPort } from "../task/runner-types.js";
 import type { Supervisor } from "../task/supervisor-types.js";
 import type { Relay } from "../relay/relay.js";
 import { replayJournal, restorePrelaunch } from "./recover-replay.js";
@@ -190,7 +190,7 @@ function ended(rec: TaskRecord): boolean {
  * crash, and a settled cycle would be judged again.
  */
 async function restoreResult(
-  live: Pick<Runner, "rec" | "diff" | "result" | "settledCycle"> & { readonly ports: Pick<TaskPorts, "store"> },
+  live: TaskPort<"rec" | "diff" | "result" | "settledCycle", "store">,
   settledCycles: Set<number>,
 ): Promise<void> {
   const stored = await live.ports.store.readResult(live.rec.taskId).catch(() => undefined);
