@@ -1,19 +1,10 @@
 // Helpers shared by the command modules.
 import { type Command, Option } from "commander";
 import { DshError } from "../../core/errors.js";
+import { AGENT_STATUSES } from "../../core/types.js";
 
-export const STATUSES = [
-  "starting",
-  "working",
-  "blocked",
-  "idle",
-  "running",
-  "completed",
-  "failed",
-  "gone",
-  "closed",
-  "interrupted",
-] as const;
+/** The statuses a filter may name: the core's one list. */
+export const STATUSES = AGENT_STATUSES;
 
 export function jsonOption(cmd: Command): Command {
   return cmd.option("--json", "machine output: one JSON value on stdout");
