@@ -21,7 +21,6 @@ import {
   cpuSeconds,
   epochMs,
   fixtureEntries,
-  median,
   percentile,
   printFigure,
   repoRoot,
@@ -391,6 +390,12 @@ interface Session {
   boardClient: boolean;
   /** Print each path's figures and the daemon's collections (the bench's own run), or only collect (an A/B). */
   print: boolean;
+  /**
+   * Hand the home's removal to the caller instead of removing it at once: an A/B removes every home at its end, so no
+   * daemon starts right after thousands of files were removed (on an ext4 without a journal the creates that follow
+   * cost several times more for a minute, and every record a task writes is a create).
+   */
+  later?: (cleanup: () => void) => void;
 }
 
 /** Each planned path's samples, keyed as its figures name it ("file (cwd a git repo) N=20"). */
@@ -455,7 +460,8 @@ async function session(o: Session): Promise<Map<string, Samples>> {
     // The daemon writes its collections as it exits.
     if (o.print)
       for (const [what, windows, spans] of gcWindows) console.log(gcLine(what, readGc(gcFile), windows, spans));
-    cleanup();
+    if (o.later) o.later(cleanup);
+    else cleanup();
   }
   return out;
 }
@@ -480,9 +486,11 @@ const AB_PLAN: Planned[] = process.env.BENCH_PLAN
  * `--before <commit>`: the daemon CPU per settled task of that commit's build against this one's, under the same
  * driver (this file), each on a fresh home, interleaved: round r runs every build once, in an order that turns each
  * round (before, after, after with the board | after with the board, after, before | …), so drift in the machine's
- * load falls on every build alike. CPU time is what is compared (less bent by load than latency); the figure is the
- * median over the rounds of each build's ms per settled task. This build runs with the board off, as the older
- * builds have none; `--with-board` adds this build with its board on (no browser connected) as a third.
+ * load falls on every build alike (4 rounds by default, `--rounds N`). CPU time is what is compared (less bent by load
+ * than latency, though a loaded machine still stretches it): the figure is the median over the rounds of each build's
+ * ms per settled task, beside the median of each round's own ratio. The daemon's CPU is its process's alone (git
+ * children not counted). This build runs with the board off, as older builds have none; `--with-board` adds this
+ * build with its board on (no browser connected) as a third.
  */
 async function compareBuilds(before: string, rounds: number, withBoard: boolean): Promise<void> {
   const { buildAt } = await import("./_build.js");
@@ -499,10 +507,17 @@ async function compareBuilds(before: string, rounds: number, withBoard: boolean)
   ];
   /** build name → path → ms per settled task, one per round. */
   const perTask = new Map(builds.map((b) => [b.name, new Map<string, number[]>()]));
+  const homes: (() => void)[] = [];
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? builds : [...builds].reverse();
     for (const b of order) {
-      const got = await session({ ...b.session, plan: AB_PLAN, targetN: Number.POSITIVE_INFINITY, print: false });
+      const got = await session({
+        ...b.session,
+        plan: AB_PLAN,
+        targetN: Number.POSITIVE_INFINITY,
+        print: false,
+        later: (c) => homes.push(c),
+      });
       const line: string[] = [];
       for (const [path, s] of got) {
         const ms = (1000 * s.cpu.seconds) / s.cpu.settles;
@@ -515,20 +530,33 @@ async function compareBuilds(before: string, rounds: number, withBoard: boolean)
   }
   const base = perTask.get(old.commit)!;
   for (const b of builds.slice(1))
-    for (const [path, samples] of perTask.get(b.name)!)
+    for (const [path, samples] of perTask.get(b.name)!) {
+      const before = base.get(path) ?? [];
+      // Each round's ratio pairs two daemons that ran minutes apart at most: drift in the load cancels out of it.
+      const paired = mid(samples.map((v, r) => v / before[r]!));
       printFigure({
         name: `status daemon CPU per settled task, ${path}, ${b.name} (median of ${rounds} daemons)`,
-        value: median(samples),
+        value: mid(samples),
         unit: "ms",
         baselineName: `${old.commit} build`,
-        baseline: median(base.get(path) ?? []),
+        baseline: mid(before),
         better: "lower",
       });
+      console.log(`  ${path}, ${b.name}: median of the ${rounds} rounds' own ratios ${paired.toFixed(2)}x`);
+    }
+  for (const c of homes) c();
   for (const b of builds)
     console.log(
       `${b.name}: ${[...perTask.get(b.name)!].map(([path, v]) => `${path} [${v.map((x) => x.toFixed(2)).join(", ")}]`).join("; ")} ms per settled task, by round`,
     );
   console.log(`cpu per task A/B: done in ${((Date.now() - t0) / 1000).toFixed(0)} s; load ${loadNow()}`);
+}
+
+/** The middle value (the mean of the two middle ones for an even count: 4 rounds by default). */
+function mid(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = Math.floor(s.length / 2);
+  return s.length === 0 ? NaN : s.length % 2 ? s[h]! : (s[h - 1]! + s[h]!) / 2;
 }
 
 const loadNow = () =>
@@ -550,7 +578,7 @@ function option(name: string): string | undefined {
 const before = option("before");
 if (before !== undefined) {
   if (before === "" || before.startsWith("--")) throw new Error("bench: --before needs a commit (--before 5c731d4)");
-  const rounds = Number(option("rounds") ?? 3);
+  const rounds = Number(option("rounds") ?? 4);
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error("bench: --rounds needs a whole number ≥ 1");
   await compareBuilds(before, rounds, process.argv.includes("--with-board"));
 } else await session({ plan: PLAN, targetN: TARGET_N, boardClient: true, print: true });
