@@ -508,6 +508,8 @@ async function compareBuilds(before: string, rounds: number, withBoard: boolean)
   /** build name → path → ms per settled task, one per round. */
   const perTask = new Map(builds.map((b) => [b.name, new Map<string, number[]>()]));
   const homes: (() => void)[] = [];
+  // Each home kept until the end holds its exit listener (bench/_util.ts tempDir) until then.
+  process.setMaxListeners(rounds * builds.length + 10);
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? builds : [...builds].reverse();
     for (const b of order) {
