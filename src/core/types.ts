@@ -1,21 +1,17 @@
 // The domain's shapes. AgentResult follows shared/spec/agent-result-contract.md (schemaVersion 1);
 // schema/agent-result.schema.json and docs/result-contract.md change in the same commit as this file.
 
-/** Every status a task can read, in the order the CLI lists them: the one list (the CLI's choices, watch's filter). */
-export const AGENT_STATUSES = [
-  "starting",
-  "working",
-  "blocked",
-  "idle",
-  "running",
-  "completed",
-  "failed",
-  "gone",
-  "closed",
-  "interrupted",
-] as const;
-
-export type AgentStatus = (typeof AGENT_STATUSES)[number];
+export type AgentStatus =
+  | "starting"
+  | "working"
+  | "blocked"
+  | "idle"
+  | "running"
+  | "completed"
+  | "failed"
+  | "gone"
+  | "closed"
+  | "interrupted";
 
 export type HerdrStatus = "idle" | "working" | "blocked" | "done" | "unknown";
 export type Role = "worker" | "reviewer";
