@@ -565,9 +565,12 @@ const loadNow = () =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(" ");
+/** Whether the checkout differs from HEAD in anything but the history the benches append to. */
 const dirty = () =>
-  execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: repoRoot, encoding: "utf8" }).trim() !==
-  "";
+  execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/history.jsonl"], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  }).trim() !== "";
 
 function option(name: string): string | undefined {
   const args = process.argv.slice(2);
