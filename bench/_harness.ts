@@ -19,13 +19,17 @@ export interface BenchDaemon {
   stop(): Promise<void>;
 }
 
-/** Start dist/bench/_daemon.js on `home` and wait until it serves its socket. */
+/**
+ * Start dist/bench/_daemon.js on `home` and wait until it serves its socket. `root`: the checkout whose build runs
+ * (another commit's, built by bench/_build.ts, for an A/B of two builds driven by the same bench code).
+ */
 export async function startDaemon(
   home: string,
   config: Record<string, unknown> = {},
   env: Record<string, string> = {},
+  root = repoRoot,
 ): Promise<BenchDaemon> {
-  const entry = join(repoRoot, "dist", "bench", "_daemon.js");
+  const entry = join(root, "dist", "bench", "_daemon.js");
   // BENCH_DAEMON_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node flags for the daemon only (NODE_OPTIONS refuses
   // --cpu-prof, and would profile the driver too); how the burst's profile in docs/performance.md was taken.
   const nodeArgs = (process.env.BENCH_DAEMON_ARGS ?? "").split(/\s+/).filter(Boolean);

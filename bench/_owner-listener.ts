@@ -55,7 +55,13 @@ function watchBoard(home: string, on: (taskId: string) => void): Promise<() => v
 
 async function main(): Promise<void> {
   // The same owner as the driver's connection: its hello proves it with the secret the first hello was issued.
-  const { home, ownerId, secret } = workerData as { home: string; ownerId: string; secret?: string };
+  const { home, ownerId, secret, board } = workerData as {
+    home: string;
+    ownerId: string;
+    secret?: string;
+    /** Whether to open the board's stream (off for a daemon's CPU without a browser attached). */
+    board: boolean;
+  };
   const port = parentPort!;
   const send = (m: FromListener) => port.postMessage(m);
   const owner = await connect(home, {
@@ -68,7 +74,9 @@ async function main(): Promise<void> {
     },
   });
   await owner.request("owner.attach", {});
-  const stopBoard = await watchBoard(home, (taskId) => send({ type: "board", taskId, at: monoMs() }));
+  const stopBoard = board
+    ? await watchBoard(home, (taskId) => send({ type: "board", taskId, at: monoMs() }))
+    : () => undefined;
   const waiter = await connect(home, { kind: "cli", timeoutMs: 120_000 });
   port.on("message", (m: ToListener) => {
     if (m.type === "stop") {

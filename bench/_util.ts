@@ -99,6 +99,8 @@ export function tempDir(prefix: string): { dir: string; cleanup(): void } {
   const cleanup = () => {
     if (done) return;
     done = true;
+    // A script that makes many homes in turn (an A/B's daemons) holds no exit listener per home it removed.
+    process.off("exit", cleanup);
     if (process.env.BENCH_KEEP) console.error(`kept ${dir}`);
     else removeDir(dir);
   };

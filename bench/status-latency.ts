@@ -9,6 +9,7 @@ import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync, openSync, readSync, closeSync, existsSync, readFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import type { DaemonClient } from "../src/client/index.js";
 import { SessionReader } from "../src/core/session/session-reader.js";
@@ -22,6 +23,7 @@ import {
   fixtureEntries,
   percentile,
   printFigure,
+  repoRoot,
   sizes,
   sleep,
   stamped,
@@ -201,9 +203,14 @@ interface Listener {
   stop(): Promise<void>;
 }
 
-async function startListener(home: string, ownerId: string, secret: string | undefined): Promise<Listener> {
+async function startListener(
+  home: string,
+  ownerId: string,
+  secret: string | undefined,
+  board: boolean,
+): Promise<Listener> {
   const worker = new Worker(new URL("./_owner-listener.js", import.meta.url), {
-    workerData: { home, ownerId, secret },
+    workerData: { home, ownerId, secret, board },
   });
   const pushedAt = new Map<string, number>();
   const boardAt = new Map<string, number>();
@@ -371,7 +378,28 @@ function gcLine(what: string, all: Gc[], windows: [number, number][], spans: [nu
 /** The driver's monotonic clock (monoMs, as the owner thread stamps) to epoch ms, as the daemon's GC entries are. */
 const monoToEpoch = epochMs() - monoMs();
 
-async function main(): Promise<void> {
+/** One daemon on a fresh temp home and the plan measured against it. */
+interface Session {
+  plan: Planned[];
+  targetN: number;
+  /** The checkout whose dist/bench/_daemon.js runs (bench/_build.ts); this one's by default. */
+  root?: string;
+  /** Config beside the plan's limits (board.enabled for an A/B). */
+  config?: Record<string, unknown>;
+  /** Whether the owner thread opens the board's live stream, when the daemon serves one. */
+  boardClient: boolean;
+  /** Print each path's figures and the daemon's collections (the bench's own run), or only collect (an A/B). */
+  print: boolean;
+  /**
+   * Hand the home's removal to the caller instead of removing it at once: an A/B removes every home at its end, so no
+   * daemon starts right after thousands of files were removed (on an ext4 without a journal the creates that follow
+   * cost several times more for a minute, and every record a task writes is a create).
+   */
+  later?: (cleanup: () => void) => void;
+}
+
+/** Each planned path's samples, keyed as its figures name it ("file (cwd a git repo) N=20"). */
+async function session(o: Session): Promise<Map<string, Samples>> {
   const { dir, cleanup } = tempDir("latency");
   const home = join(dir, "home");
   const cwd = join(dir, "work");
@@ -388,16 +416,23 @@ async function main(): Promise<void> {
       env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
     });
   const gcFile = join(dir, "gc.jsonl");
-  const daemon = await startDaemon(home, { maxParallelAgents: 200, maxQueuedAgents: 200 }, { BENCH_GC: gcFile });
+  const daemon = await startDaemon(
+    home,
+    { maxParallelAgents: 200, maxQueuedAgents: 200, ...o.config },
+    o.print ? { BENCH_GC: gcFile } : {},
+    o.root,
+  );
   const gcWindows: [string, [number, number][], [number, number][]][] = [];
+  const out = new Map<string, Samples>();
   try {
     const owner = await attachOwner(home);
     // Attached after the driver's owner connection, so the deliveries go to it.
-    const listener = await startListener(home, owner.id, owner.secret);
-    console.log(
-      `owner-side signal: ${owner.channel} push, received in its own thread (as a pi owner is its own process); driver: fixtures/sessions/crew-report.jsonl, one append per line`,
-    );
-    for (const [path, n, rounds, where] of PLAN) {
+    const listener = await startListener(home, owner.id, owner.secret, o.boardClient);
+    if (o.print)
+      console.log(
+        `owner-side signal: ${owner.channel} push, received in its own thread (as a pi owner is its own process); driver: fixtures/sessions/crew-report.jsonl, one append per line`,
+      );
+    for (const [path, n, rounds, where] of o.plan) {
       const s: Samples = {
         push: [],
         board: [],
@@ -410,10 +445,12 @@ async function main(): Promise<void> {
         spans: [],
       };
       const inRepo = where === "repo";
-      const targeted = n === TARGET_N && !inRepo;
+      const targeted = n === o.targetN && !inRepo;
       for (let r = 0; r < rounds; r++)
         await round(daemon.pid, home, inRepo ? repo : cwd, owner, listener, n, path, targeted, s);
-      report(owner.channel, inRepo ? `${path} (cwd a git repo)` : path, n, targeted, s);
+      const what = inRepo ? `${path} (cwd a git repo)` : path;
+      out.set(`${what} N=${n}`, s);
+      if (o.print) report(owner.channel, what, n, targeted, s);
       if (s.bursts.length > 0) gcWindows.push([`${path} N=${n}`, s.bursts, s.spans]);
     }
     await listener.stop();
@@ -421,9 +458,132 @@ async function main(): Promise<void> {
   } finally {
     await daemon.stop();
     // The daemon writes its collections as it exits.
-    for (const [what, windows, spans] of gcWindows) console.log(gcLine(what, readGc(gcFile), windows, spans));
-    cleanup();
+    if (o.print)
+      for (const [what, windows, spans] of gcWindows) console.log(gcLine(what, readGc(gcFile), windows, spans));
+    if (o.later) o.later(cleanup);
+    else cleanup();
   }
+  return out;
 }
 
-await main();
+/** The A/B's plan: the paths whose daemon CPU per settled task the bench prints, one burst each per daemon. */
+const AB_PLAN: Planned[] = process.env.BENCH_PLAN
+  ? PLAN
+  : sizes<Planned[]>(
+      [
+        ["extension", 100, 1],
+        ["file", 100, 1],
+        ["file", 20, 1, "repo"],
+      ],
+      [
+        ["extension", 10, 1],
+        ["file", 10, 1],
+        ["file", 5, 1, "repo"],
+      ],
+    );
+
+/**
+ * `--before <commit>`: the daemon CPU per settled task of that commit's build against this one's, under the same
+ * driver (this file), each on a fresh home, interleaved: round r runs every build once, in an order that turns each
+ * round (before, after, after with the board | after with the board, after, before | …), so drift in the machine's
+ * load falls on every build alike (4 rounds by default, `--rounds N`). CPU time is what is compared (less bent by load
+ * than latency, though a loaded machine still stretches it): the figure is the median over the rounds of each build's
+ * ms per settled task, beside the median of each round's own ratio. The daemon's CPU is its process's alone (git
+ * children not counted). This build runs with the board off, as older builds have none; `--with-board` adds this
+ * build with its board on (no browser connected) as a third.
+ */
+async function compareBuilds(before: string, rounds: number, withBoard: boolean): Promise<void> {
+  const { buildAt } = await import("./_build.js");
+  const t0 = Date.now();
+  const old = buildAt(before);
+  const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: repoRoot, encoding: "utf8" }).trim();
+  console.log(
+    `cpu per task A/B: ${old.commit} (built in ${((Date.now() - t0) / 1000).toFixed(0)} s) against this checkout's build (${head}${dirty() ? ", with uncommitted changes" : ""}); ${rounds} rounds, each a fresh daemon per build running ${AB_PLAN.map(([p, n, , w]) => `${p}${w === "repo" ? " (git repo)" : ""} N=${n}`).join(", ")}; load ${loadNow()}`,
+  );
+  const builds: { name: string; session: Omit<Session, "plan" | "targetN" | "print"> }[] = [
+    { name: old.commit, session: { root: old.root, boardClient: false } },
+    { name: "this build", session: { config: { board: { enabled: false } }, boardClient: false } },
+    ...(withBoard ? [{ name: "this build, board on (no client)", session: { boardClient: false } }] : []),
+  ];
+  /** build name → path → ms per settled task, one per round. */
+  const perTask = new Map(builds.map((b) => [b.name, new Map<string, number[]>()]));
+  const homes: (() => void)[] = [];
+  // Each home kept until the end holds its exit listener (bench/_util.ts tempDir) until then.
+  process.setMaxListeners(rounds * builds.length + 10);
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? builds : [...builds].reverse();
+    for (const b of order) {
+      const got = await session({
+        ...b.session,
+        plan: AB_PLAN,
+        targetN: Number.POSITIVE_INFINITY,
+        print: false,
+        later: (c) => homes.push(c),
+      });
+      const line: string[] = [];
+      for (const [path, s] of got) {
+        const ms = (1000 * s.cpu.seconds) / s.cpu.settles;
+        const per = perTask.get(b.name)!;
+        per.set(path, [...(per.get(path) ?? []), ms]);
+        line.push(`${path} ${ms.toFixed(2)}${s.lost > 0 ? ` (${s.lost} lost)` : ""}`);
+      }
+      console.log(`round ${r + 1}, ${b.name}: ${line.join(", ")} ms per settled task; load ${loadNow()}`);
+    }
+  }
+  const base = perTask.get(old.commit)!;
+  for (const b of builds.slice(1))
+    for (const [path, samples] of perTask.get(b.name)!) {
+      const before = base.get(path) ?? [];
+      // Each round's ratio pairs two daemons that ran minutes apart at most: drift in the load cancels out of it.
+      const paired = mid(samples.map((v, r) => v / before[r]!));
+      printFigure({
+        name: `status daemon CPU per settled task, ${path}, ${b.name} (median of ${rounds} daemons)`,
+        value: mid(samples),
+        unit: "ms",
+        baselineName: `${old.commit} build`,
+        baseline: mid(before),
+        better: "lower",
+      });
+      console.log(`  ${path}, ${b.name}: median of the ${rounds} rounds' own ratios ${paired.toFixed(2)}x`);
+    }
+  for (const c of homes) c();
+  for (const b of builds)
+    console.log(
+      `${b.name}: ${[...perTask.get(b.name)!].map(([path, v]) => `${path} [${v.map((x) => x.toFixed(2)).join(", ")}]`).join("; ")} ms per settled task, by round`,
+    );
+  console.log(`cpu per task A/B: done in ${((Date.now() - t0) / 1000).toFixed(0)} s; load ${loadNow()}`);
+}
+
+/** The middle value (the mean of the two middle ones for an even count: 4 rounds by default). */
+function mid(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = Math.floor(s.length / 2);
+  return s.length === 0 ? NaN : s.length % 2 ? s[h]! : (s[h - 1]! + s[h]!) / 2;
+}
+
+const loadNow = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+/** Whether the checkout differs from HEAD in anything but the history the benches append to. */
+const dirty = () =>
+  execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/history.jsonl"], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  }).trim() !== "";
+
+function option(name: string): string | undefined {
+  const args = process.argv.slice(2);
+  const i = args.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+  if (i < 0) return undefined;
+  const a = args[i]!;
+  return a.includes("=") ? a.slice(a.indexOf("=") + 1) : (args[i + 1] ?? "");
+}
+
+const before = option("before");
+if (before !== undefined) {
+  if (before === "" || before.startsWith("--")) throw new Error("bench: --before needs a commit (--before 5c731d4)");
+  const rounds = Number(option("rounds") ?? 4);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error("bench: --rounds needs a whole number ≥ 1");
+  await compareBuilds(before, rounds, process.argv.includes("--with-board"));
+} else await session({ plan: PLAN, targetN: TARGET_N, boardClient: true, print: true });

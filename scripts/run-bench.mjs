@@ -13,7 +13,19 @@ if (!existsSync(dir)) {
   console.error("run-bench: dist/bench is missing; run `npm run build` first");
   process.exit(2);
 }
-const wanted = process.argv.slice(2);
+/**
+ * Words name scripts; options (`--before 5c731d4`, `--rounds=3`, `--with-board`) are handed to each script run,
+ * so `npm run bench -- status-latency --before 5c731d4` builds, runs that A/B and records its figures here.
+ */
+const VALUED = new Set(["--before", "--rounds"]);
+const wanted = [];
+const passed = [];
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  if (!a.startsWith("--")) wanted.push(a);
+  else if (VALUED.has(a) && i + 1 < process.argv.length) passed.push(a, process.argv[++i]);
+  else passed.push(a);
+}
 const benches = readdirSync(dir)
   .filter((f) => f.endsWith(".js") && !f.startsWith("_"))
   .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
@@ -101,7 +113,7 @@ function record(script, line) {
 /** Runs one script, its output passed through as it comes and its figure lines recorded; resolves its exit code. */
 function runScript(b) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--expose-gc", join(dir, b)], {
+    const child = spawn(process.execPath, ["--expose-gc", join(dir, b), ...passed], {
       stdio: ["inherit", "pipe", "inherit"],
       env: { ...process.env, [RUN_MARKER]: runId },
     });

@@ -5,7 +5,7 @@
 import { DshError } from "../core/errors.js";
 import type { AgentResult } from "../core/types.js";
 import type { Params, RequestMethod, Result } from "../protocol/methods.js";
-import { ProtocolSchemas } from "../protocol/schemas.js";
+import type { ProtocolSchemas } from "../protocol/schemas.js";
 import type { Connection, HandlerTable } from "../protocol/connection.js";
 
 /** The daemon's handler table (the socket's own methods, hello and frame.page, are not the board's to call). */
@@ -15,6 +15,8 @@ export type LandStrategy = NonNullable<Params<"task.land">["strategy"]>;
 
 export interface BoardActionsDeps {
   handlers: Handlers;
+  /** The socket's own parameter schemas (the daemon's instance, read once at its start): the board's calls are checked as a socket request's are. */
+  schemas: ProtocolSchemas;
   /** config board.mayActOnOwnerTasks, read on every act (a config change takes effect at once). */
   mayActOnOwnerTasks(): boolean;
 }
@@ -44,9 +46,6 @@ function personConnection(push: (method: string, params: unknown) => void = () =
 export const ownedByPi = (owner: string | undefined): boolean => owner !== undefined && owner !== "cli";
 
 export class BoardActions {
-  /** The socket's own parameter schemas: the board's calls are checked as a socket request's are. */
-  private readonly schemas = new ProtocolSchemas();
-
   constructor(private readonly deps: BoardActionsDeps) {}
 
   private async call<M extends BoardMethod>(
@@ -54,7 +53,7 @@ export class BoardActions {
     params: Params<M>,
     conn = personConnection(),
   ): Promise<Result<M>> {
-    this.schemas.checkParams(method as RequestMethod, params);
+    this.deps.schemas.checkParams(method as RequestMethod, params);
     const h = this.deps.handlers[method] as (p: Params<M>, c: Connection) => Result<M> | Promise<Result<M>>;
     return await h(params, conn);
   }

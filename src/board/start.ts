@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Config } from "../store/config.js";
 import type { Logger } from "../core/logger.js";
 import type { LatencyBucket } from "../core/status-latency.js";
+import type { ProtocolSchemas } from "../protocol/schemas.js";
 import { BoardActions, type Handlers } from "./actions.js";
 import { startBoard, type BoardServer } from "./server.js";
 import { ensureBoardToken } from "./token.js";
@@ -17,6 +18,8 @@ export function boardSocketPath(home: string, socket: string | boolean | undefin
 export async function startDaemonBoard(o: {
   home: string;
   handlers: Handlers;
+  /** The daemon's schemas, so the schema files are read once per start. */
+  schemas: ProtocolSchemas;
   config(): Config;
   log: Logger;
   latency?: { buckets(): LatencyBucket[] };
@@ -27,6 +30,7 @@ export async function startDaemonBoard(o: {
     await ensureBoardToken(o.home);
     const actions = new BoardActions({
       handlers: o.handlers,
+      schemas: o.schemas,
       mayActOnOwnerTasks: () => o.config().board?.mayActOnOwnerTasks === true,
     });
     const socket = boardSocketPath(o.home, c?.socket);

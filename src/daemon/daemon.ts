@@ -174,12 +174,14 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
   const envFacts = () => daemonEnvFacts(childEnvAll, opts.envFile);
 
   let handlers!: Parameters<typeof startDaemonBoard>[0]["handlers"];
+  // One instance for the socket and the board: the schema files are read once per start.
+  const schemas = new ProtocolSchemas();
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   const server = await startSocketServer({
     socketPath: paths.socket,
     ...(opts.limits ? { limits: opts.limits } : {}),
-    schemas: new ProtocolSchemas(),
+    schemas,
     version,
     log,
     authenticateChild: (taskId, token) => sup.authenticate(taskId, token),
@@ -217,7 +219,7 @@ export async function runDaemon(home: string, opts: RunDaemonOptions = {}): Prom
     } satisfies ServedHandlers),
   });
   // The browser board (src/board): served by the same handlers; a board that cannot listen is logged, not fatal.
-  const board = await startDaemonBoard({ home, handlers, config: () => config, log, latency });
+  const board = await startDaemonBoard({ home, handlers, schemas, config: () => config, log, latency });
   log.info({ home, socket: paths.socket, version, tasks: sup.tasks.size }, "daemon started");
 
   function stop(): Promise<void> {

@@ -10,14 +10,18 @@ import { join } from "node:path";
 import { BoardActions, type Handlers } from "../../src/board/actions.js";
 import type { AgentResult } from "../../src/core/types.js";
 import { startBoard, type BoardServer } from "../../src/board/server.js";
-import { boardAddressPath, ensureBoardToken } from "../../src/board/token.js";
+import { boardAddressPath, boardTokenPath, ensureBoardToken } from "../../src/board/token.js";
 import { boardSocketPath, startDaemonBoard } from "../../src/board/start.js";
 import type { Config } from "../../src/store/config.js";
 import { boardLink } from "../../src/board/link.js";
 import type { Connection } from "../../src/daemon/server/server-types.js";
+import { ProtocolSchemas } from "../../src/protocol/schemas.js";
+import type { RequestMethod } from "../../src/protocol/methods.js";
 import { chromium } from "playwright-core";
 
 const log = { info() {}, warn() {}, error() {}, debug() {} };
+/** The daemon's schemas, read once for the tests as the daemon reads them once per start. */
+const schemas = new ProtocolSchemas();
 const subscribers = new Set<Connection>();
 /** The tasks the fake daemon lists (newest first) and answers task.get for. */
 let listed: ReturnType<typeof result>[] = [];
@@ -30,6 +34,7 @@ before(async () => {
   token = await ensureBoardToken(home);
   const actions = new BoardActions({
     mayActOnOwnerTasks: () => false,
+    schemas,
     // A stand-in daemon answering only what the board's page reads; shapes cut to what the board shows.
     handlers: {
       "task.list": () => ({ tasks: listed }),
@@ -157,6 +162,7 @@ test("board.socket: served on a Unix socket (0600 in a 0700 folder) with the sam
   // Started as the daemon starts it: board.socket true means the home's board.sock.
   const sock = (await startDaemonBoard({
     home: sockHome,
+    schemas,
     config: () => ({ board: { socket: true } }) as Config,
     log,
     latency: { buckets: () => [{ start: 0, count: 2, p50: 3, p99: 5, max: 5 }] },
@@ -231,7 +237,11 @@ test("board.socket in a folder others may enter is refused by name; a file that 
   const open = join(sockHome, "open");
   mkdirSync(open, { mode: 0o755 });
   chmodSync(open, 0o755);
-  const actions = new BoardActions({ mayActOnOwnerTasks: () => false, handlers: {} as unknown as Handlers });
+  const actions = new BoardActions({
+    mayActOnOwnerTasks: () => false,
+    schemas,
+    handlers: {} as unknown as Handlers,
+  });
   await assert.rejects(
     startBoard({ home: sockHome, port: 0, socket: join(open, "b.sock"), actions, log }),
     /open to others \(mode 755\): `chmod 700/,
@@ -241,4 +251,31 @@ test("board.socket in a folder others may enter is refused by name; a file that 
   await assert.rejects(startBoard({ home: sockHome, port: 0, socket: file, actions, log }), /not a socket/);
   assert.equal(readFileSync(file, "utf8"), "keep me");
   rmSync(sockHome, { recursive: true, force: true });
+});
+
+test("the board checks its calls with the daemon's schemas (one instance: the schema files are read once per start)", async () => {
+  const h = mkdtempSync(join(tmpdir(), "dsh-board-schemas-"));
+  const checked: string[] = [];
+  class Counting extends ProtocolSchemas {
+    override checkParams(method: RequestMethod, params: unknown): void {
+      checked.push(method);
+      super.checkParams(method, params);
+    }
+  }
+  const b = (await startDaemonBoard({
+    home: h,
+    schemas: new Counting(),
+    config: () => ({}) as Config,
+    log,
+    handlers: { "task.list": () => ({ tasks: [] }) } as unknown as Handlers,
+  }))!;
+  try {
+    const t = readFileSync(boardTokenPath(h), "utf8").trim();
+    const res = await fetch(`http://127.0.0.1:${b.port}/api/tasks`, { headers: { cookie: `dsh_board=${t}` } });
+    assert.equal(res.status, 200);
+    assert.deepEqual(checked, ["task.list"], "the page's list was checked by the schemas handed in");
+  } finally {
+    await b.close();
+    rmSync(h, { recursive: true, force: true });
+  }
 });

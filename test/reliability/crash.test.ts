@@ -32,8 +32,8 @@ import {
   type DaemonProc,
   type Shared,
   journal,
-  type JournalEvent,
 } from "./proc-harness.js";
+import type { JournalRecord, JournalRecordOf } from "../../src/core/lifecycle/journal-record.js";
 
 const SCRIPT: Script = {
   conversations: [
@@ -122,8 +122,11 @@ after(async () => {
   await shared?.close();
 });
 
-type Ev = JournalEvent;
-const matches = (e: Ev, point: string) => e.type === point || `${e.type}:${String(e.status ?? "")}` === point;
+type Ev = JournalRecord;
+/** A launched child's pid: the journal keeps the runtime's whole handle, typed by its runtime alone. */
+const pidOf = (e: JournalRecordOf<"launched">): number => (e.handle as { pid?: number } | undefined)?.pid ?? NaN;
+const matches = (e: Ev, point: string) =>
+  e.type === point || `${e.type}:${"status" in e ? String(e.status ?? "") : ""}` === point;
 
 /** User messages in the child's own session that carry `marker`: how often the child was really prompted. */
 function promptsInSession(home: string, taskId: string, marker: string): number {
@@ -449,7 +452,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
       assert.equal(
         n,
         1,
-        `the follow-up reached the child once; journal: ${ev.map((e) => `${e.type}${e.cycle ? "#" + String(e.cycle) : ""}${e.why ? "(" + String(e.why) + ")" : ""}`).join(" ")}`,
+        `the follow-up reached the child once; journal: ${ev.map((e) => `${e.type}${"cycle" in e && e.cycle ? "#" + String(e.cycle) : ""}${"why" in e && e.why ? "(" + String(e.why) + ")" : ""}`).join(" ")}`,
       );
     }
     const launched = ev.filter((e) => e.type === "launched");
@@ -466,13 +469,13 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     clearInterval(parentSampler);
     assert.deepEqual(
       p.runtime === "herdr" ? [...children.seen].map((pid) => parents.get(pid)) : [...children.seen],
-      [(launched[0]!.handle as { pid: number }).pid],
+      [pidOf(launched[0]!)],
       "exactly one pi child ever ran, the journaled one",
     );
 
     // No orphans: every launched process is dead; the only worktree is the task's own, recorded one.
     for (const l of launched) {
-      const pid = (l.handle as { pid?: number }).pid!;
+      const pid = pidOf(l);
       await until(`child ${pid} gone`, () => (!alive(pid) ? true : undefined), 10_000);
     }
     await until(
@@ -502,7 +505,7 @@ async function runPoint(p: Point, idx: number): Promise<void> {
     }
     if (taskId) {
       for (const e of journal(home, taskId).filter((x) => x.type === "launched")) {
-        for (const target of [(e.handle as { pid: number }).pid, -(e.handle as { pid: number }).pid]) {
+        for (const target of [pidOf(e), -pidOf(e)]) {
           try {
             process.kill(target, "SIGKILL"); // a failed case must not leave its child running
           } catch {

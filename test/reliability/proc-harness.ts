@@ -8,6 +8,7 @@ import { startScriptedModel, type ScriptedModel } from "../../fixtures/scripted-
 import { preparePiAgentDir } from "../../fixtures/scripted-model/agent-dir.js";
 import type { Script } from "../../fixtures/scripted-model/script.js";
 import { connect, type DaemonClient } from "../../src/client/index.js";
+import { parseJournal, type JournalRecord } from "../../src/core/lifecycle/journal-record.js";
 import { initRepo } from "../helpers/git.js";
 
 export const DAEMON_PROC = join(import.meta.dirname, "daemon-proc.js");
@@ -182,10 +183,13 @@ export function sampleProcesses(text: string, everyMs = 200, alsoText?: string):
   return { seen, stop: () => (take(), clearInterval(t)) };
 }
 
-export type JournalEvent = { type: string; [k: string]: unknown };
-
-/** A task's events.jsonl as written so far (a torn last line left out); [] before the task dir has one. */
-export function journal(home: string, taskId: string): JournalEvent[] {
+/**
+ * A task's events.jsonl as written so far, read as the daemon reads it (TaskStore.readJournal): each whole line
+ * parsed, then kept only as a record of a known kind and shape (core/lifecycle/journal-record.ts), so a test
+ * switches on the same union the daemon's writers, recovery and verify use. A torn last line is left out; [] before
+ * the task dir has a journal.
+ */
+export function journal(home: string, taskId: string): JournalRecord[] {
   const p = join(home, "tasks", taskId, "events.jsonl");
   let text: string;
   try {
@@ -193,14 +197,15 @@ export function journal(home: string, taskId: string): JournalEvent[] {
   } catch {
     return [];
   }
-  return text
+  const lines = text
     .split("\n")
     .filter((l) => l.trim())
-    .flatMap((l) => {
+    .flatMap((l): unknown[] => {
       try {
-        return [JSON.parse(l) as JournalEvent];
+        return [JSON.parse(l)];
       } catch {
         return [];
       }
     });
+  return parseJournal(lines).records;
 }

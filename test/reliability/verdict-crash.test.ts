@@ -33,7 +33,6 @@ import {
   type DaemonProc,
   type Shared,
   journal,
-  type JournalEvent,
 } from "./proc-harness.js";
 
 const report = (text: string) => ({
@@ -57,8 +56,6 @@ before(async () => {
 after(async () => {
   await shared?.close();
 });
-
-type Ev = JournalEvent;
 
 /**
  * Live pi children of a home, or of one task: found by the environment the daemon gave them (pi renames its process

@@ -10,20 +10,11 @@ import { questionLine, renderTable, type TaskRow } from "../format/table.js";
 import { neutraliseResult, safeLine } from "../format/safe.js";
 import { printJson } from "../common/io.js";
 import { resolveId } from "../common/task-files.js";
-import { examples, jsonOption } from "../common/options.js";
+import { examples, jsonOption, STATUSES } from "../common/options.js";
 import { keysPossible, WatchKeys } from "./watch-keys.js";
 
-const NOT_CLOSED: AgentStatus[] = [
-  "starting",
-  "working",
-  "blocked",
-  "idle",
-  "running",
-  "completed",
-  "failed",
-  "gone",
-  "interrupted",
-];
+/** Every status but closed, from the one list: a new status is shown without --all unless it is "closed". */
+export const NOT_CLOSED: AgentStatus[] = STATUSES.filter((s) => s !== "closed");
 
 const SETTLING = new Set(["starting", "working", "running"]);
 

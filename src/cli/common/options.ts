@@ -1,8 +1,21 @@
 // Helpers shared by the command modules.
 import { type Command, Option } from "commander";
 import { DshError } from "../../core/errors.js";
+import type { AgentStatus } from "../../core/types.js";
 
-export const STATUSES = [
+/**
+ * The list, checked against the core's AgentStatus: a status the core gains and this list lacks fails to compile, so
+ * the filters built from it (list's choices, watch's statuses but closed) cannot miss it.
+ */
+function everyStatus<const T extends readonly AgentStatus[]>(
+  list: T &
+    ([Exclude<AgentStatus, T[number]>] extends [never] ? unknown : { missing: Exclude<AgentStatus, T[number]> }),
+): T {
+  return list;
+}
+
+/** Every status a task can read, in the order the CLI lists them. */
+export const STATUSES = everyStatus([
   "starting",
   "working",
   "blocked",
@@ -13,7 +26,7 @@ export const STATUSES = [
   "gone",
   "closed",
   "interrupted",
-] as const;
+]);
 
 export function jsonOption(cmd: Command): Command {
   return cmd.option("--json", "machine output: one JSON value on stdout");
