@@ -1,5 +1,5 @@
 // What check receipts say: verified or not, and the warning a failing or cut-off check adds. Pure.
-import type { CheckReceipt, Landing } from "../types.js";
+import type { AgentResult, CheckReceipt, Landing } from "../types.js";
 
 /** true when every check exited 0 and none was cut off; undefined when none ran. */
 export function verifiedOf(receipts: readonly CheckReceipt[] | undefined): boolean | undefined {
@@ -53,4 +53,45 @@ export function landFieldsOf(rec: {
     ...(rec.checkRun && rec.checkRun.cycle === rec.cycle ? { checks: rec.checkRun.receipts } : {}),
     ...(rec.landing ? { landing: rec.landing } : {}),
   };
+}
+
+/** A task's check run as its record keeps it: the cycle checked, when (the clock port's ms), the receipts. */
+export interface CheckRun {
+  cycle: number;
+  at: number;
+  receipts: CheckReceipt[];
+}
+
+/** What task.check and task.land found or made, for the task's record: a landing measured or landed, a check run. */
+export interface LandingOutcome {
+  landing?: Landing;
+  checkRun?: CheckRun;
+}
+
+/**
+ * The record's check and landing fields after `outcome`, and the AgentResult that says them: `base` with the checks,
+ * verified and check warnings of the current cycle's run, and the landing. A field the outcome leaves out keeps the
+ * record's value.
+ */
+export function landingRecorded<R extends { cycle: number; checkRun?: CheckRun; landing?: Landing }>(
+  rec: R,
+  base: AgentResult,
+  outcome: LandingOutcome,
+): { rec: R; result: AgentResult } {
+  const next: R = {
+    ...rec,
+    ...(outcome.landing ? { landing: outcome.landing } : {}),
+    ...(outcome.checkRun ? { checkRun: outcome.checkRun } : {}),
+  };
+  const fields = landFieldsOf(next);
+  const result: AgentResult = { ...base };
+  if (fields.checks) {
+    result.checks = fields.checks;
+    result.verified = verifiedOf(fields.checks)!;
+    const warnings = withCheckWarnings(base.warnings, fields.checks);
+    if (warnings.length > 0) result.warnings = warnings;
+    else delete result.warnings;
+  }
+  if (fields.landing) result.landing = fields.landing;
+  return { rec: next, result };
 }
