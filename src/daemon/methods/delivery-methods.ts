@@ -2,7 +2,6 @@
 // injected, and on /fork or /clone takes over the open tasks and queued deliveries of the session it came from.
 import { DshError } from "../../core/errors.js";
 import { checkOwnerSecret } from "../../store/owner-secret.js";
-import type { Runner, TaskPorts } from "../task/runner-types.js";
 import type { DeliveryService } from "../delivery/delivery.js";
 import type { HandlerTable } from "../server/server.js";
 import type { Supervisor } from "../task/supervisor-types.js";
@@ -29,33 +28,10 @@ export function createOwnerHandlers(
       for (const live of sup.tasks.values()) {
         if (live.rec.owner !== p.fromOwnerId || !sup.isOpen(live)) continue;
         moved_ids.push(live.rec.taskId);
-        await moveTask(live, to);
-        if (live.result) live.result = { ...live.result, owner: to };
+        await live.moveOwner(to); // the task's writer: record, result and journal, behind its harvests
       }
       const deliveries = await delivery.moveQueued(p.fromOwnerId, to);
       return { moved_ids, deliveries };
     },
   };
-}
-
-/** What moving a task's owner touches: its record, result and journal, behind its harvests (the chain). */
-type MovedTask = Pick<Runner, "rec" | "result" | "chain" | "journal"> & {
-  readonly ports: Pick<TaskPorts, "store" | "log">;
-};
-
-/** Serialized with the task's harvests, so a concurrent rewrite of task.json cannot restore the old owner. */
-function moveTask(live: MovedTask, to: string): Promise<void> {
-  const { rec } = live;
-  const { store } = live.ports;
-  const from = rec.owner;
-  const run = live.chain.then(async () => {
-    rec.owner = to;
-    await store.writeTask(rec);
-    if (live.result) await store.writeResult(rec.taskId, { ...live.result, owner: to });
-    await live.journal({ type: "owner_moved", from, to });
-  });
-  live.chain = run.catch((e: unknown) =>
-    live.ports.log.warn({ taskId: rec.taskId, err: String(e) }, "owner move failed"),
-  );
-  return run;
 }

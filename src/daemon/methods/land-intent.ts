@@ -7,12 +7,12 @@ import { existsSync, readdirSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { JournalRecordOf } from "../../core/lifecycle/journal-record.js";
-import type { AgentResult, Landing } from "../../core/types.js";
+import type { Landing } from "../../core/types.js";
 import { type LandIntent, resolveIntent, sweepLandScratch } from "../ports/git-port.js";
 import { writeAtomic } from "../../store/fsio.js";
 import type { TaskStore } from "../../store/task-store.js";
-import { validateAgentResult } from "../task/harvest.js";
-import { landFieldsOf, type TaskRecord } from "../task/record.js";
+import { recordClosedLanding } from "../task/land-record.js";
+import type { TaskRecord } from "../task/record.js";
 import type { Logger } from "../server/server-types.js";
 
 const FILE = "land-intent.json";
@@ -96,15 +96,14 @@ export async function recoverLandings(store: TaskStore, root: string, log: Logge
         taskId,
         (landedAs) => rec.landing?.landedAs === landedAs,
         async (landing, committed) => {
-          rec.landing = landing;
-          const result: AgentResult | undefined = await store.readResult(taskId);
-          if (result) {
-            const fields = landFieldsOf(rec);
-            if (fields.landing) result.landing = fields.landing;
-            validateAgentResult(result);
-            await store.saveTask(rec, result);
-          } else await store.writeTask(rec);
-          await store.appendEvent(taskId, landedEvent(rec, landing, committed, true));
+          // A closed task's files take it (land-record.ts, as task.land writes a closed task's landing).
+          const event = landedEvent(rec, landing, committed, true);
+          const result = await store.readResult(taskId);
+          if (result) await recordClosedLanding(store, rec, result, { landing }, event);
+          else {
+            await store.writeTask({ ...rec, landing });
+            await store.appendEvent(taskId, event);
+          }
         },
         timeoutMs,
       );

@@ -1,7 +1,7 @@
 // task.check and task.land: the task's checks run again on demand (receipts journaled and put in its AgentResult),
 // landability measured, and the work landed on its base branch (measured with settle-checks.ts, as a settle does).
 import { isInFlight } from "../../core/lifecycle/cycle-phase.js";
-import { verifiedOf, withCheckWarnings } from "../../core/result/check-receipts.js";
+import { type LandingOutcome, verifiedOf } from "../../core/result/check-receipts.js";
 import { DshError } from "../../core/errors.js";
 import type { JournalRecord } from "../../core/lifecycle/journal-record.js";
 import { KeyedQueue } from "../../core/keyed-queue.js";
@@ -18,22 +18,27 @@ import {
 } from "../ports/git-port.js";
 import { crashPoint } from "../ports/crash-hook.js";
 import { clearIntent, landedEvent, settleIntent, writeIntent } from "./land-intent.js";
-import { validateAgentResult } from "../task/harvest.js";
+import { recordClosedLanding } from "../task/land-record.js";
 import type { TaskStore } from "../../store/task-store.js";
 import type { Runner } from "../task/runner-types.js";
 import type { MethodContext } from "./method-context.js";
-import { landFieldsOf, type TaskRecord } from "../task/record.js";
+import type { TaskRecord } from "../task/record.js";
 
 export { landFieldsOf } from "../task/record.js";
 import type { HandlerTable } from "../server/server.js";
 import type { Supervisor } from "../task/supervisor-types.js";
 import { journaled, landingJournal, runChecksOf, withLanded } from "../task/settle-checks.js";
 
-/** The task a method acts on: live (settled, not relayed) or closed (from its files). */
+/**
+ * The task a method acts on: live (settled, not relayed) or closed (from its files). The method reads `rec` and
+ * `result` and hands what it found or made to `record`, the task's one writer: its runner for a live task
+ * (land-record.ts), its files for a closed one. Nothing here assigns to a task's state.
+ */
 interface Target {
-  rec: TaskRecord;
-  result: AgentResult;
-  live?: Runner;
+  readonly rec: TaskRecord;
+  readonly result: AgentResult;
+  /** Apply `outcome` (record, result, task.json, journal, owners told); answers the new result. */
+  record(outcome: LandingOutcome, event: JournalRecord): Promise<AgentResult>;
 }
 
 /** The landings being run, each with its requester's cancel: the daemon's stop abandons them. */
@@ -64,58 +69,68 @@ function elsewhere(taskId: string, rec: TaskRecord): void {
     );
 }
 
+/** A closed task's target: its files are its state, written by recordClosedLanding. */
+function closedTarget(store: TaskStore, rec0: TaskRecord, result0: AgentResult): Target {
+  let rec = rec0;
+  let result = result0;
+  return {
+    get rec() {
+      return rec;
+    },
+    get result() {
+      return result;
+    },
+    async record(outcome, event) {
+      const next = await recordClosedLanding(store, rec, result, outcome, event);
+      rec = next.rec;
+      result = next.result;
+      return result;
+    },
+  };
+}
+
+/** A live task's target: its runner holds its record and result and applies what the method found. */
+function liveTarget(live: Pick<Runner, "rec" | "recordLanding">, result0: AgentResult): Target {
+  let result = result0;
+  return {
+    get rec() {
+      return live.rec;
+    },
+    get result() {
+      return result;
+    },
+    async record(outcome, event) {
+      result = await live.recordLanding(result, outcome, event);
+      return result;
+    },
+  };
+}
+
 function withTarget<T>(sup: Supervisor, taskId: string, op: (t: Target) => Promise<T>): Promise<T> {
   const live = sup.tasks.get(taskId);
+  const { store } = sup.deps;
   if (!live)
     return closedQueue.run(taskId, async () => {
-      const rec = await sup.deps.store.readTask<TaskRecord>(taskId);
+      const rec = await store.readTask<TaskRecord>(taskId);
       elsewhere(taskId, rec); // closed too: its worktree path names a directory on that machine
-      const result = await sup.deps.store.readResult(taskId);
+      const result = await store.readResult(taskId);
       if (!result) throw new DshError("BAD_STATE", `task ${taskId} has no result yet; wait for it`);
-      return op({ rec, result });
+      return op(closedTarget(store, rec, result));
     });
   elsewhere(taskId, live.rec);
   // Behind the task's harvests, and ahead of a follow-up: task.respond waits for the chain, so no check runs while
   // the child works.
-  const run = live.chain.then(async () => {
+  return live.onChain(async () => {
     const ph = live.state.phase;
     if (isInFlight(ph) || ph.name === "queued")
       throw new DshError(
         "BAD_STATE",
         `task ${taskId} is still working (cycle ${live.rec.cycle}); wait for it (dsh-herdr wait ${taskId}), then try again`,
       );
-    const result = live.result ?? (await sup.deps.store.readResult(taskId));
+    const result = live.result ?? (await store.readResult(taskId));
     if (!result) throw new DshError("BAD_STATE", `task ${taskId} has no result yet; wait for it`);
-    return op({ rec: live.rec, result, live });
+    return op(liveTarget(live, result));
   });
-  live.chain = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  return run;
-}
-
-/** The target's result with its check and landing fields set from the record; written with task.json, journaled. */
-async function save(store: TaskStore, t: Target, event: JournalRecord): Promise<AgentResult> {
-  const { rec } = t;
-  const fields = landFieldsOf(rec);
-  const result: AgentResult = { ...t.result };
-  if (fields.checks) {
-    result.checks = fields.checks;
-    result.verified = verifiedOf(fields.checks)!;
-    const warnings = withCheckWarnings(t.result.warnings, fields.checks);
-    if (warnings.length > 0) result.warnings = warnings;
-    else delete result.warnings;
-  }
-  if (fields.landing) result.landing = fields.landing;
-  validateAgentResult(result);
-  if (t.live) t.live.result = result;
-  await store.saveTask(rec, result);
-  if (t.live) {
-    await t.live.journal(event);
-    t.live.notify(result, { settled: false });
-  } else await store.appendEvent(rec.taskId, event);
-  return result;
 }
 
 function needsWorktree(rec: TaskRecord): NonNullable<TaskRecord["worktree"]> {
@@ -129,16 +144,16 @@ function needsWorktree(rec: TaskRecord): NonNullable<TaskRecord["worktree"]> {
 
 export async function checkTask(sup: Supervisor, taskId: string) {
   return withTarget(sup, taskId, async (t) => {
-    const { rec } = t;
+    const { rec } = t; // read only: what changes goes through t.record
     if (!rec.checks?.length)
       throw new DshError(
         "BAD_STATE",
         `task ${taskId} has no checks; spawn with --check CMD (e.g. --check "npm test") to have the daemon run them`,
       );
     const receipts = await runChecksOf(sup.deps.store, rec, rec.workdir, "worktree");
-    rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts };
+    const checkRun = { cycle: rec.cycle, at: sup.deps.clock.now(), receipts };
     const verified = verifiedOf(receipts)!;
-    const result = await save(sup.deps.store, t, {
+    const result = await t.record({ checkRun }, {
       type: "checks",
       cycle: rec.cycle,
       onDemand: true,
@@ -165,13 +180,13 @@ type LandReply = Omit<LandOutcome, "committed"> & { committed?: string; dryRun?:
 
 async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: AbortSignal): Promise<LandReply> {
   return withTarget(sup, taskId, async (t) => {
-    const { rec } = t;
-    const wt = needsWorktree(rec);
-    const author = childIdentity(rec.name, rec.taskId);
+    const wt = needsWorktree(t.rec);
+    const author = childIdentity(t.rec.name, t.rec.taskId);
     const store = sup.deps.store;
     const timeoutMs = sup.deps.config().land?.timeoutMs;
     const bounds = { ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(signal ? { signal } : {}) };
-    const setup = rec.setupCommit ? { setup: rec.setupCommit } : {};
+    const setup = t.rec.setupCommit ? { setup: t.rec.setupCommit } : {};
+    const now = () => sup.deps.clock.now();
     return repoQueue.run(wt.repo, async () => {
       // Behind another landing in the same repository: a requester gone meanwhile abandons this one, never later.
       if (signal?.aborted)
@@ -183,10 +198,9 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
       await settleIntent(
         store,
         taskId,
-        (landedAs) => rec.landing?.landedAs === landedAs,
+        (landedAs) => t.rec.landing?.landedAs === landedAs,
         async (landing, committed) => {
-          rec.landing = landing;
-          await save(store, t, landedEvent(rec, landing, committed, true));
+          await t.record({ landing }, landedEvent(t.rec, landing, committed, true));
         },
         timeoutMs,
       );
@@ -194,21 +208,21 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
       const recordRefusal = async (e: unknown) => {
         const found = e instanceof DshError ? (e.details?.["landing"] as Landing | undefined) : undefined;
         if (found) {
-          rec.landing = withLanded(found, rec.landing);
-          await save(store, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
+          const landing = withLanded(found, t.rec.landing);
+          await t.record({ landing }, { type: "landability", cycle: t.rec.cycle, ...landingJournal(landing) });
         }
         throw e;
       };
       if (p.dryRun) {
         const l = await dryLand({ taskId, worktree: wt, author, ...setup, ...bounds }).catch(recordRefusal);
-        rec.landing = withLanded(l, rec.landing);
-        await save(store, t, { type: "landability", cycle: rec.cycle, ...landingJournal(rec.landing) });
+        const landing = withLanded(l, t.rec.landing);
+        await t.record({ landing }, { type: "landability", cycle: t.rec.cycle, ...landingJournal(landing) });
         const said = l.clean
           ? `lands cleanly on ${l.baseBranch} (${l.baseHead.slice(0, 12)})`
           : `conflicts with ${l.baseBranch} (${l.baseHead.slice(0, 12)}) in: ${l.conflicts.join(", ")}`;
-        return { taskId, already: false, dryRun: true, landing: rec.landing, said };
+        return { taskId, already: false, dryRun: true, landing, said };
       }
-      if (p.check && !rec.checks?.length)
+      if (p.check && !t.rec.checks?.length)
         throw new DshError(
           "BAD_STATE",
           `task ${taskId} has no checks for --check; spawn with --check CMD, or land without --check`,
@@ -223,7 +237,7 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
         await settleIntent(
           store,
           taskId,
-          (landedAs) => rec.landing?.landedAs === landedAs,
+          (landedAs) => t.rec.landing?.landedAs === landedAs,
           async (landing) => {
             landed = { taskId, already: false, landing, said: `landed as ${landing.landedAs?.slice(0, 12)}` };
           },
@@ -240,7 +254,7 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
         ...setup,
         ...bounds,
         ...(p.strategy ? { strategy: p.strategy } : {}),
-        ...(rec.landing ? { previous: rec.landing } : {}),
+        ...(t.rec.landing ? { previous: t.rec.landing } : {}),
         onIntent: async (i) => {
           await writeIntent(store, i);
           intended = true;
@@ -249,7 +263,7 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
         ...(p.check
           ? {
               check: async (dir: string) => {
-                checks = await runChecksOf(store, rec, dir, "merged", {
+                checks = await runChecksOf(store, t.rec, dir, "merged", {
                   ...(signal ? { signal } : {}),
                   // Beside the scratch tree: a later daemon ends a check a killed one left running (land-scratch.ts).
                   onSpawn: (pgid) =>
@@ -262,10 +276,10 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
                   );
                 const bad = checks.find((c) => c.exitCode !== 0 || c.cutOff !== undefined);
                 if (bad) {
-                  rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
-                  await save(store, t, {
+                  const checkRun = { cycle: t.rec.cycle, at: now(), receipts: checks };
+                  await t.record({ checkRun }, {
                     type: "checks",
-                    cycle: rec.cycle,
+                    cycle: t.rec.cycle,
                     on: "merged",
                     verified: false,
                     receipts: checks.map(journaled),
@@ -284,9 +298,8 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
         .catch(afterIntent)
         .catch(recordRefusal);
       if (!out.already) {
-        rec.landing = out.landing;
-        if (checks) rec.checkRun = { cycle: rec.cycle, at: Date.now(), receipts: checks };
-        await save(store, t, landedEvent(rec, out.landing, out.committed));
+        const checkRun = checks ? { checkRun: { cycle: t.rec.cycle, at: now(), receipts: checks } } : {};
+        await t.record({ landing: out.landing, ...checkRun }, landedEvent(t.rec, out.landing, out.committed));
         await clearIntent(store, taskId);
       }
       return { ...out, ...(checks ? { checks } : {}) };

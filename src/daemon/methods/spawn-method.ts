@@ -154,8 +154,8 @@ async function spawnFresh(ctx: MethodContext, p: SpawnParams, conn: Connection):
   releaseDay();
   sup.admission.rekey(slotKey, live.rec.taskId);
   await live.refresh();
-  if (repo) live.knownRepo = worktree ? { ...repo, worktree } : repo;
-  void live.run(slot);
+  // The repository looked up here (and the worktree begun) go to the launch, so it does not ask git again.
+  void live.run(slot, repo && (worktree ? { ...repo, worktree } : repo));
   return {
     taskId: live.rec.taskId,
     subagent_id: live.rec.taskId,

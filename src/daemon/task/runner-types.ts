@@ -7,6 +7,7 @@ import type { Clock } from "../../core/clock.js";
 import type { CrewReport } from "../../core/crew/crew-cycle.js";
 import type { JournalRecord } from "../../core/lifecycle/journal-record.js";
 import type { CycleEvent, SettleReason, TimerKind } from "../../core/lifecycle/task-cycle.js";
+import type { LandingOutcome } from "../../core/result/check-receipts.js";
 import type { AgentResult } from "../../core/types.js";
 import type { Runtime } from "../../runtime/types.js";
 import type { Config } from "../../store/config.js";
@@ -79,8 +80,20 @@ export interface Runner extends Live {
   childConnected(conn: Connection): void;
   childEvent(ev: ChildEvent): Promise<{ ok: true }>;
   childReport(p: ChildReport): Promise<{ ok: true }>;
-  /** Admission → baseline/worktree → prompt.md → launch. Runs in the background. */
-  run(slot: Promise<{ queuedMs: number }>): Promise<void>;
+  /**
+   * Admission → baseline/worktree → prompt.md → launch. Runs in the background. `known`: the repository its spawn
+   * already looked up (and the worktree it started making), so the launch does not ask git again.
+   */
+  run(slot: Promise<{ queuedMs: number }>, known?: Live["knownRepo"]): Promise<void>;
+  /**
+   * `op` behind the task's harvests and earlier on-demand work (its chain); what is queued after waits for it. Its
+   * failure is the caller's and does not stop the chain.
+   */
+  onChain<T>(op: () => Promise<T>): Promise<T>;
+  /** What task.check / task.land found or made, applied to the task (land-record.ts); answers the new result. */
+  recordLanding(base: AgentResult, outcome: LandingOutcome, event: JournalRecord): Promise<AgentResult>;
+  /** owner.move: the task's record, result and journal name the owner `to`, behind its chain (owner-move.ts). */
+  moveOwner(to: string): Promise<void>;
   /** The owner's commands (task-commands.ts): each asks the machine first. */
   abort(): Promise<boolean>;
   /**

@@ -26,7 +26,10 @@ import { redactSecrets } from "../../core/redact.js";
 import type { PendingRequest } from "./relay-request-state.js";
 import type { Runtime, RuntimeEvent } from "../../runtime/types.js";
 import type { CreatedWorktree } from "../ports/git-port.js";
+import type { LandingOutcome } from "../../core/result/check-receipts.js";
 import { sendPrompt, typePrompt } from "./child-prompt.js";
+import { recordLanding } from "./land-record.js";
+import { moveOwner } from "./owner-move.js";
 import { childEvent, childJoined, childLeft, childReport, onFiles, onRuntime } from "./evidence.js";
 import type { Live, UnsavedStatus } from "./live.js";
 import { admit, diagnoseStart, launch, start, type LaunchEnded } from "./pipeline.js";
@@ -403,10 +406,30 @@ export class TaskRunner implements Runner {
     await this.ports.store.saveTask(this.rec, this.result, { sync: false });
   }
 
+  // ---- on-demand work: checks, landings, owner moves ----
+
+  onChain<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(op);
+    this.chain = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  recordLanding(base: AgentResult, outcome: LandingOutcome, event: JournalRecord): Promise<AgentResult> {
+    return recordLanding(this, base, outcome, event);
+  }
+
+  moveOwner(to: string): Promise<void> {
+    return moveOwner(this, to);
+  }
+
   // ---- spawn, commands ----
 
   /** Admission → baseline/worktree → prompt.md → launch (the readiness barrier is the machine's). In the background. */
-  async run(slot: Promise<{ queuedMs: number }>): Promise<void> {
+  async run(slot: Promise<{ queuedMs: number }>, known?: Live["knownRepo"]): Promise<void> {
+    if (known) this.knownRepo = known;
     const admitted = await admit(this, slot);
     if (admitted?.type !== "admitted") return this.launchEnded(admitted);
     void this.dispatch(admitted); // not awaited: the admission's records are written meanwhile
