@@ -153,13 +153,16 @@ export async function checkTask(sup: Supervisor, taskId: string) {
     const receipts = await runChecksOf(sup.deps.store, rec, rec.workdir, "worktree");
     const checkRun = { cycle: rec.cycle, at: sup.deps.clock.now(), receipts };
     const verified = verifiedOf(receipts)!;
-    const result = await t.record({ checkRun }, {
-      type: "checks",
-      cycle: rec.cycle,
-      onDemand: true,
-      verified,
-      receipts: receipts.map(journaled),
-    });
+    const result = await t.record(
+      { checkRun },
+      {
+        type: "checks",
+        cycle: rec.cycle,
+        onDemand: true,
+        verified,
+        receipts: receipts.map(journaled),
+      },
+    );
     return {
       taskId,
       checks: receipts,
@@ -277,13 +280,16 @@ async function landOne(sup: Supervisor, taskId: string, p: LandParams, signal?: 
                 const bad = checks.find((c) => c.exitCode !== 0 || c.cutOff !== undefined);
                 if (bad) {
                   const checkRun = { cycle: t.rec.cycle, at: now(), receipts: checks };
-                  await t.record({ checkRun }, {
-                    type: "checks",
-                    cycle: t.rec.cycle,
-                    on: "merged",
-                    verified: false,
-                    receipts: checks.map(journaled),
-                  });
+                  await t.record(
+                    { checkRun },
+                    {
+                      type: "checks",
+                      cycle: t.rec.cycle,
+                      on: "merged",
+                      verified: false,
+                      receipts: checks.map(journaled),
+                    },
+                  );
                   const how = bad.cutOff ? `cut off (${bad.cutOff})` : `exit ${bad.exitCode ?? bad.signal}`;
                   throw new DshError(
                     "CHECK_FAILED",
