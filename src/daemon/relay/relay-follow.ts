@@ -326,7 +326,7 @@ export class RemoteFollow {
             ),
         }),
       );
-      live.chain = live.chain.then(() => saved.then(noop, noop));
+      live.onChain(() => saved).catch(noop); // what is queued on the task waits for the write
       await saved;
     });
     // The machine keeps the settled status (what abort and respond are asked against).

@@ -61,7 +61,9 @@ export interface RelayLive {
   /** The machine refused that request, and the refusal is being recorded and settled here (relay-requests.ts). */
   remoteRefusing?: boolean;
   /** What a reader of the record waits for (task.wait and task.get await it before they answer). */
-  chain: Promise<void>;
+  readonly chain: Promise<void>;
+  /** `op` queued on the task's chain (the runner's: task-runner.ts onChain). */
+  onChain<T>(op: () => Promise<T>): Promise<T>;
   /** Durable when it resolves. */
   journal(event: JournalRecord): Promise<void>;
   /** Written when it resolves, durable through the commit log behind the caller (before any later outbox record). */

@@ -39,7 +39,7 @@ async function workOf(rec: TaskRecord): Promise<string | undefined> {
 /** What the check asks of the settling task: its record, the daemon's tasks and log, its journal. */
 export type SiblingCheckPort = TaskPort<"rec" | "journal", "log" | "tasks">;
 /** What a sibling is told through: its record and result, written on its own chain, and its owner notified. */
-type SiblingPort = TaskPort<"rec" | "state" | "result" | "chain" | "journal" | "notify", "log" | "store">;
+type SiblingPort = TaskPort<"rec" | "state" | "result" | "onChain" | "journal" | "notify", "log" | "store">;
 
 /** The task is open: not closed, its cycle not interrupted. */
 const isOpen = (r: Pick<Runner, "state">): boolean => lifecycleOf(r.state.phase) === undefined;
@@ -116,7 +116,7 @@ function tellSibling(other: SiblingPort, about: TaskRecord, paths: string[]): vo
   const warning = paths.length ? warningAbout(about, paths) : undefined;
   other.rec.warnings = withSiblingWarning(other.rec.warnings, about.taskId, warning);
   if (other.rec.warnings.length === 0) delete other.rec.warnings;
-  const run = other.chain.then(async () => {
+  const run = other.onChain(async () => {
     const cur = other.result;
     if (!cur || !isOpen(other)) return;
     const result: AgentResult = { ...cur };
@@ -135,7 +135,7 @@ function tellSibling(other: SiblingPort, about: TaskRecord, paths: string[]): vo
     });
     other.notify(result, { settled: false });
   });
-  other.chain = run.catch((e: unknown) =>
+  run.catch((e: unknown) =>
     other.ports.log.warn(
       { taskId: other.rec.taskId, err: e instanceof DshError ? e.message : String(e) },
       "sibling warning not written",
