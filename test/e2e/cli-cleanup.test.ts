@@ -60,6 +60,11 @@ async function statusOf(id: string): Promise<string> {
   return (JSON.parse(r.out) as AgentResult).status;
 }
 
+/** Until the task's cycle runs (its status `running`), as a bulk command's "running work is left alone" needs. */
+async function runningNow(id: string): Promise<void> {
+  await waitFor(`task ${id} running`, async () => ((await statusOf(id)) === "running" ? true : undefined), 60_000, 200);
+}
+
 test("respond to a running task steers it: `steered cycle 1`, and the child's model answers the steer", async () => {
   const id = await spawn("[t-steer] write s.txt");
   await waitFor("the task running", async () => ((await statusOf(id)) === "running" ? true : undefined), 60_000, 200);
@@ -84,6 +89,8 @@ test("close --failed picks every failed task (not the others): refused without -
   const slow = await spawn("[t-slow] running");
   for (const id of fails) assert.equal((await settled(id)).status, "failed");
   assert.equal((await settled(ok)).status, "completed");
+  // Running, not still starting (pi took the prompt but its model has not begun) on a loaded machine.
+  await runningNow(slow);
 
   const refused = await h.cli(["close", "--failed"]);
   assert.equal(refused.code, 2, refused.err);
@@ -122,6 +129,7 @@ test("abort --settled ends settled tasks' children and closes them (a completed 
   const slow = await spawn("[t-slow] still running");
   assert.equal((await settled(done)).status, "completed");
   assert.equal((await settled(failed)).status, "failed");
+  await runningNow(slow);
   const r = await h.cli(["abort", "--settled", "--yes", "--json"]);
   assert.equal(r.code, 0, r.err);
   const out = JSON.parse(r.out) as Record<string, string[]>;
