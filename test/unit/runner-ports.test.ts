@@ -36,8 +36,15 @@ const at = (name: string, sf: ts.SourceFile, node: ts.Node): string =>
 
 /** Every function with a parameter typed exactly `Runner`, every `Pick<Runner, ...>` that hands over "ports", and every
  * use of the runner's `dispatch` / `dispatchRemote` (a call, a reference or a port's key). */
-function scan(): { whole: string[]; allPorts: string[]; dispatch: string[]; dispatchRemote: string[] } {
+function scan(): {
+  whole: string[];
+  allPorts: string[];
+  dispatch: string[];
+  dispatchRemote: string[];
+  chain: string[];
+} {
   const out = {
+    chain: [] as string[],
     whole: [] as string[],
     allPorts: [] as string[],
     dispatch: [] as string[],
@@ -67,6 +74,15 @@ function scan(): { whole: string[]; allPorts: string[]; dispatch: string[]; disp
           ? node.literal.text
           : undefined;
       if (key === "dispatch") out.dispatch.push(at(name, sf, node));
+      // `x.chain = ...` on anything but `this` (a helper's own queue): a task's chain is the runner's (onChain).
+      if (
+        ts.isBinaryExpression(node) &&
+        node.operatorToken.kind === ts.SyntaxKind.EqualsToken &&
+        ts.isPropertyAccessExpression(node.left) &&
+        node.left.name.text === "chain" &&
+        node.left.expression.kind !== ts.SyntaxKind.ThisKeyword
+      )
+        out.chain.push(at(name, sf, node));
       if (key === "dispatchRemote") out.dispatchRemote.push(at(name, sf, node));
       ts.forEachChild(node, visit);
     };
@@ -87,6 +103,10 @@ test("no port hands over all of a task's ports: TaskPort<K, P> names the ones it
 
 test("no module but the runner feeds a task's machine: they return their events (dispatch)", () => {
   assert.deepEqual(found.dispatch, [], "these call dispatch: return the event and let the runner feed it");
+});
+
+test("no module but the runner writes a task's chain: what waits on the task is queued through runner.onChain", () => {
+  assert.deepEqual(found.chain, [], "these assign a task's chain: use r.onChain(op)");
 });
 
 test("a relayed task's events reach its runner through the relay's one door (dispatchRemote)", () => {

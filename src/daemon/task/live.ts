@@ -53,7 +53,8 @@ export interface Live {
   result?: AgentResult;
   /** The cycle whose settled harvest `result` holds: a close keeps that verdict instead of judging the files again. */
   settledCycle?: number;
-  chain: Promise<void>;
+  /** What waits on the task: its harvests and on-demand work, queued only by the runner's onChain. */
+  readonly chain: Promise<void>;
   /** The effects of every event fed so far, done: a daemon stop waits for them (a close's record is half written). */
   effectsDone?: Promise<void>;
   /** The one refresh waiting behind the running one; later requests join it (it reads the newest evidence). */

@@ -23,22 +23,21 @@ export function snapshotWritten(r: Pick<Runner, "snapshotDue">): void {
 
 /** What writing a task's record touches: its record and result, its chain, the store and log, and its own timers. */
 export type PersistPort = TaskPort<
-  "rec" | "result" | "state" | "chain" | "snapshotDue" | "unsaved" | "journal" | "journalWritten" | "later",
+  "rec" | "result" | "state" | "chain" | "onChain" | "snapshotDue" | "unsaved" | "journal" | "journalWritten" | "later",
   "log" | "store" | "taskCount"
 >;
 
 /** Write a deferred live snapshot now (daemon stop), on the task's chain. */
 export function flushSnapshot(r: PersistPort): Promise<void> {
   if (!r.snapshotDue) return r.chain;
-  r.chain = r.chain
-    .then(async () => {
+  return r
+    .onChain(async () => {
       const due = r.snapshotDue === true;
       delete r.snapshotDue;
       if (!due || !r.result || lifecycleOf(r.state.phase)) return;
       await r.ports.store.saveTask(r.rec, r.result, { sync: false });
     })
     .catch((e: unknown) => r.ports.log.warn({ taskId: r.rec.taskId, err: String(e) }, "live snapshot not saved"));
-  return r.chain;
 }
 
 export function deferSnapshot(r: PersistPort): void {
@@ -98,8 +97,8 @@ function retryLater(r: PersistPort, u: Unsaved): void {
   );
   r.later(delay, () => {
     if (r.state.phase.name === "closed" || r.unsaved !== u) return;
-    r.chain = r.chain
-      .then(async () => {
+    void r
+      .onChain(async () => {
         if (r.unsaved !== u || !r.result) return;
         try {
           await r.ports.store.saveTask(r.rec, r.result, {

@@ -62,7 +62,7 @@ export function reportOf(r: ReportPort): CrewReport | undefined {
 export type HarvestOpts = { settled?: boolean; reason?: SettleReason };
 
 /** What serializing a task's harvests touches: its chain and the one harvest waiting on it. */
-type RefreshPort = TaskPort<"queued" | "chain" | "rec", "log">;
+type RefreshPort = TaskPort<"queued" | "onChain" | "rec", "log">;
 
 /**
  * Run `harvest` (the runner's: build, tell, record) on the task's chain: one at a time per task, at most one waiting.
@@ -81,13 +81,14 @@ export function refresh(
   }
   const next: NonNullable<Runner["queued"]> = { ...opts };
   r.queued = next;
-  const run = r.chain.then(() => {
-    if (r.queued === next) delete r.queued;
-    return harvest(next);
-  });
-  r.chain = run.catch((e: unknown) => r.ports.log.error({ taskId: r.rec.taskId, err: String(e) }, "harvest failed"));
-  next.done = r.chain;
-  return r.chain;
+  const done = r
+    .onChain(() => {
+      if (r.queued === next) delete r.queued;
+      return harvest(next);
+    })
+    .catch((e: unknown) => r.ports.log.error({ taskId: r.rec.taskId, err: String(e) }, "harvest failed"));
+  next.done = done;
+  return done;
 }
 
 /** What a harvest reads of its task: the evidence, the phase, the record it updates, the settle's checks. */

@@ -15,23 +15,20 @@ import {
   step,
   type CycleEvent,
   type Effect,
-  type SettleReason,
   type StepResult,
   type TaskState,
   type TimerKind,
   type TimerLimits,
 } from "../../core/lifecycle/task-cycle.js";
-import type { AgentResult, DiffEvidence, HerdrStatus } from "../../core/types.js";
+import type { AgentResult } from "../../core/types.js";
 import { redactSecrets } from "../../core/redact.js";
-import type { PendingRequest } from "./relay-request-state.js";
 import type { Runtime, RuntimeEvent } from "../../runtime/types.js";
-import type { CreatedWorktree } from "../ports/git-port.js";
 import type { LandingOutcome } from "../../core/result/check-receipts.js";
 import { sendPrompt, typePrompt } from "./child-prompt.js";
 import { recordLanding } from "./land-record.js";
 import { moveOwner } from "./owner-move.js";
 import { childEvent, childJoined, childLeft, childReport, onFiles, onRuntime } from "./evidence.js";
-import type { Live, UnsavedStatus } from "./live.js";
+import type { Live } from "./live.js";
 import { admit, diagnoseStart, launch, start, type LaunchEnded } from "./pipeline.js";
 import type { TaskRecord } from "./record.js";
 import type { RecoveryStep, RemoteSettled, Runner, StatusInfo, SteerReply, TaskPorts } from "./runner-types.js";
@@ -50,40 +47,16 @@ import type { ChildEvent, ChildReport } from "./supervisor-types.js";
 import { abortEvent, closeEvent, followUpWritten, nextCycle, slotRefused } from "./task-commands.js";
 import { TaskFiles } from "../ports/watcher.js";
 
-export class TaskRunner implements Runner {
-  // ---- the task's state (Live) ----
-  files?: TaskFiles;
-  child?: Connection;
+/**
+ * The optional fields of `Live`, declared once (live.ts): the runner takes their types from there instead of listing
+ * them again. Each starts undefined, so an empty class is an honest base for them.
+ */
+const LiveFields = class {} as new () => Omit<Live, "rec" | "state" | "chain">;
+
+export class TaskRunner extends LiveFields implements Runner {
+  // ---- the task's state (Live: its optional fields come from LiveFields) ----
   state: TaskState;
-  prompt?: { cycle: number; text: string };
-  promptPushed?: { child: Connection; prompt: { cycle: number; text: string } };
-  promptSentAt?: number;
-  agentStartedCycle?: number;
-  lastStopReason?: string;
-  runtimeState?: HerdrStatus | "missing";
-  unwatch?: () => void;
-  childEnded?: boolean;
-  diff?: DiffEvidence;
-  result?: AgentResult;
-  settledCycle?: number;
   chain: Promise<void> = Promise.resolve();
-  effectsDone?: Promise<void>;
-  queued?: { settled?: boolean; reason?: SettleReason; done?: Promise<void> };
-  report?: CrewReport & { cycle: number };
-  lastErrorMessage?: string;
-  stalledOutput?: string;
-  stalledHerdrWord?: string;
-  knownRepo?: { root: string; head?: string | null; worktree?: Promise<CreatedWorktree> };
-  promptWrite?: Promise<unknown>;
-  snapshotDue?: boolean;
-  unsaved?: UnsavedStatus;
-  settleJournaled?: number;
-  statusJournaled?: number;
-  remoteSettling?: Promise<void>;
-  remoteRequest?: PendingRequest;
-  remoteRefusing?: boolean;
-  settleDisk?: { cycle: number; note?: string };
-  steering?: { reserved: number; waiters: Map<number, (fate: "taken" | "missed") => void> };
   setupRun?: { abort(): void; ended: Promise<unknown> };
 
   /** The timers the machine armed, one per kind. */
@@ -97,6 +70,7 @@ export class TaskRunner implements Runner {
     public rec: TaskRecord,
     readonly ports: TaskPorts,
   ) {
+    super();
     this.state = { phase: { name: "queued", cycle: rec.cycle }, childConnected: false };
   }
 
