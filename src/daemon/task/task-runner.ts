@@ -6,6 +6,7 @@
 // The work itself is in the modules beside it, which see the runner as a type (runner-types.ts): evidence.ts
 // (evidence in), settle.ts (derivation, harvest, settle), child-prompt.ts (prompt delivery), task-commands.ts (owner
 // commands) and pipeline.ts (spawn, launch).
+import { setTimeout as sleep } from "node:timers/promises";
 import type { CapLimits } from "../../core/budget.js";
 import type { TimerHandle } from "../../core/clock.js";
 import type { CrewReport } from "../../core/crew/crew-cycle.js";
@@ -338,7 +339,17 @@ export class TaskRunner extends LiveFields implements Runner {
     // it could not start, and diagnoseStart quotes it.
     if (why === "stalled") {
       // A pane keeps blank rows (and tmux's "Pane is dead" line) between and below the child's last words.
-      const out = await runtime.readOutput(rec.handle, { lines: 200 }).catch(() => "");
+      const handle = rec.handle;
+      const read = () => runtime.readOutput(handle, { lines: 200 }).catch(() => "");
+      // A child that has just exited can still have its last lines in flight to its pane (tmux marks the pane dead
+      // before it has read all the pty held): read again until two reads 100 ms apart agree, at most three times.
+      let out = await read();
+      for (let i = 0; i < 3; i++) {
+        await sleep(100);
+        const again = await read();
+        if (again === out) break;
+        out = again;
+      }
       this.stalledOutput = out
         .split("\n")
         .filter((l) => l.trim() !== "" && !/^Pane is dead \(/.test(l))
