@@ -50,9 +50,10 @@ import { TaskFiles } from "../ports/watcher.js";
 
 /**
  * The optional fields of `Live`, declared once (live.ts): the runner takes their types from there instead of listing
- * them again. Each starts undefined, so an empty class is an honest base for them.
+ * them again. Each starts undefined, so an empty class is an honest base for them; Partial keeps it honest: a
+ * required field added to Live is missing from TaskRunner and fails to compile instead of starting undefined.
  */
-const LiveFields = class {} as new () => Omit<Live, "rec" | "state" | "chain">;
+const LiveFields = class {} as new () => Partial<Omit<Live, "rec" | "state" | "chain">>;
 
 export class TaskRunner extends LiveFields implements Runner {
   // ---- the task's state (Live: its optional fields come from LiveFields) ----
