@@ -2,27 +2,9 @@
 // the command and how it ended), a newer run's warnings replacing an older run's; the result validates.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import { validate, receipt } from "../helpers/agent-result-schema.js";
 import { buildAgentResult, type HarvestInput } from "../../src/core/result/agent-result.js";
 import { checkWarning, verifiedOf, withCheckWarnings } from "../../src/core/result/check-receipts.js";
-import type { CheckReceipt } from "../../src/core/types.js";
-
-const root = join(import.meta.dirname, "..", "..", "..");
-const validate = new Ajv2020({ strict: true }).compile(
-  JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")),
-);
-
-const receipt = (command: string, exitCode: number | null, extra: Partial<CheckReceipt> = {}): CheckReceipt => ({
-  command,
-  exitCode,
-  durationMs: 12,
-  startedAt: 1000,
-  logPath: `/h/tasks/tmg3k2a1b2c3/checks/${command.replace(/\W/g, "")}.log`,
-  outputTail: "ok\n",
-  ...extra,
-});
 
 const INPUT: HarvestInput = {
   taskId: "tmg3k2a1b2c3",

@@ -1,16 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import { validate } from "../helpers/agent-result-schema.js";
 import { buildAgentResult, type HarvestInput } from "../../src/core/result/agent-result.js";
 import { parseResultMd } from "../../src/core/result/result-md.js";
 import { SessionReader } from "../../src/core/session/session-reader.js";
-
-const root = join(import.meta.dirname, "..", "..", "..");
-const validate = new Ajv2020({ strict: true }).compile(
-  JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")),
-);
 
 // The tail of pi's real run (shared/reference/pi.md §1.4): a write tool call, then the final text.
 const SESSION =

@@ -4,15 +4,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import { validate } from "../helpers/agent-result-schema.js";
 import { SessionReader, sessionErrorOf, type SessionReaderOptions } from "../../src/core/session/session-reader.js";
 import { buildAgentResult } from "../../src/core/result/agent-result.js";
 import { parseResultMd } from "../../src/core/result/result-md.js";
 
 const root = join(import.meta.dirname, "..", "..", "..");
-const validate = new Ajv2020({ strict: true }).compile(
-  JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")),
-);
 
 type Line = "0.73" | "1.x";
 const LINES: { line: Line; dir: string }[] = [

@@ -3,9 +3,7 @@
 // `reasoning` and `cost.totalFromProvider`), carried into the AgentResult and checked by verify.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import { validate } from "../helpers/agent-result-schema.js";
 import { SessionReader } from "../../src/core/session/session-reader.js";
 import { buildAgentResult } from "../../src/core/result/agent-result.js";
 import { parseYaml } from "../../src/core/result/result-md.js";
@@ -17,11 +15,6 @@ import { parseJournal } from "../../src/core/lifecycle/journal-record.js";
 
 /** Journal records as the store reads them back (parsed into known kinds). */
 const records = (xs: readonly unknown[]) => parseJournal(xs).records;
-
-const root = join(import.meta.dirname, "..", "..", "..");
-const validate = new Ajv2020({ strict: true }).compile(
-  JSON.parse(readFileSync(join(root, "schema", "agent-result.schema.json"), "utf8")),
-);
 
 type Priced = { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
 function assistant(line: "0.73" | "1.x", u: Priced, stopReason = "toolUse", id = "a1"): string {
